@@ -1,0 +1,178 @@
+// See Note [Copy paths] in Copy.h.
+#include "csrc/aten/Copy.h"
+
+#include <ATen/MemoryOverlap.h>
+#include <ATen/ops/_local_scalar_dense.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/DeviceGuard.h>
+#include <mlu_kernels/copy.h>
+#include <mlu_runtime/event.h>
+#include <mlu_runtime/memcpy.h>
+#include <torch/library.h>
+
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/core/MLUHostAllocator.h"
+
+namespace torch_mlu {
+namespace {
+
+bool is_mlu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::PrivateUse1; }
+
+// True when a and b can cross as one byte copy: same dtype, same dense layout.
+bool same_dense_layout(const at::Tensor& a, const at::Tensor& b) {
+  return a.scalar_type() == b.scalar_type() && a.is_non_overlapping_and_dense() &&
+         b.is_non_overlapping_and_dense() && a.strides() == b.strides();
+}
+
+size_t nbytes(const at::Tensor& t) { return static_cast<size_t>(t.numel()) * t.element_size(); }
+
+at::Tensor contiguous_like(const at::Tensor& shape_of, at::ScalarType dtype, c10::Device device) {
+  return at::empty(shape_of.sizes(), shape_of.options().dtype(dtype).device(device));
+}
+
+// Makes `waiter` wait for the work queued so far on `signaller`.
+void stream_wait(const MLUStream& waiter, const MLUStream& signaller) {
+  if (waiter == signaller) return;
+  mlu::mluEvent_t event = nullptr;
+  MLU_CHECK(mlu::mluEventCreateWithFlags(&event, mlu::mluEventDisableTiming));
+  mlu::mluError_t status = mlu::mluEventRecord(event, signaller.queue());
+  if (status == mlu::mluSuccess) status = mlu::mluQueueWaitEvent(waiter.queue(), event);
+  mlu::mluEventDestroy(event);
+  MLU_CHECK(status);
+}
+
+// Byte copy of a dense block between host and device on the current stream of
+// `device`; waits unless the host side is pinned and non_blocking is set.
+void copy_bytes(void* dst, const void* src, size_t bytes, mlu::mluMemcpyKind kind, c10::DeviceIndex device,
+                bool non_blocking) {
+  if (bytes == 0) return;
+  MLUStream stream = getCurrentMLUStream(device);
+  MLU_CHECK(mlu::mluMemcpyAsync(dst, src, bytes, kind, stream.queue()));
+  const void* host = kind == mlu::mluMemcpyHostToDevice ? src : dst;
+  if (!non_blocking && isPinnedPtr(host)) stream.synchronize();
+}
+
+void copy_host_to_device(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
+  c10::DeviceIndex device = dst.device().index();
+  c10::DeviceGuard guard(dst.device());
+  at::Tensor host = src.resolve_conj().resolve_neg();
+  if (!same_dense_layout(dst, host)) host = host.to(dst.scalar_type()).contiguous();
+  if (same_dense_layout(dst, host)) {
+    copy_bytes(dst.data_ptr(), host.const_data_ptr(), nbytes(dst), mlu::mluMemcpyHostToDevice, device, non_blocking);
+    return;
+  }
+  at::Tensor staging = contiguous_like(dst, dst.scalar_type(), dst.device());
+  copy_bytes(staging.data_ptr(), host.const_data_ptr(), nbytes(staging), mlu::mluMemcpyHostToDevice, device,
+             /*non_blocking=*/false);
+  copy_on_device(dst, staging);
+}
+
+void copy_device_to_host(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
+  c10::DeviceIndex device = src.device().index();
+  c10::DeviceGuard guard(src.device());
+  at::Tensor device_side = src;
+  if (!(src.scalar_type() == dst.scalar_type() && src.is_non_overlapping_and_dense())) {
+    device_side = contiguous_like(src, dst.scalar_type(), src.device());
+    copy_on_device(device_side, src);
+  }
+  if (same_dense_layout(dst, device_side)) {
+    copy_bytes(dst.data_ptr(), device_side.const_data_ptr(), nbytes(dst), mlu::mluMemcpyDeviceToHost, device,
+               non_blocking);
+    return;
+  }
+  at::Tensor staging = at::empty_strided(device_side.sizes(), device_side.strides(), dst.options());
+  copy_bytes(staging.data_ptr(), device_side.const_data_ptr(), nbytes(staging), mlu::mluMemcpyDeviceToHost, device,
+             /*non_blocking=*/false);
+  dst.copy_(staging);
+}
+
+void copy_between_devices(const at::Tensor& dst, const at::Tensor& src) {
+  at::Tensor source = src;
+  if (!(src.scalar_type() == dst.scalar_type() && src.is_non_overlapping_and_dense())) {
+    c10::DeviceGuard guard(src.device());
+    source = contiguous_like(src, dst.scalar_type(), src.device());
+    copy_on_device(source, src);
+  }
+  at::Tensor target = same_dense_layout(dst, source) ? dst : at::empty_strided(source.sizes(), source.strides(), dst.options());
+  MLUStream src_stream = getCurrentMLUStream(src.device().index());
+  MLUStream dst_stream = getCurrentMLUStream(dst.device().index());
+  stream_wait(dst_stream, src_stream);
+  MLU_CHECK(mlu::mluMemcpyPeerAsync(target.data_ptr(), dst.device().index(), source.const_data_ptr(),
+                                    src.device().index(), nbytes(target), dst_stream.queue()));
+  stream_wait(src_stream, dst_stream);
+  if (!target.is_same(dst)) {
+    c10::DeviceGuard guard(dst.device());
+    copy_on_device(dst, target);
+  }
+}
+
+at::Tensor copy_from_mlu(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  TORCH_CHECK(is_mlu(self) || self.is_cpu(), "copy_: cannot copy from ", self.device(), " to ", dst.device());
+  TORCH_CHECK(is_mlu(dst) || dst.is_cpu(), "copy_: cannot copy from ", self.device(), " to ", dst.device());
+  TORCH_CHECK(!dst.is_conj() && !dst.is_neg(), "copy_: a conjugate or negative view is not a valid mlu copy target");
+  if (dst.numel() == 0) return dst;
+  at::Tensor src = self.sizes() == dst.sizes() ? self : self.expand_as(dst);
+  if (is_mlu(src) && is_mlu(dst)) {
+    TORCH_CHECK_NOT_IMPLEMENTED(!src.is_conj() && !src.is_neg(),
+                                "copy_: conjugate/negative views are not supported on mlu yet; call resolve_conj() "
+                                "and resolve_neg() on the source first");
+    if (src.device() == dst.device()) {
+      c10::DeviceGuard guard(dst.device());
+      copy_on_device(dst, src);
+    } else {
+      copy_between_devices(dst, src);
+    }
+  } else if (is_mlu(dst)) {
+    copy_host_to_device(dst, src, non_blocking);
+  } else {
+    TORCH_CHECK_NOT_IMPLEMENTED(!src.is_conj() && !src.is_neg(),
+                                "copy_: conjugate/negative views are not supported on mlu yet; call resolve_conj() "
+                                "and resolve_neg() on the source first");
+    copy_device_to_host(dst, src, non_blocking);
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize_mlu(const at::Tensor& self, const at::Tensor& dst) {
+  if (dst.sizes() != self.sizes()) dst.resize_(self.sizes());
+  return copy_from_mlu(self, dst, /*non_blocking=*/false);
+}
+
+at::Scalar local_scalar_dense_mlu(const at::Tensor& self) {
+  at::Tensor host = at::empty({}, self.options().device(c10::DeviceType::CPU));
+  copy_device_to_host(host, self.view(c10::IntArrayRef{}), /*non_blocking=*/false);
+  return at::_local_scalar_dense(host);
+}
+
+}  // namespace
+
+void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
+  if (dst.numel() == 0) return;
+  at::assert_no_internal_overlap(dst);
+  if (at::get_overlap_status(dst, src) != at::MemOverlapStatus::No) {
+    if (dst.is_same(src)) return;
+    at::Tensor detached = contiguous_like(src, src.scalar_type(), src.device());
+    copy_on_device(detached, src);
+    copy_on_device(dst, detached);
+    return;
+  }
+  mlu::kernels::ScalarType dst_type = require_kernel_dtype(dst.scalar_type(), "copy_");
+  mlu::kernels::ScalarType src_type = require_kernel_dtype(src.scalar_type(), "copy_");
+  mlu::kernels::Shape shape = kernel_shape(dst);
+  mlu::kernels::Strides dst_strides = kernel_strides(dst);
+  mlu::kernels::Strides src_strides = kernel_strides(src);
+  void* out = dst.data_ptr();
+  const void* in = src.const_data_ptr();
+  launch_kernel(dst.device().index(), "copy_", [=] {
+    mlu::kernels::copy(out, dst_type, dst_strides, in, src_type, src_strides, shape);
+  });
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_copy_from", TORCH_FN(copy_from_mlu));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize_mlu));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense_mlu));
+}
+
+}  // namespace torch_mlu

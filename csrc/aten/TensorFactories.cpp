@@ -1,0 +1,47 @@
+// empty / empty_strided on mlu: storage from the mlu device allocator.
+#include <ATen/EmptyTensor.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "csrc/core/MLUAllocator.h"
+#include "csrc/core/MLUFunctions.h"
+
+namespace torch_mlu {
+namespace {
+
+constexpr c10::DispatchKeySet kMluKeys(c10::DispatchKey::PrivateUse1);
+
+c10::Device checked_device(std::optional<c10::Device> device, std::optional<c10::Layout> layout,
+                           std::optional<bool> pin_memory) {
+  c10::Device d = c10::device_or_default(device);
+  TORCH_CHECK(d.type() == c10::DeviceType::PrivateUse1, "expected an mlu device, got ", d);
+  TORCH_CHECK(c10::layout_or_default(layout) == c10::Layout::Strided, "mlu tensors support only the strided layout");
+  TORCH_CHECK(!c10::pinned_memory_or_default(pin_memory), "Only dense CPU tensors can be pinned");
+  if (d.has_index()) check_device_index(d.index());
+  return d;
+}
+
+at::Tensor empty_mlu(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                     std::optional<c10::Device> device, std::optional<bool> pin_memory,
+                     std::optional<c10::MemoryFormat> memory_format) {
+  c10::DeviceGuard guard(checked_device(device, layout, pin_memory));
+  return at::detail::empty_generic(size, getMLUDeviceAllocator(), kMluKeys, c10::dtype_or_default(dtype),
+                                   memory_format);
+}
+
+at::Tensor empty_strided_mlu(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
+                             std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                             std::optional<bool> pin_memory) {
+  c10::DeviceGuard guard(checked_device(device, layout, pin_memory));
+  return at::detail::empty_strided_generic(size, stride, getMLUDeviceAllocator(), kMluKeys,
+                                           c10::dtype_or_default(dtype));
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty_mlu));
+  m.impl("empty_strided", TORCH_FN(empty_strided_mlu));
+}
+
+}  // namespace torch_mlu

@@ -1,0 +1,72 @@
+// View and metadata ops on mlu. They never touch device memory, so they run
+// on the host at once (no queue task). Ops whose only kernels are per-backend
+// are registered here, because a view cannot go through the CPU fallback
+// (the fallback would return a copy, not a view).
+#include <ATen/native/Resize.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "csrc/core/MLUAllocator.h"
+#include "csrc/core/MLUStorage.h"
+
+namespace torch_mlu {
+namespace {
+
+// Grows `storage` (never shrinks it) to hold `bytes`.
+void ensure_storage_bytes(const c10::Storage& storage, size_t bytes) {
+  if (bytes > storage.nbytes()) resize_storage_bytes(storage, bytes);
+}
+
+const at::Tensor& resize_mlu_(const at::Tensor& self, c10::IntArrayRef size,
+                              std::optional<c10::MemoryFormat> memory_format) {
+  at::TensorImpl* impl = self.unsafeGetTensorImpl();
+  at::native::resize_impl_cpu_(impl, size, std::nullopt, /*resize_storage=*/false);
+  size_t bytes = at::detail::computeStorageNbytesContiguous(size, self.dtype().itemsize(), impl->storage_offset());
+  if (self.numel() > 0) ensure_storage_bytes(impl->unsafe_storage(), bytes);
+  if (memory_format.has_value()) {
+    TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "Unsupported memory format Preserve");
+    impl->empty_tensor_restride(*memory_format);
+  }
+  return self;
+}
+
+at::Tensor& set_storage_mlu_(at::Tensor& self, c10::Storage source, int64_t storage_offset, c10::IntArrayRef size,
+                             c10::IntArrayRef stride) {
+  TORCH_CHECK(source.device().type() == c10::DeviceType::PrivateUse1,
+              "set_: expected an mlu storage, got a storage on ", source.device());
+  c10::OptionalIntArrayRef strides = stride.data() != nullptr ? c10::OptionalIntArrayRef(stride) : std::nullopt;
+  size_t bytes = strides ? at::detail::computeStorageNbytes(size, *strides, self.dtype().itemsize(), storage_offset)
+                         : at::detail::computeStorageNbytesContiguous(size, self.dtype().itemsize(), storage_offset);
+  if (c10::multiply_integers(size) > 0) ensure_storage_bytes(source, bytes);
+  return at::native::set_storage_cpu_(self, std::move(source), storage_offset, size, stride);
+}
+
+at::Tensor& set_empty_mlu_(at::Tensor& self) {
+  c10::Storage storage(c10::Storage::use_byte_size_t(), 0, getMLUDeviceAllocator(), /*resizable=*/true);
+  return set_storage_mlu_(self, std::move(storage), 0, {0}, {});
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  m.impl("view", TORCH_FN(at::native::view));
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
+  m.impl("resize_", TORCH_FN(resize_mlu_));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage_mlu_));
+  m.impl("set_.source_Storage", TORCH_FN(at::native::set_));
+  m.impl("set_.source_Tensor", TORCH_FN(at::native::set_tensor_));
+  m.impl("set_", TORCH_FN(set_empty_mlu_));
+}
+
+}  // namespace torch_mlu

@@ -1,0 +1,115 @@
+#include "csrc/core/MLUStream.h"
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include <mlu_runtime/device.h>
+
+#include <c10/util/Exception.h>
+
+#include "csrc/core/MLUException.h"
+#include "csrc/core/MLUFunctions.h"
+
+namespace torch_mlu {
+namespace {
+
+constexpr int kMaxDevices = 64;
+constexpr c10::StreamId kPoolSlots = 2 * kStreamsPerPool;
+
+struct DevicePools {
+  std::once_flag created;
+  std::array<mlu::mluQueue_t, kPoolSlots> queues{};
+  std::atomic<uint32_t> next[2] = {0, 0};
+};
+
+DevicePools& pools(c10::DeviceIndex device) {
+  static std::array<DevicePools, kMaxDevices> all;
+  DevicePools& p = all[device];
+  std::call_once(p.created, [&] {
+    c10::DeviceIndex previous = exchange_device(device);
+    int least = 0, greatest = 0;
+    MLU_CHECK(mlu::mluDeviceGetQueuePriorityRange(&least, &greatest));
+    for (int i = 0; i < kPoolSlots; ++i) {
+      MLU_CHECK(mlu::mluQueueCreateWithPriority(&p.queues[i], i < kStreamsPerPool ? least : greatest));
+    }
+    exchange_device(previous);
+  });
+  return p;
+}
+
+c10::DeviceIndex resolve(c10::DeviceIndex device) {
+  if (device < 0) return current_device();
+  check_device_index(device);
+  return device;
+}
+
+// Current stream id per device, for this thread.
+std::vector<c10::StreamId>& current_ids() {
+  thread_local std::vector<c10::StreamId> ids;
+  if (ids.empty()) ids.assign(static_cast<size_t>(std::max<int>(1, device_count())), 0);
+  return ids;
+}
+
+MLUStream make(c10::DeviceIndex device, c10::StreamId id) {
+  return MLUStream(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), id));
+}
+
+}  // namespace
+
+MLUStream::MLUStream(c10::Stream stream) : stream_(stream) {
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "Expected an mlu stream, got a ",
+              stream.device_type(), " stream");
+  TORCH_CHECK(stream.id() >= 0 && stream.id() <= kPoolSlots, "Invalid mlu stream id ", stream.id());
+}
+
+mlu::mluQueue_t MLUStream::queue() const {
+  if (id() == 0) {
+    mlu::mluQueue_t queue = nullptr;
+    MLU_CHECK(mlu::mluGetDefaultQueue(device_index(), &queue));
+    return queue;
+  }
+  return pools(device_index()).queues[id() - 1];
+}
+
+int MLUStream::priority() const {
+  int priority = 0;
+  MLU_CHECK(mlu::mluQueueGetPriority(queue(), &priority));
+  return priority;
+}
+
+bool MLUStream::query() const {
+  mlu::mluError_t status = mlu::mluQueueQuery(queue());
+  if (status == mlu::mluErrorNotReady) return false;
+  MLU_CHECK(status);
+  return true;
+}
+
+void MLUStream::synchronize() const { MLU_CHECK(mlu::mluQueueSynchronize(queue())); }
+
+MLUStream getDefaultMLUStream(c10::DeviceIndex device) { return make(resolve(device), 0); }
+
+MLUStream getCurrentMLUStream(c10::DeviceIndex device) {
+  device = resolve(device);
+  return make(device, current_ids()[device]);
+}
+
+MLUStream getStreamFromPool(bool high_priority, c10::DeviceIndex device) {
+  device = resolve(device);
+  DevicePools& p = pools(device);
+  uint32_t index = p.next[high_priority].fetch_add(1, std::memory_order_relaxed) % kStreamsPerPool;
+  return make(device, 1 + (high_priority ? kStreamsPerPool : 0) + index);
+}
+
+MLUStream exchangeCurrentMLUStream(MLUStream stream) {
+  c10::DeviceIndex device = resolve(stream.device_index());
+  c10::StreamId& slot = current_ids()[device];
+  MLUStream previous = make(device, slot);
+  slot = stream.id();
+  return previous;
+}
+
+void setCurrentMLUStream(MLUStream stream) { exchangeCurrentMLUStream(stream); }
+
+}  // namespace torch_mlu

@@ -1,0 +1,48 @@
+// MLUStream: a c10::Stream of device type mlu, backed by a runtime queue.
+// Mirrors c10/cuda/CUDAStream.h.
+//
+// Stream ids: 0 is the device's default queue; 1..kStreamsPerPool are the
+// low-priority pool and kStreamsPerPool+1..2*kStreamsPerPool the high-priority
+// pool. Pools are created lazily per device and handed out round-robin; their
+// queues live for the whole process, so a stream id stays valid forever.
+// The current stream is per host thread and per device (default: stream 0).
+#pragma once
+
+#include <mlu_runtime/queue.h>
+
+#include <c10/core/Stream.h>
+
+namespace torch_mlu {
+
+constexpr int kStreamsPerPool = 32;
+
+class MLUStream {
+ public:
+  // Wraps a stream of device type mlu; throws otherwise.
+  explicit MLUStream(c10::Stream stream);
+
+  mlu::mluQueue_t queue() const;
+  c10::Stream unwrap() const { return stream_; }
+  operator c10::Stream() const { return stream_; }
+  c10::Device device() const { return stream_.device(); }
+  c10::DeviceIndex device_index() const { return stream_.device_index(); }
+  c10::StreamId id() const { return stream_.id(); }
+  int priority() const;
+  bool query() const;
+  void synchronize() const;
+
+  bool operator==(const MLUStream& other) const { return stream_ == other.stream_; }
+  bool operator!=(const MLUStream& other) const { return !(*this == other); }
+
+ private:
+  c10::Stream stream_;
+};
+
+MLUStream getDefaultMLUStream(c10::DeviceIndex device = -1);
+MLUStream getCurrentMLUStream(c10::DeviceIndex device = -1);
+MLUStream getStreamFromPool(bool high_priority = false, c10::DeviceIndex device = -1);
+// Makes `stream` current on its device for this thread; returns the previous one.
+MLUStream exchangeCurrentMLUStream(MLUStream stream);
+void setCurrentMLUStream(MLUStream stream);
+
+}  // namespace torch_mlu

@@ -1,0 +1,77 @@
+// torch_mlu._C: the Python bindings. Thin: each function forwards to the glue.
+#include <Python.h>
+
+#include <ATen/Context.h>
+#include <mlu_runtime/device.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/utils/device_lazy_init.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "csrc/aten/Fallback.h"
+#include "csrc/core/MLUException.h"
+#include "csrc/core/MLUFunctions.h"
+#include "csrc/core/MLUHooks.h"
+
+namespace py = pybind11;
+
+namespace torch_mlu {
+namespace {
+
+void lazy_init() {
+  torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
+  at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);
+}
+
+py::dict device_properties(c10::DeviceIndex device) {
+  check_device_index(device);
+  mlu::mluDeviceProp prop{};
+  MLU_CHECK(mlu::mluGetDeviceProperties(&prop, device));
+  py::dict d;
+  d["name"] = std::string(prop.name);
+  d["total_memory"] = prop.totalGlobalMem;
+  d["major"] = prop.major;
+  d["minor"] = prop.minor;
+  d["multi_processor_count"] = prop.multiProcessorCount;
+  d["cluster_count"] = prop.clusterCount;
+  d["core_num_per_cluster"] = prop.coresPerCluster;
+  d["is_integrated"] = prop.isIntegrated != 0;
+  d["physical_id"] = prop.physicalId;
+  return d;
+}
+
+py::dict fallback_report() {
+  py::dict d;
+  for (const auto& [name, count] : fallback_counts()) d[py::str(name)] = count;
+  return d;
+}
+
+}  // namespace
+}  // namespace torch_mlu
+
+// Each binding converts C++ exceptions (c10::Error and friends) into the
+// matching Python exceptions, and forwards C++ warnings to Python.
+#define MLU_BINDING(BODY) \
+  [&]() { HANDLE_TH_ERRORS BODY END_HANDLE_TH_ERRORS_PYBIND }()
+
+PYBIND11_MODULE(_C, m) {
+  using namespace torch_mlu;
+  m.doc() = "torch_mlu native bindings";
+  m.def("_mlu_init", [] { MLU_BINDING(lazy_init();); });
+  m.def("_mlu_is_initialized", [] { return is_initialized(); });
+  m.def("_mlu_isInBadFork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
+  m.def("_mlu_getDeviceCount", [] { return static_cast<int>(device_count()); });
+  m.def("_mlu_getDevice", [] { return MLU_BINDING(return static_cast<int>(current_device());); });
+  m.def("_mlu_setDevice", [](int device) { MLU_BINDING(set_device(static_cast<c10::DeviceIndex>(device));); });
+  m.def("_mlu_exchangeDevice", [](int device) {
+    return MLU_BINDING(
+        if (device < 0) return -1;
+        return static_cast<int>(exchange_device(static_cast<c10::DeviceIndex>(device))););
+  });
+  m.def("_mlu_synchronize", [](int device) {
+    MLU_BINDING(py::gil_scoped_release no_gil; device_synchronize(static_cast<c10::DeviceIndex>(device)););
+  });
+  m.def("_mlu_getDeviceProperties",
+        [](int device) { return MLU_BINDING(return device_properties(static_cast<c10::DeviceIndex>(device));); });
+  m.def("_fallback_report", &fallback_report);
+  m.def("_reset_fallback_report", &reset_fallback_counts);
+}

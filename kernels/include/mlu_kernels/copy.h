@@ -1,0 +1,25 @@
+// copy: dst[i] = convert(src[i]) for every index i of a shape shared by two
+// strided views, converting between any two ScalarTypes with PyTorch's rules
+// (static_cast; -> Bool is x != 0; Half/BFloat16 via float; complex -> real
+// keeps the real part; real -> complex is (x, 0)). Preconditions (unchecked):
+// dst and src do not overlap, dst has no stride-0 (self-overlapping) dims, and
+// Bool elements are the bytes 0 or 1. A NaN or out-of-range floating value
+// converted to an integer type gives an unspecified value (C++ UB, as in torch).
+#pragma once
+
+#include "mlu_kernels/dtype.h"
+#include "mlu_kernels/layout.h"
+
+namespace mlu::kernels {
+
+// Optimised: coalesces shape and both strides, then memcpy (same type, both
+// contiguous), a vectorisable typed loop (both contiguous), or a strided row
+// loop. src strides may be 0 (broadcast).
+void copy(void* dst, ScalarType dst_type, const Strides& dst_strides, const void* src,
+          ScalarType src_type, const Strides& src_strides, const Shape& shape);
+
+// Scalar reference: converts element by element, unravelling each linear index.
+void copy_ref(void* dst, ScalarType dst_type, const Strides& dst_strides, const void* src,
+              ScalarType src_type, const Strides& src_strides, const Shape& shape);
+
+}  // namespace mlu::kernels

@@ -1,0 +1,68 @@
+// convert<To>(from): one element's dtype conversion with PyTorch's semantics
+// (c10::convert / static_cast_with_inter_type). Half and BFloat16 go through
+// float; complex -> real takes the real part; -> Bool is x != 0 (complex: either
+// part); -> UInt8 goes through int64 like c10. A floating value that is NaN or
+// out of the integer destination's range is undefined, as in C++ and PyTorch.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+#include <type_traits>
+
+#include "mlu_kernels/half.h"
+
+namespace mlu::kernels::detail {
+
+template <class T>
+inline constexpr bool is_complex_v = false;
+template <class V>
+inline constexpr bool is_complex_v<std::complex<V>> = true;
+
+// The type arithmetic happens in: float for the 16-bit storage types.
+inline float widen(Half v) { return to_float(v); }
+inline float widen(BFloat16 v) { return to_float(v); }
+template <class T>
+inline T widen(T v) { return v; }
+
+template <class T>
+inline auto real_part(T v) {
+  if constexpr (is_complex_v<T>) {
+    return v.real();
+  } else {
+    return v;
+  }
+}
+
+template <class To, class From>
+inline To convert(From from) {
+  if constexpr (std::is_same_v<To, From>) {
+    return from;
+  } else {
+    const auto v = widen(from);
+    using V = std::remove_cv_t<decltype(v)>;
+    if constexpr (std::is_same_v<To, bool>) {
+      if constexpr (is_complex_v<V>) {
+        return v.real() != 0 || v.imag() != 0;
+      } else {
+        return v != 0;
+      }
+    } else if constexpr (is_complex_v<To>) {
+      using R = typename To::value_type;
+      if constexpr (is_complex_v<V>) {
+        return To(static_cast<R>(v.real()), static_cast<R>(v.imag()));
+      } else {
+        return To(static_cast<R>(v), R(0));
+      }
+    } else if constexpr (std::is_same_v<To, Half>) {
+      return half_from_float(static_cast<float>(real_part(v)));
+    } else if constexpr (std::is_same_v<To, BFloat16>) {
+      return bfloat16_from_float(static_cast<float>(real_part(v)));
+    } else if constexpr (std::is_same_v<To, uint8_t>) {
+      return static_cast<uint8_t>(static_cast<int64_t>(real_part(v)));
+    } else {
+      return static_cast<To>(real_part(v));
+    }
+  }
+}
+
+}  // namespace mlu::kernels::detail

@@ -1,0 +1,54 @@
+// Maps a runtime ScalarType (or element size) to a C++ type and calls a generic
+// lambda with std::type_identity<T>, so kernels are written once as templates:
+//   dispatch(type, [&](auto tag) { using T = typename decltype(tag)::type; ... });
+// Internal to the library. Preconditions: a valid enumerator / a size that
+// element_size can return.
+#pragma once
+
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "mlu_kernels/dtype.h"
+#include "mlu_kernels/half.h"
+
+namespace mlu::kernels::detail {
+
+template <class F>
+void dispatch(ScalarType type, F&& f) {
+  switch (type) {
+    case ScalarType::Bool: f(std::type_identity<bool>{}); break;
+    case ScalarType::UInt8: f(std::type_identity<uint8_t>{}); break;
+    case ScalarType::Int8: f(std::type_identity<int8_t>{}); break;
+    case ScalarType::Int16: f(std::type_identity<int16_t>{}); break;
+    case ScalarType::Int32: f(std::type_identity<int32_t>{}); break;
+    case ScalarType::Int64: f(std::type_identity<int64_t>{}); break;
+    case ScalarType::Float16: f(std::type_identity<Half>{}); break;
+    case ScalarType::BFloat16: f(std::type_identity<BFloat16>{}); break;
+    case ScalarType::Float32: f(std::type_identity<float>{}); break;
+    case ScalarType::Float64: f(std::type_identity<double>{}); break;
+    case ScalarType::ComplexFloat: f(std::type_identity<std::complex<float>>{}); break;
+    case ScalarType::ComplexDouble: f(std::type_identity<std::complex<double>>{}); break;
+  }
+}
+
+// An opaque 16-byte element (ComplexDouble moved as bits).
+struct Bits128 {
+  uint64_t lo, hi;
+};
+
+// For kernels that only move bits (fill, same-type copy): picks an unsigned
+// storage type of the element's size, so no value semantics can alter the bits.
+template <class F>
+void dispatch_bits(size_t element_size, F&& f) {
+  switch (element_size) {
+    case 1: f(std::type_identity<uint8_t>{}); break;
+    case 2: f(std::type_identity<uint16_t>{}); break;
+    case 4: f(std::type_identity<uint32_t>{}); break;
+    case 8: f(std::type_identity<uint64_t>{}); break;
+    case 16: f(std::type_identity<Bits128>{}); break;
+  }
+}
+
+}  // namespace mlu::kernels::detail

@@ -1,0 +1,41 @@
+#include "mlu_kernels/layout.h"
+
+namespace mlu::kernels {
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int d = 0; d < shape.ndim; ++d) n *= shape.sizes[d];
+  return n;
+}
+
+namespace {
+
+// True when the kept dim `outer` and the dim `inner` after it are one run of
+// memory for every operand.
+bool mergeable(const Shape& shape, Strides* operands[], int n_operands, int outer, int inner) {
+  for (int k = 0; k < n_operands; ++k) {
+    const int64_t* v = operands[k]->v;
+    if (v[outer] != v[inner] * shape.sizes[inner]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void coalesce(Shape& shape, Strides* operands[], int n_operands) {
+  int kept = 0;  // dims [0, kept) are the output so far
+  for (int d = 0; d < shape.ndim; ++d) {
+    if (shape.sizes[d] == 1) continue;
+    if (kept > 0 && mergeable(shape, operands, n_operands, kept - 1, d)) {
+      shape.sizes[kept - 1] *= shape.sizes[d];
+      for (int k = 0; k < n_operands; ++k) operands[k]->v[kept - 1] = operands[k]->v[d];
+      continue;
+    }
+    shape.sizes[kept] = shape.sizes[d];
+    for (int k = 0; k < n_operands; ++k) operands[k]->v[kept] = operands[k]->v[d];
+    ++kept;
+  }
+  shape.ndim = kept;
+}
+
+}  // namespace mlu::kernels

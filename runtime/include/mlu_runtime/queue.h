@@ -1,0 +1,151 @@
+// Queues (streams) of the software MLU: asynchronous, in-order task execution.
+//
+// Threading model. Every queue owns one device thread, started on the first
+// launch. mluLaunchTask places the task in the queue's fixed-size ring and
+// returns at once; the device thread runs the tasks one after another in
+// launch order. Different queues run concurrently. An idle device thread
+// sleeps on a condition variable (it never spins), and a launch only wakes it
+// when it sleeps, so the common launch path is an uncontended lock, a
+// placement-new into the ring and an unlock: no heap allocation (tasks up to
+// kTaskInlineBytes are stored inline) and no syscall. A full ring blocks the
+// launching thread until the device thread frees a slot.
+//
+// Sequence numbers. A queue counts launched tasks (1, 2, ...) and the number
+// of finished ones. "Finished" is published only after a task has returned,
+// so everything that waits for a sequence number (events, synchronize) waits
+// for completed work, not dequeued work.
+//
+// Note [Sticky device errors]
+// A task fails by calling TaskContext::fail(message) or by throwing a
+// std::exception. The failure is stored on the task's device together with the
+// task's name (the first one wins until it is read); later tasks still run.
+// The next synchronizing call on that device (queue/event/device synchronize,
+// a blocking copy) returns mluErrorLaunchFailure with the detail
+// "<task name>: <message>" and clears the error, so the device is usable again.
+//
+// A null mluQueue_t means the default queue of the current device. Default
+// queues live as long as the process; mluQueueDestroy waits for the queue's
+// work, stops its thread and leaves the handle invalid.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "mlu_runtime/status.h"
+
+namespace mlu {
+
+typedef struct mluQueue_st* mluQueue_t;
+typedef struct mluEvent_st* mluEvent_t;
+
+// What a running task knows about itself and how it reports a failure.
+class TaskContext {
+ public:
+  explicit TaskContext(int device) : device_(device) {}
+  int device() const { return device_; }
+  void fail(std::string message) {
+    failed_ = true;
+    message_ = std::move(message);
+  }
+  bool failed() const { return failed_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  int device_;
+  bool failed_ = false;
+  std::string message_;
+};
+
+mluError_t mluQueueCreate(mluQueue_t* queue);
+// Priorities follow CUDA: lower numbers are higher priority (see the range).
+mluError_t mluQueueCreateWithPriority(mluQueue_t* queue, int priority);
+mluError_t mluDeviceGetQueuePriorityRange(int* least, int* greatest);
+mluError_t mluQueueDestroy(mluQueue_t queue);
+mluError_t mluGetDefaultQueue(int device, mluQueue_t* queue);
+mluError_t mluQueueGetPriority(mluQueue_t queue, int* priority);
+mluError_t mluQueueGetDevice(mluQueue_t queue, int* device);
+// mluSuccess when all launched work has finished, else mluErrorNotReady.
+mluError_t mluQueueQuery(mluQueue_t queue);
+mluError_t mluQueueSynchronize(mluQueue_t queue);
+// Work launched on `queue` after this call starts only once the work recorded
+// in `event` (at the time of this call) has finished. See event.h.
+mluError_t mluQueueWaitEvent(mluQueue_t queue, mluEvent_t event);
+
+namespace detail {
+
+constexpr std::size_t kTaskInlineBytes = 448;
+
+struct TaskSlot {
+  void (*run)(void* storage, TaskContext& context);
+  void (*destroy)(void* storage);
+  const char* name;
+  alignas(std::max_align_t) unsigned char storage[kTaskInlineBytes];
+};
+
+// Reserves the next ring slot of *queue (a null queue is replaced by the
+// default queue it stands for); on success that queue stays locked until
+// commit_slot. Blocks while the ring is full.
+mluError_t reserve_slot(mluQueue_t* queue, TaskSlot** slot);
+void commit_slot(mluQueue_t queue);
+
+template <class Fn>
+void invoke_task(Fn& fn, TaskContext& context) {
+  if constexpr (std::is_invocable_v<Fn&, TaskContext&>) {
+    fn(context);
+  } else {
+    fn();
+  }
+}
+
+}  // namespace detail
+
+// Enqueues fn (callable as fn(TaskContext&) or fn()) on `queue`. `name` must
+// outlive the task (a string literal); it names the task in error reports.
+template <class F>
+mluError_t mluLaunchTask(mluQueue_t queue, const char* name, F&& fn) {
+  using Fn = std::decay_t<F>;
+  constexpr bool kInline = sizeof(Fn) <= detail::kTaskInlineBytes &&
+      alignof(Fn) <= alignof(std::max_align_t) &&
+      std::is_nothrow_move_constructible_v<Fn>;
+  if constexpr (kInline) {
+    detail::TaskSlot* slot = nullptr;
+    mluError_t status = detail::reserve_slot(&queue, &slot);
+    if (status != mluSuccess) return status;
+    new (slot->storage) Fn(std::forward<F>(fn));
+    slot->run = [](void* s, TaskContext& c) { detail::invoke_task(*static_cast<Fn*>(s), c); };
+    slot->destroy = [](void* s) { static_cast<Fn*>(s)->~Fn(); };
+    slot->name = name;
+    detail::commit_slot(queue);
+    return mluSuccess;
+  } else {
+    // Rare: a large closure lives on the heap; only its pointer is inline.
+    Fn* boxed = new (std::nothrow) Fn(std::forward<F>(fn));
+    if (boxed == nullptr) return mluErrorMemoryAllocation;
+    detail::TaskSlot* slot = nullptr;
+    mluError_t status = detail::reserve_slot(&queue, &slot);
+    if (status != mluSuccess) {
+      delete boxed;
+      return status;
+    }
+    std::memcpy(slot->storage, &boxed, sizeof boxed);
+    slot->run = [](void* s, TaskContext& c) {
+      Fn* f;
+      std::memcpy(&f, s, sizeof f);
+      detail::invoke_task(*f, c);
+    };
+    slot->destroy = [](void* s) {
+      Fn* f;
+      std::memcpy(&f, s, sizeof f);
+      delete f;
+    };
+    slot->name = name;
+    detail::commit_slot(queue);
+    return mluSuccess;
+  }
+}
+
+}  // namespace mlu

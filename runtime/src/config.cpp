@@ -1,0 +1,104 @@
+#include "config.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+namespace mlu::detail {
+namespace {
+
+constexpr int kDefaultDeviceCount = 2;
+constexpr int kMaxDeviceCount = 16;
+constexpr size_t kGiB = size_t{1} << 30;
+
+int env_int(const char* name, int fallback, int lo, int hi) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return fallback;
+  char* end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < lo || value > hi) return fallback;
+  return static_cast<int>(value);
+}
+
+size_t default_device_memory() {
+  long pages = sysconf(_SC_PHYS_PAGES);
+  long page_size = sysconf(_SC_PAGE_SIZE);
+  size_t host = (pages > 0 && page_size > 0) ? size_t(pages) * size_t(page_size) : 16 * kGiB;
+  return std::min(16 * kGiB, host / 4);
+}
+
+MachineConfig read_config() {
+  MachineConfig config;
+  config.physical_count = env_int("TORCH_MLU_DEVICE_COUNT", kDefaultDeviceCount, 0, kMaxDeviceCount);
+  const char* visible = std::getenv("MLU_VISIBLE_DEVICES");
+  if (visible == nullptr) visible = std::getenv("CN_VISIBLE_DEVICES");
+  if (visible != nullptr) {
+    config.visible = parse_visible_devices(visible, config.physical_count);
+  } else {
+    for (int i = 0; i < config.physical_count; ++i) config.visible.push_back(i);
+  }
+  const char* memory = std::getenv("TORCH_MLU_DEVICE_MEMORY");
+  size_t parsed = memory != nullptr ? parse_byte_size(memory) : 0;
+  config.memory_per_device = parsed != 0 ? parsed : default_device_memory();
+  int host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  config.cores_per_device = env_int("TORCH_MLU_DEVICE_CORES", host_threads, 1, 1024);
+  return config;
+}
+
+}  // namespace
+
+const MachineConfig& machine_config() {
+  static const MachineConfig config = read_config();
+  return config;
+}
+
+size_t parse_byte_size(const char* text) {
+  // strtoull alone would accept " 8G", "+8G" and "-1" (as 2^64 - 1).
+  if (!std::isdigit(static_cast<unsigned char>(*text))) return 0;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long value = std::strtoull(text, &end, 10);
+  if (errno == ERANGE) return 0;
+  size_t scale = 1;
+  switch (std::toupper(static_cast<unsigned char>(*end))) {
+    case '\0': break;
+    case 'K': scale = size_t{1} << 10; ++end; break;
+    case 'M': scale = size_t{1} << 20; ++end; break;
+    case 'G': scale = size_t{1} << 30; ++end; break;
+    case 'T': scale = size_t{1} << 40; ++end; break;
+    default: return 0;
+  }
+  if (*end == 'B' || *end == 'b') ++end;
+  if (*end != '\0') return 0;
+  if (value > SIZE_MAX / scale) return 0;  // would wrap around
+  return static_cast<size_t>(value) * scale;
+}
+
+std::vector<int> parse_visible_devices(const char* text, int physical_count) {
+  std::vector<int> visible;
+  std::string list(text);
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    char* end = nullptr;
+    long ordinal = std::strtol(item.c_str(), &end, 10);
+    bool valid = !item.empty() && *end == '\0' && ordinal >= 0 && ordinal < physical_count &&
+                 std::find(visible.begin(), visible.end(), int(ordinal)) == visible.end();
+    if (!valid) break;  // CUDA semantics: the list ends at the first bad entry
+    visible.push_back(static_cast<int>(ordinal));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return visible;
+}
+
+}  // namespace mlu::detail

@@ -1,0 +1,164 @@
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "config.h"
+#include "device_state.h"
+#include "error_state.h"
+#include "mlu_runtime/device.h"
+#include "queue_impl.h"
+
+namespace mlu::detail {
+namespace {
+
+constexpr int kArchMajor = 5;
+constexpr int kArchMinor = 9;
+
+std::vector<std::unique_ptr<DeviceState>> make_devices() {
+  const MachineConfig& config = machine_config();
+  std::vector<std::unique_ptr<DeviceState>> devices;
+  for (size_t i = 0; i < config.visible.size(); ++i) {
+    auto state = std::make_unique<DeviceState>();
+    state->index = static_cast<int>(i);
+    state->capacity = config.memory_per_device;
+    mluDeviceProp& p = state->props;
+    std::snprintf(p.name, sizeof p.name, "MLU590 (software MLU)");
+    p.totalGlobalMem = config.memory_per_device;
+    p.major = kArchMajor;
+    p.minor = kArchMinor;
+    p.multiProcessorCount = config.cores_per_device;
+    p.clusterCount = config.cores_per_device;
+    p.coresPerCluster = 1;
+    p.isIntegrated = 0;
+    p.physicalId = config.visible[i];
+    devices.push_back(std::move(state));
+  }
+  return devices;
+}
+
+// Devices live for the whole process (never destroyed: device threads may
+// still use them while static destructors run).
+std::vector<std::unique_ptr<DeviceState>>& devices() {
+  static auto* all = new std::vector<std::unique_ptr<DeviceState>>(make_devices());
+  return *all;
+}
+
+}  // namespace
+
+int visible_device_count() { return static_cast<int>(devices().size()); }
+
+DeviceState* device_state(int device) {
+  if (device < 0 || device >= visible_device_count()) return nullptr;
+  return devices()[device].get();
+}
+
+mluError_t check_device(int device) {
+  if (device_state(device) != nullptr) return mluSuccess;
+  int count = visible_device_count();
+  std::string detail = "device ordinal " + std::to_string(device) + " is not valid: ";
+  detail += count == 0 ? std::string("no MLU device is visible")
+                       : "valid ordinals are 0.." + std::to_string(count - 1);
+  return fail(mluErrorInvalidDevice, detail);
+}
+
+int& current_device() {
+  thread_local int device = 0;
+  return device;
+}
+
+void DeviceState::store_error(const char* task_name, const std::string& message) {
+  std::lock_guard<std::mutex> lock(error_mu);
+  if (has_error) return;  // the first error wins until it is read
+  has_error = true;
+  error_detail = std::string(task_name) + ": " + message;
+}
+
+mluError_t DeviceState::take_error() {
+  std::string detail;
+  {
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (!has_error) return mluSuccess;
+    has_error = false;
+    detail.swap(error_detail);
+  }
+  return fail(mluErrorLaunchFailure, "device " + std::to_string(index) + ": " + detail);
+}
+
+void DeviceState::wait_idle() {
+  std::vector<std::pair<mluQueue_st*, uint64_t>> targets;
+  {
+    std::lock_guard<std::mutex> lock(queues_mu);
+    for (mluQueue_st* queue : queues) targets.emplace_back(queue, queue->last_launched());
+  }
+  for (auto& [queue, seq] : targets) queue->wait_for(seq);
+}
+
+bool DeviceState::reserve_memory(size_t bytes) {
+  size_t current = used.load(std::memory_order_relaxed);
+  do {
+    if (bytes > capacity || current > capacity - bytes) return false;
+  } while (!used.compare_exchange_weak(current, current + bytes, std::memory_order_relaxed));
+  return true;
+}
+
+mluQueue_st* default_queue(DeviceState& state) {
+  std::lock_guard<std::mutex> lock(state.queues_mu);
+  if (state.default_queue == nullptr) {
+    auto* queue = new mluQueue_st();
+    queue->device = state.index;
+    queue->is_default = true;
+    state.default_queue = queue;
+    state.queues.insert(state.queues.begin(), queue);
+  }
+  return state.default_queue;
+}
+
+}  // namespace mlu::detail
+
+namespace mlu {
+using namespace detail;
+
+mluError_t mluGetDeviceCount(int* count) {
+  if (count == nullptr) return fail(mluErrorInvalidValue, "count must not be null");
+  *count = visible_device_count();
+  return mluSuccess;
+}
+
+mluError_t mluGetDevice(int* device) {
+  if (device == nullptr) return fail(mluErrorInvalidValue, "device must not be null");
+  *device = current_device();
+  return mluSuccess;
+}
+
+mluError_t mluSetDevice(int device) {
+  if (mluError_t status = check_device(device)) return status;
+  current_device() = device;
+  return mluSuccess;
+}
+
+mluError_t mluGetDeviceProperties(mluDeviceProp* prop, int device) {
+  if (prop == nullptr) return fail(mluErrorInvalidValue, "prop must not be null");
+  if (mluError_t status = check_device(device)) return status;
+  *prop = device_state(device)->props;
+  return mluSuccess;
+}
+
+mluError_t mluRuntimeGetVersion(int* version) {
+  if (version == nullptr) return fail(mluErrorInvalidValue, "version must not be null");
+  *version = kMluRuntimeVersion;
+  return mluSuccess;
+}
+
+mluError_t mluDriverGetVersion(int* version) { return mluRuntimeGetVersion(version); }
+
+mluError_t mluDeviceSynchronizeOn(int device) {
+  if (mluError_t status = check_device(device)) return status;
+  DeviceState* state = device_state(device);
+  state->wait_idle();
+  return state->take_error();
+}
+
+mluError_t mluDeviceSynchronize() { return mluDeviceSynchronizeOn(current_device()); }
+
+}  // namespace mlu

@@ -1,0 +1,56 @@
+// Internal: per-device state of the runtime.
+//
+// DeviceState objects are created once (for the visible devices) and live as
+// long as the process. Each records its memory use against its capacity, the
+// queues created on it (for device-wide synchronization) and the pending
+// sticky error (see Note [Sticky device errors] in queue.h).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "mlu_runtime/device.h"
+#include "mlu_runtime/status.h"
+
+namespace mlu {
+struct mluQueue_st;
+}
+
+namespace mlu::detail {
+
+struct DeviceState {
+  int index = 0;
+  mluDeviceProp props{};
+  size_t capacity = 0;
+  std::atomic<size_t> used{0};
+
+  std::mutex queues_mu;
+  std::vector<mluQueue_st*> queues;   // live queues, default queue first
+  mluQueue_st* default_queue = nullptr;
+
+  std::mutex error_mu;
+  bool has_error = false;
+  std::string error_detail;
+
+  void store_error(const char* task_name, const std::string& message);
+  // mluErrorLaunchFailure (and the detail) if an error is pending; clears it.
+  mluError_t take_error();
+  // Waits for all work launched so far on this device's queues.
+  void wait_idle();
+  // Reserves `bytes` against the capacity; false if they do not fit.
+  bool reserve_memory(size_t bytes);
+  void release_memory(size_t bytes) { used.fetch_sub(bytes, std::memory_order_relaxed); }
+};
+
+int visible_device_count();
+// nullptr if `device` is not a visible ordinal.
+DeviceState* device_state(int device);
+// mluSuccess, or mluErrorInvalidDevice with a detail naming the valid range.
+mluError_t check_device(int device);
+int& current_device();
+mluQueue_st* default_queue(DeviceState& state);
+
+}  // namespace mlu::detail

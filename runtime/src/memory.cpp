@@ -1,0 +1,146 @@
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "device_state.h"
+#include "error_state.h"
+#include "mlu_runtime/memory.h"
+#include "queue_impl.h"
+#include "registry.h"
+
+namespace mlu {
+using namespace detail;
+namespace {
+
+constexpr size_t kAlignment = 256;  // like cudaMalloc's guarantee
+
+size_t round_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
+
+std::string describe(const void* ptr) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%p", ptr);
+  return text;
+}
+
+std::string mib(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f MiB", double(bytes) / (1024.0 * 1024.0));
+  return text;
+}
+
+void release_device_block(const Allocation& a) {
+  std::free(reinterpret_cast<void*>(a.base));
+  device_state(a.device)->release_memory(round_up(a.size));
+}
+
+}  // namespace
+
+mluError_t mluMalloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return fail(mluErrorInvalidValue, "ptr must not be null");
+  *ptr = nullptr;
+  int device = current_device();
+  if (mluError_t status = check_device(device)) return status;
+  if (size == 0) return mluSuccess;
+  DeviceState* state = device_state(device);
+  size_t bytes = round_up(size);
+  if (bytes < size || !state->reserve_memory(bytes)) {
+    size_t used = state->used.load();
+    return fail(mluErrorMemoryAllocation,
+                "tried to allocate " + mib(size) + " on device " + std::to_string(device) + " (capacity " +
+                    mib(state->capacity) + ", " + mib(used) + " in use, " +
+                    mib(state->capacity - std::min(used, state->capacity)) + " free)");
+  }
+  void* block = std::aligned_alloc(kAlignment, bytes);
+  if (block == nullptr) {
+    state->release_memory(bytes);
+    return fail(mluErrorMemoryAllocation, "the host could not back " + mib(size) + " of device memory");
+  }
+  register_allocation({reinterpret_cast<uintptr_t>(block), size, device});
+  *ptr = block;
+  return mluSuccess;
+}
+
+mluError_t mluFree(void* ptr) {
+  if (ptr == nullptr) return mluSuccess;
+  std::optional<Allocation> found = find_allocation(ptr);
+  if (!found || found->device < 0 || found->base != reinterpret_cast<uintptr_t>(ptr)) {
+    return fail(mluErrorInvalidDevicePointer,
+                describe(ptr) + " is not a live device allocation (double free, or not from mluMalloc)");
+  }
+  device_state(found->device)->wait_idle();
+  std::optional<Allocation> removed = unregister_allocation(ptr);
+  if (!removed) return fail(mluErrorInvalidDevicePointer, describe(ptr) + " was freed concurrently");
+  release_device_block(*removed);
+  return mluSuccess;
+}
+
+mluError_t mluFreeAsync(void* ptr, mluQueue_t queue) {
+  if (ptr == nullptr) return mluSuccess;
+  mluError_t status;
+  mluQueue_st* q = resolve_queue(queue, &status);
+  if (q == nullptr) return status;
+  std::optional<Allocation> found = find_allocation(ptr);
+  if (!found || found->device < 0 || found->base != reinterpret_cast<uintptr_t>(ptr)) {
+    return fail(mluErrorInvalidDevicePointer,
+                describe(ptr) + " is not a live device allocation (double free, or not from mluMalloc)");
+  }
+  std::optional<Allocation> removed = unregister_allocation(ptr);
+  if (!removed) return fail(mluErrorInvalidDevicePointer, describe(ptr) + " was freed concurrently");
+  if (q->on_own_thread()) {  // already in queue order
+    release_device_block(*removed);
+    return mluSuccess;
+  }
+  Allocation a = *removed;
+  status = mluLaunchTask(q, "free", [a] { release_device_block(a); });
+  if (status != mluSuccess) register_allocation(a);
+  return status;
+}
+
+mluError_t mluHostMalloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return fail(mluErrorInvalidValue, "ptr must not be null");
+  *ptr = nullptr;
+  if (size == 0) return mluSuccess;
+  void* block = std::aligned_alloc(kAlignment, round_up(size));
+  if (block == nullptr) return fail(mluErrorMemoryAllocation, "cannot pin " + mib(size) + " of host memory");
+  register_allocation({reinterpret_cast<uintptr_t>(block), size, -1});
+  *ptr = block;
+  return mluSuccess;
+}
+
+mluError_t mluFreeHost(void* ptr) {
+  if (ptr == nullptr) return mluSuccess;
+  std::optional<Allocation> found = find_allocation(ptr);
+  if (!found || found->device >= 0 || found->base != reinterpret_cast<uintptr_t>(ptr)) {
+    return fail(mluErrorInvalidValue, describe(ptr) + " is not pinned host memory from mluHostMalloc");
+  }
+  for (int d = 0; d < visible_device_count(); ++d) device_state(d)->wait_idle();
+  if (!unregister_allocation(ptr)) return fail(mluErrorInvalidValue, describe(ptr) + " was freed concurrently");
+  std::free(ptr);
+  return mluSuccess;
+}
+
+mluError_t mluPointerGetAttributes(mluPointerAttributes* attributes, const void* ptr) {
+  if (attributes == nullptr) return fail(mluErrorInvalidValue, "attributes must not be null");
+  std::optional<Allocation> found = find_allocation(ptr);
+  if (!found) {
+    *attributes = {mluMemoryTypeUnregistered, -1, nullptr, 0};
+    return mluSuccess;
+  }
+  attributes->type = found->device >= 0 ? mluMemoryTypeDevice : mluMemoryTypeHost;
+  attributes->device = found->device;
+  attributes->basePointer = reinterpret_cast<void*>(found->base);
+  attributes->size = found->size;
+  return mluSuccess;
+}
+
+mluError_t mluMemGetInfo(size_t* free, size_t* total) {
+  int device = current_device();
+  if (mluError_t status = check_device(device)) return status;
+  DeviceState* state = device_state(device);
+  size_t used = std::min(state->used.load(), state->capacity);
+  if (free != nullptr) *free = state->capacity - used;
+  if (total != nullptr) *total = state->capacity;
+  return mluSuccess;
+}
+
+}  // namespace mlu

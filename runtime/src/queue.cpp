@@ -1,0 +1,208 @@
+#include <algorithm>
+#include <string>
+
+#include "device_state.h"
+#include "error_state.h"
+#include "mlu_runtime/queue.h"
+#include "queue_impl.h"
+
+namespace {
+// The queue whose device thread is the calling thread (nullptr on host threads).
+thread_local mlu::mluQueue_st* tls_worker_queue = nullptr;
+constexpr int kLeastPriority = 0;
+constexpr int kGreatestPriority = -1;
+}  // namespace
+
+namespace mlu {
+
+uint64_t mluQueue_st::last_launched() {
+  std::lock_guard<std::mutex> lock(mu);
+  return launched;
+}
+
+bool mluQueue_st::on_own_thread() const { return tls_worker_queue == this; }
+
+void mluQueue_st::wait_for(uint64_t seq) {
+  if (has_finished(seq)) return;
+  std::unique_lock<std::mutex> lock(mu);
+  ++done_waiters;
+  done_cv.wait(lock, [&] { return finished_locked >= seq; });
+  --done_waiters;
+}
+
+void mluQueue_st::run_worker() {
+  tls_worker_queue = this;
+  mlu::detail::DeviceState* state = mlu::detail::device_state(device);
+  std::unique_lock<std::mutex> lock(mu);
+  for (;;) {
+    while (finished_locked == launched && !stopping) {
+      worker_sleeping = true;
+      work_cv.wait(lock);
+      worker_sleeping = false;
+    }
+    if (finished_locked == launched) return;  // stopping and drained
+    mlu::detail::TaskSlot& slot = ring[finished_locked % kCapacity];
+    lock.unlock();
+    mlu::TaskContext context(device);
+    try {
+      slot.run(slot.storage, context);
+    } catch (const std::exception& e) {
+      context.fail(e.what());
+    } catch (...) {
+      context.fail("unknown exception");
+    }
+    slot.destroy(slot.storage);
+    if (context.failed()) state->store_error(slot.name, context.message());
+    lock.lock();
+    ++finished_locked;
+    finished.store(finished_locked, std::memory_order_release);
+    if (done_waiters > 0) done_cv.notify_all();
+    if (space_waiters > 0) space_cv.notify_one();
+  }
+}
+
+void mluQueue_st::drain_and_stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stopping = true;
+  }
+  work_cv.notify_one();
+  if (worker.joinable()) worker.join();
+}
+
+}  // namespace mlu
+
+namespace mlu::detail {
+
+mluQueue_st* resolve_queue(mluQueue_t queue, mluError_t* status) {
+  if (queue == nullptr) {
+    *status = check_device(current_device());
+    return *status == mluSuccess ? default_queue(*device_state(current_device())) : nullptr;
+  }
+  if (!queue->live()) {
+    *status = fail(mluErrorInvalidResourceHandle, "the queue handle was destroyed or is not a queue");
+    return nullptr;
+  }
+  *status = mluSuccess;
+  return queue;
+}
+
+mluError_t reserve_slot(mluQueue_t* queue, TaskSlot** slot) {
+  mluError_t status;
+  mluQueue_st* q = resolve_queue(*queue, &status);
+  if (q == nullptr) return status;
+  std::unique_lock<std::mutex> lock(q->mu);
+  if (q->launched - q->finished_locked >= mluQueue_st::kCapacity) {
+    if (q->on_own_thread()) {
+      return fail(mluErrorNotSupported, "a task cannot launch onto its own full queue");
+    }
+    ++q->space_waiters;
+    q->space_cv.wait(lock, [&] { return q->launched - q->finished_locked < mluQueue_st::kCapacity; });
+    --q->space_waiters;
+  }
+  lock.release();  // stays locked until commit_slot
+  *queue = q;
+  *slot = &q->ring[q->launched % mluQueue_st::kCapacity];
+  return mluSuccess;
+}
+
+uint64_t commit_slot_seq(mluQueue_t q) {
+  uint64_t seq = ++q->launched;
+  bool wake = q->worker_sleeping;
+  if (!q->worker.joinable()) q->worker = std::thread([q] { q->run_worker(); });
+  q->mu.unlock();
+  if (wake) q->work_cv.notify_one();
+  return seq;
+}
+
+void commit_slot(mluQueue_t queue) { commit_slot_seq(queue); }
+
+}  // namespace mlu::detail
+
+namespace mlu {
+using namespace detail;
+
+mluError_t mluDeviceGetQueuePriorityRange(int* least, int* greatest) {
+  if (least != nullptr) *least = kLeastPriority;
+  if (greatest != nullptr) *greatest = kGreatestPriority;
+  return mluSuccess;
+}
+
+mluError_t mluQueueCreateWithPriority(mluQueue_t* queue, int priority) {
+  if (queue == nullptr) return fail(mluErrorInvalidValue, "queue must not be null");
+  if (mluError_t status = check_device(current_device())) return status;
+  DeviceState* state = device_state(current_device());
+  auto* q = new mluQueue_st();
+  q->device = state->index;
+  q->priority = std::clamp(priority, kGreatestPriority, kLeastPriority);
+  {
+    std::lock_guard<std::mutex> lock(state->queues_mu);
+    state->queues.push_back(q);
+  }
+  *queue = q;
+  return mluSuccess;
+}
+
+mluError_t mluQueueCreate(mluQueue_t* queue) { return mluQueueCreateWithPriority(queue, kLeastPriority); }
+
+mluError_t mluQueueDestroy(mluQueue_t queue) {
+  mluError_t status;
+  if (queue == nullptr) return fail(mluErrorInvalidResourceHandle, "the default queue cannot be destroyed");
+  mluQueue_st* q = resolve_queue(queue, &status);
+  if (q == nullptr) return status;
+  if (q->is_default) return fail(mluErrorInvalidResourceHandle, "the default queue cannot be destroyed");
+  if (q->on_own_thread()) return fail(mluErrorInvalidValue, "a queue cannot destroy itself from its own task");
+  uint32_t expected = mluQueue_st::kLive;
+  if (!q->magic.compare_exchange_strong(expected, mluQueue_st::kDestroyed)) {
+    return fail(mluErrorInvalidResourceHandle, "the queue handle was already destroyed");
+  }
+  DeviceState* state = device_state(q->device);
+  {
+    std::lock_guard<std::mutex> lock(state->queues_mu);
+    state->queues.erase(std::remove(state->queues.begin(), state->queues.end(), q), state->queues.end());
+  }
+  q->drain_and_stop();
+  q->ring.reset();  // the object itself stays, see queue_impl.h
+  return mluSuccess;
+}
+
+mluError_t mluGetDefaultQueue(int device, mluQueue_t* queue) {
+  if (queue == nullptr) return fail(mluErrorInvalidValue, "queue must not be null");
+  if (mluError_t status = check_device(device)) return status;
+  *queue = default_queue(*device_state(device));
+  return mluSuccess;
+}
+
+mluError_t mluQueueGetPriority(mluQueue_t queue, int* priority) {
+  mluError_t status;
+  mluQueue_st* q = resolve_queue(queue, &status);
+  if (q == nullptr) return status;
+  if (priority != nullptr) *priority = q->priority;
+  return mluSuccess;
+}
+
+mluError_t mluQueueGetDevice(mluQueue_t queue, int* device) {
+  mluError_t status;
+  mluQueue_st* q = resolve_queue(queue, &status);
+  if (q == nullptr) return status;
+  if (device != nullptr) *device = q->device;
+  return mluSuccess;
+}
+
+mluError_t mluQueueQuery(mluQueue_t queue) {
+  mluError_t status;
+  mluQueue_st* q = resolve_queue(queue, &status);
+  if (q == nullptr) return status;
+  return q->has_finished(q->last_launched()) ? mluSuccess : mluErrorNotReady;
+}
+
+mluError_t mluQueueSynchronize(mluQueue_t queue) {
+  mluError_t status;
+  mluQueue_st* q = resolve_queue(queue, &status);
+  if (q == nullptr) return status;
+  if (q->on_own_thread()) return fail(mluErrorInvalidValue, "a task cannot synchronize its own queue");
+  q->wait_for(q->last_launched());
+  return device_state(q->device)->take_error();
+}
+
+}  // namespace mlu

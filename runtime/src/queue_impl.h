@@ -1,0 +1,83 @@
+// Internal: the queue object behind mluQueue_t. See queue.h for the model.
+//
+// Invariants (all counters guarded by `mu`): finished <= launched, and
+// launched - finished <= capacity (the ring never overwrites a slot that has
+// not run). Task k (1-based) lives in ring[(k - 1) % capacity]. `finished` is
+// also published atomically so waiters can check it without the lock.
+// Queue objects are never freed: a destroyed queue only loses its thread and
+// ring, so a stale handle is detected (magic) instead of being undefined.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "mlu_runtime/queue.h"
+
+namespace mlu {
+
+struct mluQueue_st {
+  static constexpr uint32_t kLive = 0x4d4c5551;  // "MLUQ"
+  static constexpr uint32_t kDestroyed = 0xdeadd00d;
+  static constexpr size_t kCapacity = 1024;
+
+  std::atomic<uint32_t> magic{kLive};
+  int device = 0;
+  int priority = 0;
+  bool is_default = false;
+
+  std::mutex mu;
+  std::condition_variable work_cv;   // the device thread sleeps here
+  std::condition_variable space_cv;  // launchers wait here when the ring is full
+  std::condition_variable done_cv;   // host waiters wait here for `finished`
+  std::unique_ptr<mlu::detail::TaskSlot[]> ring{new mlu::detail::TaskSlot[kCapacity]};
+  uint64_t launched = 0;
+  uint64_t finished_locked = 0;
+  std::atomic<uint64_t> finished{0};
+  bool worker_sleeping = false;
+  bool stopping = false;
+  int done_waiters = 0;
+  int space_waiters = 0;
+  std::thread worker;
+
+  bool live() const { return magic.load(std::memory_order_acquire) == kLive; }
+  uint64_t last_launched();
+  // Blocks until task `seq` has finished.
+  void wait_for(uint64_t seq);
+  bool has_finished(uint64_t seq) const { return finished.load(std::memory_order_acquire) >= seq; }
+  // True when called from this queue's own device thread.
+  bool on_own_thread() const;
+  void run_worker();
+  // Waits for the launched work, then stops and joins the device thread.
+  void drain_and_stop();
+};
+
+}  // namespace mlu
+
+namespace mlu::detail {
+
+// A live queue for `queue` (null: the current device's default queue), or
+// nullptr with the thread's error detail set.
+mluQueue_st* resolve_queue(mluQueue_t queue, mluError_t* status);
+uint64_t commit_slot_seq(mluQueue_t queue);
+
+// Like mluLaunchTask, also returning the task's sequence number.
+template <class F>
+mluError_t launch_task(mluQueue_t queue, const char* name, F&& fn, uint64_t* seq) {
+  static_assert(sizeof(std::decay_t<F>) <= kTaskInlineBytes, "internal tasks are small");
+  using Fn = std::decay_t<F>;
+  TaskSlot* slot = nullptr;
+  mluError_t status = reserve_slot(&queue, &slot);
+  if (status != mluSuccess) return status;
+  new (slot->storage) Fn(std::forward<F>(fn));
+  slot->run = [](void* s, TaskContext& c) { invoke_task(*static_cast<Fn*>(s), c); };
+  slot->destroy = [](void* s) { static_cast<Fn*>(s)->~Fn(); };
+  slot->name = name;
+  *seq = commit_slot_seq(queue);
+  return mluSuccess;
+}
+
+}  // namespace mlu::detail

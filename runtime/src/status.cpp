@@ -1,0 +1,53 @@
+#include "mlu_runtime/status.h"
+
+#include <string>
+
+#include "error_state.h"
+
+namespace mlu {
+namespace {
+thread_local std::string last_detail;
+}
+
+namespace detail {
+mluError_t fail(mluError_t code, std::string detail) {
+  last_detail = std::move(detail);
+  return code;
+}
+}  // namespace detail
+
+const char* mluGetErrorName(mluError_t error) {
+  switch (error) {
+    case mluSuccess: return "mluSuccess";
+    case mluErrorInvalidValue: return "mluErrorInvalidValue";
+    case mluErrorInvalidDevice: return "mluErrorInvalidDevice";
+    case mluErrorMemoryAllocation: return "mluErrorMemoryAllocation";
+    case mluErrorInvalidDevicePointer: return "mluErrorInvalidDevicePointer";
+    case mluErrorInvalidResourceHandle: return "mluErrorInvalidResourceHandle";
+    case mluErrorNotReady: return "mluErrorNotReady";
+    case mluErrorLaunchFailure: return "mluErrorLaunchFailure";
+    case mluErrorInvalidMemcpyDirection: return "mluErrorInvalidMemcpyDirection";
+    case mluErrorNotSupported: return "mluErrorNotSupported";
+  }
+  return "mluErrorUnknown";
+}
+
+const char* mluGetErrorString(mluError_t error) {
+  switch (error) {
+    case mluSuccess: return "no error";
+    case mluErrorInvalidValue: return "invalid argument";
+    case mluErrorInvalidDevice: return "invalid device ordinal";
+    case mluErrorMemoryAllocation: return "out of memory";
+    case mluErrorInvalidDevicePointer: return "invalid device pointer";
+    case mluErrorInvalidResourceHandle: return "invalid resource handle";
+    case mluErrorNotReady: return "device not ready";
+    case mluErrorLaunchFailure: return "device task failed";
+    case mluErrorInvalidMemcpyDirection: return "invalid copy direction";
+    case mluErrorNotSupported: return "operation not supported";
+  }
+  return "unknown error";
+}
+
+const char* mluGetLastErrorDetail() { return last_detail.c_str(); }
+
+}  // namespace mlu

@@ -1,0 +1,386 @@
+// Queues: asynchronous in-order execution, concurrency between queues,
+// lifetime, priorities, back-pressure and sticky device errors.
+#include <array>
+#include <atomic>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace mlu;
+using namespace mlu_test;
+
+TEST(Queue, LaunchReturnsBeforeTheTaskRuns) {
+  std::atomic<bool> started{false}, finished{false};
+  ScopedQueue queue(0);
+  Gate gate;
+  ASSERT_EQ(mluLaunchTask(queue, "gated", [&, f = gate.future()](TaskContext& ctx) {
+              started = true;
+              if (f.wait_for(kTaskTimeout) != std::future_status::ready) ctx.fail("gate timed out");
+              finished = true;
+            }),
+            mluSuccess);
+  // The launch came back although the task cannot finish before the gate opens.
+  EXPECT_FALSE(finished);
+  EXPECT_EQ(mluQueueQuery(queue), mluErrorNotReady);
+  EXPECT_TRUE(eventually([&] { return started.load(); })) << "the device thread never started the task";
+  EXPECT_EQ(mluQueueQuery(queue), mluErrorNotReady);
+  gate.open();
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_TRUE(finished);
+  EXPECT_EQ(mluQueueQuery(queue), mluSuccess);
+}
+
+TEST(Queue, EmptyQueueIsComplete) {
+  ScopedQueue queue(1);
+  EXPECT_EQ(mluQueueQuery(queue), mluSuccess);
+  EXPECT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(mluQueueQuery(nullptr), mluSuccess);
+}
+
+TEST(Queue, TasksRunInLaunchOrder) {
+  std::vector<int> order;  // only the device thread touches it until synchronize
+  ScopedQueue queue(0);
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(mluLaunchTask(queue, "append", [&order, i] { order.push_back(i); }), mluSuccess);
+  }
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  std::vector<int> expected(1000);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(order, expected);
+}
+
+TEST(Queue, DefaultQueueRunsInOrderToo) {
+  std::vector<int> order;
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(mluLaunchTask(nullptr, "append", [&order, i] { order.push_back(i); }), mluSuccess);
+  }
+  ASSERT_EQ(mluQueueSynchronize(nullptr), mluSuccess);
+  ASSERT_EQ(order.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(order[i], i);
+}
+
+TEST(Queue, TaskContextKnowsItsDevice) {
+  int seen0 = -1, seen1 = -1;
+  ScopedQueue q0(0), q1(1);
+  ASSERT_EQ(mluLaunchTask(q0, "who", [&](TaskContext& ctx) { seen0 = ctx.device(); }), mluSuccess);
+  ASSERT_EQ(mluLaunchTask(q1, "who", [&](TaskContext& ctx) { seen1 = ctx.device(); }), mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(q0), mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(q1), mluSuccess);
+  EXPECT_EQ(seen0, 0);
+  EXPECT_EQ(seen1, 1);
+  int device = -1;
+  EXPECT_EQ(mluQueueGetDevice(q1, &device), mluSuccess);
+  EXPECT_EQ(device, 1);
+}
+
+TEST(Queue, TwoQueuesRunConcurrently) {
+  // q1's task can only finish if q2's task runs while it is still running: a
+  // runtime that serialised the queues would make it time out.
+  bool q1_saw_flag = false;
+  ScopedQueue q1(0), q2(0);
+  Gate flag;
+  ASSERT_EQ(mluLaunchTask(q1, "waiter", [&, f = flag.future()](TaskContext& ctx) {
+              q1_saw_flag = f.wait_for(kTaskTimeout) == std::future_status::ready;
+              if (!q1_saw_flag) ctx.fail("q2 never ran while q1 was busy");
+            }),
+            mluSuccess);
+  ASSERT_EQ(mluLaunchTask(q2, "setter", [&flag] { flag.open(); }), mluSuccess);
+  EXPECT_EQ(mluQueueSynchronize(q2), mluSuccess);
+  EXPECT_EQ(mluQueueSynchronize(q1), mluSuccess) << mluGetLastErrorDetail();
+  EXPECT_TRUE(q1_saw_flag);
+}
+
+TEST(Queue, QueuesOfDifferentDevicesRunConcurrently) {
+  bool saw = false;
+  ScopedQueue q0(0), q1(1);
+  Gate flag;
+  ASSERT_EQ(mluLaunchTask(q0, "waiter", [&, f = flag.future()] { saw = f.wait_for(kTaskTimeout) == std::future_status::ready; }),
+            mluSuccess);
+  ASSERT_EQ(mluLaunchTask(q1, "setter", [&flag] { flag.open(); }), mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(q0), mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(q1), mluSuccess);
+  EXPECT_TRUE(saw);
+}
+
+TEST(Queue, LargeClosuresAreStoredOutOfLine) {
+  // Bigger than the inline storage: the runtime boxes it on the heap.
+  std::array<int, 1024> payload;
+  std::iota(payload.begin(), payload.end(), 1);
+  static_assert(sizeof(payload) > detail::kTaskInlineBytes);
+  auto token = std::make_shared<int>(0);  // counts the closure's copies
+  long long sum = 0;
+  ScopedQueue queue(0);
+  ASSERT_EQ(mluLaunchTask(queue, "big", [payload, token, &sum] {
+              sum = std::accumulate(payload.begin(), payload.end(), 0LL);
+            }),
+            mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(sum, 1024LL * 1025 / 2);
+  EXPECT_EQ(token.use_count(), 1) << "the boxed closure must be destroyed after it ran";
+}
+
+TEST(Queue, InlineClosuresAreDestroyedAfterRunning) {
+  auto token = std::make_shared<int>(0);
+  int calls = 0;
+  ScopedQueue queue(0);
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_EQ(mluLaunchTask(queue, "small", [token, &calls] { ++calls; }), mluSuccess);
+  }
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(calls, 10);
+  EXPECT_EQ(token.use_count(), 1);
+}
+
+namespace {
+// Movable but not nothrow-movable: must take the boxed path as well.
+struct ThrowingMove {
+  int value = 42;
+  ThrowingMove() = default;
+  ThrowingMove(const ThrowingMove&) = default;
+  ThrowingMove(ThrowingMove&& other) noexcept(false) : value(other.value) {}
+};
+}  // namespace
+
+TEST(Queue, ClosuresWithThrowingMoveWork) {
+  int seen = 0;
+  ScopedQueue queue(0);
+  ThrowingMove capture;
+  ASSERT_EQ(mluLaunchTask(queue, "throwing move", [capture, &seen] { seen = capture.value; }), mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(seen, 42);
+}
+
+TEST(Queue, DestroyDrainsPendingWork) {
+  std::atomic<int> ran{0};
+  std::atomic<bool> destroy_returned{false};
+  ScopedQueue scoped(0);
+  mluQueue_t queue = scoped.release();
+  Gate gate;
+  ASSERT_EQ(mluLaunchTask(queue, "blocker", gate.blocker()), mluSuccess);
+  for (int i = 0; i < 100; ++i) ASSERT_EQ(mluLaunchTask(queue, "count", [&ran] { ++ran; }), mluSuccess);
+
+  std::thread destroyer([&] {
+    EXPECT_EQ(mluQueueDestroy(queue), mluSuccess);
+    destroy_returned = true;
+  });
+  std::this_thread::sleep_for(30ms);  // give a broken destroy time to return early
+  EXPECT_FALSE(destroy_returned) << "mluQueueDestroy returned before the queue's work finished";
+  gate.open();
+  destroyer.join();
+  EXPECT_EQ(ran, 100) << "destroy must run every pending task";
+
+  // The handle is now invalid everywhere.
+  EXPECT_EQ(mluLaunchTask(queue, "late", [] {}), mluErrorInvalidResourceHandle);
+  EXPECT_NE(std::string(mluGetLastErrorDetail()), "");
+  EXPECT_EQ(mluQueueQuery(queue), mluErrorInvalidResourceHandle);
+  EXPECT_EQ(mluQueueSynchronize(queue), mluErrorInvalidResourceHandle);
+  EXPECT_EQ(mluQueueDestroy(queue), mluErrorInvalidResourceHandle);
+  int value = 0;
+  EXPECT_EQ(mluQueueGetPriority(queue, &value), mluErrorInvalidResourceHandle);
+  EXPECT_EQ(mluQueueGetDevice(queue, &value), mluErrorInvalidResourceHandle);
+  ScopedEvent event;
+  EXPECT_EQ(mluEventRecord(event, queue), mluErrorInvalidResourceHandle);
+  EXPECT_EQ(mluQueueWaitEvent(queue, event), mluErrorInvalidResourceHandle);
+  std::array<char, 1024> big{};
+  EXPECT_EQ(mluLaunchTask(queue, "late big", [big] { (void)big; }), mluErrorInvalidResourceHandle);
+  // Device-wide synchronization no longer sees the queue.
+  EXPECT_EQ(mluDeviceSynchronize(), mluSuccess);
+}
+
+TEST(Queue, DestroyNeverUsedQueue) {
+  mluQueue_t queue = nullptr;
+  ASSERT_EQ(mluQueueCreate(&queue), mluSuccess);
+  EXPECT_EQ(mluQueueDestroy(queue), mluSuccess);
+  EXPECT_EQ(mluQueueQuery(queue), mluErrorInvalidResourceHandle);
+}
+
+TEST(Queue, DefaultQueueCannotBeDestroyed) {
+  EXPECT_EQ(mluQueueDestroy(nullptr), mluErrorInvalidResourceHandle);
+  mluQueue_t default_queue = nullptr;
+  ASSERT_EQ(mluGetDefaultQueue(1, &default_queue), mluSuccess);
+  ASSERT_NE(default_queue, nullptr);
+  EXPECT_EQ(mluQueueDestroy(default_queue), mluErrorInvalidResourceHandle);
+  // Still usable.
+  bool ran = false;
+  ASSERT_EQ(mluLaunchTask(default_queue, "still alive", [&ran] { ran = true; }), mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(default_queue), mluSuccess);
+  EXPECT_TRUE(ran);
+  int device = -1;
+  EXPECT_EQ(mluQueueGetDevice(default_queue, &device), mluSuccess);
+  EXPECT_EQ(device, 1);
+  mluQueue_t again = nullptr;
+  EXPECT_EQ(mluGetDefaultQueue(1, &again), mluSuccess);
+  EXPECT_EQ(again, default_queue) << "one default queue per device";
+  mluQueue_t other = nullptr;
+  EXPECT_EQ(mluGetDefaultQueue(0, &other), mluSuccess);
+  EXPECT_NE(other, default_queue);
+}
+
+TEST(Queue, PriorityRangeAndClamping) {
+  int least = 99, greatest = 99;
+  ASSERT_EQ(mluDeviceGetQueuePriorityRange(&least, &greatest), mluSuccess);
+  EXPECT_LE(greatest, least) << "lower numbers are higher priority";
+  struct Case {
+    int requested, expected;
+  };
+  for (Case c : {Case{least, least}, Case{greatest, greatest}, Case{least + 5, least}, Case{greatest - 7, greatest},
+                 Case{1000, least}, Case{-1000, greatest}}) {
+    SCOPED_TRACE(c.requested);
+    mluQueue_t queue = nullptr;
+    ASSERT_EQ(mluQueueCreateWithPriority(&queue, c.requested), mluSuccess);
+    int priority = 1234;
+    EXPECT_EQ(mluQueueGetPriority(queue, &priority), mluSuccess);
+    EXPECT_EQ(priority, c.expected);
+    EXPECT_EQ(mluQueueDestroy(queue), mluSuccess);
+  }
+  mluQueue_t plain = nullptr;
+  ASSERT_EQ(mluQueueCreate(&plain), mluSuccess);
+  int priority = 1234;
+  EXPECT_EQ(mluQueueGetPriority(plain, &priority), mluSuccess);
+  EXPECT_EQ(priority, least) << "the default priority is the least one";
+  EXPECT_EQ(mluQueueDestroy(plain), mluSuccess);
+  EXPECT_EQ(mluQueueCreate(nullptr), mluErrorInvalidValue);
+}
+
+TEST(Queue, FullRingBlocksTheLauncher) {
+  constexpr int kCapacity = 1024;  // mluQueue_st::kCapacity
+  constexpr int kExtra = 200;
+  std::atomic<int> launched{0};
+  std::vector<int> order;
+  ScopedQueue queue(0);
+  Gate gate;
+  std::thread launcher([&] {
+    if (mluLaunchTask(queue, "blocker", gate.blocker()) != mluSuccess) return;
+    ++launched;
+    for (int i = 0; i < kCapacity + kExtra; ++i) {
+      if (mluLaunchTask(queue, "append", [&order, i] { order.push_back(i); }) != mluSuccess) return;
+      ++launched;
+    }
+  });
+  // The blocker occupies a slot while it runs, so exactly kCapacity launches fit.
+  EXPECT_TRUE(eventually([&] { return launched.load() >= kCapacity; }));
+  std::this_thread::sleep_for(50ms);  // let a broken runtime run past the limit
+  EXPECT_EQ(launched.load(), kCapacity) << "a full ring must block the launching thread";
+  EXPECT_EQ(mluQueueQuery(queue), mluErrorNotReady);
+  gate.open();
+  launcher.join();
+  EXPECT_EQ(launched.load(), kCapacity + kExtra + 1);
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  ASSERT_EQ(order.size(), size_t(kCapacity + kExtra));
+  for (int i = 0; i < kCapacity + kExtra; ++i) ASSERT_EQ(order[i], i);
+}
+
+TEST(Queue, StickyErrorsAreReportedOnceAndWorkContinues) {
+  int before = 0, between = 0, after = 0;
+  ScopedQueue queue(0);
+  ASSERT_EQ(mluLaunchTask(queue, "before", [&before] { ++before; }), mluSuccess);
+  ASSERT_EQ(mluLaunchTask(queue, "bounds_check_kernel",
+                          [](TaskContext& ctx) { ctx.fail("index 7 out of range"); }),
+            mluSuccess);
+  ASSERT_EQ(mluLaunchTask(queue, "between", [&between] { ++between; }), mluSuccess);
+  ASSERT_EQ(mluLaunchTask(queue, "throwing_kernel", [] { throw std::runtime_error("second failure"); }),
+            mluSuccess);
+  ASSERT_EQ(mluLaunchTask(queue, "after", [&after] { ++after; }), mluSuccess);
+
+  ASSERT_EQ(mluQueueSynchronize(queue), mluErrorLaunchFailure);
+  std::string detail = mluGetLastErrorDetail();
+  EXPECT_NE(detail.find("bounds_check_kernel"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("index 7 out of range"), std::string::npos) << detail;
+  EXPECT_EQ(detail.find("second failure"), std::string::npos) << "the first error wins: " << detail;
+  // Reading the error cleared it.
+  EXPECT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(mluDeviceSynchronize(), mluSuccess);
+  EXPECT_EQ(before, 1);
+  EXPECT_EQ(between, 1) << "tasks after a failure still run";
+  EXPECT_EQ(after, 1);
+
+  // The device is usable again.
+  ASSERT_EQ(mluLaunchTask(queue, "later", [&after] { ++after; }), mluSuccess);
+  EXPECT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(after, 2);
+}
+
+TEST(Queue, ThrownExceptionsBecomeStickyErrors) {
+  ScopedQueue queue(1);
+  ASSERT_EQ(mluLaunchTask(queue, "throwing_kernel", [] { throw std::runtime_error("bad shape [3, 4]"); }),
+            mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(queue), mluErrorLaunchFailure);
+  std::string detail = mluGetLastErrorDetail();
+  EXPECT_NE(detail.find("throwing_kernel"), std::string::npos) << detail;
+  EXPECT_NE(detail.find("bad shape [3, 4]"), std::string::npos) << detail;
+  EXPECT_EQ(mluQueueSynchronize(queue), mluSuccess);
+
+  ASSERT_EQ(mluLaunchTask(queue, "weird_throw", [] { throw 42; }), mluSuccess);
+  EXPECT_EQ(mluQueueSynchronize(queue), mluErrorLaunchFailure);
+  EXPECT_NE(std::string(mluGetLastErrorDetail()).find("weird_throw"), std::string::npos);
+  EXPECT_EQ(mluQueueSynchronize(queue), mluSuccess);
+}
+
+TEST(Queue, DeviceSynchronizeReportsErrorsFromAnyQueue) {
+  ScopedQueue clean(0), failing(0);
+  ASSERT_EQ(mluLaunchTask(clean, "fine", [] {}), mluSuccess);
+  ASSERT_EQ(mluLaunchTask(failing, "failing_kernel", [](TaskContext& ctx) { ctx.fail("boom"); }), mluSuccess);
+  ASSERT_EQ(mluDeviceSynchronize(), mluErrorLaunchFailure);
+  EXPECT_NE(std::string(mluGetLastErrorDetail()).find("failing_kernel: boom"), std::string::npos)
+      << mluGetLastErrorDetail();
+  EXPECT_EQ(mluDeviceSynchronize(), mluSuccess);
+}
+
+TEST(Queue, StickyErrorsBelongToTheirDevice) {
+  ScopedQueue on1(1);
+  ASSERT_EQ(mluLaunchTask(on1, "failing_kernel", [](TaskContext& ctx) { ctx.fail("on device 1"); }), mluSuccess);
+  // Wait without consuming the error (every synchronizing call would take it).
+  EXPECT_TRUE(eventually([&] { return mluQueueQuery(on1) == mluSuccess; }));
+  EXPECT_EQ(mluDeviceSynchronizeOn(0), mluSuccess) << "device 0 has no error";
+  EXPECT_EQ(mluDeviceSynchronizeOn(1), mluErrorLaunchFailure);
+  EXPECT_NE(std::string(mluGetLastErrorDetail()).find("on device 1"), std::string::npos);
+  EXPECT_EQ(mluDeviceSynchronizeOn(1), mluSuccess);
+}
+
+TEST(Queue, DeviceSynchronizeWaitsForEveryQueue) {
+  std::atomic<int> started{0}, done{0};
+  ScopedQueue a(0), b(0);
+  for (mluQueue_t q : {a.get(), b.get(), static_cast<mluQueue_t>(nullptr)}) {
+    ASSERT_EQ(mluLaunchTask(q, "slow", [&started, &done] {
+                ++started;
+                std::this_thread::sleep_for(20ms);
+                ++done;
+              }),
+              mluSuccess);
+  }
+  ASSERT_TRUE(eventually([&] { return started.load() == 3; }));  // all running
+  ASSERT_EQ(mluDeviceSynchronize(), mluSuccess);
+  EXPECT_EQ(done, 3);
+}
+
+TEST(Queue, TasksMayLaunchOntoOtherQueues) {
+  bool ran = false;
+  ScopedQueue a(0), b(1);
+  mluQueue_t target = b;
+  ASSERT_EQ(mluLaunchTask(a, "launcher", [target, &ran](TaskContext& ctx) {
+              if (mluLaunchTask(target, "child", [&ran] { ran = true; }) != mluSuccess) ctx.fail("launch failed");
+            }),
+            mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(a), mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(b), mluSuccess);
+  EXPECT_TRUE(ran);
+}
+
+TEST(Queue, TaskCannotSynchronizeOrDestroyItsOwnQueue) {
+  mluError_t sync_status = mluSuccess, destroy_status = mluSuccess;
+  ScopedQueue queue(0);
+  mluQueue_t self = queue;
+  ASSERT_EQ(mluLaunchTask(queue, "self", [&, self] {
+              sync_status = mluQueueSynchronize(self);
+              destroy_status = mluQueueDestroy(self);
+            }),
+            mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(sync_status, mluErrorInvalidValue);
+  EXPECT_EQ(destroy_status, mluErrorInvalidValue);
+  EXPECT_EQ(mluQueueQuery(queue), mluSuccess) << "the queue survived";
+}

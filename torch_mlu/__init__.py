@@ -1,0 +1,54 @@
+"""torch_mlu: the MLU device for stock PyTorch, through the PrivateUse1 mechanism.
+
+``import torch_mlu`` (or just ``import torch``, through PyTorch's backend
+autoload) registers the device ``mlu``, the module ``torch.mlu`` and the
+generated methods (``Tensor.mlu()``, ``Tensor.is_mlu``, ``Module.mlu()``,
+storage methods). The device is a *software MLU*: a simulated accelerator
+whose kernels compute on the host CPU (see the README).
+"""
+import torch
+
+from . import _C  # loads libtorch_mlu: kernels, device guard, hooks, allocator
+from . import mlu
+
+__version__ = "0.1.0"
+__all__ = ["fallback_report", "reset_fallback_report"]
+
+
+def _register_backend():
+    """Claims the PrivateUse1 slot for ``mlu``; safe to call more than once."""
+    if torch._C._get_privateuse1_backend_name() != "mlu":
+        torch.utils.rename_privateuse1_backend("mlu")
+    if not hasattr(torch, "mlu"):
+        torch._register_device_module("mlu", mlu)
+    if not hasattr(torch.Tensor, "is_mlu"):
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+        )
+    if not hasattr(torch, "is_mlu_available"):
+        torch.is_mlu_available = mlu.is_available  # mmengine / mmcv look for it
+
+
+def fallback_report():
+    """Ops that ran on the CPU because ``mlu`` has no kernel for them yet.
+
+    Returns a dict ``{"aten::op.overload": number_of_calls}`` counted since the
+    start of the process (or the last :func:`reset_fallback_report`).
+    """
+    return dict(_C._fallback_report())
+
+
+def reset_fallback_report():
+    """Clears the counts returned by :func:`fallback_report`."""
+    _C._reset_fallback_report()
+
+
+def _autoload():
+    """Entry point of PyTorch's backend autoload (group ``torch.backends``).
+
+    Importing this package already registered everything; set
+    ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` to turn autoloading off.
+    """
+
+
+_register_backend()

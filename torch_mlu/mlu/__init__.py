@@ -1,0 +1,226 @@
+"""torch.mlu: the MLU device module, mirroring torch.cuda name for name.
+
+Initialisation is lazy, as in torch.cuda: nothing here starts the device
+until a tensor is created on it or a call needs it. ``is_available`` and
+``device_count`` never initialise the device, so they are safe before fork
+(``PYTORCH_CNDEV_BASED_MLU_CHECK=1``, which accelerate sets, changes nothing:
+the check is always of that kind).
+"""
+import threading
+import traceback
+from functools import lru_cache
+from typing import Any, Optional, Union
+
+import torch
+import torch_mlu._C as _C
+
+from ._utils import _get_device_index
+
+_device_t = Union[torch.device, str, int, None]
+
+_initialized = False
+_tls = threading.local()
+_initialization_lock = threading.Lock()
+_queued_calls = []  # callables run at the end of the first initialisation
+
+
+class DeferredMluCallError(Exception):
+    pass
+
+
+OutOfMemoryError = torch.OutOfMemoryError
+
+
+def _is_in_bad_fork() -> bool:
+    return _C._mlu_isInBadFork()
+
+
+def is_available() -> bool:
+    """True if at least one MLU device is visible. Never initialises the device."""
+    return device_count() > 0
+
+
+def device_count() -> int:
+    """Number of visible MLU devices (``MLU_VISIBLE_DEVICES``). Never initialises the device."""
+    return _C._mlu_getDeviceCount()
+
+
+def is_initialized() -> bool:
+    return _initialized and not _is_in_bad_fork()
+
+
+def _lazy_call(callable, **kwargs):
+    """Runs ``callable`` now if the device is initialised, else at initialisation."""
+    if is_initialized():
+        callable()
+    else:
+        _queued_calls.append((callable, traceback.format_stack()))
+
+
+def init():
+    """Initialises the MLU runtime (done lazily by any MLU work otherwise)."""
+    _lazy_init()
+
+
+def _lazy_init():
+    global _initialized
+    if is_initialized() or hasattr(_tls, "is_initializing"):
+        return
+    with _initialization_lock:
+        if is_initialized():
+            return
+        if _is_in_bad_fork():
+            raise RuntimeError(
+                "Cannot re-initialize MLU in forked subprocess. To use MLU with "
+                "multiprocessing, you must use the 'spawn' start method"
+            )
+        if device_count() == 0:
+            raise RuntimeError(
+                "No MLU devices are available: check MLU_VISIBLE_DEVICES and TORCH_MLU_DEVICE_COUNT"
+            )
+        _C._mlu_init()
+        _tls.is_initializing = True
+        try:
+            for queued_call, orig_traceback in _queued_calls:
+                try:
+                    queued_call()
+                except Exception as e:
+                    msg = (
+                        f"MLU call failed lazily at initialization with error: {str(e)}\n\n"
+                        f"MLU call was originally invoked at:\n\n{''.join(orig_traceback)}"
+                    )
+                    raise DeferredMluCallError(msg) from e
+        finally:
+            delattr(_tls, "is_initializing")
+        _initialized = True
+
+
+def current_device() -> int:
+    """Index of the current MLU device of this thread."""
+    _lazy_init()
+    return _C._mlu_getDevice()
+
+
+def set_device(device: _device_t) -> None:
+    """Sets the current MLU device of this thread (a negative index does nothing)."""
+    device = _get_device_index(device)
+    if device >= 0:
+        _C._mlu_setDevice(device)
+
+
+def _exchange_device(device: int) -> int:
+    if device < 0:
+        return -1
+    _lazy_init()
+    return _C._mlu_exchangeDevice(device)
+
+
+class device:
+    """Context manager that changes the current MLU device.
+
+    Args:
+        device (torch.device or int or str): device index to select. A negative
+            index or ``None`` leaves the device unchanged.
+    """
+
+    def __init__(self, device: Any):
+        self.idx = _get_device_index(device, optional=True) if device is not None else -1
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = _exchange_device(self.idx)
+
+    def __exit__(self, type: Any, value: Any, traceback: Any):
+        _exchange_device(self.prev_idx)
+        return False
+
+
+class device_of(device):
+    """Context manager that makes the device of ``obj`` (a tensor or storage) current.
+
+    Does nothing when ``obj`` is not on an MLU device.
+    """
+
+    def __init__(self, obj):
+        idx = obj.get_device() if getattr(obj, "is_mlu", False) else -1
+        super().__init__(idx if idx >= 0 else None)
+
+
+def synchronize(device: _device_t = None) -> None:
+    """Waits for all work on all streams of ``device`` (default: the current one).
+
+    Errors from device tasks (a device-side index error, for example) are
+    raised here, as torch.AcceleratorError naming the failed op.
+    """
+    _lazy_init()
+    _C._mlu_synchronize(_get_device_index(device, optional=True))
+
+
+class _MLUDeviceProperties:
+    """Properties of one MLU device (cf. torch.cuda's _CudaDeviceProperties)."""
+
+    def __init__(self, props: dict):
+        self.name: str = props["name"]
+        self.total_memory: int = props["total_memory"]
+        self.major: int = props["major"]
+        self.minor: int = props["minor"]
+        self.multi_processor_count: int = props["multi_processor_count"]
+        self.cluster_count: int = props["cluster_count"]
+        self.core_num_per_cluster: int = props["core_num_per_cluster"]
+        self.is_integrated: bool = props["is_integrated"]
+        self.physical_id: int = props["physical_id"]
+
+    def __repr__(self):
+        return (
+            f"_MLUDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+            f"total_memory={self.total_memory // (1024 * 1024)}MB, "
+            f"multi_processor_count={self.multi_processor_count})"
+        )
+
+
+@lru_cache(maxsize=None)
+def _cached_properties(index: int) -> _MLUDeviceProperties:
+    return _MLUDeviceProperties(_C._mlu_getDeviceProperties(index))
+
+
+def get_device_properties(device: _device_t = None) -> _MLUDeviceProperties:
+    """Properties of ``device`` (default: the current one)."""
+    _lazy_init()
+    index = _get_device_index(device, optional=True)
+    if index < 0 or index >= device_count():
+        raise AssertionError(f"Invalid device id: mlu:{index} (there are {device_count()} MLU devices)")
+    return _cached_properties(index)
+
+
+def get_device_name(device: _device_t = None) -> str:
+    """Name of ``device`` (default: the current one)."""
+    return get_device_properties(device).name
+
+
+def get_device_capability(device: _device_t = None) -> tuple:
+    """``(major, minor)`` architecture version of ``device``."""
+    props = get_device_properties(device)
+    return props.major, props.minor
+
+
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """bfloat16 is supported from architecture 5 on (all software MLUs)."""
+    return is_available() and get_device_capability()[0] >= 5
+
+
+__all__ = [
+    "OutOfMemoryError",
+    "current_device",
+    "device",
+    "device_count",
+    "device_of",
+    "get_device_capability",
+    "get_device_name",
+    "get_device_properties",
+    "init",
+    "is_available",
+    "is_bf16_supported",
+    "is_initialized",
+    "set_device",
+    "synchronize",
+]
