@@ -150,7 +150,7 @@ at::Scalar local_scalar_dense_mlu(const at::Tensor& self) {
 void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
   if (dst.numel() == 0) return;
   at::assert_no_internal_overlap(dst);
-  if (at::get_overlap_status(dst, src) != at::MemOverlapStatus::No) {
+  if (dst.is_alias_of(src) && at::get_overlap_status(dst, src) != at::MemOverlapStatus::No) {
     if (dst.is_same(src)) return;
     at::Tensor detached = contiguous_like(src, src.scalar_type(), src.device());
     copy_on_device(detached, src);

@@ -11,6 +11,7 @@
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
 #include "csrc/core/MLUHooks.h"
+#include "csrc/core/MLUTestHooks.h"
 
 namespace py = pybind11;
 
@@ -72,6 +73,14 @@ PYBIND11_MODULE(_C, m) {
   });
   m.def("_mlu_getDeviceProperties",
         [](int device) { return MLU_BINDING(return device_properties(static_cast<c10::DeviceIndex>(device));); });
+  m.def("_mlu_sleep", [](int64_t cycles) { MLU_BINDING(sleep_on_current_stream(cycles);); });
+  m.def("_mlu_launch_failing_task", [](const std::string& name, const std::string& message) {
+    MLU_BINDING(launch_failing_task(name, message););
+  });
+  py::class_<StreamGate>(m, "_StreamGate")
+      .def(py::init([](double timeout_s) { return MLU_BINDING(return new StreamGate(timeout_s);); }),
+           py::arg("timeout_s") = 30.0)
+      .def("open", &StreamGate::open);
   m.def("_fallback_report", &fallback_report);
   m.def("_reset_fallback_report", &reset_fallback_counts);
 }

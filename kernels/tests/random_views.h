@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +20,13 @@
 #include "mlu_kernels/dtype.h"
 #include "mlu_kernels/half.h"
 #include "mlu_kernels/layout.h"
+
+namespace mlu::kernels {
+
+// gtest prints test parameters through this (found by ADL).
+inline void PrintTo(ScalarType type, std::ostream* os) { *os << scalar_type_name(type); }
+
+}  // namespace mlu::kernels
 
 namespace mlu::kernels::testutil {
 

@@ -128,7 +128,8 @@ mluError_t mluQueueWaitEvent(mluQueue_t queue, mluEvent_t event) {
   mluQueue_st* source = record.queue;
   // In-order queues need no wait on themselves, nor for finished work.
   if (source == nullptr || source == q || source->has_finished(record.seq)) return mluSuccess;
-  return mluLaunchTask(q, "queue wait event", [event] { Record r; snapshot(event, &r); if (r.queue) r.queue->wait_for(r.seq); });
+  uint64_t seq = record.seq;
+  return mluLaunchTask(q, "queue wait event", [source, seq] { source->wait_for(seq); });
 }
 
 mluError_t mluEventElapsedTime(float* ms, mluEvent_t start, mluEvent_t end) {

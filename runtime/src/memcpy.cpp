@@ -45,11 +45,14 @@ mluMemcpyKind infer_kind(const Endpoint& dst, const Endpoint& src) {
 
 // Launches the copy; waits for it when a host side is pageable or `wait` is set.
 mluError_t launch_copy(mluQueue_st* q, void* dst, const void* src, size_t bytes, bool wait) {
+  // Checked before launching: a copy that reports failure must not run later.
+  if (wait && q->on_own_thread()) {
+    return fail(mluErrorInvalidValue, "a task cannot wait for a copy on its own queue");
+  }
   uint64_t seq = 0;
   auto copy = [dst, src, bytes] { std::memcpy(dst, src, bytes); };
   if (mluError_t status = launch_task(q, "memcpy", copy, &seq)) return status;
   if (!wait) return mluSuccess;
-  if (q->on_own_thread()) return fail(mluErrorInvalidValue, "a task cannot wait for a copy on its own queue");
   q->wait_for(seq);
   return device_state(q->device)->take_error();
 }

@@ -46,9 +46,10 @@ mluError_t mluMalloc(void** ptr, size_t size) {
   if (bytes < size || !state->reserve_memory(bytes)) {
     size_t used = state->used.load();
     return fail(mluErrorMemoryAllocation,
-                "tried to allocate " + mib(size) + " on device " + std::to_string(device) + " (capacity " +
-                    mib(state->capacity) + ", " + mib(used) + " in use, " +
-                    mib(state->capacity - std::min(used, state->capacity)) + " free)");
+                "Tried to allocate " + mib(size) + ". MLU " + std::to_string(device) +
+                    " has a total capacity of " + mib(state->capacity) + " of which " +
+                    mib(state->capacity - std::min(used, state->capacity)) + " is free; " + mib(used) +
+                    " is in use");
   }
   void* block = std::aligned_alloc(kAlignment, bytes);
   if (block == nullptr) {

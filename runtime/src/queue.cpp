@@ -67,6 +67,7 @@ void mluQueue_st::drain_and_stop() {
     stopping = true;
   }
   work_cv.notify_one();
+  space_cv.notify_all();  // launchers waiting for a slot now fail
   if (worker.joinable()) worker.join();
 }
 
@@ -97,9 +98,14 @@ mluError_t reserve_slot(mluQueue_t* queue, TaskSlot** slot) {
       return fail(mluErrorNotSupported, "a task cannot launch onto its own full queue");
     }
     ++q->space_waiters;
-    q->space_cv.wait(lock, [&] { return q->launched - q->finished_locked < mluQueue_st::kCapacity; });
+    q->space_cv.wait(lock, [&] {
+      return q->stopping || q->launched - q->finished_locked < mluQueue_st::kCapacity;
+    });
     --q->space_waiters;
   }
+  // A concurrent mluQueueDestroy may have begun after resolve_queue: its worker
+  // may already be gone, so a task committed now would never run.
+  if (q->stopping) return fail(mluErrorInvalidResourceHandle, "the queue was destroyed during the launch");
   lock.release();  // stays locked until commit_slot
   *queue = q;
   *slot = &q->ring[q->launched % mluQueue_st::kCapacity];

@@ -257,3 +257,35 @@ TEST(Memcpy, CopiesAreOrderedWithTheQueuesWork) {
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(out.as<int>()[i], round + 1);
   }
 }
+
+TEST(Memcpy, ATaskCannotWaitForACopyOnItsOwnQueue) {
+  // A pageable copy must wait, which a task cannot do on its own queue: the
+  // call fails, and then it must not copy anything later either (the caller
+  // owns the pageable buffer again as soon as the call returns).
+  std::vector<int> zeros(16, 0), ones(16, 1);
+  DeviceBuffer d(sizeof(int) * 16);
+  ASSERT_EQ(mluMemcpy(d.get(), ones.data(), sizeof(int) * 16, mluMemcpyHostToDevice), mluSuccess);
+  std::vector<int> pageable(16, 0);
+  mluError_t async_status = mluSuccess, plain_status = mluSuccess;
+  ScopedQueue queue(0);
+  mluQueue_t self = queue;
+  void* device_ptr = d.get();
+  ASSERT_EQ(mluLaunchTask(queue, "copier", [&, self, device_ptr] {
+              async_status = mluMemcpyAsync(pageable.data(), device_ptr, sizeof(int) * 16,
+                                            mluMemcpyDeviceToHost, self);
+            }),
+            mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(async_status, mluErrorInvalidValue);
+  EXPECT_EQ(pageable, zeros) << "a copy that failed must not happen";
+
+  // Same for a blocking copy issued by a task of the default queue it would use.
+  pageable = zeros;
+  ASSERT_EQ(mluLaunchTask(nullptr, "copier", [&, device_ptr] {
+              plain_status = mluMemcpy(pageable.data(), device_ptr, sizeof(int) * 16, mluMemcpyDeviceToHost);
+            }),
+            mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(nullptr), mluSuccess);
+  EXPECT_EQ(plain_status, mluErrorInvalidValue);
+  EXPECT_EQ(pageable, zeros);
+}

@@ -98,7 +98,9 @@ TEST(Queue, QueuesOfDifferentDevicesRunConcurrently) {
   bool saw = false;
   ScopedQueue q0(0), q1(1);
   Gate flag;
-  ASSERT_EQ(mluLaunchTask(q0, "waiter", [&, f = flag.future()] { saw = f.wait_for(kTaskTimeout) == std::future_status::ready; }),
+  ASSERT_EQ(mluLaunchTask(q0, "waiter", [&, f = flag.future()] {
+              saw = f.wait_for(kTaskTimeout) == std::future_status::ready;
+            }),
             mluSuccess);
   ASSERT_EQ(mluLaunchTask(q1, "setter", [&flag] { flag.open(); }), mluSuccess);
   ASSERT_EQ(mluQueueSynchronize(q0), mluSuccess);
@@ -383,4 +385,66 @@ TEST(Queue, TaskCannotSynchronizeOrDestroyItsOwnQueue) {
   EXPECT_EQ(sync_status, mluErrorInvalidValue);
   EXPECT_EQ(destroy_status, mluErrorInvalidValue);
   EXPECT_EQ(mluQueueQuery(queue), mluSuccess) << "the queue survived";
+}
+
+TEST(Queue, LaunchesRacingDestroyEitherRunOrFail) {
+  // Destroying a queue while another thread still launches onto it is a race
+  // the runtime must survive: every launch either succeeds (and its task runs
+  // before mluQueueDestroy returns) or fails with mluErrorInvalidResourceHandle.
+  for (int round = 0; round < 50; ++round) {
+    SCOPED_TRACE(round);
+    std::atomic<int> ran{0}, succeeded{0};
+    mluError_t last_status = mluSuccess;
+    mluQueue_t queue = nullptr;
+    ASSERT_EQ(mluQueueCreate(&queue), mluSuccess);
+    std::thread launcher([&] {
+      for (;;) {
+        mluError_t status = mluLaunchTask(queue, "count", [&ran] { ran.fetch_add(1); });
+        if (status != mluSuccess) {
+          last_status = status;
+          return;
+        }
+        succeeded.fetch_add(1);
+      }
+    });
+    ASSERT_TRUE(eventually([&] { return succeeded.load() >= 50 + round * 20; }));
+    ASSERT_EQ(mluQueueDestroy(queue), mluSuccess);
+    int ran_at_destroy = ran.load();
+    launcher.join();
+    EXPECT_EQ(last_status, mluErrorInvalidResourceHandle);
+    EXPECT_EQ(ran_at_destroy, succeeded.load()) << "a successful launch was lost or ran after destroy returned";
+    EXPECT_EQ(ran.load(), succeeded.load());
+  }
+}
+
+TEST(Queue, DestroyReleasesLaunchersWaitingForAFullRing) {
+  constexpr int kCapacity = 1024;
+  std::atomic<int> ran{0}, launched{0};
+  std::atomic<bool> launcher_done{false};
+  mluError_t blocked_status = mluSuccess;
+  mluQueue_t queue = nullptr;
+  ASSERT_EQ(mluQueueCreate(&queue), mluSuccess);
+  Gate gate;
+  ASSERT_EQ(mluLaunchTask(queue, "blocker", gate.blocker()), mluSuccess);
+  std::thread launcher([&] {
+    for (;;) {
+      mluError_t status = mluLaunchTask(queue, "count", [&ran] { ran.fetch_add(1); });
+      if (status != mluSuccess) {
+        blocked_status = status;
+        break;
+      }
+      launched.fetch_add(1);
+    }
+    launcher_done = true;
+  });
+  ASSERT_TRUE(eventually([&] { return launched.load() == kCapacity - 1; }));  // ring full, launcher blocked
+  std::thread destroyer([&] { EXPECT_EQ(mluQueueDestroy(queue), mluSuccess); });
+  // The blocked launch fails once the destroy begins, without waiting for the drain.
+  EXPECT_TRUE(eventually([&] { return launcher_done.load(); }));
+  gate.open();
+  destroyer.join();
+  launcher.join();
+  EXPECT_EQ(blocked_status, mluErrorInvalidResourceHandle);
+  EXPECT_EQ(ran.load(), kCapacity - 1);
+  EXPECT_EQ(launched.load(), kCapacity - 1);
 }

@@ -229,3 +229,37 @@ TEST(Stress, AllocationChurnFromSeveralThreads) {
   EXPECT_EQ(free_bytes(0), before[0]) << "every byte must return to device 0";
   EXPECT_EQ(free_bytes(1), before[1]) << "every byte must return to device 1";
 }
+
+TEST(Stress, OneEventSharedByManyHostThreads) {
+  // Two threads keep re-recording one event on their own queues while two
+  // others query it and make their queues wait on it. Only the outcome of each
+  // call is checked (any record may be current); ThreadSanitizer checks the rest.
+  constexpr int kIterations = 2000;
+  std::atomic<int> bad_status{0};
+  ScopedEvent event;
+  auto queues = make_queues();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      mluQueue_t q = *queues[t];
+      for (int i = 0; i < kIterations; ++i) {
+        mluError_t status = mluSuccess;
+        if (t < 2) {
+          if (mluLaunchTask(q, "tiny", [] {}) != mluSuccess) bad_status.fetch_add(1);
+          status = mluEventRecord(event, q);
+        } else {
+          status = mluEventQuery(event);
+          if (status == mluErrorNotReady) status = mluSuccess;
+          if (status == mluSuccess) status = mluQueueWaitEvent(q, event);
+          if (status == mluSuccess && i % 100 == 0) status = mluEventSynchronize(event);
+        }
+        if (status != mluSuccess) bad_status.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad_status.load(), 0);
+  EXPECT_EQ(mluEventSynchronize(event), mluSuccess);
+  EXPECT_EQ(mluDeviceSynchronizeOn(0), mluSuccess);
+  EXPECT_EQ(mluDeviceSynchronizeOn(1), mluSuccess);
+}

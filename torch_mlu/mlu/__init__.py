@@ -203,6 +203,12 @@ def get_device_capability(device: _device_t = None) -> tuple:
     return props.major, props.minor
 
 
+def _sleep(cycles: int) -> None:
+    """Keeps the current stream busy for ``cycles`` cycles of a 1 GHz clock (cf. torch.cuda._sleep)."""
+    _lazy_init()
+    _C._mlu_sleep(int(cycles))
+
+
 def is_bf16_supported(including_emulation: bool = True) -> bool:
     """bfloat16 is supported from architecture 5 on (all software MLUs)."""
     return is_available() and get_device_capability()[0] >= 5

@@ -1,0 +1,32 @@
+// Device tasks that exist to observe the device from tests and examples:
+// a sleep (torch.mlu._sleep, as torch.cuda._sleep), a failing task (to check
+// that device errors surface at the next synchronization), and a gate that
+// holds a stream until the host opens it (deterministic asynchrony tests).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace torch_mlu {
+
+// Occupies the current stream for `cycles` nanoseconds (a 1 GHz clock).
+void sleep_on_current_stream(int64_t cycles);
+// Launches a task named `name` that fails with `message`.
+void launch_failing_task(const std::string& name, const std::string& message);
+
+// Holds the current stream (at construction) until open() or destruction.
+// A held task gives up after `timeout_s` seconds and fails, so a test that
+// forgets to open the gate fails instead of hanging.
+class StreamGate {
+ public:
+  explicit StreamGate(double timeout_s = 30.0);
+  ~StreamGate();
+  void open();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace torch_mlu
