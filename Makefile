@@ -39,7 +39,7 @@ tsan: setup
 	cd build-tsan/runtime && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure
 
 bench: build
-	$(PY) benchmarks/bench_copy.py
+	$(PY) benchmarks/bench_basic.py
 
 clean:
 	rm -rf $(BUILD) build-tsan torch_mlu/_C*.so torch_mlu/lib
