@@ -7,7 +7,6 @@
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/copy.h>
-#include <mlu_runtime/event.h>
 #include <mlu_runtime/memcpy.h>
 #include <torch/library.h>
 
@@ -29,17 +28,6 @@ size_t nbytes(const at::Tensor& t) { return static_cast<size_t>(t.numel()) * t.e
 
 at::Tensor contiguous_like(const at::Tensor& shape_of, at::ScalarType dtype, c10::Device device) {
   return at::empty(shape_of.sizes(), shape_of.options().dtype(dtype).device(device));
-}
-
-// Makes `waiter` wait for the work queued so far on `signaller`.
-void stream_wait(const MLUStream& waiter, const MLUStream& signaller) {
-  if (waiter == signaller) return;
-  mlu::mluEvent_t event = nullptr;
-  MLU_CHECK(mlu::mluEventCreateWithFlags(&event, mlu::mluEventDisableTiming));
-  mlu::mluError_t status = mlu::mluEventRecord(event, signaller.queue());
-  if (status == mlu::mluSuccess) status = mlu::mluQueueWaitEvent(waiter.queue(), event);
-  mlu::mluEventDestroy(event);
-  MLU_CHECK(status);
 }
 
 // Byte copy of a dense block between host and device on the current stream of
@@ -97,10 +85,10 @@ void copy_between_devices(const at::Tensor& dst, const at::Tensor& src) {
   at::Tensor target = same_dense_layout(dst, source) ? dst : at::empty_strided(source.sizes(), source.strides(), dst.options());
   MLUStream src_stream = getCurrentMLUStream(src.device().index());
   MLUStream dst_stream = getCurrentMLUStream(dst.device().index());
-  stream_wait(dst_stream, src_stream);
+  stream_wait_stream(dst_stream, src_stream);
   MLU_CHECK(mlu::mluMemcpyPeerAsync(target.data_ptr(), dst.device().index(), source.const_data_ptr(),
                                     src.device().index(), nbytes(target), dst_stream.queue()));
-  stream_wait(src_stream, dst_stream);
+  stream_wait_stream(src_stream, dst_stream);
   if (!target.is_same(dst)) {
     c10::DeviceGuard guard(dst.device());
     copy_on_device(dst, target);

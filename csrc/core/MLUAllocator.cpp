@@ -3,7 +3,6 @@
 #include <mutex>
 #include <vector>
 
-#include <mlu_runtime/event.h>
 #include <mlu_runtime/memcpy.h>
 #include <mlu_runtime/memory.h>
 
@@ -109,15 +108,12 @@ class MLUDeviceAllocator final : public c10::DeviceAllocator {
     auto* block = static_cast<Block*>(context);
     if (block == nullptr) return;
     instance().update_stats(block->device, -static_cast<int64_t>(block->size));
-    mlu::mluQueue_t queue = block->stream.queue();
-    for (const MLUStream& other : block->used_on) {
-      mlu::mluEvent_t event = nullptr;
-      if (mlu::mluEventCreateWithFlags(&event, mlu::mluEventDisableTiming) != mlu::mluSuccess) continue;
-      mlu::mluEventRecord(event, other.queue());
-      mlu::mluQueueWaitEvent(queue, event);
-      mlu::mluEventDestroy(event);  // the wait keeps its own copy of the record
+    try {
+      for (const MLUStream& other : block->used_on) stream_wait_stream(block->stream, other);
+    } catch (const c10::Error& e) {
+      LOG(WARNING) << "torch_mlu: ordering a free after its recorded streams failed: " << e.what_without_backtrace();
     }
-    mlu::mluError_t status = mlu::mluFreeAsync(block->ptr, queue);
+    mlu::mluError_t status = mlu::mluFreeAsync(block->ptr, block->stream.queue());
     if (status != mlu::mluSuccess) {
       LOG(WARNING) << "torch_mlu: freeing device memory failed: " << mlu::mluGetLastErrorDetail();
     }

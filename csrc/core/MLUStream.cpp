@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <mlu_runtime/device.h>
+#include <mlu_runtime/event.h>
 
 #include <c10/util/Exception.h>
 
@@ -111,5 +112,13 @@ MLUStream exchangeCurrentMLUStream(MLUStream stream) {
 }
 
 void setCurrentMLUStream(MLUStream stream) { exchangeCurrentMLUStream(stream); }
+
+void stream_wait_stream(const MLUStream& waiter, const MLUStream& signaller) {
+  if (waiter == signaller) return;
+  thread_local mlu::mluEvent_t event = nullptr;  // lives as long as the thread's host work
+  if (event == nullptr) MLU_CHECK(mlu::mluEventCreateWithFlags(&event, mlu::mluEventDisableTiming));
+  MLU_CHECK(mlu::mluEventRecord(event, signaller.queue()));
+  MLU_CHECK(mlu::mluQueueWaitEvent(waiter.queue(), event));
+}
 
 }  // namespace torch_mlu

@@ -44,5 +44,9 @@ MLUStream getStreamFromPool(bool high_priority = false, c10::DeviceIndex device 
 // Makes `stream` current on its device for this thread; returns the previous one.
 MLUStream exchangeCurrentMLUStream(MLUStream stream);
 void setCurrentMLUStream(MLUStream stream);
+// Makes `waiter` wait (on the device, not the host) for the work queued so
+// far on `signaller`. Uses one reusable event per host thread: a wait keeps
+// the record it saw (Note [Event versioning]), so re-recording is safe.
+void stream_wait_stream(const MLUStream& waiter, const MLUStream& signaller);
 
 }  // namespace torch_mlu

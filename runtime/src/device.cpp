@@ -154,6 +154,7 @@ mluError_t mluDriverGetVersion(int* version) { return mluRuntimeGetVersion(versi
 
 mluError_t mluDeviceSynchronizeOn(int device) {
   if (mluError_t status = check_device(device)) return status;
+  if (on_device_thread()) return fail(mluErrorInvalidValue, "a device task cannot synchronize a whole device");
   DeviceState* state = device_state(device);
   state->wait_idle();
   return state->take_error();

@@ -68,6 +68,7 @@ mluError_t mluFree(void* ptr) {
     return fail(mluErrorInvalidDevicePointer,
                 describe(ptr) + " is not a live device allocation (double free, or not from mluMalloc)");
   }
+  if (on_device_thread()) return fail(mluErrorInvalidValue, "a device task cannot use the synchronizing mluFree");
   device_state(found->device)->wait_idle();
   std::optional<Allocation> removed = unregister_allocation(ptr);
   if (!removed) return fail(mluErrorInvalidDevicePointer, describe(ptr) + " was freed concurrently");
@@ -114,6 +115,7 @@ mluError_t mluFreeHost(void* ptr) {
   if (!found || found->device >= 0 || found->base != reinterpret_cast<uintptr_t>(ptr)) {
     return fail(mluErrorInvalidValue, describe(ptr) + " is not pinned host memory from mluHostMalloc");
   }
+  if (on_device_thread()) return fail(mluErrorInvalidValue, "a device task cannot use the synchronizing mluFreeHost");
   for (int d = 0; d < visible_device_count(); ++d) device_state(d)->wait_idle();
   if (!unregister_allocation(ptr)) return fail(mluErrorInvalidValue, describe(ptr) + " was freed concurrently");
   std::free(ptr);

@@ -22,6 +22,8 @@ uint64_t mluQueue_st::last_launched() {
 
 bool mluQueue_st::on_own_thread() const { return tls_worker_queue == this; }
 
+bool detail::on_device_thread() { return tls_worker_queue != nullptr; }
+
 void mluQueue_st::wait_for(uint64_t seq) {
   if (has_finished(seq)) return;
   std::unique_lock<std::mutex> lock(mu);
@@ -52,7 +54,7 @@ void mluQueue_st::run_worker() {
       context.fail("unknown exception");
     }
     slot.destroy(slot.storage);
-    if (context.failed()) state->store_error(slot.name, context.message());
+    if (context.failed()) state->store_error(slot.name != nullptr ? slot.name : "unnamed task", context.message());
     lock.lock();
     ++finished_locked;
     finished.store(finished_locked, std::memory_order_release);

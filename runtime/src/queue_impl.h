@@ -59,6 +59,10 @@ struct mluQueue_st {
 
 namespace mlu::detail {
 
+// True on any queue's device thread: such a thread must not wait for a
+// whole device (it would wait for itself).
+bool on_device_thread();
+
 // A live queue for `queue` (null: the current device's default queue), or
 // nullptr with the thread's error detail set.
 mluQueue_st* resolve_queue(mluQueue_t queue, mluError_t* status);

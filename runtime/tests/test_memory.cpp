@@ -54,7 +54,7 @@ TEST(Memory, CapacityExhaustionLeavesDeviceUsable) {
   void* p = reinterpret_cast<void*>(0x1);
   EXPECT_EQ(mluMalloc(&p, total0 + 1), mluErrorMemoryAllocation);
   EXPECT_EQ(p, nullptr);
-  EXPECT_NE(std::string(mluGetLastErrorDetail()).find("device 0"), std::string::npos) << mluGetLastErrorDetail();
+  EXPECT_NE(std::string(mluGetLastErrorDetail()).find("MLU 0"), std::string::npos) << mluGetLastErrorDetail();
   EXPECT_EQ(mluMalloc(&p, SIZE_MAX), mluErrorMemoryAllocation) << "size rounding must not overflow";
   EXPECT_EQ(mluMalloc(&p, SIZE_MAX - 100), mluErrorMemoryAllocation);
 

@@ -110,7 +110,7 @@ mluError_t mluLaunchTask(mluQueue_t queue, const char* name, F&& fn) {
   using Fn = std::decay_t<F>;
   constexpr bool kInline = sizeof(Fn) <= detail::kTaskInlineBytes &&
       alignof(Fn) <= alignof(std::max_align_t) &&
-      std::is_nothrow_move_constructible_v<Fn>;
+      std::is_nothrow_constructible_v<Fn, F&&>;  // nothing may throw while the queue is locked
   if constexpr (kInline) {
     detail::TaskSlot* slot = nullptr;
     mluError_t status = detail::reserve_slot(&queue, &slot);
