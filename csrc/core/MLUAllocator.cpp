@@ -77,21 +77,14 @@ class MLUDeviceAllocator final : public c10::DeviceAllocator {
   void resetAccumulatedStats(c10::DeviceIndex device) override {
     std::lock_guard<std::mutex> lock(mutex_);
     DeviceStats& s = stats_for(device);
-    for (auto* array : {&s.allocation, &s.segment, &s.active, &s.allocated_bytes, &s.reserved_bytes,
-                        &s.active_bytes, &s.requested_bytes}) {
-      for (auto& stat : *array) stat.reset_accumulated();
-    }
+    for_each_stat(s, [](c10::CachingAllocator::Stat& stat) { stat.reset_accumulated(); });
     s.num_alloc_retries = 0;
     s.num_ooms = 0;
   }
 
   void resetPeakStats(c10::DeviceIndex device) override {
     std::lock_guard<std::mutex> lock(mutex_);
-    DeviceStats& s = stats_for(device);
-    for (auto* array : {&s.allocation, &s.segment, &s.active, &s.allocated_bytes, &s.reserved_bytes,
-                        &s.active_bytes, &s.requested_bytes}) {
-      for (auto& stat : *array) stat.reset_peak();
-    }
+    for_each_stat(stats_for(device), [](c10::CachingAllocator::Stat& stat) { stat.reset_peak(); });
   }
 
   std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
@@ -118,6 +111,14 @@ class MLUDeviceAllocator final : public c10::DeviceAllocator {
       LOG(WARNING) << "torch_mlu: freeing device memory failed: " << mlu::mluGetLastErrorDetail();
     }
     delete block;
+  }
+
+  template <class F>
+  static void for_each_stat(DeviceStats& s, F fn) {
+    for (auto* array : {&s.allocation, &s.segment, &s.active, &s.allocated_bytes, &s.reserved_bytes,
+                        &s.active_bytes, &s.requested_bytes}) {
+      for (auto& stat : *array) fn(stat);
+    }
   }
 
   DeviceStats& stats_for(c10::DeviceIndex device) {

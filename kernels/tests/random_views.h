@@ -121,11 +121,12 @@ class Buffer {
 };
 
 // A float for a value that will be converted: with integer_safe, a value every
-// integer dtype can hold after truncation (C++ leaves the rest undefined);
+// integer dtype can hold after truncation, even once rounded to Half or
+// BFloat16 (C++ leaves the rest undefined);
 // otherwise anything, including NaN, inf, -0 and (half / float) subnormals.
 inline double random_real(Rng& rng, bool integer_safe) {
   if (chance(rng, 0.15)) return 0.0;
-  if (integer_safe) return std::uniform_real_distribution<double>(-127.9, 127.9)(rng);
+  if (integer_safe) return std::uniform_real_distribution<double>(-127.0, 127.0)(rng);
   static constexpr double kSpecial[] = {
       -0.0, NAN, -NAN, INFINITY, -INFINITY, 1e-6, -3e-8, 1e-40, 0.5, 65504.0, 65520.0, 1e5, 3e38,
   };

@@ -1,10 +1,9 @@
-// copy: dst[i] = convert(src[i]) for every index i of a shape shared by two
-// strided views, converting between any two ScalarTypes with PyTorch's rules
-// (static_cast; -> Bool is x != 0; Half/BFloat16 via float; complex -> real
-// keeps the real part; real -> complex is (x, 0)). Preconditions (unchecked):
-// dst and src do not overlap, dst has no stride-0 (self-overlapping) dims, and
-// Bool elements are the bytes 0 or 1. A NaN or out-of-range floating value
-// converted to an integer type gives an unspecified value (C++ UB, as in torch).
+// copy: dst[i] = convert(src[i]) over a shape shared by two strided views, for
+// any two ScalarTypes, with PyTorch's rules (static_cast; -> Bool is x != 0;
+// Half/BFloat16 via float; complex -> real keeps the real part; real -> complex
+// is (x, 0)). Preconditions (unchecked): dst and src do not overlap, dst has no
+// stride-0 dims, Bool bytes are 0 or 1. NaN or out-of-range floating values
+// converted to an integer type give unspecified results (C++ UB, as in torch).
 #pragma once
 
 #include "mlu_kernels/dtype.h"
