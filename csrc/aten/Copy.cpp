@@ -30,15 +30,20 @@ at::Tensor contiguous_like(const at::Tensor& shape_of, at::ScalarType dtype, c10
   return at::empty(shape_of.sizes(), shape_of.options().dtype(dtype).device(device));
 }
 
-// Byte copy of a dense block between host and device on the current stream of
-// `device`; waits unless the host side is pinned and non_blocking is set.
+// Byte copy of a dense block between `host` and device memory on the current
+// stream of `device`; waits unless the host side is pinned and non_blocking is
+// set, in which case the pinned block is kept from reuse until the copy ran.
 void copy_bytes(void* dst, const void* src, size_t bytes, mlu::mluMemcpyKind kind, c10::DeviceIndex device,
-                bool non_blocking) {
+                bool non_blocking, const at::Tensor& host) {
   if (bytes == 0) return;
   MLUStream stream = getCurrentMLUStream(device);
   MLU_CHECK(mlu::mluMemcpyAsync(dst, src, bytes, kind, stream.queue()));
-  const void* host = kind == mlu::mluMemcpyHostToDevice ? src : dst;
-  if (!non_blocking && isPinnedPtr(host)) stream.synchronize();
+  if (!isPinnedPtr(host.const_data_ptr())) return;  // pageable: the copy already finished
+  if (non_blocking) {
+    record_host_use(host.storage().mutable_data(), host.storage().data_ptr().get_context(), stream);
+  } else {
+    stream.synchronize();
+  }
 }
 
 void copy_host_to_device(const at::Tensor& dst, const at::Tensor& src, bool non_blocking) {
@@ -47,12 +52,13 @@ void copy_host_to_device(const at::Tensor& dst, const at::Tensor& src, bool non_
   at::Tensor host = src.resolve_conj().resolve_neg();
   if (!same_dense_layout(dst, host)) host = host.to(dst.scalar_type()).contiguous();
   if (same_dense_layout(dst, host)) {
-    copy_bytes(dst.data_ptr(), host.const_data_ptr(), nbytes(dst), mlu::mluMemcpyHostToDevice, device, non_blocking);
+    copy_bytes(dst.data_ptr(), host.const_data_ptr(), nbytes(dst), mlu::mluMemcpyHostToDevice, device, non_blocking,
+               host);
     return;
   }
   at::Tensor staging = contiguous_like(dst, dst.scalar_type(), dst.device());
   copy_bytes(staging.data_ptr(), host.const_data_ptr(), nbytes(staging), mlu::mluMemcpyHostToDevice, device,
-             /*non_blocking=*/false);
+             /*non_blocking=*/false, host);
   copy_on_device(dst, staging);
 }
 
@@ -66,12 +72,12 @@ void copy_device_to_host(const at::Tensor& dst, const at::Tensor& src, bool non_
   }
   if (same_dense_layout(dst, device_side)) {
     copy_bytes(dst.data_ptr(), device_side.const_data_ptr(), nbytes(dst), mlu::mluMemcpyDeviceToHost, device,
-               non_blocking);
+               non_blocking, dst);
     return;
   }
   at::Tensor staging = at::empty_strided(device_side.sizes(), device_side.strides(), dst.options());
   copy_bytes(staging.data_ptr(), device_side.const_data_ptr(), nbytes(staging), mlu::mluMemcpyDeviceToHost, device,
-             /*non_blocking=*/false);
+             /*non_blocking=*/false, staging);
   dst.copy_(staging);
 }
 

@@ -3,7 +3,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "csrc/core/MLUAllocator.h"
+#include "csrc/core/MLUCachingAllocator.h"
 #include "csrc/core/MLUFunctions.h"
 
 namespace torch_mlu {

@@ -13,7 +13,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
-#include "csrc/core/MLUAllocator.h"
+#include "csrc/core/MLUCachingAllocator.h"
 #include "csrc/core/MLUStorage.h"
 
 namespace torch_mlu {

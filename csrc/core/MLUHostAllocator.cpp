@@ -1,44 +1,79 @@
 #include "csrc/core/MLUHostAllocator.h"
 
-#include <mlu_runtime/memcpy.h>
-#include <mlu_runtime/memory.h>
+#include <utility>
 
-#include <c10/util/Logging.h>
+#include <mlu_runtime/event.h>
+#include <mlu_runtime/memory.h>
 
 #include "csrc/core/MLUException.h"
 
 namespace torch_mlu {
 namespace {
 
-void free_pinned(void* ptr) {
-  if (mlu::mluFreeHost(ptr) != mlu::mluSuccess) {
-    LOG(WARNING) << "torch_mlu: freeing pinned memory failed: " << mlu::mluGetLastErrorDetail();
-  }
-}
-
-class MLUHostAllocator final : public c10::Allocator {
+// An owned runtime event, the E of CachingHostAllocatorImpl.
+class HostEvent {
  public:
-  c10::DataPtr allocate(size_t size) override {
-    void* ptr = nullptr;
-    MLU_CHECK(mlu::mluHostMalloc(&ptr, size));
-    return c10::DataPtr(ptr, ptr, &free_pinned, c10::Device(c10::DeviceType::CPU));
+  HostEvent() { MLU_CHECK(mlu::mluEventCreateWithFlags(&event_, mlu::mluEventDisableTiming)); }
+  HostEvent(HostEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  HostEvent& operator=(HostEvent&& other) noexcept {
+    std::swap(event_, other.event_);
+    return *this;
   }
-  c10::DeleterFnPtr raw_deleter() const override { return &free_pinned; }
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    default_copy_data(dest, src, count);
+  HostEvent(const HostEvent&) = delete;
+  HostEvent& operator=(const HostEvent&) = delete;
+  ~HostEvent() {
+    if (event_ != nullptr) mlu::mluEventDestroy(event_);
   }
+  void record(const MLUStream& stream) { MLU_CHECK(mlu::mluEventRecord(event_, stream.queue())); }
+  bool query() const {
+    mlu::mluError_t status = mlu::mluEventQuery(event_);
+    if (status == mlu::mluErrorNotReady) return false;
+    MLU_CHECK(status);
+    return true;
+  }
+
+ private:
+  mlu::mluEvent_t event_ = nullptr;
 };
 
-MLUHostAllocator g_host_allocator;
+struct MLUHostAllocatorImpl : public at::CachingHostAllocatorImpl<MLUStream, HostEvent> {
+ private:
+  void allocate_host_memory(size_t size, void** ptr) override { MLU_CHECK(mlu::mluHostMalloc(ptr, size)); }
+  void free_block(at::HostBlock<MLUStream>* block) override { MLU_CHECK(mlu::mluFreeHost(block->ptr_)); }
+  void record_stream(std::optional<std::vector<HostEvent>>& events, MLUStream stream) override {
+    HostEvent event;
+    event.record(stream);
+    events->push_back(std::move(event));
+  }
+  bool query_event(HostEvent& event) override { return event.query(); }
+  MLUStream get_current_stream() const override { return getCurrentMLUStream(); }
+  bool stream_is_capturing(MLUStream) const override { return false; }
+};
+
+void free_pinned(void* ctx);
+
+struct MLUCachingHostAllocator final : public at::CachingHostAllocatorInterface<MLUHostAllocatorImpl, free_pinned> {
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
+};
+
+MLUCachingHostAllocator g_host_allocator;
+
+void free_pinned(void* ctx) { g_host_allocator.free(ctx); }
 
 }  // namespace
 
-c10::Allocator* getMLUHostAllocator() { return &g_host_allocator; }
+at::HostAllocator* getMLUHostAllocator() { return &g_host_allocator; }
 
 bool isPinnedPtr(const void* ptr) {
   mlu::mluPointerAttributes attributes{};
   if (mlu::mluPointerGetAttributes(&attributes, ptr) != mlu::mluSuccess) return false;
   return attributes.type == mlu::mluMemoryTypeHost;
 }
+
+void record_host_use(void* ptr, void* ctx, const MLUStream& stream) {
+  g_host_allocator.record_event(ptr, ctx, stream.unwrap());
+}
+
+REGISTER_HOST_ALLOCATOR(at::kPrivateUse1, &g_host_allocator);
 
 }  // namespace torch_mlu

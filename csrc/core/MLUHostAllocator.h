@@ -1,15 +1,21 @@
-// Pinned host memory for mlu (Tensor.pin_memory(), DataLoader pinning).
-// This is the simple allocator: each allocation is an mluHostMalloc and each
-// free an mluFreeHost, which waits for the devices (as cudaFreeHost does), so
-// an asynchronous copy from pinned memory can never outlive its buffer. The
-// caching host allocator replaces it in a later issue.
+// The caching pinned-host allocator for mlu (Tensor.pin_memory(),
+// torch.empty(..., pin_memory=True), DataLoader pinning), built on PyTorch's
+// own at::CachingHostAllocatorImpl, as CUDA's and XPU's are.
+//
+// Freed pinned blocks are cached by size. A block used by an asynchronous
+// copy is recorded on the copy's stream (record_host_use), and is not reused
+// before an event recorded there at free time has completed.
 #pragma once
 
-#include <c10/core/Allocator.h>
+#include <ATen/core/CachingHostAllocator.h>
+
+#include "csrc/core/MLUStream.h"
 
 namespace torch_mlu {
 
-c10::Allocator* getMLUHostAllocator();
+at::HostAllocator* getMLUHostAllocator();
 bool isPinnedPtr(const void* ptr);
+// Keeps the pinned block behind (ptr, ctx) from reuse until `stream` passes this point.
+void record_host_use(void* ptr, void* ctx, const MLUStream& stream);
 
 }  // namespace torch_mlu

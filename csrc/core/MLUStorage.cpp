@@ -5,7 +5,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/CachingDeviceAllocator.h>
 
-#include "csrc/core/MLUAllocator.h"
+#include "csrc/core/MLUCachingAllocator.h"
 #include "csrc/core/MLUStream.h"
 
 namespace torch_mlu {

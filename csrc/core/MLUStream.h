@@ -50,3 +50,10 @@ void setCurrentMLUStream(MLUStream stream);
 void stream_wait_stream(const MLUStream& waiter, const MLUStream& signaller);
 
 }  // namespace torch_mlu
+
+template <>
+struct std::hash<torch_mlu::MLUStream> {
+  size_t operator()(const torch_mlu::MLUStream& stream) const noexcept {
+    return std::hash<c10::Stream>{}(stream.unwrap());
+  }
+};

@@ -3,15 +3,14 @@
 
 #include <ATen/Context.h>
 #include <mlu_runtime/device.h>
-#include <torch/csrc/Exceptions.h>
 #include <torch/csrc/utils/device_lazy_init.h>
-#include <torch/csrc/utils/pybind.h>
 
 #include "csrc/aten/Fallback.h"
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
 #include "csrc/core/MLUHooks.h"
 #include "csrc/core/MLUTestHooks.h"
+#include "csrc/python/Bindings.h"
 
 namespace py = pybind11;
 
@@ -49,11 +48,6 @@ py::dict fallback_report() {
 }  // namespace
 }  // namespace torch_mlu
 
-// Each binding converts C++ exceptions (c10::Error and friends) into the
-// matching Python exceptions, and forwards C++ warnings to Python.
-#define MLU_BINDING(BODY) \
-  [&]() { HANDLE_TH_ERRORS BODY END_HANDLE_TH_ERRORS_PYBIND }()
-
 PYBIND11_MODULE(_C, m) {
   using namespace torch_mlu;
   m.doc() = "torch_mlu native bindings";
@@ -81,6 +75,7 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init([](double timeout_s) { return MLU_BINDING(return new StreamGate(timeout_s);); }),
            py::arg("timeout_s") = 30.0)
       .def("open", &StreamGate::open);
+  bind_memory(m);
   m.def("_fallback_report", &fallback_report);
   m.def("_reset_fallback_report", &reset_fallback_counts);
 }

@@ -214,19 +214,44 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     return is_available() and get_device_capability()[0] >= 5
 
 
+from . import memory  # noqa: E402
+from .memory import *  # noqa: F403,E402
+
 __all__ = [
     "OutOfMemoryError",
+    "caching_allocator_alloc",
+    "caching_allocator_delete",
     "current_device",
     "device",
     "device_count",
     "device_of",
+    "empty_cache",
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
+    "get_per_process_memory_fraction",
+    "host_memory_stats",
+    "host_memory_stats_as_nested_dict",
     "init",
     "is_available",
     "is_bf16_supported",
     "is_initialized",
+    "max_memory_allocated",
+    "max_memory_cached",
+    "max_memory_reserved",
+    "mem_get_info",
+    "memory",
+    "memory_allocated",
+    "memory_cached",
+    "memory_reserved",
+    "memory_stats",
+    "memory_stats_as_nested_dict",
+    "memory_summary",
+    "reset_accumulated_memory_stats",
+    "reset_max_memory_allocated",
+    "reset_max_memory_cached",
+    "reset_peak_memory_stats",
     "set_device",
+    "set_per_process_memory_fraction",
     "synchronize",
 ]

@@ -1,0 +1,525 @@
+// See MLUCachingAllocator.h for the model and Note [Stream-ordered reuse].
+#include "csrc/core/MLUCachingAllocator.h"
+
+#include <deque>
+#include <mutex>
+#include <sstream>
+#include <set>
+#include <vector>
+
+#include <mlu_runtime/device.h>
+#include <mlu_runtime/event.h>
+#include <mlu_runtime/memcpy.h>
+#include <mlu_runtime/memory.h>
+
+#include <c10/util/flat_hash_map.h>
+
+#include "csrc/core/MLUAllocatorConfig.h"
+#include "csrc/core/MLUException.h"
+#include "csrc/core/MLUFunctions.h"
+
+namespace torch_mlu {
+namespace {
+
+using c10::CachingAllocator::Stat;
+using c10::CachingAllocator::StatArray;
+using c10::CachingAllocator::StatType;
+using c10::CachingDeviceAllocator::DeviceStats;
+
+constexpr size_t kMinBlockSize = 512;       // every size is a multiple of this
+constexpr size_t kSmallSize = 1 << 20;      // largest request served by the small pool
+constexpr size_t kSmallBuffer = 2 << 20;    // small-pool segment size
+constexpr size_t kLargeBuffer = 20 << 20;   // segment size for requests under kMinLargeAlloc
+constexpr size_t kMinLargeAlloc = 10 << 20;
+constexpr size_t kRoundLarge = 2 << 20;     // larger segments are rounded to this
+
+struct BlockPool;
+
+struct Block {
+  Block(c10::DeviceIndex device, MLUStream stream, size_t size, BlockPool* pool, void* ptr)
+      : device(device), stream(stream), size(size), pool(pool), ptr(ptr) {}
+  c10::DeviceIndex device;
+  MLUStream stream;        // the segment's stream: see Note [Stream-ordered reuse]
+  size_t size;
+  size_t requested = 0;    // bytes asked for by the current allocation
+  BlockPool* pool;
+  void* ptr;
+  bool allocated = false;
+  Block* prev = nullptr;   // neighbours within the segment
+  Block* next = nullptr;
+  int pending_events = 0;  // events to complete before the block is free
+  std::vector<MLUStream> stream_uses;
+  bool is_split() const { return prev != nullptr || next != nullptr; }
+};
+
+bool block_less(const Block* a, const Block* b) {
+  if (a->stream.id() != b->stream.id()) return a->stream.id() < b->stream.id();
+  if (a->size != b->size) return a->size < b->size;
+  return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
+}
+
+struct BlockPool {
+  explicit BlockPool(bool small) : is_small(small) {}
+  std::set<Block*, decltype(&block_less)> blocks{&block_less};  // free blocks
+  const bool is_small;
+};
+
+std::string format_size(uint64_t size) {
+  std::ostringstream os;
+  os.precision(2);
+  os << std::fixed;
+  if (size <= 1024) {
+    os << size << " bytes";
+  } else if (size <= 1048576) {
+    os << (static_cast<double>(size) / 1024.0) << " KiB";
+  } else if (size <= 1073741824ULL) {
+    os << static_cast<double>(size) / 1048576.0 << " MiB";
+  } else {
+    os << static_cast<double>(size) / 1073741824.0 << " GiB";
+  }
+  return os.str();
+}
+
+size_t round_size(size_t size, const MLUAllocatorConfig& config) {
+  if (size < kMinBlockSize) return kMinBlockSize;
+  size_t divisions = config.roundup_power2_divisions;
+  if (divisions > 0 && (size & (size - 1)) != 0) {
+    size_t floor = size_t{1} << (63 - __builtin_clzll(size));
+    size_t step = floor / divisions;
+    if (step >= kMinBlockSize) return (size + step - 1) / step * step;
+  }
+  return (size + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+size_t segment_size(size_t size) {
+  if (size <= kSmallSize) return kSmallBuffer;
+  if (size < kMinLargeAlloc) return kLargeBuffer;
+  return (size + kRoundLarge - 1) / kRoundLarge * kRoundLarge;
+}
+
+// Adds `delta` to the aggregate stat and to the stat of `pool`.
+void update(StatArray& stats, const BlockPool& pool, int64_t delta) {
+  for (StatType type : {StatType::AGGREGATE, pool.is_small ? StatType::SMALL_POOL : StatType::LARGE_POOL}) {
+    Stat& stat = stats[static_cast<size_t>(type)];
+    if (delta >= 0) {
+      stat.increase(static_cast<size_t>(delta));
+    } else {
+      stat.decrease(static_cast<size_t>(-delta));
+    }
+  }
+}
+
+template <class F>
+void for_each_stat(DeviceStats& s, F fn) {
+  for (StatArray* array : {&s.allocation, &s.segment, &s.active, &s.inactive_split, &s.allocated_bytes,
+                           &s.reserved_bytes, &s.active_bytes, &s.inactive_split_bytes, &s.requested_bytes}) {
+    for (Stat& stat : *array) fn(stat);
+  }
+  fn(s.oversize_allocations);
+  fn(s.oversize_segments);
+}
+
+class DeviceCachingAllocator {
+ public:
+  explicit DeviceCachingAllocator(c10::DeviceIndex device) : device_(device) {
+    mlu::mluDeviceProp prop{};
+    MLU_CHECK(mlu::mluGetDeviceProperties(&prop, device));
+    capacity_ = prop.totalGlobalMem;
+    allowed_ = capacity_;
+    stats_.max_split_size = static_cast<int64_t>(MLUAllocatorConfig::get().max_split_size);
+  }
+
+  Block* malloc(size_t requested, MLUStream stream) {
+    const MLUAllocatorConfig& config = MLUAllocatorConfig::get();
+    std::unique_lock<std::mutex> lock(mu_);
+    process_events();
+    size_t size = round_size(requested, config);
+    BlockPool& pool = size <= kSmallSize ? small_ : large_;
+    Block* block = config.caching_disabled ? nullptr : take_free_block(pool, stream, size, config);
+    if (block == nullptr) {
+      size_t bytes = config.caching_disabled ? size : segment_size(size);
+      if (config.garbage_collection_threshold > 0 && reserved() + bytes > config.garbage_collection_threshold * allowed_) {
+        release_cached_blocks(/*wait=*/false);
+      }
+      block = new_segment(pool, stream, bytes);
+      if (block == nullptr) {
+        stats_.num_alloc_retries += 1;
+        release_cached_blocks(/*wait=*/true);
+        block = new_segment(pool, stream, bytes);
+      }
+      if (block == nullptr) {
+        stats_.num_ooms += 1;
+        std::string message = oom_message(requested);
+        lock.unlock();
+        TORCH_CHECK_WITH(OutOfMemoryError, false, message);
+      }
+    }
+    if (!config.caching_disabled && should_split(*block, size, config)) split(block, size);
+    block->allocated = true;
+    block->requested = requested;
+    allocated_[block->ptr] = block;
+    update(stats_.allocation, pool, 1);
+    update(stats_.allocated_bytes, pool, static_cast<int64_t>(block->size));
+    update(stats_.active, pool, 1);
+    update(stats_.active_bytes, pool, static_cast<int64_t>(block->size));
+    update(stats_.requested_bytes, pool, static_cast<int64_t>(requested));
+    if (block->size >= config.max_split_size) stats_.oversize_allocations.increase(1);
+    return block;
+  }
+
+  void free(Block* block) {
+    const MLUAllocatorConfig& config = MLUAllocatorConfig::get();
+    std::lock_guard<std::mutex> lock(mu_);
+    block->allocated = false;
+    allocated_.erase(block->ptr);
+    const BlockPool& pool = *block->pool;
+    update(stats_.allocation, pool, -1);
+    update(stats_.allocated_bytes, pool, -static_cast<int64_t>(block->size));
+    update(stats_.requested_bytes, pool, -static_cast<int64_t>(block->requested));
+    if (block->size >= config.max_split_size) stats_.oversize_allocations.decrease(1);
+    if (block->stream_uses.empty()) {
+      free_block(block);
+      return;
+    }
+    for (const MLUStream& stream : block->stream_uses) {
+      mlu::mluEvent_t event = take_event();
+      MLU_CHECK(mlu::mluEventRecord(event, stream.queue()));
+      events_.emplace_back(event, block);
+      block->pending_events += 1;
+    }
+    block->stream_uses.clear();
+  }
+
+  void record_stream(Block* block, MLUStream stream) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stream == block->stream) return;
+    for (const MLUStream& s : block->stream_uses) {
+      if (s == stream) return;
+    }
+    block->stream_uses.push_back(stream);
+  }
+
+  void empty_cache() {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.num_sync_all_streams += 1;
+    for (auto& [event, block] : events_) MLU_CHECK(mlu::mluEventSynchronize(event));
+    process_events();
+    release_cached_blocks(/*wait=*/true);
+  }
+
+  Block* find_allocated(void* ptr) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = allocated_.find(ptr);
+    return it == allocated_.end() ? nullptr : it->second;
+  }
+
+  DeviceStats stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+  void reset_accumulated() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for_each_stat(stats_, [](Stat& stat) { stat.reset_accumulated(); });
+    stats_.num_alloc_retries = 0;
+    stats_.num_ooms = 0;
+    stats_.num_sync_all_streams = 0;
+    stats_.num_device_alloc = 0;
+    stats_.num_device_free = 0;
+  }
+
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for_each_stat(stats_, [](Stat& stat) { stat.reset_peak(); });
+  }
+
+  void set_fraction(double fraction) {
+    std::lock_guard<std::mutex> lock(mu_);
+    fraction_ = fraction;
+    allowed_ = static_cast<size_t>(fraction * static_cast<double>(capacity_));
+  }
+
+  double fraction() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fraction_;
+  }
+
+ private:
+  size_t reserved() const {
+    return static_cast<size_t>(stats_.reserved_bytes[static_cast<size_t>(StatType::AGGREGATE)].current);
+  }
+
+  Block* take_free_block(BlockPool& pool, MLUStream stream, size_t size, const MLUAllocatorConfig& config) {
+    Block key(device_, stream, size, &pool, nullptr);
+    auto it = pool.blocks.lower_bound(&key);
+    if (it == pool.blocks.end() || (*it)->stream != stream) return nullptr;
+    Block* block = *it;
+    // Keep oversize blocks for oversize requests, and do not waste them.
+    if (size < config.max_split_size && block->size >= config.max_split_size) return nullptr;
+    if (size >= config.max_split_size && block->size >= size + kLargeBuffer) return nullptr;
+    pool.blocks.erase(it);
+    if (block->is_split()) {
+      update(stats_.inactive_split, pool, -1);
+      update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(block->size));
+    }
+    return block;
+  }
+
+  bool should_split(const Block& block, size_t size, const MLUAllocatorConfig& config) const {
+    size_t remaining = block.size - size;
+    if (block.pool->is_small) return remaining >= kMinBlockSize;
+    return size < config.max_split_size && remaining > kSmallSize;
+  }
+
+  void split(Block* block, size_t size) {
+    auto* rest = new Block(device_, block->stream, block->size - size, block->pool, static_cast<char*>(block->ptr) + size);
+    rest->prev = block;
+    rest->next = block->next;
+    if (rest->next != nullptr) rest->next->prev = rest;
+    block->next = rest;
+    block->size = size;
+    block->pool->blocks.insert(rest);
+    update(stats_.inactive_split, *rest->pool, 1);
+    update(stats_.inactive_split_bytes, *rest->pool, static_cast<int64_t>(rest->size));
+  }
+
+  Block* new_segment(BlockPool& pool, MLUStream stream, size_t bytes) {
+    if (reserved() + bytes > allowed_) return nullptr;
+    c10::DeviceIndex previous = exchange_device(device_);
+    void* ptr = nullptr;
+    mlu::mluError_t status = mlu::mluMalloc(&ptr, bytes);
+    exchange_device(previous);
+    if (status == mlu::mluErrorMemoryAllocation) return nullptr;
+    MLU_CHECK(status);
+    update(stats_.segment, pool, 1);
+    update(stats_.reserved_bytes, pool, static_cast<int64_t>(bytes));
+    stats_.num_device_alloc += 1;
+    if (bytes >= MLUAllocatorConfig::get().max_split_size) stats_.oversize_segments.increase(1);
+    return new Block(device_, stream, bytes, &pool, ptr);
+  }
+
+  // Returns a whole (unsplit, free) segment to the device, ordered on its stream.
+  void release_segment(Block* block) {
+    MLU_CHECK(mlu::mluFreeAsync(block->ptr, block->stream.queue()));
+    update(stats_.segment, *block->pool, -1);
+    update(stats_.reserved_bytes, *block->pool, -static_cast<int64_t>(block->size));
+    stats_.num_device_free += 1;
+    if (block->size >= MLUAllocatorConfig::get().max_split_size) stats_.oversize_segments.decrease(1);
+    delete block;
+  }
+
+  // Releases every cached whole segment; with `wait`, also waits until the
+  // device has the memory back (stream-ordered frees complete).
+  void release_cached_blocks(bool wait) {
+    for (BlockPool* pool : {&large_, &small_}) {
+      for (auto it = pool->blocks.begin(); it != pool->blocks.end();) {
+        Block* block = *it;
+        if (block->is_split()) {
+          ++it;
+          continue;
+        }
+        it = pool->blocks.erase(it);
+        release_segment(block);
+      }
+    }
+    if (wait) MLU_CHECK(mlu::mluDeviceSynchronizeOn(device_));
+  }
+
+  void free_block(Block* block) {
+    BlockPool& pool = *block->pool;
+    update(stats_.active, pool, -1);
+    update(stats_.active_bytes, pool, -static_cast<int64_t>(block->size));
+    if (MLUAllocatorConfig::get().caching_disabled) {
+      release_segment(block);
+      return;
+    }
+    merge(block, block->prev);
+    merge(block, block->next);
+    if (block->is_split()) {
+      update(stats_.inactive_split, pool, 1);
+      update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(block->size));
+    }
+    pool.blocks.insert(block);
+  }
+
+  // Absorbs `neighbour` into `block` if it is free and cached.
+  void merge(Block* block, Block* neighbour) {
+    if (neighbour == nullptr || neighbour->allocated || neighbour->pending_events > 0) return;
+    BlockPool& pool = *block->pool;
+    pool.blocks.erase(neighbour);
+    update(stats_.inactive_split, pool, -1);
+    update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(neighbour->size));
+    if (block->prev == neighbour) {
+      block->ptr = neighbour->ptr;
+      block->prev = neighbour->prev;
+      if (block->prev != nullptr) block->prev->next = block;
+    } else {
+      block->next = neighbour->next;
+      if (block->next != nullptr) block->next->prev = block;
+    }
+    block->size += neighbour->size;
+    delete neighbour;
+  }
+
+  // Frees the blocks whose recorded streams have passed their free point.
+  void process_events() {
+    for (auto it = events_.begin(); it != events_.end();) {
+      mlu::mluError_t status = mlu::mluEventQuery(it->first);
+      if (status == mlu::mluErrorNotReady) {
+        ++it;
+        continue;
+      }
+      MLU_CHECK(status);
+      Block* block = it->second;
+      free_events_.push_back(it->first);
+      it = events_.erase(it);
+      if (--block->pending_events == 0) free_block(block);
+    }
+  }
+
+  mlu::mluEvent_t take_event() {
+    if (!free_events_.empty()) {
+      mlu::mluEvent_t event = free_events_.back();
+      free_events_.pop_back();
+      return event;
+    }
+    mlu::mluEvent_t event = nullptr;
+    MLU_CHECK(mlu::mluEventCreateWithFlags(&event, mlu::mluEventDisableTiming));
+    return event;
+  }
+
+  std::string oom_message(size_t requested) const {
+    size_t free = 0, total = 0;
+    c10::DeviceIndex previous = exchange_device(device_);
+    mlu::mluMemGetInfo(&free, &total);
+    exchange_device(previous);
+    size_t allocated = static_cast<size_t>(stats_.allocated_bytes[0].current);
+    std::ostringstream os;
+    os << "MLU out of memory. Tried to allocate " << format_size(requested) << ". MLU " << static_cast<int>(device_)
+       << " has a total capacity of " << format_size(total) << " of which " << format_size(free) << " is free. ";
+    if (fraction_ < 1.0) {
+      os << "This process is limited to " << format_size(allowed_) << " (set_per_process_memory_fraction("
+         << fraction_ << ")). ";
+    }
+    os << "Of the allocated memory " << format_size(allocated) << " is allocated by PyTorch, and "
+       << format_size(reserved() - allocated) << " is reserved by PyTorch but unallocated. If reserved but "
+       << "unallocated memory is large try setting max_split_size_mb in PYTORCH_MLU_ALLOC_CONF to avoid "
+       << "fragmentation. The software MLU's capacity is set by TORCH_MLU_DEVICE_MEMORY.";
+    return os.str();
+  }
+
+  const c10::DeviceIndex device_;
+  size_t capacity_ = 0;
+  size_t allowed_ = 0;     // fraction_ * capacity_
+  double fraction_ = 1.0;
+  std::mutex mu_;
+  BlockPool small_{true};
+  BlockPool large_{false};
+  ska::flat_hash_map<void*, Block*> allocated_;
+  std::deque<std::pair<mlu::mluEvent_t, Block*>> events_;
+  std::vector<mlu::mluEvent_t> free_events_;
+  DeviceStats stats_;
+};
+
+class MLUCachingDeviceAllocator final : public c10::DeviceAllocator {
+ public:
+  c10::DataPtr allocate(size_t size) override {
+    c10::DeviceIndex device = current_device();
+    c10::Device where(c10::DeviceType::PrivateUse1, device);
+    if (size == 0) return c10::DataPtr(nullptr, nullptr, &free_block_context, where);
+    Block* block = for_device(device).malloc(size, getCurrentMLUStream(device));
+    return c10::DataPtr(block->ptr, block, &free_block_context, where);
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return nullptr; }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    MLU_CHECK(mlu::mluMemcpyAsync(dest, src, count, mlu::mluMemcpyDeviceToDevice, getCurrentMLUStream().queue()));
+  }
+
+  bool initialized() override { return true; }
+
+  void emptyCache(c10::MempoolId_t) override {
+    for (c10::DeviceIndex d = 0; d < device_count(); ++d) for_device(d).empty_cache();
+  }
+
+  void recordStream(const c10::DataPtr& data, c10::Stream stream) override {
+    if (data.get_deleter() != &free_block_context || data.get_context() == nullptr) return;
+    auto* block = static_cast<Block*>(data.get_context());
+    for_device(block->device).record_stream(block, MLUStream(stream));
+  }
+
+  DeviceStats getDeviceStats(c10::DeviceIndex device) override { return for_device(device).stats(); }
+  void resetAccumulatedStats(c10::DeviceIndex device) override { for_device(device).reset_accumulated(); }
+  void resetPeakStats(c10::DeviceIndex device) override { for_device(device).reset_peak(); }
+
+  std::pair<size_t, size_t> getMemoryInfo(c10::DeviceIndex device) override {
+    check_device_index(device);
+    c10::DeviceIndex previous = exchange_device(device);
+    size_t free = 0, total = 0;
+    mlu::mluError_t status = mlu::mluMemGetInfo(&free, &total);
+    exchange_device(previous);
+    MLU_CHECK(status);
+    return {free, total};
+  }
+
+  static DeviceCachingAllocator& for_device(c10::DeviceIndex device) {
+    static std::vector<std::unique_ptr<DeviceCachingAllocator>>* allocators = [] {
+      auto* all = new std::vector<std::unique_ptr<DeviceCachingAllocator>>();
+      for (c10::DeviceIndex d = 0; d < device_count(); ++d) all->push_back(std::make_unique<DeviceCachingAllocator>(d));
+      return all;
+    }();
+    check_device_index(device);
+    return *(*allocators)[device];
+  }
+
+  static void free_block_context(void* context) {
+    if (context == nullptr) return;
+    auto* block = static_cast<Block*>(context);
+    for_device(block->device).free(block);
+  }
+};
+
+MLUCachingDeviceAllocator g_allocator;
+
+}  // namespace
+
+c10::DeviceAllocator* getMLUDeviceAllocator() { return &g_allocator; }
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
+
+namespace MLUCachingAllocator {
+
+void emptyCache() { g_allocator.emptyCache({0, 0}); }
+
+void setMemoryFraction(double fraction, c10::DeviceIndex device) {
+  TORCH_CHECK(fraction >= 0.0 && fraction <= 1.0, "Invalid fraction value: ", fraction, ". Allowed range: 0~1");
+  MLUCachingDeviceAllocator::for_device(device).set_fraction(fraction);
+}
+
+double getMemoryFraction(c10::DeviceIndex device) { return MLUCachingDeviceAllocator::for_device(device).fraction(); }
+
+DeviceStats getDeviceStats(c10::DeviceIndex device) { return g_allocator.getDeviceStats(device); }
+void resetAccumulatedStats(c10::DeviceIndex device) { g_allocator.resetAccumulatedStats(device); }
+void resetPeakStats(c10::DeviceIndex device) { g_allocator.resetPeakStats(device); }
+size_t maxSplitSize() { return MLUAllocatorConfig::get().max_split_size; }
+
+void* raw_alloc(size_t bytes, MLUStream stream) {
+  if (bytes == 0) return nullptr;
+  return MLUCachingDeviceAllocator::for_device(stream.device_index()).malloc(bytes, stream)->ptr;
+}
+
+void raw_delete(void* ptr) {
+  if (ptr == nullptr) return;
+  for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
+    DeviceCachingAllocator& allocator = MLUCachingDeviceAllocator::for_device(d);
+    if (Block* block = allocator.find_allocated(ptr)) {
+      allocator.free(block);
+      return;
+    }
+  }
+  TORCH_CHECK(false, "caching_allocator_delete: ", ptr, " was not allocated by the mlu caching allocator");
+}
+
+}  // namespace MLUCachingAllocator
+}  // namespace torch_mlu

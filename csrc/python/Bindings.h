@@ -1,0 +1,16 @@
+// Shared helpers of the torch_mlu._C binding files.
+#pragma once
+
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/utils/pybind.h>
+
+// Runs BODY, turning C++ exceptions (c10::Error and friends) into the matching
+// Python exceptions and forwarding C++ warnings to Python.
+#define MLU_BINDING(BODY) \
+  [&]() { HANDLE_TH_ERRORS BODY END_HANDLE_TH_ERRORS_PYBIND }()
+
+namespace torch_mlu {
+
+void bind_memory(pybind11::module& m);
+
+}  // namespace torch_mlu

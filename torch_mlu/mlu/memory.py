@@ -1,0 +1,505 @@
+r"""Device memory management for MLU (mirrors torch/cuda/memory.py name for name).
+
+The statistics come from the MLU caching device allocator in ``torch_mlu._C``;
+their structure and naming are those of ``torch.cuda.memory_stats``.
+"""
+import collections
+import warnings
+from typing import Any
+
+from typing_extensions import deprecated
+
+import torch
+import torch_mlu._C as _C
+
+from . import _lazy_init, is_initialized
+from ._utils import _get_device_index
+
+__all__ = [
+    "caching_allocator_alloc",
+    "caching_allocator_delete",
+    "get_per_process_memory_fraction",
+    "set_per_process_memory_fraction",
+    "empty_cache",
+    "memory_stats",
+    "memory_stats_as_nested_dict",
+    "reset_accumulated_memory_stats",
+    "reset_peak_memory_stats",
+    "reset_max_memory_allocated",
+    "reset_max_memory_cached",
+    "host_memory_stats",
+    "host_memory_stats_as_nested_dict",
+    "memory_allocated",
+    "max_memory_allocated",
+    "memory_reserved",
+    "max_memory_reserved",
+    "memory_cached",
+    "max_memory_cached",
+    "memory_summary",
+    "mem_get_info",
+]
+
+
+def caching_allocator_alloc(size, device=None, stream=None):
+    r"""Perform a memory allocation using the MLU memory allocator.
+
+    Memory is allocated for a given device and a stream, this function is
+    intended to be used for interoperability with other frameworks. Allocated
+    memory is released through :func:`~torch.mlu.caching_allocator_delete`.
+
+    Args:
+        size (int): number of bytes to be allocated.
+        device (torch.device or int, optional): selected device. If it is
+            ``None`` the default MLU device is used.
+        stream (torch.Stream or int, optional): selected stream, a stream
+            object of the device or the id of one (``0``: the default stream).
+            If it is ``None`` the current stream of the selected device is used.
+
+    Returns:
+        the device pointer, as an ``int``.
+    """
+    device = _get_device_index(device, optional=True)
+    if stream is None:
+        stream = torch.accelerator.current_stream(device)
+    if isinstance(stream, torch.Stream):
+        stream = stream.stream_id
+    if isinstance(stream, bool) or not isinstance(stream, int):
+        raise TypeError(
+            "Invalid type for stream argument, must be "
+            "`torch.Stream` (an MLU stream) or `int` representing the id "
+            "of an existing stream"
+        )
+    with torch.mlu.device(device):
+        return _C._mlu_cachingAllocator_raw_alloc(size, stream)
+
+
+def caching_allocator_delete(mem_ptr):
+    r"""Delete memory allocated using the MLU memory allocator.
+
+    Memory allocated with :func:`~torch.mlu.caching_allocator_alloc` is freed
+    here. The associated device and stream are tracked inside the allocator.
+
+    Args:
+        mem_ptr (int): memory address to be freed by the allocator.
+    """
+    _C._mlu_cachingAllocator_raw_delete(mem_ptr)
+
+
+def set_per_process_memory_fraction(fraction, device=None) -> None:
+    r"""Set memory fraction for a process.
+
+    The fraction is used to limit the caching allocator to allocated memory on
+    an MLU device. The allowed value equals the total visible memory multiplied
+    by fraction. Trying to allocate more than the allowed value in a process
+    raises an out of memory error in the allocator.
+
+    Args:
+        fraction (float): Range: 0~1. Allowed memory equals total_memory * fraction.
+        device (torch.device or int, optional): selected device. If it is
+            ``None`` the default MLU device is used.
+    """
+    _lazy_init()
+    device = _get_device_index(device, optional=True)
+    if not isinstance(fraction, float):
+        raise TypeError("Invalid type for fraction argument, must be `float`")
+    if fraction < 0 or fraction > 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+
+    _C._mlu_setMemoryFraction(fraction, device)
+
+
+def get_per_process_memory_fraction(device=None) -> float:
+    r"""Get memory fraction for a process.
+
+    Args:
+        device (torch.device or int, optional): selected device. If it is
+            ``None`` the default MLU device is used.
+
+    Returns:
+        memory fraction, in range 0~1. Allowed memory equals total_memory * fraction.
+    """
+    _lazy_init()
+    device = _get_device_index(device, optional=True)
+    return _C._mlu_getMemoryFraction(device)
+
+
+def empty_cache() -> None:
+    r"""Release all unoccupied cached memory currently held by the caching
+    allocator (on all devices) so that it can be used by other applications.
+
+    .. note::
+        :func:`~torch.mlu.empty_cache` doesn't increase the amount of MLU
+        memory available for PyTorch. However, it may help reduce
+        fragmentation of MLU memory in certain cases.
+    """
+    if is_initialized():
+        _C._mlu_emptyCache()
+
+
+def memory_stats(device=None) -> dict[str, Any]:
+    r"""Return a dictionary of MLU memory allocator statistics for a given device.
+
+    The return value is a flat dictionary of statistics, each of which is a
+    non-negative integer, named as :func:`torch.cuda.memory_stats` names them:
+
+    - ``"{allocation,segment,active,inactive_split}.{all,large_pool,small_pool}.{current,peak,allocated,freed}"``:
+      numbers of allocation requests, reserved segments, active blocks and
+      inactive non-releasable blocks.
+    - ``"{allocated,reserved,active,inactive_split,requested}_bytes.{all,large_pool,small_pool}.{current,peak,allocated,freed}"``:
+      the corresponding amounts of memory.
+    - ``"num_alloc_retries"``, ``"num_ooms"``, ``"num_sync_all_streams"``,
+      ``"num_device_alloc"``, ``"num_device_free"``: event counters.
+    - ``"max_split_size"``, ``"oversize_allocations.{current,peak,allocated,freed}"``,
+      ``"oversize_segments.{current,peak,allocated,freed}"``.
+
+    ``large_pool`` holds blocks of more than 1 MiB, ``small_pool`` the others.
+
+    Args:
+        device (torch.device or int, optional): selected device. Returns
+            statistics for the current device, given by
+            :func:`~torch.mlu.current_device`, if :attr:`device` is ``None``
+            (default).
+    """
+    result = []
+
+    def _format_key(key):
+        if isinstance(key, str):
+            return key
+        if isinstance(key, tuple):
+            return "_".join(str(part) for part in key)
+        return str(key)
+
+    def _recurse_add_to_result(prefix, obj):
+        if isinstance(obj, dict):
+            if len(prefix) > 0:
+                prefix += "."
+            for k, v in obj.items():
+                key = _format_key(k)
+                _recurse_add_to_result(prefix + key, v)
+        else:
+            result.append((prefix, obj))
+
+    stats = memory_stats_as_nested_dict(device=device)
+    _recurse_add_to_result("", stats)
+    result.sort()
+
+    return collections.OrderedDict(result)
+
+
+def memory_stats_as_nested_dict(device=None) -> dict[str, Any]:
+    r"""Return the result of :func:`~torch.mlu.memory_stats` as a nested dictionary."""
+    if not is_initialized():
+        return {}
+    device = _get_device_index(device, optional=True)
+    return _C._mlu_memoryStats(device)
+
+
+def reset_accumulated_memory_stats(device=None) -> None:
+    r"""Reset the "accumulated" (historical) stats tracked by the MLU memory allocator.
+
+    See :func:`~torch.mlu.memory_stats` for details. Accumulated stats
+    correspond to the `"allocated"` and `"freed"` keys in each individual stat
+    dict, as well as `"num_alloc_retries"` and `"num_ooms"`.
+
+    Args:
+        device (torch.device or int, optional): selected device. The current
+            device, given by :func:`~torch.mlu.current_device`, if
+            :attr:`device` is ``None`` (default).
+    """
+    device = _get_device_index(device, optional=True)
+    return _C._mlu_resetAccumulatedMemoryStats(device)
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    r"""Reset the "peak" stats tracked by the MLU memory allocator.
+
+    See :func:`~torch.mlu.memory_stats` for details. Peak stats correspond to
+    the `"peak"` key in each individual stat dict.
+
+    Args:
+        device (torch.device or int, optional): selected device. The current
+            device, given by :func:`~torch.mlu.current_device`, if
+            :attr:`device` is ``None`` (default).
+    """
+    device = _get_device_index(device, optional=True)
+    return _C._mlu_resetPeakMemoryStats(device)
+
+
+def host_memory_stats() -> dict[str, Any]:
+    r"""Return a dictionary of pinned (host) allocator statistics.
+
+    The keys are those of :func:`torch.cuda.host_memory_stats`:
+    ``"{allocations,allocated_bytes,active_requests,active_bytes}.{current,peak,allocated,freed}"``,
+    ``"num_host_alloc"``, ``"num_host_free"`` and
+    ``"{host_alloc_time,host_free_time}.{total,max,min,count,avg}"``.
+    """
+    result = []
+
+    def _recurse_add_to_result(prefix, obj):
+        if isinstance(obj, dict):
+            if len(prefix) > 0:
+                prefix += "."
+            for k, v in obj.items():
+                _recurse_add_to_result(prefix + k, v)
+        else:
+            result.append((prefix, obj))
+
+    stats = host_memory_stats_as_nested_dict()
+    _recurse_add_to_result("", stats)
+    result.sort()
+
+    return collections.OrderedDict(result)
+
+
+def host_memory_stats_as_nested_dict() -> dict[str, Any]:
+    r"""Return the result of :func:`~torch.mlu.host_memory_stats` as a nested dictionary."""
+    if not is_initialized():
+        return {}
+    return _C._mlu_hostMemoryStats()
+
+
+def reset_max_memory_allocated(device=None) -> None:
+    r"""Reset the starting point in tracking maximum MLU memory occupied by tensors for a given device.
+
+    See :func:`~torch.mlu.max_memory_allocated` for details.
+
+    .. warning::
+        This function now calls :func:`~torch.mlu.reset_peak_memory_stats`,
+        which resets /all/ peak memory stats.
+    """
+    warnings.warn(
+        "torch.mlu.reset_max_memory_allocated now calls torch.mlu.reset_peak_memory_stats, "
+        "which resets /all/ peak memory stats.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return reset_peak_memory_stats(device=device)
+
+
+def reset_max_memory_cached(device=None) -> None:
+    r"""Reset the starting point in tracking maximum MLU memory managed by the caching allocator for a given device.
+
+    See :func:`~torch.mlu.max_memory_cached` for details.
+
+    .. warning::
+        This function now calls :func:`~torch.mlu.reset_peak_memory_stats`,
+        which resets /all/ peak memory stats.
+    """
+    warnings.warn(
+        "torch.mlu.reset_max_memory_cached now calls torch.mlu.reset_peak_memory_stats, "
+        "which resets /all/ peak memory stats.",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return reset_peak_memory_stats(device=device)
+
+
+def memory_allocated(device=None) -> int:
+    r"""Return the current MLU memory occupied by tensors in bytes for a given device.
+
+    Args:
+        device (torch.device or int, optional): selected device. The current
+            device, given by :func:`~torch.mlu.current_device`, if
+            :attr:`device` is ``None`` (default).
+
+    .. note::
+        This is likely less than :func:`~torch.mlu.memory_reserved`, since
+        the caching allocator keeps freed blocks for reuse.
+    """
+    return memory_stats(device=device).get("allocated_bytes.all.current", 0)
+
+
+def max_memory_allocated(device=None) -> int:
+    r"""Return the maximum MLU memory occupied by tensors in bytes for a given device.
+
+    By default, this returns the peak allocated memory since the beginning of
+    this program. :func:`~torch.mlu.reset_peak_memory_stats` can be used to
+    reset the starting point in tracking this metric.
+
+    Args:
+        device (torch.device or int, optional): selected device. The current
+            device, given by :func:`~torch.mlu.current_device`, if
+            :attr:`device` is ``None`` (default).
+    """
+    return memory_stats(device=device).get("allocated_bytes.all.peak", 0)
+
+
+def memory_reserved(device=None) -> int:
+    r"""Return the current MLU memory managed by the caching allocator in bytes for a given device.
+
+    Args:
+        device (torch.device or int, optional): selected device. The current
+            device, given by :func:`~torch.mlu.current_device`, if
+            :attr:`device` is ``None`` (default).
+    """
+    return memory_stats(device=device).get("reserved_bytes.all.current", 0)
+
+
+def max_memory_reserved(device=None) -> int:
+    r"""Return the maximum MLU memory managed by the caching allocator in bytes for a given device.
+
+    By default, this returns the peak cached memory since the beginning of
+    this program. :func:`~torch.mlu.reset_peak_memory_stats` can be used to
+    reset the starting point in tracking this metric.
+
+    Args:
+        device (torch.device or int, optional): selected device. The current
+            device, given by :func:`~torch.mlu.current_device`, if
+            :attr:`device` is ``None`` (default).
+    """
+    return memory_stats(device=device).get("reserved_bytes.all.peak", 0)
+
+
+@deprecated(
+    "`torch.mlu.memory_cached` has been renamed to `torch.mlu.memory_reserved`",
+    category=FutureWarning,
+)
+def memory_cached(device=None) -> int:
+    r"""Deprecated; see :func:`~torch.mlu.memory_reserved`."""
+    return memory_reserved(device=device)
+
+
+@deprecated(
+    "`torch.mlu.max_memory_cached` has been renamed to `torch.mlu.max_memory_reserved`",
+    category=FutureWarning,
+)
+def max_memory_cached(device=None) -> int:
+    r"""Deprecated; see :func:`~torch.mlu.max_memory_reserved`."""
+    return max_memory_reserved(device=device)
+
+
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    r"""Return a human-readable printout of the current memory allocator statistics for a given device.
+
+    This can be useful to display periodically during training, or when
+    handling out-of-memory exceptions.
+
+    Args:
+        device (torch.device or int, optional): selected device. Returns
+            printout for the current device, given by
+            :func:`~torch.mlu.current_device`, if :attr:`device` is ``None``
+            (default).
+        abbreviated (bool, optional): whether to return an abbreviated summary
+            (default: False).
+    """
+    device = _get_device_index(device, optional=True)
+    stats = memory_stats(device=device)
+
+    def _format_size(sz, pref_sz):
+        prefixes = ["B  ", "KiB", "MiB", "GiB", "TiB", "PiB"]
+        prefix = prefixes[0]
+        for new_prefix in prefixes[1:]:
+            if pref_sz < 768 * 1024:
+                break
+            prefix = new_prefix
+            sz //= 1024
+            pref_sz /= 1024
+        return f"{sz:6d} {prefix}"
+
+    def _format_count(cnt, pref_cnt):
+        prefixes = [" ", "K", "M"]
+        prefix = prefixes[0]
+        for new_prefix in prefixes[1:]:
+            if pref_cnt < 750 * 1000:
+                break
+            prefix = new_prefix
+            cnt //= 1000
+            pref_cnt /= 1000
+        return f"{cnt:7d} {prefix} "
+
+    metrics_to_display = [
+        ("allocated_bytes", "Allocated memory", _format_size),
+        ("active_bytes", "Active memory", _format_size),
+        ("requested_bytes", "Requested memory", _format_size),
+        ("reserved_bytes", "MLU reserved memory", _format_size),
+        ("inactive_split_bytes", "Non-releasable memory", _format_size),
+        ("allocation", "Allocations", _format_count),
+        ("active", "Active allocs", _format_count),
+        ("segment", "MLU reserved segments", _format_count),
+        ("inactive_split", "Non-releasable allocs", _format_count),
+    ]
+
+    lines = []
+    lines.append("=" * 75)
+    lines.append(" {_:16} PyTorch MLU memory summary, device ID {device:<17d} ")
+    lines.append("-" * 75)
+    lines.append(
+        "  {_:9} MLU OOMs: {num_ooms:<12d} | {_:6} cnrtMalloc retries: {num_alloc_retries:<8d}  "
+    )
+    lines.append("=" * 75)
+    lines.append("        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  ")
+
+    for metric_key, metric_name, formatter in metrics_to_display:
+        lines.append("-" * 75)
+        submetrics = [("all", metric_name)]
+        if not abbreviated:
+            submetrics.append(("large_pool", "      from large pool"))
+            submetrics.append(("small_pool", "      from small pool"))
+
+        current_prefval, peak_prefval, allocated_prefval, freed_prefval = None, None, None, None
+
+        for submetric_key, submetric_name in submetrics:
+            prefix = metric_key + "." + submetric_key + "."
+
+            current = stats[prefix + "current"]
+            peak = stats[prefix + "peak"]
+            allocated = stats[prefix + "allocated"]
+            freed = stats[prefix + "freed"]
+
+            if current_prefval is None:
+                current_prefval = current
+                peak_prefval = peak
+                allocated_prefval = allocated
+                freed_prefval = freed
+
+            lines.append(
+                f" {submetric_name:<21} | {formatter(current, current_prefval)} | {formatter(peak, peak_prefval)} | "
+                f"{formatter(allocated, allocated_prefval)} | {formatter(freed, freed_prefval)} ",
+            )
+
+    metrics_to_display = [
+        ("oversize_allocations", "Oversize allocations", _format_count),
+        ("oversize_segments", "Oversize MLU segments", _format_count),
+    ]
+
+    for metric_key, metric_name, formatter in metrics_to_display:
+        lines.append("-" * 75)
+
+        prefix = metric_key + "."
+
+        current = stats[prefix + "current"]
+        peak = stats[prefix + "peak"]
+        allocated = stats[prefix + "allocated"]
+        freed = stats[prefix + "freed"]
+
+        lines.append(
+            f" {metric_name:<21} | {formatter(current, current)} | {formatter(peak, peak)} | "
+            f"{formatter(allocated, allocated)} | {formatter(freed, freed)} ",
+        )
+
+    lines.append("=" * 75)
+
+    fmt_dict = {"_": "", "device": device}
+    for k, v in stats.items():
+        fmt_dict[k.replace(".", "-")] = v
+    return "|" + "|\n|".join(lines).format(**fmt_dict) + "|\n"
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    r"""Return the free and total memory of a given MLU device, in bytes.
+
+    ``free`` is the device capacity less the memory this process holds on the
+    device (reserved by the caching allocator); ``total`` is
+    ``torch.mlu.get_device_properties(device).total_memory``.
+
+    Args:
+        device (torch.device or int or str, optional): selected device. Returns
+            statistic for the current device, given by
+            :func:`~torch.mlu.current_device`, if :attr:`device` is ``None``
+            (default) or if the device index is not specified.
+    """
+    _lazy_init()
+    # optional=True allows `device = torch.device('mlu')` for which device.index is None
+    device = _get_device_index(device, optional=True)
+    free, total = _C._mlu_memGetInfo(device)
+    return int(free), int(total)
