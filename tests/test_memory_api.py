@@ -103,6 +103,7 @@ def test_namespace_mirrors_torch_cuda():
         "set_per_process_memory_fraction", "get_per_process_memory_fraction",
         "caching_allocator_alloc", "caching_allocator_delete",
         "host_memory_stats", "host_memory_stats_as_nested_dict",
+        "reset_accumulated_host_memory_stats", "reset_peak_host_memory_stats",
     ]
     for name in names:
         assert hasattr(torch.cuda.memory, name), name  # the twin exists in torch.cuda
@@ -613,6 +614,21 @@ def test_host_memory_stats():
     after = torch.mlu.host_memory_stats()
     assert after["active_requests.current"] == stats["active_requests.current"]
     assert after["active_bytes.current"] == stats["active_bytes.current"]
+    assert after["active_bytes.peak"] >= stats["active_bytes.current"] + size
+
+    torch.mlu.reset_peak_host_memory_stats()
+    stats = torch.mlu.host_memory_stats()
+    for name in ("allocations", "allocated_bytes", "active_requests", "active_bytes"):
+        assert stats[f"{name}.peak"] == stats[f"{name}.current"], name
+    torch.mlu.reset_accumulated_host_memory_stats()
+    stats = torch.mlu.host_memory_stats()
+    for name in ("allocations", "allocated_bytes", "active_requests", "active_bytes"):
+        assert stats[f"{name}.allocated"] == 0 and stats[f"{name}.freed"] == 0, name
+    p = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+    del p
+    stats = torch.mlu.host_memory_stats()
+    assert stats["active_requests.allocated"] == 1 and stats["active_requests.freed"] == 1
+    assert stats["active_bytes.allocated"] == size and stats["active_bytes.freed"] == size
 
 
 # ---------------------------------------------------------------- out of memory

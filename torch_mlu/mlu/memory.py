@@ -29,6 +29,8 @@ __all__ = [
     "reset_max_memory_cached",
     "host_memory_stats",
     "host_memory_stats_as_nested_dict",
+    "reset_accumulated_host_memory_stats",
+    "reset_peak_host_memory_stats",
     "memory_allocated",
     "max_memory_allocated",
     "memory_reserved",
@@ -256,6 +258,24 @@ def host_memory_stats_as_nested_dict() -> dict[str, Any]:
     if not is_initialized():
         return {}
     return _C._mlu_hostMemoryStats()
+
+
+def reset_accumulated_host_memory_stats() -> None:
+    r"""Reset the "accumulated" (historical) stats tracked by the host memory allocator.
+
+    See :func:`~torch.mlu.host_memory_stats` for details. Accumulated stats
+    correspond to the `"allocated"` and `"freed"` keys in each individual stat dict.
+    """
+    return _C._mlu_resetAccumulatedHostMemoryStats()
+
+
+def reset_peak_host_memory_stats() -> None:
+    r"""Reset the "peak" stats tracked by the host memory allocator.
+
+    See :func:`~torch.mlu.host_memory_stats` for details. Peak stats correspond
+    to the `"peak"` key in each individual stat dict.
+    """
+    return _C._mlu_resetPeakHostMemoryStats()
 
 
 def reset_max_memory_allocated(device=None) -> None:
