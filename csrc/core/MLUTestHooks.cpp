@@ -1,5 +1,6 @@
 #include "csrc/core/MLUTestHooks.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -7,6 +8,7 @@
 
 #include <mlu_runtime/queue.h>
 
+#include "csrc/core/MLUCachingAllocator.h"
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUStream.h"
 
@@ -38,6 +40,22 @@ void launch_failing_task(const std::string& name, const std::string& message) {
   auto failure = std::make_shared<std::string>(message);
   MLU_CHECK(mlu::mluLaunchTask(getCurrentMLUStream().queue(), interned,
                                [failure](mlu::TaskContext& context) { context.fail(*failure); }));
+}
+
+double time_cached_alloc_free_ns(size_t bytes, int iterations, int rounds) {
+  c10::Allocator* allocator = getMLUDeviceAllocator();
+  allocator->allocate(bytes);  // warm-up: the block is cached from here on
+  std::vector<double> per_pair;
+  for (int r = 0; r < rounds; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iterations; ++i) {
+      c10::DataPtr block = allocator->allocate(bytes);
+    }
+    std::chrono::duration<double, std::nano> elapsed = std::chrono::steady_clock::now() - start;
+    per_pair.push_back(elapsed.count() / iterations);
+  }
+  std::sort(per_pair.begin(), per_pair.end());
+  return per_pair[per_pair.size() / 2];
 }
 
 StreamGate::StreamGate(double timeout_s) : state_(std::make_shared<State>()) {

@@ -1,7 +1,8 @@
-// Device tasks that exist to observe the device from tests and examples:
-// a sleep (torch.mlu._sleep, as torch.cuda._sleep), a failing task (to check
-// that device errors surface at the next synchronization), and a gate that
-// holds a stream until the host opens it (deterministic asynchrony tests).
+// Hooks that exist to observe the device from tests and benchmarks: a sleep
+// (torch.mlu._sleep, as torch.cuda._sleep), a failing task (to check that
+// device errors surface at the next synchronization), a gate that holds a
+// stream until the host opens it (deterministic asynchrony tests), and a timer
+// of the caching allocator's cached allocate+free path, measured in C++.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,10 @@ namespace torch_mlu {
 void sleep_on_current_stream(int64_t cycles);
 // Launches a task named `name` that fails with `message`.
 void launch_failing_task(const std::string& name, const std::string& message);
+
+// Median nanoseconds of one allocate+free of `bytes` on the current device,
+// over `rounds` rounds of `iterations` pairs, after a warm-up that fills the cache.
+double time_cached_alloc_free_ns(size_t bytes, int iterations, int rounds);
 
 // Holds the current stream (at construction) until open() or destruction.
 // A held task gives up after `timeout_s` seconds and fails, so a test that

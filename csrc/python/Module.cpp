@@ -71,6 +71,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_mlu_launch_failing_task", [](const std::string& name, const std::string& message) {
     MLU_BINDING(launch_failing_task(name, message););
   });
+  m.def("_time_cached_alloc_free_ns", [](size_t bytes, int iterations, int rounds) {
+    return MLU_BINDING(py::gil_scoped_release no_gil; return time_cached_alloc_free_ns(bytes, iterations, rounds););
+  });
   py::class_<StreamGate>(m, "_StreamGate")
       .def(py::init([](double timeout_s) { return MLU_BINDING(return new StreamGate(timeout_s);); }),
            py::arg("timeout_s") = 30.0)
