@@ -1,6 +1,7 @@
 // See MLUCachingAllocator.h for the model and Note [Stream-ordered reuse].
 #include "csrc/core/MLUCachingAllocator.h"
 
+#include <chrono>
 #include <deque>
 #include <mutex>
 #include <sstream>
@@ -49,6 +50,7 @@ struct Block {
   Block* next = nullptr;
   int pending_events = 0;  // events to complete before the block is free
   std::vector<MLUStream> stream_uses;
+  std::shared_ptr<c10::GatheredContext> context;  // who allocated it (history recording)
   bool is_split() const { return prev != nullptr || next != nullptr; }
 };
 
@@ -119,6 +121,35 @@ void for_each_stat(DeviceStats& s, F fn) {
   fn(s.oversize_segments);
 }
 
+// See MLUAllocatorHistory.h. Read on every allocation, so the common "off"
+// case is one relaxed atomic load.
+struct History {
+  std::atomic<bool> on{false};
+  std::mutex mu;
+  HistorySettings settings;
+
+  HistorySettings get() {
+    if (!on.load(std::memory_order_relaxed)) return {};
+    std::lock_guard<std::mutex> lock(mu);
+    return settings;
+  }
+};
+
+History& history() {
+  static History instance;
+  return instance;
+}
+
+std::shared_ptr<c10::GatheredContext> gather_if(const HistorySettings& h, RecordContext at_least) {
+  if (h.gather == nullptr || h.context < at_least) return nullptr;
+  return h.gather();
+}
+
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 class DeviceCachingAllocator {
  public:
   explicit DeviceCachingAllocator(c10::DeviceIndex device) : device_(device) {
@@ -131,24 +162,27 @@ class DeviceCachingAllocator {
 
   Block* malloc(size_t requested, MLUStream stream) {
     const MLUAllocatorConfig& config = MLUAllocatorConfig::get();
+    HistorySettings h = history().get();
+    std::shared_ptr<c10::GatheredContext> context = gather_if(h, RecordContext::STATE);
     std::unique_lock<std::mutex> lock(mu_);
-    process_events();
+    process_events(h);
     size_t size = round_size(requested, config);
     BlockPool& pool = size <= kSmallSize ? small_ : large_;
     Block* block = config.caching_disabled ? nullptr : take_free_block(pool, stream, size, config);
     if (block == nullptr) {
       size_t bytes = config.caching_disabled ? size : segment_size(size);
       if (config.garbage_collection_threshold > 0 && reserved() + bytes > config.garbage_collection_threshold * allowed_) {
-        release_cached_blocks(/*wait=*/false);
+        release_cached_blocks(/*wait=*/false, h);
       }
-      block = new_segment(pool, stream, bytes);
+      block = new_segment(pool, stream, bytes, h);
       if (block == nullptr) {
         stats_.num_alloc_retries += 1;
-        release_cached_blocks(/*wait=*/true);
-        block = new_segment(pool, stream, bytes);
+        release_cached_blocks(/*wait=*/true, h);
+        block = new_segment(pool, stream, bytes, h);
       }
       if (block == nullptr) {
         stats_.num_ooms += 1;
+        record(h, TraceEntry::OOM, free_bytes(), requested, stream, context);
         std::string message = oom_message(requested);
         lock.unlock();
         TORCH_CHECK_WITH(OutOfMemoryError, false, message);
@@ -157,7 +191,10 @@ class DeviceCachingAllocator {
     if (!config.caching_disabled && should_split(*block, size, config)) split(block, size);
     block->allocated = true;
     block->requested = requested;
+    block->context = h.enabled ? context : nullptr;
     allocated_[block->ptr] = block;
+    record(h, TraceEntry::ALLOC, reinterpret_cast<uintptr_t>(block->ptr), block->size, stream,
+           h.context >= RecordContext::ALLOC ? context : nullptr);
     update(stats_.allocation, pool, 1);
     update(stats_.allocated_bytes, pool, static_cast<int64_t>(block->size));
     update(stats_.active, pool, 1);
@@ -169,7 +206,11 @@ class DeviceCachingAllocator {
 
   void free(Block* block) {
     const MLUAllocatorConfig& config = MLUAllocatorConfig::get();
+    HistorySettings h = history().get();
+    std::shared_ptr<c10::GatheredContext> context = gather_if(h, RecordContext::ALL);
     std::lock_guard<std::mutex> lock(mu_);
+    record(h, TraceEntry::FREE_REQUESTED, reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream,
+           context ? context : block->context);
     block->allocated = false;
     allocated_.erase(block->ptr);
     const BlockPool& pool = *block->pool;
@@ -178,7 +219,7 @@ class DeviceCachingAllocator {
     update(stats_.requested_bytes, pool, -static_cast<int64_t>(block->requested));
     if (block->size >= config.max_split_size) stats_.oversize_allocations.decrease(1);
     if (block->stream_uses.empty()) {
-      free_block(block);
+      free_block(block, h);
       return;
     }
     for (const MLUStream& stream : block->stream_uses) {
@@ -200,11 +241,46 @@ class DeviceCachingAllocator {
   }
 
   void empty_cache() {
+    HistorySettings h = history().get();
     std::lock_guard<std::mutex> lock(mu_);
     stats_.num_sync_all_streams += 1;
     for (auto& [event, block] : events_) MLU_CHECK(mlu::mluEventSynchronize(event));
-    process_events();
-    release_cached_blocks(/*wait=*/true);
+    process_events(h);
+    release_cached_blocks(/*wait=*/true, h);
+  }
+
+  void set_history(const HistorySettings& h, bool clear) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (clear) trace_.clear();
+    if (!h.enabled) {
+      for (auto& [ptr, block] : allocated_) block->context = nullptr;
+    }
+  }
+
+  void snapshot(SnapshotInfo& out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<Block*> all;
+    for (auto& [ptr, block] : allocated_) all.insert(block);
+    for (BlockPool* pool : {&small_, &large_}) all.insert(pool->blocks.begin(), pool->blocks.end());
+    for (auto& [event, block] : events_) all.insert(block);
+    for (Block* head : all) {
+      if (head->prev != nullptr) continue;
+      SegmentInfo segment{device_, reinterpret_cast<uintptr_t>(head->ptr), 0, 0, 0, 0, head->stream.id(),
+                          head->pool->is_small, {}};
+      for (Block* b = head; b != nullptr; b = b->next) {
+        const char* state = b->allocated ? "active_allocated" : b->pending_events > 0 ? "active_pending_free" : "inactive";
+        segment.blocks.push_back({reinterpret_cast<uintptr_t>(b->ptr), b->size, b->allocated ? b->requested : 0, state,
+                                  b->context});
+        segment.total_size += b->size;
+        if (b->allocated) {
+          segment.allocated_size += b->size;
+          segment.requested_size += b->requested;
+        }
+        if (b->allocated || b->pending_events > 0) segment.active_size += b->size;
+      }
+      out.segments.push_back(std::move(segment));
+    }
+    out.device_traces[device_] = trace_.ordered();
   }
 
   Block* find_allocated(void* ptr) {
@@ -283,7 +359,7 @@ class DeviceCachingAllocator {
     update(stats_.inactive_split_bytes, *rest->pool, static_cast<int64_t>(rest->size));
   }
 
-  Block* new_segment(BlockPool& pool, MLUStream stream, size_t bytes) {
+  Block* new_segment(BlockPool& pool, MLUStream stream, size_t bytes, const HistorySettings& h) {
     if (reserved() + bytes > allowed_) return nullptr;
     c10::DeviceIndex previous = exchange_device(device_);
     void* ptr = nullptr;
@@ -295,11 +371,13 @@ class DeviceCachingAllocator {
     update(stats_.reserved_bytes, pool, static_cast<int64_t>(bytes));
     stats_.num_device_alloc += 1;
     if (bytes >= MLUAllocatorConfig::get().max_split_size) stats_.oversize_segments.increase(1);
+    record(h, TraceEntry::SEGMENT_ALLOC, reinterpret_cast<uintptr_t>(ptr), bytes, stream, nullptr);
     return new Block(device_, stream, bytes, &pool, ptr);
   }
 
   // Returns a whole (unsplit, free) segment to the device, ordered on its stream.
-  void release_segment(Block* block) {
+  void release_segment(Block* block, const HistorySettings& h) {
+    record(h, TraceEntry::SEGMENT_FREE, reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream, nullptr);
     MLU_CHECK(mlu::mluFreeAsync(block->ptr, block->stream.queue()));
     update(stats_.segment, *block->pool, -1);
     update(stats_.reserved_bytes, *block->pool, -static_cast<int64_t>(block->size));
@@ -310,7 +388,7 @@ class DeviceCachingAllocator {
 
   // Releases every cached whole segment; with `wait`, also waits until the
   // device has the memory back (stream-ordered frees complete).
-  void release_cached_blocks(bool wait) {
+  void release_cached_blocks(bool wait, const HistorySettings& h) {
     for (BlockPool* pool : {&large_, &small_}) {
       for (auto it = pool->blocks.begin(); it != pool->blocks.end();) {
         Block* block = *it;
@@ -319,18 +397,21 @@ class DeviceCachingAllocator {
           continue;
         }
         it = pool->blocks.erase(it);
-        release_segment(block);
+        release_segment(block, h);
       }
     }
     if (wait) MLU_CHECK(mlu::mluDeviceSynchronizeOn(device_));
   }
 
-  void free_block(Block* block) {
+  void free_block(Block* block, const HistorySettings& h) {
     BlockPool& pool = *block->pool;
     update(stats_.active, pool, -1);
     update(stats_.active_bytes, pool, -static_cast<int64_t>(block->size));
+    record(h, TraceEntry::FREE_COMPLETED, reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream,
+           block->context);
+    block->context = nullptr;
     if (MLUAllocatorConfig::get().caching_disabled) {
-      release_segment(block);
+      release_segment(block, h);
       return;
     }
     merge(block, block->prev);
@@ -362,7 +443,7 @@ class DeviceCachingAllocator {
   }
 
   // Frees the blocks whose recorded streams have passed their free point.
-  void process_events() {
+  void process_events(const HistorySettings& h) {
     for (auto it = events_.begin(); it != events_.end();) {
       mlu::mluError_t status = mlu::mluEventQuery(it->first);
       if (status == mlu::mluErrorNotReady) {
@@ -373,7 +454,7 @@ class DeviceCachingAllocator {
       Block* block = it->second;
       free_events_.push_back(it->first);
       it = events_.erase(it);
-      if (--block->pending_events == 0) free_block(block);
+      if (--block->pending_events == 0) free_block(block, h);
     }
   }
 
@@ -388,11 +469,24 @@ class DeviceCachingAllocator {
     return event;
   }
 
-  std::string oom_message(size_t requested) const {
+  std::pair<size_t, size_t> memory_info() const {
     size_t free = 0, total = 0;
     c10::DeviceIndex previous = exchange_device(device_);
     mlu::mluMemGetInfo(&free, &total);
     exchange_device(previous);
+    return {free, total};
+  }
+
+  size_t free_bytes() const { return memory_info().first; }
+
+  void record(const HistorySettings& h, TraceEntry::Action action, uintptr_t addr, size_t size, const MLUStream& stream,
+              std::shared_ptr<c10::GatheredContext> context) {
+    if (!h.record_trace) return;
+    trace_.push(TraceEntry{action, addr, size, stream.id(), now_us(), std::move(context)}, h.max_entries);
+  }
+
+  std::string oom_message(size_t requested) const {
+    auto [free, total] = memory_info();
     size_t allocated = static_cast<size_t>(stats_.allocated_bytes[0].current);
     std::ostringstream os;
     os << "MLU out of memory. Tried to allocate " << format_size(requested) << ". MLU " << static_cast<int>(device_)
@@ -419,6 +513,7 @@ class DeviceCachingAllocator {
   std::deque<std::pair<mlu::mluEvent_t, Block*>> events_;
   std::vector<mlu::mluEvent_t> free_events_;
   DeviceStats stats_;
+  TraceRing trace_;
 };
 
 class MLUCachingDeviceAllocator final : public c10::DeviceAllocator {
@@ -503,6 +598,25 @@ DeviceStats getDeviceStats(c10::DeviceIndex device) { return g_allocator.getDevi
 void resetAccumulatedStats(c10::DeviceIndex device) { g_allocator.resetAccumulatedStats(device); }
 void resetPeakStats(c10::DeviceIndex device) { g_allocator.resetPeakStats(device); }
 size_t maxSplitSize() { return MLUAllocatorConfig::get().max_split_size; }
+
+void recordHistory(const HistorySettings& settings, bool clear_history) {
+  History& h = history();
+  {
+    std::lock_guard<std::mutex> lock(h.mu);
+    h.settings = settings;
+    h.on.store(settings.enabled, std::memory_order_relaxed);
+  }
+  for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
+    MLUCachingDeviceAllocator::for_device(d).set_history(settings, clear_history);
+  }
+}
+
+SnapshotInfo snapshot() {
+  SnapshotInfo info;
+  info.device_traces.resize(device_count());
+  for (c10::DeviceIndex d = 0; d < device_count(); ++d) MLUCachingDeviceAllocator::for_device(d).snapshot(info);
+  return info;
+}
 
 void* raw_alloc(size_t bytes, MLUStream stream) {
   if (bytes == 0) return nullptr;

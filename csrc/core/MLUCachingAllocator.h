@@ -24,6 +24,7 @@
 
 #include <c10/core/CachingDeviceAllocator.h>
 
+#include "csrc/core/MLUAllocatorHistory.h"
 #include "csrc/core/MLUStream.h"
 
 namespace torch_mlu {
@@ -43,6 +44,9 @@ size_t maxSplitSize();
 // Allocation outside of tensors (torch.mlu.caching_allocator_alloc).
 void* raw_alloc(size_t bytes, MLUStream stream);
 void raw_delete(void* ptr);
+// Turns memory-history recording on or off (see MLUAllocatorHistory.h).
+void recordHistory(const HistorySettings& settings, bool clear_history);
+SnapshotInfo snapshot();
 
 }  // namespace MLUCachingAllocator
 }  // namespace torch_mlu

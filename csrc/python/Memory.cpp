@@ -1,11 +1,22 @@
 // torch_mlu._C bindings of the memory API (torch.mlu.memory_* and friends),
 // shaped like torch._C._cuda_* so torch_mlu/mlu/memory.py mirrors torch/cuda/memory.py.
+#include <unordered_map>
+
 #include <ATen/core/CachingHostAllocator.h>
+#include <torch/csrc/profiler/combined_traceback.h>
+
+#include "csrc/python/Bindings.h"
 
 #include "csrc/core/MLUCachingAllocator.h"
 #include "csrc/core/MLUFunctions.h"
 #include "csrc/core/MLUHostAllocator.h"
-#include "csrc/python/Bindings.h"
+
+// From torch/csrc/profiler/python/combined_traceback.h, which the wheel ships
+// but cannot be included: it needs nlohmann/json.hpp, which the wheel lacks.
+namespace torch {
+TORCH_API std::vector<pybind11::object> py_symbolize(std::vector<CapturedTraceback*>& to_symbolize);
+TORCH_PYTHON_API void installCapturedTracebackPython();
+}  // namespace torch
 
 namespace py = pybind11;
 
@@ -77,6 +88,131 @@ py::dict host_memory_stats() {
   return d;
 }
 
+std::shared_ptr<c10::GatheredContext> gather_python_stack() {
+  return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/true, /*cpp=*/false);
+}
+
+std::shared_ptr<c10::GatheredContext> gather_full_stack() {
+  return torch::CapturedTraceback::gather(/*python=*/true, /*script=*/true, /*cpp=*/true);
+}
+
+void record_memory_history(std::optional<std::string> enabled, std::optional<std::string> context,
+                           const std::string& stacks, size_t max_entries, bool clear_history) {
+  HistorySettings settings;
+  if (enabled) {
+    TORCH_CHECK(*enabled == "state" || *enabled == "all", "_record_memory_history: enabled must be None, 'state' "
+                "or 'all', got '", *enabled, "'");
+    settings.enabled = true;
+    settings.record_trace = *enabled == "all";
+  }
+  if (context) {
+    if (*context == "state") {
+      settings.context = RecordContext::STATE;
+    } else if (*context == "alloc") {
+      settings.context = RecordContext::ALLOC;
+    } else if (*context == "all") {
+      settings.context = RecordContext::ALL;
+    } else {
+      TORCH_CHECK(false, "_record_memory_history: context must be None, 'state', 'alloc' or 'all', got '", *context, "'");
+    }
+  }
+  TORCH_CHECK(stacks == "python" || stacks == "all", "_record_memory_history: stacks must be 'python' or 'all', got '",
+              stacks, "'");
+  if (settings.enabled && settings.context != RecordContext::NEVER) {
+    torch::installCapturedTracebackPython();
+    settings.gather = stacks == "all" ? &gather_full_stack : &gather_python_stack;
+  }
+  settings.max_entries = max_entries;
+  MLUCachingAllocator::recordHistory(settings, clear_history);
+}
+
+const char* action_name(TraceEntry::Action action) {
+  switch (action) {
+    case TraceEntry::ALLOC: return "alloc";
+    case TraceEntry::FREE_REQUESTED: return "free_requested";
+    case TraceEntry::FREE_COMPLETED: return "free_completed";
+    case TraceEntry::SEGMENT_ALLOC: return "segment_alloc";
+    case TraceEntry::SEGMENT_FREE: return "segment_free";
+    case TraceEntry::SNAPSHOT: return "snapshot";
+    case TraceEntry::OOM: return "oom";
+  }
+  return "unknown";
+}
+
+// The snapshot in torch.cuda.memory._snapshot()'s format; stack traces are
+// symbolized in one batch, as CUDA's binding does.
+py::dict memory_snapshot() {
+  SnapshotInfo info = MLUCachingAllocator::snapshot();
+  std::vector<torch::CapturedTraceback*> tracebacks;
+  std::unordered_map<const c10::GatheredContext*, size_t> index;
+  auto collect = [&](const std::shared_ptr<c10::GatheredContext>& context) {
+    auto* tb = dynamic_cast<torch::CapturedTraceback*>(context.get());
+    if (tb != nullptr && index.emplace(context.get(), tracebacks.size()).second) tracebacks.push_back(tb);
+  };
+  for (const SegmentInfo& segment : info.segments) {
+    for (const BlockInfo& block : segment.blocks) collect(block.context);
+  }
+  for (const auto& trace : info.device_traces) {
+    for (const TraceEntry& entry : trace) collect(entry.context);
+  }
+  std::vector<py::object> symbolized = torch::py_symbolize(tracebacks);
+  auto frames = [&](const std::shared_ptr<c10::GatheredContext>& context) -> py::object {
+    auto it = index.find(context.get());
+    return it == index.end() ? py::list() : symbolized[it->second];
+  };
+
+  py::list segments;
+  for (const SegmentInfo& segment : info.segments) {
+    py::dict d;
+    d["device"] = segment.device;
+    d["address"] = segment.address;
+    d["total_size"] = segment.total_size;
+    d["allocated_size"] = segment.allocated_size;
+    d["active_size"] = segment.active_size;
+    d["requested_size"] = segment.requested_size;
+    d["stream"] = segment.stream;
+    d["segment_type"] = segment.is_small ? "small" : "large";
+    d["segment_pool_id"] = py::make_tuple(0, 0);
+    d["is_expandable"] = false;
+    d["frames"] = py::list();
+    py::list blocks;
+    for (const BlockInfo& block : segment.blocks) {
+      py::dict b;
+      b["address"] = block.address;
+      b["size"] = block.size;
+      b["requested_size"] = block.requested_size;
+      b["state"] = block.state;
+      b["frames"] = frames(block.context);
+      blocks.append(b);
+    }
+    d["blocks"] = blocks;
+    segments.append(d);
+  }
+  py::list device_traces;
+  for (const auto& trace : info.device_traces) {
+    py::list entries;
+    for (const TraceEntry& entry : trace) {
+      py::dict e;
+      e["action"] = action_name(entry.action);
+      e[entry.action == TraceEntry::OOM ? "device_free" : "addr"] = entry.addr;
+      e["size"] = entry.size;
+      e["stream"] = entry.stream;
+      e["time_us"] = entry.time_us;
+      e["frames"] = frames(entry.context);
+      entries.append(e);
+    }
+    device_traces.append(entries);
+  }
+  py::dict settings;
+  size_t max_split = MLUCachingAllocator::maxSplitSize();
+  settings["max_split_size"] = max_split == SIZE_MAX ? -1 : static_cast<int64_t>(max_split);
+  py::dict result;
+  result["segments"] = segments;
+  result["device_traces"] = device_traces;
+  result["allocator_settings"] = settings;
+  return result;
+}
+
 c10::DeviceIndex checked(int device) {
   check_device_index(static_cast<c10::DeviceIndex>(device));
   return static_cast<c10::DeviceIndex>(device);
@@ -108,6 +244,13 @@ void bind_memory(py::module& m) {
   });
   m.def("_mlu_cachingAllocator_raw_delete",
         [](uintptr_t ptr) { MLU_BINDING(MLUCachingAllocator::raw_delete(reinterpret_cast<void*>(ptr));); });
+  m.def("_mlu_record_memory_history",
+        [](std::optional<std::string> enabled, std::optional<std::string> context, const std::string& stacks,
+           size_t max_entries, bool clear_history) {
+          MLU_BINDING(record_memory_history(enabled, context, stacks, max_entries, clear_history););
+        },
+        py::arg("enabled"), py::arg("context"), py::arg("stacks"), py::arg("max_entries"), py::arg("clear_history"));
+  m.def("_mlu_memorySnapshot", [] { return MLU_BINDING(return memory_snapshot();); });
   m.def("_mlu_hostMemoryStats", [] { return MLU_BINDING(return host_memory_stats();); });
   m.def("_mlu_resetAccumulatedHostMemoryStats", [] { MLU_BINDING(getMLUHostAllocator()->reset_accumulated_stats();); });
   m.def("_mlu_resetPeakHostMemoryStats", [] { MLU_BINDING(getMLUHostAllocator()->reset_peak_stats();); });
