@@ -418,6 +418,9 @@ def test_memory_summary(form, index):
     lines = summary.rstrip("\n").split("\n")
     assert lines[0] == "|" + "=" * 75 + "|" and lines[-1] == lines[0]
     assert all(line.startswith("|") and line.endswith("|") for line in lines)
+    assert all(len(line) == 77 for line in lines), [line for line in lines if len(line) != 77]  # as CUDA's
+    cuda_oom_line = "  {_:9} CUDA OOMs: {n:<12d} | {_:6} cudaMalloc retries: {n:<8d}  ".format(_="", n=0)
+    assert lines[3].index("|", 1) == 1 + cuda_oom_line.index("|")  # the OOM/retries separator sits where CUDA's does
     assert "from large pool" in summary and "from small pool" in summary
     # the current allocated bytes, in the unit CUDA's table picks (the next one up from 768 of a unit)
     allocated, unit = torch.mlu.memory_allocated(form), 0

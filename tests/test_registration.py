@@ -55,3 +55,9 @@ def test_reimport_is_harmless(python):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True"
+
+
+def test_importing_torch_mlu_before_torch(python):
+    result = python("import torch_mlu, torch; print(torch.ones(1, device='mlu').device)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "mlu:0"

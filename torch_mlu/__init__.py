@@ -6,7 +6,19 @@ generated methods (``Tensor.mlu()``, ``Tensor.is_mlu``, ``Module.mlu()``,
 storage methods). The device is a *software MLU*: a simulated accelerator
 whose kernels compute on the host CPU (see the README).
 """
-import torch
+
+
+def _autoload():
+    """Entry point of PyTorch's backend autoload (group ``torch.backends``).
+
+    Importing this package registers everything; set
+    ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` to turn autoloading off.
+    """
+
+
+# Defined before `import torch`: when this package is imported first, torch's
+# autoload re-enters it half-loaded and looks for `_autoload` (see above).
+import torch  # noqa: E402
 
 from . import _C  # loads libtorch_mlu: kernels, device guard, hooks, allocator
 from . import mlu
@@ -41,14 +53,6 @@ def fallback_report():
 def reset_fallback_report():
     """Clears the counts returned by :func:`fallback_report`."""
     _C._reset_fallback_report()
-
-
-def _autoload():
-    """Entry point of PyTorch's backend autoload (group ``torch.backends``).
-
-    Importing this package already registered everything; set
-    ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` to turn autoloading off.
-    """
 
 
 _register_backend()

@@ -2,6 +2,8 @@
 
 #include <atomic>
 
+#include <ATen/Context.h>
+
 #include <mlu_runtime/memory.h>
 
 #include "csrc/core/MLUFunctions.h"
@@ -37,7 +39,10 @@ c10::DeviceIndex MLUHooks::maybeExchangeDevice(c10::DeviceIndex device) const {
 }
 
 bool MLUHooks::isPinnedPtr(const void* data) const { return torch_mlu::isPinnedPtr(data); }
-c10::Allocator* MLUHooks::getPinnedMemoryAllocator() const { return getMLUHostAllocator(); }
+c10::Allocator* MLUHooks::getPinnedMemoryAllocator() const {
+  at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);  // as CUDA: pinning initialises the device
+  return getMLUHostAllocator();
+}
 
 at::Device MLUHooks::getDeviceFromPtr(void* data) const {
   mlu::mluPointerAttributes attributes{};

@@ -4,6 +4,8 @@ The statistics come from the MLU caching device allocator in ``torch_mlu._C``;
 their structure and naming are those of ``torch.cuda.memory_stats``.
 """
 import collections
+import pickle
+import sys
 import warnings
 from typing import Any
 
@@ -254,9 +256,11 @@ def host_memory_stats() -> dict[str, Any]:
 
 
 def host_memory_stats_as_nested_dict() -> dict[str, Any]:
-    r"""Return the result of :func:`~torch.mlu.host_memory_stats` as a nested dictionary."""
-    if not is_initialized():
-        return {}
+    r"""Return the result of :func:`~torch.mlu.host_memory_stats` as a nested dictionary.
+
+    Unlike the device statistics these need no initialised device: pinning
+    memory is host work, so the stats are valid (zeros) from the start.
+    """
     return _C._mlu_hostMemoryStats()
 
 
@@ -441,10 +445,11 @@ def memory_summary(device=None, abbreviated: bool = False) -> str:
 
     lines = []
     lines.append("=" * 75)
-    lines.append(" {_:16} PyTorch MLU memory summary, device ID {device:<17d} ")
+    # one space more than CUDA's texts each, as "MLU" is one letter shorter than "CUDA"
+    lines.append(" {_:16} PyTorch MLU memory summary, device ID {device:<18d} ")
     lines.append("-" * 75)
     lines.append(
-        "  {_:9} MLU OOMs: {num_ooms:<12d} | {_:6} cnrtMalloc retries: {num_alloc_retries:<8d}  "
+        "  {_:10} MLU OOMs: {num_ooms:<12d} | {_:6} cnrtMalloc retries: {num_alloc_retries:<8d}  "
     )
     lines.append("=" * 75)
     lines.append("        Metric         | Cur Usage  | Peak Usage | Tot Alloc  | Tot Freed  ")
@@ -523,3 +528,49 @@ def mem_get_info(device=None) -> tuple[int, int]:
     device = _get_device_index(device, optional=True)
     free, total = _C._mlu_memGetInfo(device)
     return int(free), int(total)
+
+
+def _record_memory_history(
+    enabled: str | None = "all",
+    context: str | None = "all",
+    stacks: str = "all",
+    max_entries: int = sys.maxsize,
+    device=None,
+    clear_history: bool = False,
+) -> None:
+    r"""Record stack traces of allocations (and, with ``enabled="all"``, every
+    alloc/free event) so that :func:`_snapshot` can say what allocated each block.
+
+    Mirrors ``torch.cuda.memory._record_memory_history``: ``enabled`` is
+    ``None`` (off), ``"state"`` (contexts of live allocations) or ``"all"``
+    (also the event trace, at most ``max_entries`` entries per device);
+    ``context`` chooses which records carry a stack (``None``, ``"state"``,
+    ``"alloc"``, ``"all"``); ``stacks`` is ``"python"`` or ``"all"`` (with C++
+    frames). Recording covers every mlu device; ``device`` is accepted for
+    compatibility.
+    """
+    _lazy_init()
+    _C._mlu_record_memory_history(
+        enabled=enabled,
+        context=context if enabled else None,
+        stacks=stacks,
+        max_entries=min(max_entries, 2**63 - 1),
+        clear_history=clear_history,
+    )
+
+
+def _snapshot(device=None, augment_with_fx_traces=False) -> dict[str, Any]:
+    r"""Snapshot of the mlu allocator in ``torch.cuda.memory._snapshot()``'s format.
+
+    ``{"segments": [...], "device_traces": [[...] per device], "allocator_settings": {...}}``;
+    ``torch.cuda._memory_viz`` (``trace_plot``, ``segment_plot``, ``segsum``)
+    reads it as it reads a CUDA snapshot.
+    """
+    _lazy_init()
+    return _C._mlu_memorySnapshot()
+
+
+def _dump_snapshot(filename="dump_snapshot.pickle", augment_with_fx_traces=False) -> None:
+    r"""Pickles :func:`_snapshot` into ``filename`` for https://pytorch.org/memory_viz."""
+    with open(filename, "wb") as f:
+        pickle.dump(_snapshot(), f)
