@@ -6,8 +6,8 @@
   Python on mlu and on the CPU in the same run; the ratio is mlu / cpu.
 - fragmentation: replays a training-like allocation pattern (persistent
   weights, activations allocated forward and freed backward, gradients,
-  optimizer temporaries, varying batch sizes) and reports
-  peak reserved / peak allocated.
+  optimizer temporaries, varying batch sizes) at two model sizes and four
+  seeds, and reports peak reserved / peak allocated.
 
     python benchmarks/bench_allocator.py [--repeats 7] [--out benchmarks/results/allocator.json]
 """
@@ -33,12 +33,16 @@ def time_empty(device, nbytes, iters):
     return (time.perf_counter() - start) / iters
 
 
-def training_pattern(device, steps=30, seed=0):
-    """Returns (peak allocated, peak reserved) over a training-like run."""
+def training_pattern(device, steps=30, seed=0, scale=1):
+    """Returns (peak allocated, peak reserved) over a training-like run.
+
+    `scale` multiplies every tensor size: scale 1 is a ~70 MiB model, where the
+    20 MiB large-pool segments are a coarse grain; scale 4 is ~280 MiB.
+    """
     rng = random.Random(seed)
     torch.mlu.empty_cache()
     torch.mlu.reset_peak_memory_stats()
-    layers = [rng.choice([256, 512, 1024, 2048]) * 1024 for _ in range(24)]
+    layers = [rng.choice([256, 512, 1024, 2048]) * 1024 * scale for _ in range(24)]
     weights = [torch.empty(n, dtype=torch.uint8, device=device) for n in layers]
     for step in range(steps):
         batch = rng.choice([8, 12, 16, 24, 32])
@@ -71,7 +75,15 @@ def main():
         cpu = statistics.median(time_empty("cpu", n, args.iters) for _ in range(args.repeats))
         mlu = statistics.median(time_empty("mlu", n, args.iters) for _ in range(args.repeats))
         empty.append({"bytes": n, "cpu_us": cpu * 1e6, "mlu_us": mlu * 1e6, "ratio": mlu / cpu})
-    peak_allocated, peak_reserved = training_pattern("mlu")
+    fragmentation = []
+    for scale in (1, 4):
+        ratios = []
+        for seed in range(4):
+            allocated, reserved = training_pattern("mlu", seed=seed, scale=scale)
+            ratios.append({"seed": seed, "peak_allocated": allocated, "peak_reserved": reserved,
+                           "ratio": reserved / allocated})
+        fragmentation.append({"scale": scale, "runs": ratios,
+                              "median_ratio": statistics.median(r["ratio"] for r in ratios)})
 
     report = {
         "benchmark": "allocator",
@@ -79,8 +91,7 @@ def main():
         "repeats": args.repeats,
         "cached_alloc_free_ns": {str(k): v for k, v in cpp.items()},
         "torch_empty": empty,
-        "fragmentation": {"peak_allocated": peak_allocated, "peak_reserved": peak_reserved,
-                          "ratio": peak_reserved / peak_allocated},
+        "fragmentation": fragmentation,
     }
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
@@ -92,8 +103,10 @@ def main():
     print(f"{'torch.empty bytes':>18}  {'cpu us':>8}  {'mlu us':>8}  {'mlu/cpu':>8}")
     for r in empty:
         print(f"{r['bytes']:>18}  {r['cpu_us']:>8.2f}  {r['mlu_us']:>8.2f}  {r['ratio']:>8.2f}")
-    print(f"fragmentation: peak reserved / peak allocated = {peak_reserved / peak_allocated:.3f} "
-          f"({peak_reserved >> 20} MiB / {peak_allocated >> 20} MiB)")
+    for f in fragmentation:
+        runs = ", ".join(f"{r['ratio']:.3f}" for r in f["runs"])
+        print(f"fragmentation, scale {f['scale']}: peak reserved / peak allocated, median {f['median_ratio']:.3f} "
+              f"over seeds ({runs})")
     print(f"(medians of {args.repeats} runs; JSON in {args.out})")
 
 
