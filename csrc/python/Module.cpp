@@ -3,12 +3,14 @@
 
 #include <ATen/Context.h>
 #include <mlu_runtime/device.h>
+#include <mlu_runtime/queue.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 
 #include "csrc/aten/Fallback.h"
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
 #include "csrc/core/MLUHooks.h"
+#include "csrc/core/MLUStream.h"
 #include "csrc/core/MLUTestHooks.h"
 #include "csrc/python/Bindings.h"
 
@@ -78,6 +80,16 @@ PYBIND11_MODULE(_C, m) {
       .def(py::init([](double timeout_s) { return MLU_BINDING(return new StreamGate(timeout_s);); }),
            py::arg("timeout_s") = 30.0)
       .def("open", &StreamGate::open);
+  m.def("_mlu_streamPriority", [](int64_t stream_id, int device) {
+    return MLU_BINDING(
+        return MLUStream(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), stream_id))
+            .priority(););
+  });
+  m.def("_mlu_streamPriorityRange", [] {
+    int least = 0, greatest = 0;
+    mlu::mluDeviceGetQueuePriorityRange(&least, &greatest);
+    return py::make_tuple(least, greatest);
+  });
   bind_memory(m);
   m.def("_fallback_report", &fallback_report);
   m.def("_reset_fallback_report", &reset_fallback_counts);

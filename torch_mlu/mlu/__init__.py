@@ -216,11 +216,17 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 from . import memory  # noqa: E402
 from .memory import *  # noqa: F403,E402
+from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: E402
 
 __all__ = [
+    "Event",
     "OutOfMemoryError",
+    "Stream",
+    "StreamContext",
     "caching_allocator_alloc",
     "caching_allocator_delete",
+    "current_stream",
+    "default_stream",
     "current_device",
     "device",
     "device_count",
@@ -255,5 +261,7 @@ __all__ = [
     "reset_peak_memory_stats",
     "set_device",
     "set_per_process_memory_fraction",
+    "set_stream",
+    "stream",
     "synchronize",
 ]

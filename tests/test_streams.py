@@ -1,0 +1,118 @@
+"""torch.mlu.Stream / Event / stream contexts, mirroring torch.cuda's."""
+import pytest
+import torch
+
+import torch_mlu
+
+
+def test_stream_creation_and_priorities():
+    s = torch.mlu.Stream()
+    assert isinstance(s, torch.Stream) and s.device == torch.device("mlu", 0)
+    assert s.stream_id != 0  # pool streams, never the default one
+    assert s.priority == 0
+    least, greatest = torch.mlu.Stream.priority_range()
+    assert (least, greatest) == (0, -1)
+    assert torch.mlu.Stream(priority=-1).priority == greatest
+    assert torch.mlu.Stream(device=1).device_index == 1
+    assert torch.mlu.Stream(device="mlu:1").device_index == 1
+    with pytest.raises(RuntimeError, match="mlu:9 does not exist"):
+        torch.mlu.Stream(device=9)
+
+
+def test_current_default_and_set_stream():
+    assert torch.mlu.current_stream() == torch.mlu.default_stream()
+    assert torch.mlu.default_stream(1).device_index == 1 and torch.mlu.default_stream(1).stream_id == 0
+    s = torch.mlu.Stream()
+    torch.mlu.set_stream(s)
+    try:
+        assert torch.mlu.current_stream() == s
+        assert torch.accelerator.current_stream() == s
+    finally:
+        torch.mlu.set_stream(torch.mlu.default_stream())
+    assert torch.mlu.current_stream() == torch.mlu.default_stream()
+    torch.mlu.set_stream(None)  # a no-op, as in torch.cuda
+
+
+def test_stream_context_switches_stream_and_device():
+    s0, s1 = torch.mlu.Stream(), torch.mlu.Stream(device=1)
+    with torch.mlu.stream(s0):
+        assert torch.mlu.current_stream() == s0
+        x = torch.ones(4, device="mlu")
+    with torch.mlu.stream(s1):
+        assert torch.mlu.current_device() == 1 and torch.mlu.current_stream() == s1
+    assert torch.mlu.current_device() == 0
+    assert torch.mlu.current_stream() == torch.mlu.default_stream()
+    assert torch.mlu.current_stream(1) == torch.mlu.default_stream(1)
+    with torch.mlu.stream(None):
+        assert torch.mlu.current_stream() == torch.mlu.default_stream()
+    torch.mlu.synchronize()
+    assert torch.equal(x.cpu(), torch.ones(4))
+
+
+def test_streams_overlap_and_wait_stream_orders():
+    a, b = torch.mlu.Stream(), torch.mlu.Stream()
+    with torch.mlu.stream(a):
+        gate = torch_mlu._C._StreamGate()  # holds stream a
+        x = torch.zeros(8, device="mlu")
+        x.fill_(2.0)
+    with torch.mlu.stream(b):
+        y = torch.empty(8, device="mlu")
+        y.fill_(1.0)
+    done_b = b.record_event()
+    done_b.synchronize()  # b runs although a is held: the streams overlap
+    assert not a.query() and b.query()
+    b.wait_stream(a)
+    after = b.record_event()
+    assert not after.query()  # b now waits for a
+    gate.open()
+    after.synchronize()
+    assert torch.equal(x.cpu(), torch.full((8,), 2.0)) and torch.equal(y.cpu(), torch.ones(8))
+    assert isinstance(done_b, torch.mlu.Event) and not isinstance(torch.Event(device="cpu"), torch.mlu.Event)
+
+
+def test_event_record_wait_query_synchronize():
+    s = torch.mlu.Stream()
+    e = torch.mlu.Event()
+    assert e.query()  # never recorded: complete
+    with torch.mlu.stream(s):
+        gate = torch_mlu._C._StreamGate()
+        e.record()  # on the current stream, s
+    assert not e.query()
+    other = torch.mlu.Stream()
+    e.wait(other)
+    marker = other.record_event()
+    assert not marker.query()
+    gate.open()
+    e.synchronize()
+    marker.synchronize()
+    assert e.query() and marker.query()
+    s.synchronize()
+    assert s.query()
+
+
+def test_event_timing_and_misuse():
+    start, end = torch.mlu.Event(enable_timing=True), torch.mlu.Event(enable_timing=True)
+    start.record()
+    torch.mlu._sleep(10_000_000)
+    end.record()
+    end.synchronize()
+    assert start.elapsed_time(end) >= 8.0
+    plain = torch.mlu.Event()
+    plain.record()
+    plain.synchronize()
+    with pytest.raises((ValueError, RuntimeError), match="enable_timing|timing enabled"):
+        start.elapsed_time(plain)
+    never = torch.mlu.Event(enable_timing=True)
+    with pytest.raises((ValueError, RuntimeError), match="must be recorded"):
+        start.elapsed_time(never)
+    with pytest.raises(RuntimeError, match="interprocess=True\\) is not supported"):
+        torch.mlu.Event(interprocess=True)
+
+
+def test_generic_stream_and_event_work_too():
+    s = torch.Stream(device="mlu")
+    e = torch.Event(device="mlu")
+    e.record(s)
+    s.synchronize()
+    assert e.query()
+    torch.accelerator.synchronize()
