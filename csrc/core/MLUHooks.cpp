@@ -7,6 +7,7 @@
 #include <mlu_runtime/memory.h>
 
 #include "csrc/core/MLUFunctions.h"
+#include "csrc/core/MLUGeneratorImpl.h"
 #include "csrc/core/MLUHostAllocator.h"
 #include "csrc/core/MLUStorage.h"
 
@@ -50,6 +51,14 @@ at::Device MLUHooks::getDeviceFromPtr(void* data) const {
   TORCH_CHECK(attributes.type == mlu::mluMemoryTypeDevice, "The pointer ", data,
               " is not mlu device memory allocated by torch_mlu.");
   return at::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(attributes.device));
+}
+
+const at::Generator& MLUHooks::getDefaultGenerator(c10::DeviceIndex device_index) const {
+  return getDefaultMLUGenerator(device_index);
+}
+
+at::Generator MLUHooks::getNewGenerator(c10::DeviceIndex device_index) const {
+  return createMLUGenerator(device_index);
 }
 
 void MLUHooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes) const {

@@ -21,6 +21,8 @@ struct MLUHooks final : public at::PrivateUse1HooksInterface {
   bool isPinnedPtr(const void* data) const override;
   c10::Allocator* getPinnedMemoryAllocator() const override;
   at::Device getDeviceFromPtr(void* data) const override;
+  const at::Generator& getDefaultGenerator(c10::DeviceIndex device_index) const override;
+  at::Generator getNewGenerator(c10::DeviceIndex device_index = -1) const override;
   void resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_bytes) const override;
 };
 

@@ -4,11 +4,13 @@
 #include <ATen/Context.h>
 #include <mlu_runtime/device.h>
 #include <mlu_runtime/queue.h>
+#include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 
 #include "csrc/aten/Fallback.h"
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
+#include "csrc/core/MLUGeneratorImpl.h"
 #include "csrc/core/MLUHooks.h"
 #include "csrc/core/MLUStream.h"
 #include "csrc/core/MLUTestHooks.h"
@@ -89,6 +91,11 @@ PYBIND11_MODULE(_C, m) {
     int least = 0, greatest = 0;
     mlu::mluDeviceGetQueuePriorityRange(&least, &greatest);
     return py::make_tuple(least, greatest);
+  });
+  m.def("_mlu_getDefaultGenerator", [](int device) {
+    return MLU_BINDING(
+        const at::Generator& generator = getDefaultMLUGenerator(static_cast<c10::DeviceIndex>(device));
+        return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(generator)););
   });
   bind_memory(m);
   m.def("_fallback_report", &fallback_report);

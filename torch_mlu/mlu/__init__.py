@@ -22,6 +22,7 @@ _initialized = False
 _tls = threading.local()
 _initialization_lock = threading.Lock()
 _queued_calls = []  # callables run at the end of the first initialisation
+default_generators: tuple = ()  # one torch.Generator per device, filled by _lazy_init
 
 
 class DeferredMluCallError(Exception):
@@ -79,6 +80,8 @@ def _lazy_init():
                 "No MLU devices are available: check MLU_VISIBLE_DEVICES and TORCH_MLU_DEVICE_COUNT"
             )
         _C._mlu_init()
+        global default_generators
+        default_generators = tuple(_C._mlu_getDefaultGenerator(i) for i in range(device_count()))
         _tls.is_initializing = True
         try:
             for queued_call, orig_traceback in _queued_calls:
@@ -214,7 +217,8 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     return is_available() and get_device_capability()[0] >= 5
 
 
-from . import memory  # noqa: E402
+from . import memory, random  # noqa: E402
+from .random import *  # noqa: F403,E402
 from .memory import *  # noqa: F403,E402
 from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: E402
 
@@ -226,6 +230,7 @@ __all__ = [
     "caching_allocator_alloc",
     "caching_allocator_delete",
     "current_stream",
+    "default_generators",
     "default_stream",
     "current_device",
     "device",
@@ -235,13 +240,18 @@ __all__ = [
     "get_device_capability",
     "get_device_name",
     "get_device_properties",
+    "get_rng_state",
+    "get_rng_state_all",
     "get_per_process_memory_fraction",
     "host_memory_stats",
     "host_memory_stats_as_nested_dict",
     "init",
+    "initial_seed",
     "is_available",
     "is_bf16_supported",
     "is_initialized",
+    "manual_seed",
+    "manual_seed_all",
     "max_memory_allocated",
     "max_memory_cached",
     "max_memory_reserved",
@@ -259,8 +269,12 @@ __all__ = [
     "reset_max_memory_cached",
     "reset_peak_host_memory_stats",
     "reset_peak_memory_stats",
+    "seed",
+    "seed_all",
     "set_device",
     "set_per_process_memory_fraction",
+    "set_rng_state",
+    "set_rng_state_all",
     "set_stream",
     "stream",
     "synchronize",

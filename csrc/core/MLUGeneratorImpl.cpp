@@ -1,0 +1,96 @@
+#include "csrc/core/MLUGeneratorImpl.h"
+
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include <ATen/core/DistributionsHelper.h>
+#include <ATen/ops/empty.h>
+
+#include "csrc/core/MLUFunctions.h"
+
+namespace torch_mlu {
+namespace {
+
+constexpr size_t kStateBytes = 2 * sizeof(uint64_t);
+
+c10::DeviceIndex resolve(c10::DeviceIndex device) {
+  if (device < 0) return current_device();
+  check_device_index(device);
+  return device;
+}
+
+}  // namespace
+
+MLUGeneratorImpl::MLUGeneratorImpl(c10::DeviceIndex device)
+    : c10::GeneratorImpl(c10::Device(c10::DeviceType::PrivateUse1, device),
+                         c10::DispatchKeySet(c10::DispatchKey::PrivateUse1)),
+      seed_(c10::default_rng_seed_val) {}
+
+void MLUGeneratorImpl::set_current_seed(uint64_t seed) {
+  seed_ = seed;
+  offset_ = 0;
+}
+
+void MLUGeneratorImpl::set_offset(uint64_t offset) { offset_ = offset; }
+uint64_t MLUGeneratorImpl::get_offset() const { return offset_; }
+uint64_t MLUGeneratorImpl::current_seed() const { return seed_; }
+
+uint64_t MLUGeneratorImpl::seed() {
+  uint64_t random = c10::detail::getNonDeterministicRandom(/*is_cuda=*/true);
+  set_current_seed(random);
+  return random;
+}
+
+c10::intrusive_ptr<c10::TensorImpl> MLUGeneratorImpl::get_state() const {
+  at::Tensor state = at::empty({static_cast<int64_t>(kStateBytes)}, at::TensorOptions().dtype(at::kByte));
+  uint64_t words[2] = {seed_, offset_};
+  std::memcpy(state.data_ptr(), words, kStateBytes);
+  return state.getIntrusivePtr();
+}
+
+void MLUGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
+  TORCH_CHECK(new_state.dtype() == caffe2::TypeMeta::Make<uint8_t>() && new_state.device().is_cpu(),
+              "RNG state must be a torch.ByteTensor on the CPU");
+  TORCH_CHECK(new_state.numel() == static_cast<int64_t>(kStateBytes), "Expected an mlu RNG state of ", kStateBytes,
+              " bytes (seed and offset), got ", new_state.numel(), " bytes");
+  uint64_t words[2];
+  std::memcpy(words, new_state.data(), kStateBytes);
+  seed_ = words[0];
+  offset_ = words[1];
+}
+
+std::pair<uint64_t, uint64_t> MLUGeneratorImpl::philox_engine_inputs() { return {seed_, offset_++}; }
+
+MLUGeneratorImpl* MLUGeneratorImpl::clone_impl() const {
+  auto* copy = new MLUGeneratorImpl(device().index());
+  copy->seed_ = seed_;
+  copy->offset_ = offset_;
+  return copy;
+}
+
+const at::Generator& getDefaultMLUGenerator(c10::DeviceIndex device) {
+  static std::mutex mu;
+  static std::deque<at::Generator> generators;  // deque: references stay valid
+  c10::DeviceIndex index = resolve(device);
+  std::lock_guard<std::mutex> lock(mu);
+  while (generators.size() <= static_cast<size_t>(index)) {
+    generators.push_back(at::make_generator<MLUGeneratorImpl>(static_cast<c10::DeviceIndex>(generators.size())));
+  }
+  return generators[index];
+}
+
+at::Generator createMLUGenerator(c10::DeviceIndex device) {
+  return at::make_generator<MLUGeneratorImpl>(resolve(device));
+}
+
+MLUGeneratorImpl* get_mlu_generator(const std::optional<at::Generator>& generator, c10::DeviceIndex device) {
+  if (generator.has_value() && generator->defined()) {
+    TORCH_CHECK(generator->device().type() == c10::DeviceType::PrivateUse1, "Expected an mlu generator, got a ",
+                generator->device().type(), " generator. Create it with torch.Generator(device=\"mlu\").");
+    return at::check_generator<MLUGeneratorImpl>(generator);
+  }
+  return at::check_generator<MLUGeneratorImpl>(getDefaultMLUGenerator(device));
+}
+
+}  // namespace torch_mlu
