@@ -1,0 +1,194 @@
+// Random ops on mlu, drawing from the device's Philox generator (never the
+// CPU's). Each op takes (seed, offset) from its generator under the
+// generator's lock and launches one kernel with them; see MLUGeneratorImpl.h
+// for why the results depend on nothing but the seed and the op count.
+#include <cmath>
+#include <limits>
+#include <mutex>
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/ones_like.h>
+#include <c10/core/DeviceGuard.h>
+#include <mlu_kernels/random.h>
+#include <torch/library.h>
+
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/core/MLUGeneratorImpl.h"
+
+namespace torch_mlu {
+namespace {
+
+using mlu::kernels::ScalarType;
+using mlu::kernels::Shape;
+using mlu::kernels::Strides;
+
+struct Draw {
+  uint64_t seed;
+  uint64_t offset;
+};
+
+Draw next_draw(const std::optional<at::Generator>& generator, const at::Tensor& self) {
+  MLUGeneratorImpl* gen = get_mlu_generator(generator, self.device().index());
+  std::lock_guard<std::mutex> lock(gen->mutex_);
+  auto [seed, offset] = gen->philox_engine_inputs();
+  return {seed, offset};
+}
+
+void check_float(const at::Tensor& self, const char* op) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), op, " expects a floating-point tensor, got ", self.scalar_type());
+}
+
+// Launches `kernel(dst, dtype, shape, strides, seed, offset, params...)` over `self`.
+template <class Kernel, class... Params>
+at::Tensor& launch_random(at::Tensor& self, const std::optional<at::Generator>& generator, const char* name,
+                          Kernel kernel, Params... params) {
+  if (self.numel() == 0) return self;
+  ScalarType dtype = require_kernel_dtype(self.scalar_type(), name);
+  Draw draw = next_draw(generator, self);
+  Shape shape = kernel_shape(self);
+  Strides strides = kernel_strides(self);
+  void* out = self.data_ptr();
+  c10::DeviceGuard guard(self.device());
+  launch_kernel(self.device().index(), name, [=] { kernel(out, dtype, shape, strides, draw.seed, draw.offset, params...); });
+  return self;
+}
+
+at::Tensor& uniform_mlu_(at::Tensor& self, double from, double to, std::optional<at::Generator> generator) {
+  check_float(self, "uniform_");
+  TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
+  return launch_random(self, generator, "uniform_", &mlu::kernels::uniform, from, to);
+}
+
+at::Tensor& normal_mlu_(at::Tensor& self, double mean, double std, std::optional<at::Generator> generator) {
+  check_float(self, "normal_");
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  return launch_random(self, generator, "normal_", &mlu::kernels::normal, mean, std);
+}
+
+at::Tensor& bernoulli_scalar_mlu_(at::Tensor& self, double p, std::optional<at::Generator> generator) {
+  TORCH_CHECK(0 <= p && p <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", p);
+  return launch_random(self, generator, "bernoulli_", &mlu::kernels::bernoulli_scalar, p);
+}
+
+at::Tensor& bernoulli_tensor_mlu_(at::Tensor& self, const at::Tensor& p_, std::optional<at::Generator> generator) {
+  TORCH_CHECK(at::isFloatingType(p_.scalar_type()), "bernoulli_: p must be a floating-point tensor, got ",
+              p_.scalar_type());
+  at::Tensor p = p_.to(self.device()).expand_as(self);
+  if (self.numel() == 0) return self;
+  ScalarType dtype = require_kernel_dtype(self.scalar_type(), "bernoulli_");
+  ScalarType p_dtype = require_kernel_dtype(p.scalar_type(), "bernoulli_");
+  Draw draw = next_draw(generator, self);
+  Shape shape = kernel_shape(self);
+  Strides strides = kernel_strides(self), p_strides = kernel_strides(p);
+  void* out = self.data_ptr();
+  const void* probabilities = p.const_data_ptr();
+  c10::DeviceGuard guard(self.device());
+  launch_kernel(self.device().index(), "bernoulli_", [=] {
+    mlu::kernels::bernoulli_tensor(out, dtype, shape, strides, draw.seed, draw.offset, probabilities, p_dtype,
+                                   p_strides);
+  });
+  return self;
+}
+
+at::Tensor bernoulli_mlu(const at::Tensor& self, std::optional<at::Generator> generator) {
+  at::Tensor out = at::empty_like(self);
+  bernoulli_tensor_mlu_(out, self, generator);
+  return out;
+}
+
+// The largest integer that `type` represents exactly (PyTorch's random_ bound).
+uint64_t default_random_range(at::ScalarType type) {
+  switch (type) {
+    case at::kBool: return 2;
+    case at::kHalf: return (uint64_t{1} << 11) + 1;
+    case at::kBFloat16: return (uint64_t{1} << 8) + 1;
+    case at::kFloat: return (uint64_t{1} << 24) + 1;
+    case at::kDouble: return (uint64_t{1} << 53) + 1;
+    case at::kByte: return 256;
+    case at::kChar: return 128;
+    case at::kShort: return 1 << 15;
+    case at::kInt: return uint64_t{1} << 31;
+    case at::kLong: return uint64_t{1} << 63;
+    default: TORCH_CHECK_NOT_IMPLEMENTED(false, "random_ is not supported for dtype ", type, " on mlu");
+  }
+}
+
+at::Tensor& random_from_to(at::Tensor& self, int64_t from, uint64_t range, std::optional<at::Generator> generator) {
+  return launch_random(self, generator, "random_", &mlu::kernels::random_from_to, from, range);
+}
+
+at::Tensor& random_mlu_(at::Tensor& self, std::optional<at::Generator> generator) {
+  return random_from_to(self, 0, default_random_range(self.scalar_type()), generator);
+}
+
+at::Tensor& random_from_mlu_(at::Tensor& self, int64_t from, std::optional<int64_t> to,
+                             std::optional<at::Generator> generator) {
+  if (to.has_value()) {
+    TORCH_CHECK(from < *to, "random_ expects 'from' to be less than 'to', but got from=", from, " >= to=", *to);
+    return random_from_to(self, from, static_cast<uint64_t>(*to) - static_cast<uint64_t>(from), generator);
+  }
+  uint64_t top = default_random_range(self.scalar_type());  // values in [from, top - 1]
+  TORCH_CHECK(from >= 0 && static_cast<uint64_t>(from) < top, "random_ expects 'from' to be in [0, ", top - 1,
+              "] for dtype ", self.scalar_type(), ", but got from=", from);
+  return random_from_to(self, from, top - static_cast<uint64_t>(from), generator);
+}
+
+at::Tensor& random_to_mlu_(at::Tensor& self, int64_t to, std::optional<at::Generator> generator) {
+  TORCH_CHECK(0 < to, "random_ expects 'from' to be less than 'to', but got from=0 >= to=", to);
+  return random_from_to(self, 0, static_cast<uint64_t>(to), generator);
+}
+
+at::Tensor& exponential_mlu_(at::Tensor& self, double lambda, std::optional<at::Generator> generator) {
+  check_float(self, "exponential_");
+  TORCH_CHECK(lambda > 0.0, "exponential_ expects lambda > 0.0, but found lambda=", lambda);
+  return launch_random(self, generator, "exponential_", &mlu::kernels::exponential, lambda);
+}
+
+at::Tensor& geometric_mlu_(at::Tensor& self, double p, std::optional<at::Generator> generator) {
+  TORCH_CHECK(0 < p && p < 1, "geometric_ expects p to be in (0, 1), but got p=", p);
+  return launch_random(self, generator, "geometric_", &mlu::kernels::geometric, p);
+}
+
+at::Tensor& log_normal_mlu_(at::Tensor& self, double mean, double std, std::optional<at::Generator> generator) {
+  check_float(self, "log_normal_");
+  TORCH_CHECK(std > 0.0, "log_normal_ expects std > 0.0, but found std=", std);
+  return launch_random(self, generator, "log_normal_", &mlu::kernels::log_normal, mean, std);
+}
+
+at::Tensor& cauchy_mlu_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> generator) {
+  check_float(self, "cauchy_");
+  return launch_random(self, generator, "cauchy_", &mlu::kernels::cauchy, median, sigma);
+}
+
+std::tuple<at::Tensor, at::Tensor> native_dropout_mlu(const at::Tensor& input, double p, std::optional<bool> train) {
+  if (input.numel() == 0 || !train.value_or(true) || p == 0.0) {
+    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
+  }
+  TORCH_CHECK(0 <= p && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
+  at::Tensor mask = at::empty_like(input, input.options().dtype(at::kBool));
+  bernoulli_scalar_mlu_(mask, 1.0 - p, std::nullopt);
+  double scale = p == 1.0 ? 0.0 : 1.0 / (1.0 - p);
+  return {at::mul(at::mul(input, mask), scale), mask};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("uniform_", TORCH_FN(uniform_mlu_));
+  m.impl("normal_", TORCH_FN(normal_mlu_));
+  m.impl("bernoulli_.float", TORCH_FN(bernoulli_scalar_mlu_));
+  m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor_mlu_));
+  m.impl("bernoulli", TORCH_FN(bernoulli_mlu));
+  m.impl("random_", TORCH_FN(random_mlu_));
+  m.impl("random_.from", TORCH_FN(random_from_mlu_));
+  m.impl("random_.to", TORCH_FN(random_to_mlu_));
+  m.impl("exponential_", TORCH_FN(exponential_mlu_));
+  m.impl("geometric_", TORCH_FN(geometric_mlu_));
+  m.impl("log_normal_", TORCH_FN(log_normal_mlu_));
+  m.impl("cauchy_", TORCH_FN(cauchy_mlu_));
+  m.impl("native_dropout", TORCH_FN(native_dropout_mlu));
+}
+
+}  // namespace torch_mlu
