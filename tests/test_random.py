@@ -80,9 +80,11 @@ def test_random_ops_do_not_use_the_cpu_fallback():
     torch.randint(0, 5, (10,), device="mlu")
     torch.rand(4, device="mlu"), torch.randn(4, device="mlu")
     torch.nn.functional.dropout(torch.ones(100, device="mlu"), 0.5, training=True)
+    torch.randperm(10, device="mlu"), torch.multinomial(torch.ones(4, device="mlu"), 2)
     report = torch_mlu.fallback_report()
     random_ops = [op for op in report if any(k in op for k in ("uniform", "normal", "bernoulli", "random",
-                                                                "exponential", "geometric", "cauchy", "dropout"))]
+                                                                "exponential", "geometric", "cauchy", "dropout",
+                                                                "randperm", "multinomial"))]
     assert random_ops == [], report
 
 
@@ -179,3 +181,35 @@ def test_parameter_errors():
         torch.empty(3, dtype=torch.int32, device="mlu").uniform_()
     with pytest.raises(RuntimeError, match="lambda > 0.0"):
         x.exponential_(-1.0)
+
+
+def test_randperm_is_a_permutation_and_reproducible():
+    torch.mlu.manual_seed(4)
+    p = torch.randperm(1000, device="mlu")
+    assert p.device.type == "mlu" and p.dtype == torch.int64
+    assert torch.equal(torch.sort(p.cpu())[0], torch.arange(1000))
+    torch.mlu.manual_seed(4)
+    assert torch.equal(torch.randperm(1000, device="mlu").cpu(), p.cpu())
+    q = torch.randperm(50, device="mlu", dtype=torch.float32).cpu()
+    assert torch.equal(torch.sort(q)[0], torch.arange(50.0))
+    assert torch.randperm(0, device="mlu").numel() == 0
+    with pytest.raises(RuntimeError, match="n is too large"):
+        torch.randperm(300, device="mlu", dtype=torch.uint8)
+
+
+def test_multinomial():
+    torch.mlu.manual_seed(5)
+    w = torch.tensor([[1.0, 0.0, 3.0], [0.0, 5.0, 0.0]], device="mlu")
+    s = torch.multinomial(w, 20_000, replacement=True).cpu()
+    assert s.shape == (2, 20_000) and s.dtype == torch.int64
+    assert (s[0] != 1).all() and abs((s[0] == 0).double().mean().item() - 0.25) < 0.02
+    assert (s[1] == 1).all()
+    no_rep = torch.multinomial(torch.ones(10, device="mlu"), 10).cpu()
+    assert torch.equal(torch.sort(no_rep)[0], torch.arange(10))
+    with pytest.raises(RuntimeError, match="cannot sample n_sample > prob_dist.size"):
+        torch.multinomial(torch.ones(3, device="mlu"), 4)
+    # bad weights are found on the device: reported at the next synchronization, like CUDA
+    torch.multinomial(torch.tensor([1.0, -1.0], device="mlu"), 1)
+    with pytest.raises(torch.AcceleratorError, match="multinomial: probability tensor contains"):
+        torch.mlu.synchronize()
+    assert torch.multinomial(torch.tensor([0.0, 1.0], device="mlu"), 1).item() == 1

@@ -12,8 +12,10 @@
 #include <ATen/ops/ones_like.h>
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/random.h>
+#include <mlu_kernels/sampling.h>
 #include <torch/library.h>
 
+#include "csrc/aten/Copy.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/core/MLUGeneratorImpl.h"
 
@@ -162,6 +164,73 @@ at::Tensor& cauchy_mlu_(at::Tensor& self, double median, double sigma, std::opti
   return launch_random(self, generator, "cauchy_", &mlu::kernels::cauchy, median, sigma);
 }
 
+at::Tensor& randperm_out_mlu(int64_t n, std::optional<at::Generator> generator, at::Tensor& out) {
+  TORCH_CHECK(n >= 0, "n must be non-negative, got", n);
+  TORCH_CHECK(out.scalar_type() != at::kBool && static_cast<uint64_t>(n) <= default_random_range(out.scalar_type()),
+              "n is too large for result tensor type: '", out.scalar_type(), "'");
+  out.resize_({n});
+  if (n == 0) return out;
+  c10::DeviceGuard guard(out.device());
+  Draw draw = next_draw(generator, out);
+  bool direct = out.scalar_type() == at::kLong && out.is_contiguous();
+  at::Tensor permutation = direct ? out : at::empty({n}, out.options().dtype(at::kLong));
+  int64_t* data = permutation.data_ptr<int64_t>();
+  launch_kernel(out.device().index(), "randperm", [=] { mlu::kernels::randperm(data, n, draw.seed, draw.offset); });
+  if (!direct) copy_on_device(out, permutation);
+  return out;
+}
+
+const char* multinomial_error(mlu::kernels::MultinomialStatus status) {
+  switch (status) {
+    case mlu::kernels::MultinomialStatus::NegativeOrNonFinite:
+      return "probability tensor contains either `inf`, `nan` or element < 0";
+    case mlu::kernels::MultinomialStatus::ZeroSum:
+      return "invalid multinomial distribution (sum of probabilities <= 0)";
+    case mlu::kernels::MultinomialStatus::NotEnoughCategories:
+      return "invalid multinomial distribution (with replacement=False, not enough non-negative category to sample)";
+    case mlu::kernels::MultinomialStatus::Ok:
+      break;
+  }
+  return nullptr;
+}
+
+// Bad weights are found on the device, so they are reported like CUDA's
+// device-side assert: at the next synchronizing call (see MLU_LAUNCH_BLOCKING).
+at::Tensor multinomial_mlu(const at::Tensor& self, int64_t samples, bool replacement,
+                           std::optional<at::Generator> generator) {
+  TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
+              self.scalar_type());
+  TORCH_CHECK(samples > 0, "cannot sample n_sample <= 0 samples");
+  int64_t categories = self.size(-1);
+  TORCH_CHECK(replacement || samples <= categories,
+              "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
+  int64_t rows = self.dim() == 1 ? 1 : self.size(0);
+  at::Tensor out = at::empty(self.dim() == 1 ? std::vector<int64_t>{samples} : std::vector<int64_t>{rows, samples},
+                             self.options().dtype(at::kLong));
+  if (rows == 0) return out;
+  ScalarType dtype = require_kernel_dtype(self.scalar_type(), "multinomial");
+  Draw draw = next_draw(generator, self);
+  int64_t row_stride = self.dim() == 1 ? 0 : self.stride(0), col_stride = self.stride(-1);
+  int64_t* result = out.data_ptr<int64_t>();
+  const void* probs = self.const_data_ptr();
+  c10::DeviceGuard guard(self.device());
+  launch_kernel(self.device().index(), "multinomial", [=](mlu::TaskContext& context) {
+    auto status = mlu::kernels::multinomial(result, probs, dtype, rows, categories, row_stride, col_stride, samples,
+                                            replacement, draw.seed, draw.offset);
+    if (const char* error = multinomial_error(status)) context.fail(error);
+  });
+  return out;
+}
+
+at::Tensor& multinomial_out_mlu(const at::Tensor& self, int64_t samples, bool replacement,
+                                std::optional<at::Generator> generator, at::Tensor& out) {
+  at::Tensor result = multinomial_mlu(self, samples, replacement, generator);
+  out.resize_(result.sizes());
+  out.copy_(result);
+  return out;
+}
+
 std::tuple<at::Tensor, at::Tensor> native_dropout_mlu(const at::Tensor& input, double p, std::optional<bool> train) {
   if (input.numel() == 0 || !train.value_or(true) || p == 0.0) {
     return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
@@ -188,6 +257,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("geometric_", TORCH_FN(geometric_mlu_));
   m.impl("log_normal_", TORCH_FN(log_normal_mlu_));
   m.impl("cauchy_", TORCH_FN(cauchy_mlu_));
+  m.impl("randperm.generator_out", TORCH_FN(randperm_out_mlu));
+  m.impl("multinomial", TORCH_FN(multinomial_mlu));
+  m.impl("multinomial.out", TORCH_FN(multinomial_out_mlu));
   m.impl("native_dropout", TORCH_FN(native_dropout_mlu));
 }
 
