@@ -116,3 +116,42 @@ def test_generic_stream_and_event_work_too():
     s.synchronize()
     assert e.query()
     torch.accelerator.synchronize()
+
+
+def test_external_stream_wraps_a_queue():
+    s = torch.mlu.Stream()
+    ext = torch.mlu.ExternalStream(s.mlu_stream)
+    assert ext.mlu_stream == s.mlu_stream and ext.stream_id != s.stream_id
+    assert torch.mlu.ExternalStream(s.mlu_stream).stream_id == ext.stream_id  # registered once
+    with torch.mlu.stream(s):
+        gate = torch_mlu._C._StreamGate()  # holds the queue behind both streams
+    marker = ext.record_event()
+    assert not marker.query()  # the same queue: ordered after the gate
+    gate.open()
+    marker.synchronize()
+    with pytest.raises(RuntimeError, match="belongs to mlu:0, not mlu:1"):
+        torch.mlu.ExternalStream(s.mlu_stream, device=1)
+
+
+def test_event_recorded_on_two_devices_is_an_error():
+    e = torch.mlu.Event()
+    e.record(torch.mlu.Stream(device=0))
+    with pytest.raises(RuntimeError, match="does not match recording stream's device"):
+        e.record(torch.mlu.Stream(device=1))
+
+
+def test_backward_follows_the_forward_stream():
+    """As on CUDA: backward ops run on the forward op's stream, and gradients are
+    usable on the calling stream once backward() returns."""
+    side = torch.mlu.Stream()
+    x = torch.randn(64, 32, device="mlu", requires_grad=True)
+    w = torch.randn(32, 16, device="mlu", requires_grad=True)
+    side.wait_stream(torch.mlu.current_stream())
+    with torch.mlu.stream(side):
+        loss = (x @ w).tanh().sum()
+    torch.mlu.current_stream().wait_stream(side)
+    loss.backward()
+    xc, wc = x.detach().cpu().requires_grad_(), w.detach().cpu().requires_grad_()
+    (xc @ wc).tanh().sum().backward()
+    torch.testing.assert_close(x.grad.cpu(), xc.grad)
+    torch.testing.assert_close(w.grad.cpu(), wc.grad)

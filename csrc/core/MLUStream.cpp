@@ -1,5 +1,6 @@
 #include "csrc/core/MLUStream.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -23,6 +24,8 @@ struct DevicePools {
   std::once_flag created;
   std::array<mlu::mluQueue_t, kPoolSlots> queues{};
   std::atomic<uint32_t> next[2] = {0, 0};
+  std::mutex external_mu;
+  std::vector<mlu::mluQueue_t> external;  // id kExternalStreamBase + i
 };
 
 DevicePools& pools(c10::DeviceIndex device) {
@@ -62,7 +65,8 @@ MLUStream make(c10::DeviceIndex device, c10::StreamId id) {
 MLUStream::MLUStream(c10::Stream stream) : stream_(stream) {
   TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1, "Expected an mlu stream, got a ",
               stream.device_type(), " stream");
-  TORCH_CHECK(stream.id() >= 0 && stream.id() <= kPoolSlots, "Invalid mlu stream id ", stream.id());
+  TORCH_CHECK((stream.id() >= 0 && stream.id() <= kPoolSlots) || stream.id() >= kExternalStreamBase,
+              "Invalid mlu stream id ", stream.id());
 }
 
 mlu::mluQueue_t MLUStream::queue() const {
@@ -71,7 +75,14 @@ mlu::mluQueue_t MLUStream::queue() const {
     MLU_CHECK(mlu::mluGetDefaultQueue(device_index(), &queue));
     return queue;
   }
-  return pools(device_index()).queues[id() - 1];
+  DevicePools& p = pools(device_index());
+  if (id() >= kExternalStreamBase) {
+    std::lock_guard<std::mutex> lock(p.external_mu);
+    size_t index = static_cast<size_t>(id() - kExternalStreamBase);
+    TORCH_CHECK(index < p.external.size(), "Unknown external mlu stream id ", id());
+    return p.external[index];
+  }
+  return p.queues[id() - 1];
 }
 
 int MLUStream::priority() const {
@@ -101,6 +112,19 @@ MLUStream getStreamFromPool(bool high_priority, c10::DeviceIndex device) {
   DevicePools& p = pools(device);
   uint32_t index = p.next[high_priority].fetch_add(1, std::memory_order_relaxed) % kStreamsPerPool;
   return make(device, 1 + (high_priority ? kStreamsPerPool : 0) + index);
+}
+
+MLUStream getStreamFromExternal(mlu::mluQueue_t queue, c10::DeviceIndex device) {
+  device = resolve(device);
+  int queue_device = -1;
+  MLU_CHECK(mlu::mluQueueGetDevice(queue, &queue_device));
+  TORCH_CHECK(queue_device == device, "ExternalStream: the queue belongs to mlu:", queue_device, ", not mlu:",
+              static_cast<int>(device));
+  DevicePools& p = pools(device);
+  std::lock_guard<std::mutex> lock(p.external_mu);
+  auto it = std::find(p.external.begin(), p.external.end(), queue);
+  if (it == p.external.end()) it = p.external.insert(p.external.end(), queue);
+  return make(device, kExternalStreamBase + (it - p.external.begin()));
 }
 
 MLUStream exchangeCurrentMLUStream(MLUStream stream) {

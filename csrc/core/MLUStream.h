@@ -3,8 +3,11 @@
 //
 // Stream ids: 0 is the device's default queue; 1..kStreamsPerPool are the
 // low-priority pool and kStreamsPerPool+1..2*kStreamsPerPool the high-priority
-// pool. Pools are created lazily per device and handed out round-robin; their
-// queues live for the whole process, so a stream id stays valid forever.
+// pool; ids from kExternalStreamBase on name queues created outside torch_mlu
+// (torch.mlu.ExternalStream), registered once per handle. Pools are created
+// lazily per device and handed out round-robin; their queues live for the
+// whole process, so a stream id stays valid forever. An external queue must
+// outlive every use of its stream, as with CUDA.
 // The current stream is per host thread and per device (default: stream 0).
 #pragma once
 
@@ -15,6 +18,7 @@
 namespace torch_mlu {
 
 constexpr int kStreamsPerPool = 32;
+constexpr c10::StreamId kExternalStreamBase = 1 << 16;
 
 class MLUStream {
  public:
@@ -41,6 +45,8 @@ class MLUStream {
 MLUStream getDefaultMLUStream(c10::DeviceIndex device = -1);
 MLUStream getCurrentMLUStream(c10::DeviceIndex device = -1);
 MLUStream getStreamFromPool(bool high_priority = false, c10::DeviceIndex device = -1);
+// The stream of a queue created outside torch_mlu, on `device`.
+MLUStream getStreamFromExternal(mlu::mluQueue_t queue, c10::DeviceIndex device);
 // Makes `stream` current on its device for this thread; returns the previous one.
 MLUStream exchangeCurrentMLUStream(MLUStream stream);
 void setCurrentMLUStream(MLUStream stream);

@@ -87,6 +87,16 @@ PYBIND11_MODULE(_C, m) {
         return MLUStream(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), stream_id))
             .priority(););
   });
+  m.def("_mlu_streamQueue", [](int64_t stream_id, int device) {
+    return MLU_BINDING(
+        MLUStream stream(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), stream_id));
+        return reinterpret_cast<uintptr_t>(stream.queue()););
+  });
+  m.def("_mlu_streamFromExternal", [](uintptr_t queue, int device) {
+    return MLU_BINDING(
+        return getStreamFromExternal(reinterpret_cast<mlu::mluQueue_t>(queue), static_cast<c10::DeviceIndex>(device))
+            .id(););
+  });
   m.def("_mlu_streamPriorityRange", [] {
     int least = 0, greatest = 0;
     mlu::mluDeviceGetQueuePriorityRange(&least, &greatest);

@@ -220,10 +220,20 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 from . import memory, random  # noqa: E402
 from .random import *  # noqa: F403,E402
 from .memory import *  # noqa: F403,E402
-from .streams import Event, Stream, StreamContext, current_stream, default_stream, set_stream, stream  # noqa: E402
+from .streams import (  # noqa: E402
+    Event,
+    ExternalStream,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
 
 __all__ = [
     "Event",
+    "ExternalStream",
     "OutOfMemoryError",
     "Stream",
     "StreamContext",

@@ -52,6 +52,11 @@ class Stream(torch.Stream):
         return event
 
     @property
+    def mlu_stream(self) -> int:
+        r"""The runtime queue handle (``mlu::mluQueue_t``) as an int, for C++ extensions."""
+        return _C._mlu_streamQueue(self.stream_id, self.device_index)
+
+    @property
     def priority(self) -> int:
         return _C._mlu_streamPriority(self.stream_id, self.device_index)
 
@@ -70,6 +75,23 @@ class Stream(torch.Stream):
 
     def __repr__(self):
         return f"<torch.mlu.Stream device=mlu:{self.device_index} stream_id={self.stream_id}>"
+
+
+class ExternalStream(Stream):
+    r"""Wraps a runtime queue created outside torch_mlu (cf. torch.cuda.ExternalStream).
+
+    Args:
+        stream_ptr (int): the ``mlu::mluQueue_t`` handle, as an int.
+        device (torch.device or int, optional): the queue's device (default: current).
+
+    The queue must outlive every use of the stream; torch_mlu never destroys it.
+    """
+
+    def __new__(cls, stream_ptr, device=None, **kwargs):
+        torch.mlu._lazy_init()
+        index = _get_device_index(device, optional=True)
+        stream_id = _C._mlu_streamFromExternal(int(stream_ptr), index)
+        return super().__new__(cls, stream_id=stream_id, device_index=index, device_type=_MLU_DEVICE_TYPE)
 
 
 class _EventMeta(type):
