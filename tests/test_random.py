@@ -213,3 +213,20 @@ def test_multinomial():
     with pytest.raises(torch.AcceleratorError, match="multinomial: probability tensor contains"):
         torch.mlu.synchronize()
     assert torch.multinomial(torch.tensor([0.0, 1.0], device="mlu"), 1).item() == 1
+
+
+def test_normal_with_tensor_arguments():
+    torch.mlu.manual_seed(6)
+    n = 20_000
+    mean = torch.full((n,), 3.0, device="mlu")
+    std = torch.full((n,), 0.5, device="mlu")
+    for z in (torch.normal(mean, 0.5), torch.normal(3.0, std), torch.normal(mean, std)):
+        assert z.device.type == "mlu" and z.shape == (n,)
+        m, v = _moments(z.cpu())
+        assert abs(m - 3.0) < 0.02 and abs(math.sqrt(v) - 0.5) < 0.02
+    torch.mlu.manual_seed(6)
+    again = torch.normal(mean, 0.5)
+    torch.mlu.manual_seed(6)
+    assert torch.equal(torch.normal(mean, 0.5).cpu(), again.cpu())
+    b = torch.normal(torch.zeros(4, 1, device="mlu"), torch.ones(1, 3, device="mlu"))
+    assert b.shape == (4, 3)

@@ -6,8 +6,10 @@
 #include <limits>
 #include <mutex>
 
+#include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/result_type.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/ones_like.h>
 #include <c10/core/DeviceGuard.h>
@@ -67,6 +69,29 @@ at::Tensor& normal_mlu_(at::Tensor& self, double mean, double std, std::optional
   check_float(self, "normal_");
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   return launch_random(self, generator, "normal_", &mlu::kernels::normal, mean, std);
+}
+
+// normal(mean, std) with tensor arguments: normal draws on the output's shape,
+// then scaled and shifted by ops that use no randomness.
+at::Tensor normal_tensor_float_mlu(const at::Tensor& mean, double std, std::optional<at::Generator> generator) {
+  TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  at::Tensor out = at::empty_like(mean, at::MemoryFormat::Contiguous);
+  normal_mlu_(out, 0.0, std, generator);
+  return out.add_(mean);
+}
+
+at::Tensor normal_float_tensor_mlu(double mean, const at::Tensor& std, std::optional<at::Generator> generator) {
+  at::Tensor out = at::empty_like(std, at::MemoryFormat::Contiguous);
+  normal_mlu_(out, 0.0, 1.0, generator);
+  return out.mul_(std).add_(mean);
+}
+
+at::Tensor normal_tensor_tensor_mlu(const at::Tensor& mean, const at::Tensor& std,
+                                    std::optional<at::Generator> generator) {
+  std::vector<int64_t> shape = at::infer_size(mean.sizes(), std.sizes());
+  at::Tensor out = at::empty(shape, mean.options().dtype(at::result_type(mean, std)));
+  normal_mlu_(out, 0.0, 1.0, generator);
+  return out.mul_(std).add_(mean);
 }
 
 at::Tensor& bernoulli_scalar_mlu_(at::Tensor& self, double p, std::optional<at::Generator> generator) {
@@ -247,6 +272,9 @@ std::tuple<at::Tensor, at::Tensor> native_dropout_mlu(const at::Tensor& input, d
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("uniform_", TORCH_FN(uniform_mlu_));
   m.impl("normal_", TORCH_FN(normal_mlu_));
+  m.impl("normal.Tensor_float", TORCH_FN(normal_tensor_float_mlu));
+  m.impl("normal.float_Tensor", TORCH_FN(normal_float_tensor_mlu));
+  m.impl("normal.Tensor_Tensor", TORCH_FN(normal_tensor_tensor_mlu));
   m.impl("bernoulli_.float", TORCH_FN(bernoulli_scalar_mlu_));
   m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor_mlu_));
   m.impl("bernoulli", TORCH_FN(bernoulli_mlu));

@@ -1,51 +1,23 @@
 #include "csrc/core/MLUHostAllocator.h"
 
-#include <utility>
-
-#include <mlu_runtime/event.h>
 #include <mlu_runtime/memory.h>
 
+#include "csrc/core/MLUEvent.h"
 #include "csrc/core/MLUException.h"
 
 namespace torch_mlu {
 namespace {
 
-// An owned runtime event, the E of CachingHostAllocatorImpl.
-class HostEvent {
- public:
-  HostEvent() { MLU_CHECK(mlu::mluEventCreateWithFlags(&event_, mlu::mluEventDisableTiming)); }
-  HostEvent(HostEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
-  HostEvent& operator=(HostEvent&& other) noexcept {
-    std::swap(event_, other.event_);
-    return *this;
-  }
-  HostEvent(const HostEvent&) = delete;
-  HostEvent& operator=(const HostEvent&) = delete;
-  ~HostEvent() {
-    if (event_ != nullptr) mlu::mluEventDestroy(event_);
-  }
-  void record(const MLUStream& stream) { MLU_CHECK(mlu::mluEventRecord(event_, stream.queue())); }
-  bool query() const {
-    mlu::mluError_t status = mlu::mluEventQuery(event_);
-    if (status == mlu::mluErrorNotReady) return false;
-    MLU_CHECK(status);
-    return true;
-  }
-
- private:
-  mlu::mluEvent_t event_ = nullptr;
-};
-
-struct MLUHostAllocatorImpl : public at::CachingHostAllocatorImpl<MLUStream, HostEvent> {
+struct MLUHostAllocatorImpl : public at::CachingHostAllocatorImpl<MLUStream, MLUEvent> {
  private:
   void allocate_host_memory(size_t size, void** ptr) override { MLU_CHECK(mlu::mluHostMalloc(ptr, size)); }
   void free_block(at::HostBlock<MLUStream>* block) override { MLU_CHECK(mlu::mluFreeHost(block->ptr_)); }
-  void record_stream(std::optional<std::vector<HostEvent>>& events, MLUStream stream) override {
-    HostEvent event;
+  void record_stream(std::optional<std::vector<MLUEvent>>& events, MLUStream stream) override {
+    MLUEvent event;
     event.record(stream);
     events->push_back(std::move(event));
   }
-  bool query_event(HostEvent& event) override { return event.query(); }
+  bool query_event(MLUEvent& event) override { return event.query(); }
   MLUStream get_current_stream() const override { return getCurrentMLUStream(); }
   bool stream_is_capturing(MLUStream) const override { return false; }
 };

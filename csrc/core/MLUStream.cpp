@@ -7,10 +7,10 @@
 #include <vector>
 
 #include <mlu_runtime/device.h>
-#include <mlu_runtime/event.h>
 
 #include <c10/util/Exception.h>
 
+#include "csrc/core/MLUEvent.h"
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
 
@@ -139,10 +139,9 @@ void setCurrentMLUStream(MLUStream stream) { exchangeCurrentMLUStream(stream); }
 
 void stream_wait_stream(const MLUStream& waiter, const MLUStream& signaller) {
   if (waiter == signaller) return;
-  thread_local mlu::mluEvent_t event = nullptr;  // lives as long as the thread's host work
-  if (event == nullptr) MLU_CHECK(mlu::mluEventCreateWithFlags(&event, mlu::mluEventDisableTiming));
-  MLU_CHECK(mlu::mluEventRecord(event, signaller.queue()));
-  MLU_CHECK(mlu::mluQueueWaitEvent(waiter.queue(), event));
+  thread_local MLUEvent event;
+  event.record(signaller);
+  event.block(waiter);
 }
 
 }  // namespace torch_mlu
