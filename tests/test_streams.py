@@ -155,3 +155,26 @@ def test_backward_follows_the_forward_stream():
     (xc @ wc).tanh().sum().backward()
     torch.testing.assert_close(x.grad.cpu(), xc.grad)
     torch.testing.assert_close(w.grad.cpu(), wc.grad)
+
+
+def test_external_queue_destroyed_by_its_owner():
+    queue = torch_mlu._C._mlu_create_foreign_queue(0)
+    ext = torch.mlu.ExternalStream(queue)
+    with torch.mlu.stream(ext):
+        x = torch.full((16,), 4.0, device="mlu")
+    done = ext.record_event()
+    torch_mlu._C._mlu_destroy_foreign_queue(queue)  # waits for the queue's work, then ends it
+    done.synchronize()  # an event recorded before the destruction is complete, not a hang
+    assert done.query()
+    other = torch.mlu.Stream()
+    done.wait(other)
+    other.synchronize()
+    with pytest.raises(RuntimeError, match="destroyed"):
+        ext.synchronize()
+    with pytest.raises(RuntimeError, match="destroyed"):
+        ext.record_event()
+    assert torch.equal(x.cpu(), torch.full((16,), 4.0))
+    y = torch.ones(16, device="mlu")
+    y.record_stream(ext)  # a use on the dead queue: nothing to wait for at free time
+    del x, y
+    torch.mlu.empty_cache()  # segments of the dead queue's stream are freed synchronously

@@ -224,11 +224,16 @@ class DeviceCachingAllocator {
     }
     for (const MLUStream& stream : block->stream_uses) {
       mlu::mluEvent_t event = take_event();
-      MLU_CHECK(mlu::mluEventRecord(event, stream.queue()));
+      // A destroyed (external) queue has finished its work: nothing to wait for.
+      if (mlu::mluEventRecord(event, stream.queue()) != mlu::mluSuccess) {
+        free_events_.push_back(event);
+        continue;
+      }
       events_.emplace_back(event, block);
       block->pending_events += 1;
     }
     block->stream_uses.clear();
+    if (block->pending_events == 0) free_block(block, h);
   }
 
   void record_stream(Block* block, MLUStream stream) {
@@ -378,7 +383,11 @@ class DeviceCachingAllocator {
   // Returns a whole (unsplit, free) segment to the device, ordered on its stream.
   void release_segment(Block* block, const HistorySettings& h) {
     record(h, TraceEntry::SEGMENT_FREE, reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream, nullptr);
-    MLU_CHECK(mlu::mluFreeAsync(block->ptr, block->stream.queue()));
+    mlu::mluError_t status = mlu::mluFreeAsync(block->ptr, block->stream.queue());
+    if (status == mlu::mluErrorInvalidResourceHandle) {
+      status = mlu::mluFree(block->ptr);  // the segment's (external) queue is gone: free synchronously
+    }
+    MLU_CHECK(status);
     update(stats_.segment, *block->pool, -1);
     update(stats_.reserved_bytes, *block->pool, -static_cast<int64_t>(block->size));
     stats_.num_device_free += 1;

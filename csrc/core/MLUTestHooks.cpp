@@ -10,6 +10,7 @@
 
 #include "csrc/core/MLUCachingAllocator.h"
 #include "csrc/core/MLUException.h"
+#include "csrc/core/MLUFunctions.h"
 #include "csrc/core/MLUStream.h"
 
 namespace torch_mlu {
@@ -57,6 +58,17 @@ double time_cached_alloc_free_ns(size_t bytes, int iterations, int rounds) {
   std::sort(per_pair.begin(), per_pair.end());
   return per_pair[per_pair.size() / 2];
 }
+
+void* create_foreign_queue(c10::DeviceIndex device) {
+  c10::DeviceIndex previous = exchange_device(device);
+  mlu::mluQueue_t queue = nullptr;
+  mlu::mluError_t status = mlu::mluQueueCreate(&queue);
+  exchange_device(previous);
+  MLU_CHECK(status);
+  return queue;
+}
+
+void destroy_foreign_queue(void* queue) { MLU_CHECK(mlu::mluQueueDestroy(static_cast<mlu::mluQueue_t>(queue))); }
 
 StreamGate::StreamGate(double timeout_s) : state_(std::make_shared<State>()) {
   auto timeout = std::chrono::duration<double>(timeout_s);

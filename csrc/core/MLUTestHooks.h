@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 
+#include <c10/core/Device.h>
+
 namespace torch_mlu {
 
 // Occupies the current stream for `cycles` nanoseconds (a 1 GHz clock).
@@ -19,6 +21,11 @@ void launch_failing_task(const std::string& name, const std::string& message);
 // Median nanoseconds of one allocate+free of `bytes` on the current device,
 // over `rounds` rounds of `iterations` pairs, after a warm-up that fills the cache.
 double time_cached_alloc_free_ns(size_t bytes, int iterations, int rounds);
+
+// A runtime queue on `device` made outside torch_mlu's pools, as a C++
+// extension would make one (for torch.mlu.ExternalStream tests), and its end.
+void* create_foreign_queue(c10::DeviceIndex device);
+void destroy_foreign_queue(void* queue);
 
 // Holds the current stream (at construction) until open() or destruction.
 // A held task gives up after `timeout_s` seconds and fails, so a test that

@@ -78,6 +78,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_time_cached_alloc_free_ns", [](size_t bytes, int iterations, int rounds) {
     return MLU_BINDING(py::gil_scoped_release no_gil; return time_cached_alloc_free_ns(bytes, iterations, rounds););
   });
+  m.def("_mlu_create_foreign_queue", [](int device) {
+    return MLU_BINDING(return reinterpret_cast<uintptr_t>(create_foreign_queue(static_cast<c10::DeviceIndex>(device))););
+  });
+  m.def("_mlu_destroy_foreign_queue",
+        [](uintptr_t queue) { MLU_BINDING(destroy_foreign_queue(reinterpret_cast<void*>(queue));); });
   py::class_<StreamGate>(m, "_StreamGate")
       .def(py::init([](double timeout_s) { return MLU_BINDING(return new StreamGate(timeout_s);); }),
            py::arg("timeout_s") = 30.0)
