@@ -122,3 +122,23 @@ def test_view_op_without_kernel_errors_instead_of_copying():
     # diagonal is composite (a view through as_strided): it works natively
     d = x.diagonal()
     assert d.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()
+
+
+def test_fallback_can_be_turned_off(python):
+    result = python(
+        """
+        import torch, torch_mlu
+        x = torch.ones(3, device="mlu")
+        x.fill_(2.0)  # native ops still work
+        try:
+            torch.special.erfcx(x)
+        except NotImplementedError as e:
+            print(str(e).splitlines()[0])
+        print(x.cpu().tolist())
+        """,
+        env={"TORCH_MLU_FALLBACK": "0"},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().split("\n")
+    assert "'aten::special_erfcx.out' has no mlu kernel" in lines[0] and "TORCH_MLU_FALLBACK=0" in lines[0]
+    assert lines[1] == "[2.0, 2.0, 2.0]"

@@ -1,6 +1,7 @@
 // See Note [CPU fallback] in Fallback.h.
 #include "csrc/aten/Fallback.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <unordered_set>
@@ -79,7 +80,19 @@ void count_and_warn(const c10::OperatorHandle& op) {
   }
 }
 
+// TORCH_MLU_FALLBACK=0 turns the fallback off: a missing kernel is an error.
+bool fallback_allowed() {
+  static const bool allowed = [] {
+    const char* value = std::getenv("TORCH_MLU_FALLBACK");
+    return value == nullptr || std::string(value) != "0";
+  }();
+  return allowed;
+}
+
 void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  TORCH_CHECK_NOT_IMPLEMENTED(fallback_allowed(), "The operator '", op_name(op), "' has no mlu kernel, and "
+                              "TORCH_MLU_FALLBACK=0 forbids running it on the CPU. Unset TORCH_MLU_FALLBACK (or set "
+                              "it to 1) to let it fall back, or move this computation to the CPU yourself.");
   check_devices(op, *stack, op.schema().arguments().size());
   count_and_warn(op);
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);

@@ -9,7 +9,8 @@
 // back and how often. Before anything runs, the arguments' devices are
 // checked: two mlu devices, or an mlu tensor with a non-scalar CPU tensor, is
 // the same error PyTorch raises for CUDA. View ops cannot fall back (a copy is
-// not a view) and fail with a clear error instead.
+// not a view) and fail with a clear error instead. TORCH_MLU_FALLBACK=0
+// turns the fallback off: an op without an mlu kernel raises NotImplementedError.
 #pragma once
 
 #include <cstdint>
