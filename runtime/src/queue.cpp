@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <string>
 
 #include "device_state.h"
@@ -7,6 +9,35 @@
 #include "queue_impl.h"
 
 namespace {
+
+// Note [Spin before sleep]
+// Sleeping on a condition variable costs a futex wake-up (a syscall and a
+// context switch, several microseconds) on both sides. Work comes in bursts
+// (a device thread finishes a task and the host is launching the next one; a
+// host thread waits for a copy that is nearly done), so both wait first by
+// spinning for a short, bounded time and only then sleep. The bound keeps an
+// idle device thread from burning a core: after kSpin it sleeps.
+constexpr auto kSpin = std::chrono::microseconds(20);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until `done()` or kSpin has passed; returns done().
+template <class Done>
+bool spin_until(Done done) {
+  auto deadline = std::chrono::steady_clock::now() + kSpin;
+  while (!done()) {
+    for (int i = 0; i < 64; ++i) cpu_relax();
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+  return true;
+}
+
 // The queue whose device thread is the calling thread (nullptr on host threads).
 thread_local mlu::mluQueue_st* tls_worker_queue = nullptr;
 constexpr int kLeastPriority = 0;
@@ -25,7 +56,7 @@ bool mluQueue_st::on_own_thread() const { return tls_worker_queue == this; }
 bool detail::on_device_thread() { return tls_worker_queue != nullptr; }
 
 void mluQueue_st::wait_for(uint64_t seq) {
-  if (has_finished(seq)) return;
+  if (spin_until([&] { return has_finished(seq); })) return;  // Note [Spin before sleep]
   std::unique_lock<std::mutex> lock(mu);
   ++done_waiters;
   done_cv.wait(lock, [&] { return finished_locked >= seq; });
@@ -38,6 +69,13 @@ void mluQueue_st::run_worker() {
   std::unique_lock<std::mutex> lock(mu);
   for (;;) {
     while (finished_locked == launched && !stopping) {
+      // Note [Spin before sleep]: launches that land while the lock is released
+      // here see worker_sleeping == false and need no wake-up.
+      uint64_t done = finished_locked;
+      lock.unlock();
+      spin_until([&] { return launched_published.load(std::memory_order_acquire) != done; });
+      lock.lock();
+      if (finished_locked != launched || stopping) break;
       worker_sleeping = true;
       work_cv.wait(lock);
       worker_sleeping = false;
@@ -116,6 +154,7 @@ mluError_t reserve_slot(mluQueue_t* queue, TaskSlot** slot) {
 
 uint64_t commit_slot_seq(mluQueue_t q) {
   uint64_t seq = ++q->launched;
+  q->launched_published.store(seq, std::memory_order_release);
   bool wake = q->worker_sleeping;
   if (!q->worker.joinable()) q->worker = std::thread([q] { q->run_worker(); });
   q->mu.unlock();

@@ -37,6 +37,7 @@ struct mluQueue_st {
   uint64_t launched = 0;
   uint64_t finished_locked = 0;
   std::atomic<uint64_t> finished{0};
+  std::atomic<uint64_t> launched_published{0};  // `launched`, readable without the lock
   bool worker_sleeping = false;
   bool stopping = false;
   int done_waiters = 0;
