@@ -71,8 +71,14 @@ MLUStream::MLUStream(c10::Stream stream) : stream_(stream) {
 
 mlu::mluQueue_t MLUStream::queue() const {
   if (id() == 0) {
-    mlu::mluQueue_t queue = nullptr;
-    MLU_CHECK(mlu::mluGetDefaultQueue(device_index(), &queue));
+    // The hot path of every launch on the default stream: look the handle up
+    // once per device (it never changes) instead of asking the runtime each time.
+    static std::array<std::atomic<mlu::mluQueue_t>, kMaxDevices> defaults{};
+    mlu::mluQueue_t queue = defaults[device_index()].load(std::memory_order_acquire);
+    if (queue == nullptr) {
+      MLU_CHECK(mlu::mluGetDefaultQueue(device_index(), &queue));
+      defaults[device_index()].store(queue, std::memory_order_release);
+    }
     return queue;
   }
   DevicePools& p = pools(device_index());
