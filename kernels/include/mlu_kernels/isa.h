@@ -1,0 +1,24 @@
+// Runtime instruction-set selection for the vectorised kernels.
+//
+// Kernels that vectorise are compiled once per instruction set (per-ISA
+// translation units, see README "Vectorisation") and the best one the CPU
+// supports is picked at run time. MLU_KERNELS_ISA=baseline|avx2|avx512 caps
+// the choice (tests use it to exercise every variant on one machine); a value
+// above what the CPU supports is lowered to what it supports.
+#pragma once
+
+namespace mlu::kernels {
+
+enum class Isa : int { Baseline = 0, Avx2 = 1, Avx512 = 2 };
+
+// The best ISA this CPU supports.
+Isa detected_isa();
+// The ISA kernels use now: detected_isa(), capped by MLU_KERNELS_ISA at first
+// use and by set_isa.
+Isa active_isa();
+// Caps the ISA used from now on (lowered to detected_isa()). Not meant to be
+// called while kernels run on other threads.
+void set_isa(Isa isa);
+const char* isa_name(Isa isa);
+
+}  // namespace mlu::kernels

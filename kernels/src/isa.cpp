@@ -1,0 +1,63 @@
+#include "mlu_kernels/isa.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
+namespace mlu::kernels {
+
+namespace {
+
+Isa detect() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    return Isa::Avx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::Avx2;
+#endif
+  return Isa::Baseline;
+}
+
+Isa from_env(Isa detected) {
+  const char* env = std::getenv("MLU_KERNELS_ISA");
+  Isa want = detected;
+  if (env != nullptr) {
+    if (std::strcmp(env, "baseline") == 0) want = Isa::Baseline;
+    if (std::strcmp(env, "avx2") == 0) want = Isa::Avx2;
+    if (std::strcmp(env, "avx512") == 0) want = Isa::Avx512;
+  }
+  return static_cast<int>(want) < static_cast<int>(detected) ? want : detected;
+}
+
+std::atomic<int>& active() {
+  static std::atomic<int> isa{static_cast<int>(from_env(detected_isa()))};
+  return isa;
+}
+
+}  // namespace
+
+Isa detected_isa() {
+  static const Isa isa = detect();
+  return isa;
+}
+
+Isa active_isa() { return static_cast<Isa>(active().load(std::memory_order_relaxed)); }
+
+void set_isa(Isa isa) {
+  const Isa capped =
+      static_cast<int>(isa) < static_cast<int>(detected_isa()) ? isa : detected_isa();
+  active().store(static_cast<int>(capped), std::memory_order_relaxed);
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Baseline: return "baseline";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+}  // namespace mlu::kernels

@@ -1,0 +1,50 @@
+// The per-ISA tables of pointwise kernels: one function per (op, compute
+// type), each running the linear index range [begin, end) of the iteration
+// space. pointwise_isa.cpp builds a table per ISA; pointwise.cpp picks the
+// table of the active ISA and splits the range over the compute threads.
+#pragma once
+
+#include <cstdint>
+
+#include "mlu_kernels/pointwise.h"
+
+namespace mlu::kernels::detail {
+
+// The C++ types arithmetic runs in, one index each.
+enum ComputeIndex : int {
+  kComputeBool,
+  kComputeUInt8,
+  kComputeInt8,
+  kComputeInt16,
+  kComputeInt32,
+  kComputeInt64,
+  kComputeFloat,
+  kComputeDouble,
+  kNumComputeTypes,
+};
+
+// Float16 and BFloat16 compute in float; complex types have no index (-1).
+int compute_index(ScalarType type);
+
+#define MLU_POINTWISE_COUNT(name, arity, kinds) +1
+constexpr int kNumPointwiseOps = 0 MLU_POINTWISE_OPS(MLU_POINTWISE_COUNT);
+#undef MLU_POINTWISE_COUNT
+
+using PointwiseRange = void (*)(const Shape& shape, const Operand* operands,
+                                const OpParams& params, int64_t begin, int64_t end);
+
+struct PointwiseTable {
+  PointwiseRange fn[kNumPointwiseOps][kNumComputeTypes];  // null: unsupported
+};
+
+}  // namespace mlu::kernels::detail
+
+namespace mlu::kernels::isa_baseline {
+const detail::PointwiseTable& pointwise_table();
+}
+namespace mlu::kernels::isa_avx2 {
+const detail::PointwiseTable& pointwise_table();
+}
+namespace mlu::kernels::isa_avx512 {
+const detail::PointwiseTable& pointwise_table();
+}

@@ -1,0 +1,263 @@
+// Vectorised bodies for the transcendental pointwise ops, on SLEEF (the
+// vector math library PyTorch's own CPU kernels use, so results track CPU
+// PyTorch to the last ulp or two). Included only by a per-ISA translation unit
+// (pointwise_isa.cpp), which is compiled with that ISA's flags; the SLEEF
+// variant is picked from the compiler's ISA macros.
+//
+// A body works on one block of contiguous compute-type values (at most
+// kBlock, so temporaries live on the stack). Every element, the tail
+// included, goes through the same vector function: the tail is padded into a
+// full vector, so results never depend on where a block or chunk ends.
+#pragma once
+
+#include <immintrin.h>
+#include <sleef.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <numbers>
+
+#include "ops.h"
+
+namespace mlu::kernels::MLU_ISA_NS {
+
+constexpr int64_t kBlock = 256;
+
+#if defined(__AVX512F__)
+#define MLU_SLEEF_F(fn, acc) Sleef_##fn##f16_##acc##avx512f
+#define MLU_SLEEF_D(fn, acc) Sleef_##fn##d8_##acc##avx512f
+template <class T> struct Vec;
+template <> struct Vec<float> {
+  using V = __m512;
+  static constexpr int W = 16;
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+};
+template <> struct Vec<double> {
+  using V = __m512d;
+  static constexpr int W = 8;
+  static V load(const double* p) { return _mm512_loadu_pd(p); }
+  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+};
+#elif defined(__AVX2__)
+#define MLU_SLEEF_F(fn, acc) Sleef_##fn##f8_##acc##avx2
+#define MLU_SLEEF_D(fn, acc) Sleef_##fn##d4_##acc##avx2
+template <class T> struct Vec;
+template <> struct Vec<float> {
+  using V = __m256;
+  static constexpr int W = 8;
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+};
+template <> struct Vec<double> {
+  using V = __m256d;
+  static constexpr int W = 4;
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+};
+#else
+#define MLU_SLEEF_F(fn, acc) Sleef_##fn##f4_##acc##sse2
+#define MLU_SLEEF_D(fn, acc) Sleef_##fn##d2_##acc##sse2
+template <class T> struct Vec;
+template <> struct Vec<float> {
+  using V = __m128;
+  static constexpr int W = 4;
+  static V load(const float* p) { return _mm_loadu_ps(p); }
+  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
+};
+template <> struct Vec<double> {
+  using V = __m128d;
+  static constexpr int W = 2;
+  static V load(const double* p) { return _mm_loadu_pd(p); }
+  static void store(double* p, V v) { _mm_storeu_pd(p, v); }
+};
+#endif
+
+// Sleef<T>::name: the vector function of this ISA for element type T.
+template <class T> struct Sleef;
+#define MLU_SLEEF_FUNCS(X)                                                      \
+  X(exp, u10) X(exp2, u10) X(expm1, u10) X(log, u10) X(log2, u10) X(log10, u10) \
+  X(log1p, u10) X(sin, u10) X(cos, u10) X(tan, u10) X(asin, u10) X(acos, u10)   \
+  X(atan, u10) X(sinh, u10) X(cosh, u10) X(tanh, u10) X(asinh, u10)             \
+  X(acosh, u10) X(atanh, u10) X(erf, u10) X(erfc, u15) X(lgamma, u10)
+#define MLU_SLEEF_F_MEMBER(fn, acc) static constexpr auto fn = &MLU_SLEEF_F(fn, acc);
+#define MLU_SLEEF_D_MEMBER(fn, acc) static constexpr auto fn = &MLU_SLEEF_D(fn, acc);
+template <> struct Sleef<float> {
+  MLU_SLEEF_FUNCS(MLU_SLEEF_F_MEMBER)
+  static constexpr auto pow = &MLU_SLEEF_F(pow, u10);
+  static constexpr auto atan2 = &MLU_SLEEF_F(atan2, u10);
+};
+template <> struct Sleef<double> {
+  MLU_SLEEF_FUNCS(MLU_SLEEF_D_MEMBER)
+  static constexpr auto pow = &MLU_SLEEF_D(pow, u10);
+  static constexpr auto atan2 = &MLU_SLEEF_D(atan2, u10);
+};
+#undef MLU_SLEEF_F_MEMBER
+#undef MLU_SLEEF_D_MEMBER
+
+// out[i] = fn(in[i]) for i < n (out may equal in).
+template <class T, auto Fn>
+inline void map1(int64_t n, T* out, const T* in) {
+  using VT = Vec<T>;
+  int64_t i = 0;
+  for (; i + VT::W <= n; i += VT::W) VT::store(out + i, Fn(VT::load(in + i)));
+  if (i < n) {
+    T pad[VT::W] = {};
+    std::memcpy(pad, in + i, static_cast<size_t>(n - i) * sizeof(T));
+    VT::store(pad, Fn(VT::load(pad)));
+    std::memcpy(out + i, pad, static_cast<size_t>(n - i) * sizeof(T));
+  }
+}
+
+template <class T, auto Fn>
+inline void map2(int64_t n, T* out, const T* a, const T* b) {
+  using VT = Vec<T>;
+  int64_t i = 0;
+  for (; i + VT::W <= n; i += VT::W) VT::store(out + i, Fn(VT::load(a + i), VT::load(b + i)));
+  if (i < n) {
+    T pa[VT::W] = {}, pb[VT::W] = {};
+    std::memcpy(pa, a + i, static_cast<size_t>(n - i) * sizeof(T));
+    std::memcpy(pb, b + i, static_cast<size_t>(n - i) * sizeof(T));
+    VT::store(pa, Fn(VT::load(pa), VT::load(pb)));
+    std::memcpy(out + i, pa, static_cast<size_t>(n - i) * sizeof(T));
+  }
+}
+
+// VectorBody<Op, T>::run(n, out, in, params), where one exists.
+template <class Op, class T>
+struct VectorBody {
+  static constexpr bool kHas = false;
+};
+
+#define MLU_VECTOR_BODY(Op)                                                    \
+  template <class T>                                                           \
+    requires std::is_floating_point_v<T>                                       \
+  struct VectorBody<ops::Op, T> {                                              \
+    static constexpr bool kHas = true;                                         \
+    static void run(int64_t n, T* __restrict o, const T* const* in,            \
+                    [[maybe_unused]] const OpParams& p);                       \
+  };                                                                           \
+  template <class T>                                                           \
+    requires std::is_floating_point_v<T>                                       \
+  void VectorBody<ops::Op, T>::run(int64_t n, T* __restrict o, const T* const* in, \
+                                   [[maybe_unused]] const OpParams& p)
+
+#define MLU_SLEEF_UNARY(Op, fn) \
+  MLU_VECTOR_BODY(Op) { map1<T, Sleef<T>::fn>(n, o, in[0]); }
+
+MLU_SLEEF_UNARY(Exp, exp)
+MLU_SLEEF_UNARY(Exp2, exp2)
+MLU_SLEEF_UNARY(Expm1, expm1)
+MLU_SLEEF_UNARY(Log, log)
+MLU_SLEEF_UNARY(Log2, log2)
+MLU_SLEEF_UNARY(Log10, log10)
+MLU_SLEEF_UNARY(Log1p, log1p)
+MLU_SLEEF_UNARY(Sin, sin)
+MLU_SLEEF_UNARY(Cos, cos)
+MLU_SLEEF_UNARY(Tan, tan)
+MLU_SLEEF_UNARY(Asin, asin)
+MLU_SLEEF_UNARY(Acos, acos)
+MLU_SLEEF_UNARY(Atan, atan)
+MLU_SLEEF_UNARY(Sinh, sinh)
+MLU_SLEEF_UNARY(Cosh, cosh)
+MLU_SLEEF_UNARY(Tanh, tanh)
+MLU_SLEEF_UNARY(Asinh, asinh)
+MLU_SLEEF_UNARY(Acosh, acosh)
+MLU_SLEEF_UNARY(Atanh, atanh)
+MLU_SLEEF_UNARY(Erf, erf)
+MLU_SLEEF_UNARY(Erfc, erfc)
+MLU_SLEEF_UNARY(Lgamma, lgamma)
+#undef MLU_SLEEF_UNARY
+
+MLU_VECTOR_BODY(Pow) { map2<T, Sleef<T>::pow>(n, o, in[0], in[1]); }
+MLU_VECTOR_BODY(Atan2) { map2<T, Sleef<T>::atan2>(n, o, in[0], in[1]); }
+
+// Note: the composite bodies below compute into a stack temporary first, so
+// `o` may alias an input (in-place ops) without changing results.
+MLU_VECTOR_BODY(Sigmoid) {
+  T t[kBlock];
+  for (int64_t i = 0; i < n; ++i) t[i] = -in[0][i];
+  map1<T, Sleef<T>::exp>(n, t, t);
+  for (int64_t i = 0; i < n; ++i) o[i] = T(1) / (T(1) + t[i]);
+}
+MLU_VECTOR_BODY(Silu) {
+  T t[kBlock];
+  for (int64_t i = 0; i < n; ++i) t[i] = -in[0][i];
+  map1<T, Sleef<T>::exp>(n, t, t);
+  for (int64_t i = 0; i < n; ++i) o[i] = in[0][i] / (T(1) + t[i]);
+}
+MLU_VECTOR_BODY(Gelu) {
+  T t[kBlock];
+  const T alpha = static_cast<T>(std::numbers::sqrt2 / 2);
+  for (int64_t i = 0; i < n; ++i) t[i] = in[0][i] * alpha;
+  map1<T, Sleef<T>::erf>(n, t, t);
+  for (int64_t i = 0; i < n; ++i) o[i] = in[0][i] * T(0.5) * (T(1) + t[i]);
+}
+MLU_VECTOR_BODY(GeluTanh) {
+  T t[kBlock];
+  const T beta = static_cast<T>(std::numbers::sqrt2 * (2 / std::sqrt(std::numbers::pi)) * 0.5);
+  for (int64_t i = 0; i < n; ++i) {
+    const T x = in[0][i];
+    t[i] = beta * (x + T(0.044715) * x * x * x);
+  }
+  map1<T, Sleef<T>::tanh>(n, t, t);
+  for (int64_t i = 0; i < n; ++i) o[i] = T(0.5) * in[0][i] * (T(1) + t[i]);
+}
+MLU_VECTOR_BODY(Mish) {
+  T t[kBlock];
+  map1<T, Sleef<T>::exp>(n, t, in[0]);
+  map1<T, Sleef<T>::log1p>(n, t, t);
+  map1<T, Sleef<T>::tanh>(n, t, t);
+  for (int64_t i = 0; i < n; ++i) o[i] = in[0][i] * t[i];
+}
+MLU_VECTOR_BODY(Softplus) {
+  T t[kBlock];
+  const T beta = ops::param<T>(p, 0), threshold = ops::param<T>(p, 1);
+  for (int64_t i = 0; i < n; ++i) t[i] = in[0][i] * beta;
+  map1<T, Sleef<T>::exp>(n, t, t);
+  map1<T, Sleef<T>::log1p>(n, t, t);
+  for (int64_t i = 0; i < n; ++i) {
+    const T x = in[0][i];
+    o[i] = x * beta > threshold ? x : t[i] / beta;
+  }
+}
+MLU_VECTOR_BODY(Elu) {
+  T t[kBlock];
+  const T alpha = ops::param<T>(p, 0), scale = ops::param<T>(p, 1), input_scale = ops::param<T>(p, 2);
+  for (int64_t i = 0; i < n; ++i) t[i] = std::min(in[0][i], T(0)) * input_scale;
+  map1<T, Sleef<T>::expm1>(n, t, t);
+  for (int64_t i = 0; i < n; ++i) {
+    const T x = in[0][i];
+    o[i] = x <= T(0) ? t[i] * alpha * scale : x * scale;
+  }
+}
+MLU_VECTOR_BODY(SiluBackward) {
+  T t[kBlock];
+  for (int64_t i = 0; i < n; ++i) t[i] = -in[1][i];
+  map1<T, Sleef<T>::exp>(n, t, t);
+  for (int64_t i = 0; i < n; ++i) {
+    const T s = T(1) / (T(1) + t[i]);
+    o[i] = in[0][i] * s * (T(1) + in[1][i] * (T(1) - s));
+  }
+}
+MLU_VECTOR_BODY(GeluBackward) {
+  T cdf[kBlock], pdf[kBlock];
+  const T alpha = static_cast<T>(std::numbers::sqrt2 / 2);
+  const T beta = static_cast<T>((2 / std::sqrt(std::numbers::pi)) * std::numbers::sqrt2 * 0.5);
+  for (int64_t i = 0; i < n; ++i) {
+    const T x = in[1][i];
+    cdf[i] = x * alpha;
+    pdf[i] = x * x * T(-0.5);
+  }
+  map1<T, Sleef<T>::erf>(n, cdf, cdf);
+  map1<T, Sleef<T>::exp>(n, pdf, pdf);
+  for (int64_t i = 0; i < n; ++i) {
+    const T x = in[1][i];
+    o[i] = in[0][i] * (T(0.5) * (T(1) + cdf[i]) + x * beta * pdf[i]);
+  }
+}
+
+#undef MLU_VECTOR_BODY
+
+}  // namespace mlu::kernels::MLU_ISA_NS

@@ -1,0 +1,232 @@
+// The optimised pointwise kernels of every ISA against the scalar reference,
+// for every op of the catalogue, over random shapes, strides and dtypes.
+#include "mlu_kernels/pointwise.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "mlu_kernels/isa.h"
+#include "mlu_kernels/parallel.h"
+#include "random_views.h"
+
+namespace mlu::kernels {
+namespace {
+
+using testutil::Buffer;
+using testutil::Rng;
+
+constexpr PointwiseOp kAllOps[] = {
+#define MLU_POINTWISE_ALL(name, arity, kinds) PointwiseOp::name,
+    MLU_POINTWISE_OPS(MLU_POINTWISE_ALL)
+#undef MLU_POINTWISE_ALL
+};
+
+constexpr ScalarType kComputeTypes[] = {
+    ScalarType::Bool,  ScalarType::UInt8,   ScalarType::Int8,    ScalarType::Int16,
+    ScalarType::Int32, ScalarType::Int64,   ScalarType::Float16, ScalarType::BFloat16,
+    ScalarType::Float32, ScalarType::Float64,
+};
+
+bool is_floating(ScalarType t) {
+  return t == ScalarType::Float16 || t == ScalarType::BFloat16 || t == ScalarType::Float32 ||
+         t == ScalarType::Float64;
+}
+
+double load_as_double(ScalarType type, const unsigned char* p) {
+  auto load = [p](auto v) { std::memcpy(&v, p, sizeof(v)); return v; };
+  switch (type) {
+    case ScalarType::Float16: return to_float(load(Half{}));
+    case ScalarType::BFloat16: return to_float(load(BFloat16{}));
+    case ScalarType::Float32: return load(0.0f);
+    case ScalarType::Float64: return load(0.0);
+    default: return 0;
+  }
+}
+
+// The ops whose optimised body is SLEEF's vector math (vector_math.h) while
+// the reference uses libm: the two may differ by an ulp or two, at overflow
+// thresholds (SLEEF overflows to inf slightly early, as CPU PyTorch does), in
+// cancellations, and on signaling NaN inputs.
+bool uses_vector_math(PointwiseOp op) {
+  switch (op) {
+    case PointwiseOp::Exp: case PointwiseOp::Exp2: case PointwiseOp::Expm1:
+    case PointwiseOp::Log: case PointwiseOp::Log2: case PointwiseOp::Log10:
+    case PointwiseOp::Log1p: case PointwiseOp::Sin: case PointwiseOp::Cos:
+    case PointwiseOp::Tan: case PointwiseOp::Asin: case PointwiseOp::Acos:
+    case PointwiseOp::Atan: case PointwiseOp::Sinh: case PointwiseOp::Cosh:
+    case PointwiseOp::Tanh: case PointwiseOp::Asinh: case PointwiseOp::Acosh:
+    case PointwiseOp::Atanh: case PointwiseOp::Erf: case PointwiseOp::Erfc:
+    case PointwiseOp::Lgamma: case PointwiseOp::Pow: case PointwiseOp::Atan2:
+    case PointwiseOp::Sigmoid: case PointwiseOp::Silu: case PointwiseOp::Gelu:
+    case PointwiseOp::GeluTanh: case PointwiseOp::Mish: case PointwiseOp::Softplus:
+    case PointwiseOp::Elu: case PointwiseOp::SiluBackward: case PointwiseOp::GeluBackward:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Equal bits or both NaN; for vector-math ops, also within a few ulps of the
+// less precise of compute and output type (or an absolute tolerance, or
+// both beyond 1e38, or a NaN input's answer).
+bool close_element(PointwiseOp op, ScalarType type, ScalarType compute, const unsigned char* a,
+                   const unsigned char* b) {
+  if (testutil::same_element(type, a, b)) return true;
+  if (!is_floating(type) || !uses_vector_math(op)) return false;
+  const double x = load_as_double(type, a), y = load_as_double(type, b);
+  if (std::isnan(x) != std::isnan(y)) return op == PointwiseOp::Pow;
+  if (std::abs(x) >= 1e38 && std::abs(y) >= 1e38 && (x > 0) == (y > 0)) return true;
+  // SLEEF's log1p/asinh/acosh overflow to inf for inputs beyond ~1e38, as
+  // CPU PyTorch (also SLEEF) does; libm stays finite.
+  if (std::isinf(x) && !std::isinf(y)) return true;
+  if (std::isinf(x) || std::isinf(y)) return false;
+  auto rtol_of = [](ScalarType t) {
+    return t == ScalarType::Float64 ? 1e-13 : (t == ScalarType::Float16 || t == ScalarType::BFloat16) ? 1e-2 : 2e-6;
+  };
+  const double rtol = std::max(rtol_of(type), is_floating(compute) ? rtol_of(compute) : 0.0);
+  const double atol = rtol * 8;
+  return std::abs(x - y) <= rtol * std::max(std::abs(x), std::abs(y)) + atol;
+}
+
+// Fills params with the values an op is typically called with (and some it is not).
+OpParams random_params(Rng& rng) {
+  OpParams p;
+  for (int k = 0; k < 4; ++k) {
+    p.f[k] = testutil::chance(rng, 0.2) ? -1.0 : std::uniform_real_distribution<double>(-3, 3)(rng);
+    p.i[k] = testutil::uniform(rng, -3, 3);
+  }
+  p.i[3] = testutil::uniform(rng, 0, 1);
+  return p;
+}
+
+struct Case {
+  PointwiseOp op;
+  Isa isa;
+};
+
+class PointwiseTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(PointwiseTest, MatchesReferenceOnRandomViews) {
+  const auto [op, isa] = GetParam();
+  set_isa(isa);
+  Rng rng(1234 + static_cast<int>(op));
+  const int n_inputs = arity(op);
+  int checked = 0;
+  for (ScalarType compute : kComputeTypes) {
+    if (!pointwise_supports(op, compute)) continue;
+    for (int iter = 0; iter < 25; ++iter) {
+      const Shape shape = testutil::random_shape(rng);
+      Operand operands[4];
+      std::vector<Buffer> inputs;
+      inputs.reserve(3);
+      for (int k = 0; k < n_inputs; ++k) {
+        // Mostly the compute type itself; sometimes another dtype to convert from.
+        const ScalarType type = testutil::chance(rng, 0.7)
+                                    ? compute
+                                    : kComputeTypes[testutil::uniform(rng, 0, 9)];
+        const auto layout = testutil::random_layout(shape, rng, /*allow_broadcast=*/true);
+        inputs.emplace_back(type, layout.span);
+        testutil::fill_random(inputs.back(), rng, !is_floating(compute));
+        operands[k + 1] = {inputs.back().element(layout.offset), type, layout.strides};
+      }
+      const ScalarType out_type = testutil::chance(rng, 0.8) ? compute : ScalarType::Float64;
+      const auto out_layout = testutil::random_layout(shape, rng, /*allow_broadcast=*/false);
+      Buffer actual(out_type, out_layout.span);
+      Buffer expected(out_type, out_layout.span);
+      const OpParams params = random_params(rng);
+      operands[0] = {actual.element(out_layout.offset), out_type, out_layout.strides};
+      pointwise(op, compute, shape, operands, params);
+      operands[0].data = expected.element(out_layout.offset);
+      pointwise_ref(op, compute, shape, operands, params);
+      for (int64_t i = 0; i < actual.count(); ++i) {
+        ASSERT_TRUE(close_element(op, out_type, compute, actual.element(i), expected.element(i)))
+            << pointwise_name(op) << " compute " << scalar_type_name(compute) << " out "
+            << scalar_type_name(out_type) << " element " << i << ": "
+            << testutil::hex(actual.element(i), element_size(out_type)) << " vs "
+            << testutil::hex(expected.element(i), element_size(out_type));
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0) << pointwise_name(op) << " supports no compute type";
+  set_isa(Isa::Avx512);
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (Isa isa : {Isa::Baseline, Isa::Avx2, Isa::Avx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
+    for (PointwiseOp op : kAllOps) cases.push_back({op, isa});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, PointwiseTest, ::testing::ValuesIn(all_cases()),
+                         [](const auto& info) {
+                           return std::string(pointwise_name(info.param.op)) + "_" +
+                                  isa_name(info.param.isa);
+                         });
+
+// A large contiguous and a large strided tensor go through several threads
+// and many blocks; results must equal the reference exactly (no SLEEF op).
+TEST(Pointwise, LargeTensorsSplitAcrossThreads) {
+  const int saved = num_threads();
+  set_num_threads(4);
+  const int64_t n = 1 << 20;
+  std::vector<float> a(n), b(n), out(2 * n), ref(2 * n);
+  for (int64_t i = 0; i < n; ++i) {
+    a[i] = static_cast<float>(i % 1000) * 0.25f - 100;
+    b[i] = static_cast<float>(i % 77) - 30;
+  }
+  OpParams p;
+  p.f[0] = 2.5;
+  Shape shape;
+  shape.ndim = 1;
+  shape.sizes[0] = n;
+  Strides unit{}, two{};
+  unit.v[0] = 1;
+  two.v[0] = 2;
+  for (const Strides& out_strides : {unit, two}) {
+    Operand ops[3] = {{out.data(), ScalarType::Float32, out_strides},
+                      {a.data(), ScalarType::Float32, unit},
+                      {b.data(), ScalarType::Float32, unit}};
+    pointwise(PointwiseOp::Add, ScalarType::Float32, shape, ops, p);
+    ops[0].data = ref.data();
+    pointwise_ref(PointwiseOp::Add, ScalarType::Float32, shape, ops, p);
+    ASSERT_EQ(out, ref);
+  }
+  set_num_threads(saved);
+}
+
+TEST(Pointwise, IntegerDivisionByZeroWritesZero) {
+  int32_t a[3] = {7, -7, 0}, b[3] = {0, 0, 0}, out[3] = {1, 1, 1};
+  Shape shape;
+  shape.ndim = 1;
+  shape.sizes[0] = 3;
+  Strides unit{};
+  unit.v[0] = 1;
+  for (PointwiseOp op : {PointwiseOp::DivTrunc, PointwiseOp::DivFloor, PointwiseOp::Remainder,
+                         PointwiseOp::Fmod}) {
+    Operand ops[3] = {{out, ScalarType::Int32, unit}, {a, ScalarType::Int32, unit}, {b, ScalarType::Int32, unit}};
+    pointwise(op, ScalarType::Int32, shape, ops, OpParams{});
+    EXPECT_EQ(out[0], 0);
+    EXPECT_EQ(out[1], 0);
+  }
+}
+
+TEST(Pointwise, CatalogueQueries) {
+  EXPECT_EQ(arity(PointwiseOp::Exp), 1);
+  EXPECT_EQ(arity(PointwiseOp::Add), 2);
+  EXPECT_EQ(arity(PointwiseOp::Where), 3);
+  EXPECT_STREQ(pointwise_name(PointwiseOp::Sigmoid), "Sigmoid");
+  EXPECT_TRUE(pointwise_supports(PointwiseOp::Exp, ScalarType::BFloat16));
+  EXPECT_FALSE(pointwise_supports(PointwiseOp::Exp, ScalarType::Int32));
+  EXPECT_FALSE(pointwise_supports(PointwiseOp::Add, ScalarType::ComplexFloat));
+  EXPECT_TRUE(pointwise_supports(PointwiseOp::BitwiseAnd, ScalarType::Bool));
+}
+
+}  // namespace
+}  // namespace mlu::kernels
