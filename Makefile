@@ -41,6 +41,7 @@ tsan: setup
 bench: build
 	$(PY) benchmarks/bench_basic.py
 	$(PY) benchmarks/bench_allocator.py
+	$(PY) benchmarks/bench_ops.py
 
 clean:
 	rm -rf $(BUILD) build-tsan torch_mlu/_C*.so torch_mlu/lib
