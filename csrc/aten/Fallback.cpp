@@ -89,6 +89,8 @@ bool fallback_allowed() {
   return allowed;
 }
 
+}  // namespace
+
 void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   TORCH_CHECK_NOT_IMPLEMENTED(fallback_allowed(), "The operator '", op_name(op), "' has no mlu kernel, and "
                               "TORCH_MLU_FALLBACK=0 forbids running it on the CPU. Unset TORCH_MLU_FALLBACK (or set "
@@ -97,8 +99,6 @@ void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   count_and_warn(op);
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
 }
-
-}  // namespace
 
 std::map<std::string, int64_t> fallback_counts() {
   FallbackLog& l = log();

@@ -17,7 +17,17 @@
 #include <map>
 #include <string>
 
+#include <ATen/core/stack.h>
+
+namespace c10 {
+class OperatorHandle;
+}
+
 namespace torch_mlu {
+
+// The boxed fallback itself: native kernels call it (through
+// at::native::call_fallback_fn) for inputs they do not handle, e.g. complex.
+void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 std::map<std::string, int64_t> fallback_counts();
 void reset_fallback_counts();

@@ -59,7 +59,7 @@ bool uses_vector_math(PointwiseOp op) {
     case PointwiseOp::Atan: case PointwiseOp::Sinh: case PointwiseOp::Cosh:
     case PointwiseOp::Tanh: case PointwiseOp::Asinh: case PointwiseOp::Acosh:
     case PointwiseOp::Atanh: case PointwiseOp::Erf: case PointwiseOp::Erfc:
-    case PointwiseOp::Lgamma: case PointwiseOp::Pow: case PointwiseOp::Atan2:
+    case PointwiseOp::Lgamma: case PointwiseOp::Pow: case PointwiseOp::Atan2: case PointwiseOp::PowScalar:
     case PointwiseOp::Sigmoid: case PointwiseOp::Silu: case PointwiseOp::Gelu:
     case PointwiseOp::GeluTanh: case PointwiseOp::Mish: case PointwiseOp::Softplus:
     case PointwiseOp::Elu: case PointwiseOp::SiluBackward: case PointwiseOp::GeluBackward:
@@ -77,7 +77,7 @@ bool close_element(PointwiseOp op, ScalarType type, ScalarType compute, const un
   if (testutil::same_element(type, a, b)) return true;
   if (!is_floating(type) || !uses_vector_math(op)) return false;
   const double x = load_as_double(type, a), y = load_as_double(type, b);
-  if (std::isnan(x) != std::isnan(y)) return op == PointwiseOp::Pow;
+  if (std::isnan(x) != std::isnan(y)) return op == PointwiseOp::Pow || op == PointwiseOp::PowScalar;
   if (std::abs(x) >= 1e38 && std::abs(y) >= 1e38 && (x > 0) == (y > 0)) return true;
   // SLEEF's log1p/asinh/acosh overflow to inf for inputs beyond ~1e38, as
   // CPU PyTorch (also SLEEF) does; libm stays finite.

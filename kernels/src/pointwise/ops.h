@@ -172,6 +172,12 @@ MLU_UNARY(ClampMin, is_nan(a) ? a : std::max(a, param<T>(p, 0)))
 MLU_UNARY(ClampMax, is_nan(a) ? a : std::min(a, param<T>(p, 0)))
 // Threshold: [0] threshold, [1] value.
 MLU_UNARY(Threshold, a <= param<T>(p, 0) ? param<T>(p, 1) : a)
+// PowScalar: [0] exponent. Like PyTorch, exponents 2, 3, 0.5, -0.5, -1, -2
+// are computed as products, square roots and reciprocals.
+struct PowScalar {
+  template <class T>
+  static T f(const OpParams& p, T a);
+};
 
 // ---- unary, floating ----
 MLU_UNARY(Frac, a - std::trunc(a))
@@ -429,6 +435,21 @@ struct Pow {
     }
   }
 };
+template <class T>
+T PowScalar::f(const OpParams& p, T a) {
+  if constexpr (is_float_v<T>) {
+    const T e = param<T>(p, 0);
+    if (e == T(2)) return a * a;
+    if (e == T(3)) return a * a * a;
+    if (e == T(0.5)) return std::sqrt(a);
+    if (e == T(-0.5)) return T(1) / std::sqrt(a);
+    if (e == T(-1)) return T(1) / a;
+    if (e == T(-2)) return T(1) / (a * a);
+    return std::pow(a, e);
+  } else {
+    return Pow::f<T>(p, a, param<T>(p, 0));
+  }
+}
 MLU_BINARY(Maximum, max_nan(a, b))
 MLU_BINARY(Minimum, min_nan(a, b))
 MLU_BINARY(Fmax, std::fmax(a, b))

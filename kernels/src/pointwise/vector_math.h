@@ -172,6 +172,28 @@ MLU_SLEEF_UNARY(Lgamma, lgamma)
 
 MLU_VECTOR_BODY(Pow) { map2<T, Sleef<T>::pow>(n, o, in[0], in[1]); }
 MLU_VECTOR_BODY(Atan2) { map2<T, Sleef<T>::atan2>(n, o, in[0], in[1]); }
+// The exponent is fixed for the block: branch once, outside the loops.
+MLU_VECTOR_BODY(PowScalar) {
+  const T e = ops::param<T>(p, 0);
+  const T* a = in[0];
+  if (e == T(2)) {
+    for (int64_t i = 0; i < n; ++i) o[i] = a[i] * a[i];
+  } else if (e == T(3)) {
+    for (int64_t i = 0; i < n; ++i) o[i] = a[i] * a[i] * a[i];
+  } else if (e == T(0.5)) {
+    for (int64_t i = 0; i < n; ++i) o[i] = std::sqrt(a[i]);
+  } else if (e == T(-0.5)) {
+    for (int64_t i = 0; i < n; ++i) o[i] = T(1) / std::sqrt(a[i]);
+  } else if (e == T(-1)) {
+    for (int64_t i = 0; i < n; ++i) o[i] = T(1) / a[i];
+  } else if (e == T(-2)) {
+    for (int64_t i = 0; i < n; ++i) o[i] = T(1) / (a[i] * a[i]);
+  } else {
+    T exps[kBlock];
+    std::fill_n(exps, n, e);
+    map2<T, Sleef<T>::pow>(n, o, a, exps);
+  }
+}
 
 // Note: the composite bodies below compute into a stack temporary first, so
 // `o` may alias an input (in-place ops) without changing results.

@@ -1,0 +1,127 @@
+#include "csrc/aten/PointwiseLaunch.h"
+
+#include <cstring>
+
+#include <c10/core/DeviceGuard.h>
+
+#include "csrc/aten/KernelArgs.h"
+
+namespace torch_mlu {
+
+namespace {
+
+namespace k = mlu::kernels;
+
+// Note [Compact pointwise tasks]
+// Most iterators have few dims after TensorIterator coalesced them, so the
+// task carries its operands in a compact form (kCompactDims dims) that fits
+// the queue's inline task storage; the full k::Operand array (16 dims) is
+// rebuilt on the device thread. Deeper iterators take the same path with the
+// full size, which the queue stores on the heap.
+template <int D>
+struct PointwiseTask {
+  static constexpr int kMaxOperands = 4;
+  PointwiseOp op;
+  k::ScalarType compute;
+  int8_t ndim;
+  int8_t n_operands;
+  uint8_t scalar_mask;  // bit k: operand k is a CPU scalar stored in `scalars`
+  k::ScalarType dtypes[kMaxOperands];
+  int64_t sizes[D];
+  int64_t strides[kMaxOperands][D];
+  void* data[kMaxOperands];
+  alignas(8) unsigned char scalars[kMaxOperands][16];
+  OpParams params;
+
+  void operator()() const {
+    k::Shape shape;
+    shape.ndim = ndim;
+    k::Operand operands[kMaxOperands];
+    for (int d = 0; d < ndim; ++d) shape.sizes[d] = sizes[d];
+    for (int i = 0; i < n_operands; ++i) {
+      const bool scalar = (scalar_mask >> i) & 1;
+      operands[i].data = scalar ? const_cast<unsigned char*>(scalars[i]) : data[i];
+      operands[i].dtype = dtypes[i];
+      for (int d = 0; d < ndim; ++d) operands[i].strides.v[d] = scalar ? 0 : strides[i][d];
+    }
+    k::pointwise(op, compute, shape, operands, params);
+  }
+};
+
+constexpr int kCompactDims = 4;
+
+template <int D>
+void fill_and_launch(const at::TensorIteratorBase& iter, PointwiseOp op, k::ScalarType compute,
+                     const OpParams& params) {
+  PointwiseTask<D> task{};
+  task.op = op;
+  task.compute = compute;
+  task.params = params;
+  const int ndim = iter.ndim();
+  task.ndim = static_cast<int8_t>(ndim);
+  task.n_operands = static_cast<int8_t>(iter.ntensors());
+  // TensorIterator orders dims fastest first; the kernels want row-major.
+  for (int d = 0; d < ndim; ++d) task.sizes[ndim - 1 - d] = iter.shape()[d];
+  for (int i = 0; i < iter.ntensors(); ++i) {
+    task.dtypes[i] = require_kernel_dtype(iter.dtype(i), "pointwise");
+    const int64_t element = static_cast<int64_t>(at::elementSize(iter.dtype(i)));
+    if (iter.is_cpu_scalar(i)) {
+      task.scalar_mask |= static_cast<uint8_t>(1u << i);
+      std::memcpy(task.scalars[i], iter.data_ptr(i), static_cast<size_t>(element));
+      continue;
+    }
+    task.data[i] = iter.data_ptr(i);
+    for (int d = 0; d < ndim; ++d) task.strides[i][ndim - 1 - d] = iter.strides(i)[d] / element;
+  }
+  const c10::DeviceIndex device = iter.device(0).index();
+  c10::DeviceGuard guard(iter.device(0));
+  launch_kernel(device, k::pointwise_name(op), task);
+}
+
+}  // namespace
+
+bool launch_pointwise(const at::TensorIteratorBase& iter, PointwiseOp op, const OpParams& params,
+                      std::optional<at::ScalarType> compute) {
+  const at::ScalarType compute_type =
+      compute.value_or(iter.maybe_common_dtype().value_or(iter.dtype(iter.noutputs() < iter.ntensors()
+                                                                          ? iter.noutputs()
+                                                                          : 0)));
+  const std::optional<k::ScalarType> kernel_compute = kernel_dtype(compute_type);
+  if (!kernel_compute || !k::pointwise_supports(op, *kernel_compute)) return false;
+  for (int i = 0; i < iter.ntensors(); ++i) {
+    if (!kernel_dtype(iter.dtype(i))) return false;
+  }
+  TORCH_INTERNAL_ASSERT(iter.ntensors() == k::arity(op) + 1, "pointwise op ", k::pointwise_name(op),
+                        " expects ", k::arity(op) + 1, " operands, the iterator has ", iter.ntensors());
+  if (iter.numel() == 0) return true;
+  TORCH_CHECK(iter.ndim() <= k::kMaxDims, "mlu pointwise kernels support at most ", k::kMaxDims,
+              " dimensions after coalescing, got ", iter.ndim());
+  if (iter.ndim() <= kCompactDims) {
+    fill_and_launch<kCompactDims>(iter, op, *kernel_compute, params);
+  } else {
+    fill_and_launch<k::kMaxDims>(iter, op, *kernel_compute, params);
+  }
+  return true;
+}
+
+void set_param(OpParams& params, int k, const at::Scalar& value) {
+  if (value.isBoolean()) {
+    params.f[k] = value.to<bool>() ? 1.0 : 0.0;
+    params.i[k] = value.to<bool>() ? 1 : 0;
+  } else if (value.isIntegral(/*includeBool=*/false)) {
+    params.i[k] = value.to<int64_t>();
+    params.f[k] = static_cast<double>(params.i[k]);
+  } else {
+    params.f[k] = value.to<double>();
+    params.i[k] = static_cast<int64_t>(params.f[k]);
+  }
+}
+
+OpParams make_params(std::initializer_list<at::Scalar> values) {
+  OpParams params;
+  int k = 0;
+  for (const at::Scalar& v : values) set_param(params, k++, v);
+  return params;
+}
+
+}  // namespace torch_mlu

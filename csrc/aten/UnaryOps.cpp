@@ -1,0 +1,202 @@
+// Unary math on mlu: the structured unary ops, each one pointwise kernel
+// over PyTorch's own TensorIterator (see StructuredPointwise.h), and the few
+// unary ops that are not structured (abs, logical_not, nan_to_num, isnan, ...).
+#include <limits>
+
+#include <ATen/ops/abs_native.h>
+#include <ATen/ops/acos_meta.h>
+#include <ATen/ops/acosh_meta.h>
+#include <ATen/ops/asin_meta.h>
+#include <ATen/ops/asinh_meta.h>
+#include <ATen/ops/atan_meta.h>
+#include <ATen/ops/atanh_meta.h>
+#include <ATen/ops/bitwise_not_meta.h>
+#include <ATen/ops/ceil_meta.h>
+#include <ATen/ops/cos_meta.h>
+#include <ATen/ops/cosh_meta.h>
+#include <ATen/ops/digamma_meta.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/erf_meta.h>
+#include <ATen/ops/erfc_meta.h>
+#include <ATen/ops/erfinv_meta.h>
+#include <ATen/ops/exp2_meta.h>
+#include <ATen/ops/exp_meta.h>
+#include <ATen/ops/expm1_meta.h>
+#include <ATen/ops/floor_meta.h>
+#include <ATen/ops/frac_meta.h>
+#include <ATen/ops/isneginf_meta.h>
+#include <ATen/ops/isposinf_meta.h>
+#include <ATen/ops/lgamma_meta.h>
+#include <ATen/ops/log10_meta.h>
+#include <ATen/ops/log1p_meta.h>
+#include <ATen/ops/log2_meta.h>
+#include <ATen/ops/log_meta.h>
+#include <ATen/ops/neg_meta.h>
+#include <ATen/ops/pow_meta.h>
+#include <ATen/ops/reciprocal_meta.h>
+#include <ATen/ops/round_meta.h>
+#include <ATen/ops/rsqrt_meta.h>
+#include <ATen/ops/sgn_meta.h>
+#include <ATen/ops/sigmoid_meta.h>
+#include <ATen/ops/sign_meta.h>
+#include <ATen/ops/signbit_meta.h>
+#include <ATen/ops/sin_meta.h>
+#include <ATen/ops/sinc_meta.h>
+#include <ATen/ops/sinh_meta.h>
+#include <ATen/ops/sqrt_meta.h>
+#include <ATen/ops/tan_meta.h>
+#include <ATen/ops/tanh_meta.h>
+#include <ATen/ops/trunc_meta.h>
+
+#include "csrc/aten/StructuredPointwise.h"
+
+namespace torch_mlu {
+namespace {
+
+using Op = PointwiseOp;
+
+// Launches `op` over a TensorIterator built here (non-structured ops), or
+// fails over to the CPU for dtypes without a kernel.
+template <class Fallback>
+at::Tensor& run_or_fallback(const at::TensorIteratorBase& iter, Op op, const OpParams& params, at::Tensor& out,
+                            Fallback&& fallback, std::optional<at::ScalarType> compute = std::nullopt) {
+  if (!launch_pointwise(iter, op, params, compute)) return fallback();
+  return out;
+}
+
+at::Tensor& abs_out(const at::Tensor& self, at::Tensor& out) {
+  c10::OptionalDeviceGuard guard(self.device());
+  if (self.is_complex()) {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::abs.out", self, out);
+  }
+  auto iter = at::TensorIterator::unary_op(out, self);
+  return run_or_fallback(iter, Op::Abs, {}, out, [&]() -> at::Tensor& {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::abs.out", self, out);
+  });
+}
+
+at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) {
+  c10::OptionalDeviceGuard guard(self.device());
+  auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
+  return run_or_fallback(
+      iter, Op::LogicalNot, {}, out,
+      [&]() -> at::Tensor& {
+        return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::logical_not.out", self, out);
+      },
+      self.scalar_type());
+}
+
+// isnan: a kernel of its own instead of PyTorch's `self != self`.
+at::Tensor isnan(const at::Tensor& self) {
+  c10::OptionalDeviceGuard guard(self.device());
+  at::Tensor out = at::empty({0}, self.options().dtype(at::kBool));
+  auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
+  if (!launch_pointwise(iter, Op::IsNan, {}, self.scalar_type())) return self.ne(self);
+  return out;
+}
+
+at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+                           std::optional<double> neginf, at::Tensor& out) {
+  c10::OptionalDeviceGuard guard(self.device());
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "nan_to_num: dtype of out: ", out.scalar_type(),
+              " should be same as input: ", self.scalar_type());
+  if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
+    at::native::resize_output(out, self.sizes());
+    out.copy_(self);
+    return out;
+  }
+  auto fallback = [&]() -> at::Tensor& {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, std::optional<double>, std::optional<double>,
+                                    std::optional<double>, at::Tensor&)>("aten::nan_to_num.out", self, nan, posinf,
+                                                                         neginf, out);
+  };
+  if (self.is_complex()) return fallback();
+  auto iter = at::TensorIterator::unary_op(out, self);
+  OpParams params;
+  params.f[0] = nan.value_or(0.0);
+  // Infinities become the dtype's largest / lowest finite value by default.
+  double max = std::numeric_limits<double>::max();
+  switch (self.scalar_type()) {
+    case at::kFloat: max = std::numeric_limits<float>::max(); break;
+    case at::kHalf: max = 65504.0; break;
+    case at::kBFloat16: max = 3.3895313892515355e38; break;
+    default: break;
+  }
+  params.f[1] = posinf.value_or(max);
+  params.f[2] = neginf.value_or(-max);
+  return run_or_fallback(iter, Op::NanToNum, params, out, fallback);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  MLU_REGISTER_UNARY(m, acos, Op::Acos);
+  MLU_REGISTER_UNARY(m, acosh, Op::Acosh);
+  MLU_REGISTER_UNARY(m, asin, Op::Asin);
+  MLU_REGISTER_UNARY(m, asinh, Op::Asinh);
+  MLU_REGISTER_UNARY(m, atan, Op::Atan);
+  MLU_REGISTER_UNARY(m, atanh, Op::Atanh);
+  MLU_REGISTER_UNARY(m, bitwise_not, Op::BitwiseNot);
+  MLU_REGISTER_UNARY(m, ceil, Op::Ceil);
+  MLU_REGISTER_UNARY(m, cos, Op::Cos);
+  MLU_REGISTER_UNARY(m, cosh, Op::Cosh);
+  MLU_REGISTER_UNARY(m, digamma, Op::Digamma);
+  MLU_REGISTER_UNARY(m, erf, Op::Erf);
+  MLU_REGISTER_UNARY(m, erfc, Op::Erfc);
+  MLU_REGISTER_UNARY(m, erfinv, Op::Erfinv);
+  MLU_REGISTER_UNARY(m, exp, Op::Exp);
+  MLU_REGISTER_UNARY(m, exp2, Op::Exp2);
+  MLU_REGISTER_UNARY(m, expm1, Op::Expm1);
+  MLU_REGISTER_UNARY(m, floor, Op::Floor);
+  MLU_REGISTER_UNARY(m, frac, Op::Frac);
+  MLU_REGISTER_UNARY(m, lgamma, Op::Lgamma);
+  MLU_REGISTER_UNARY(m, log, Op::Log);
+  MLU_REGISTER_UNARY(m, log10, Op::Log10);
+  MLU_REGISTER_UNARY(m, log1p, Op::Log1p);
+  MLU_REGISTER_UNARY(m, log2, Op::Log2);
+  MLU_REGISTER_UNARY(m, neg, Op::Neg);
+  MLU_REGISTER_UNARY(m, reciprocal, Op::Reciprocal);
+  MLU_REGISTER_UNARY(m, round, Op::Round);
+  MLU_REGISTER_UNARY(m, rsqrt, Op::Rsqrt);
+  MLU_REGISTER_UNARY(m, sgn, Op::Sign);
+  MLU_REGISTER_UNARY(m, sigmoid, Op::Sigmoid);
+  MLU_REGISTER_UNARY(m, sign, Op::Sign);
+  MLU_REGISTER_UNARY(m, sin, Op::Sin);
+  MLU_REGISTER_UNARY(m, sinc, Op::Sinc);
+  MLU_REGISTER_UNARY(m, sinh, Op::Sinh);
+  MLU_REGISTER_UNARY(m, sqrt, Op::Sqrt);
+  MLU_REGISTER_UNARY(m, tan, Op::Tan);
+  MLU_REGISTER_UNARY(m, tanh, Op::Tanh);
+  MLU_REGISTER_UNARY(m, trunc, Op::Trunc);
+  MLU_REGISTER_POINTWISE(m, round_decimals, "round.decimals", "round_.decimals", "round.decimals_out",
+                         Op::RoundDecimals, (make_params({decimals})), (int64_t decimals), (decimals));
+  MLU_REGISTER_POINTWISE(m, pow_Tensor_Scalar, "pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out",
+                         Op::PowScalar, (make_params({exponent})), (const at::Scalar& exponent), (exponent));
+  // No in-place variants:
+  m.impl("signbit", [](const at::Tensor& self) {
+    return pointwise_functional<at::meta::structured_signbit>(Op::Signbit, {}, [&] {
+      return cpu_fallback<at::Tensor(const at::Tensor&)>("aten::signbit", self);
+    }, self);
+  });
+  m.impl("signbit.out", [](const at::Tensor& self, at::Tensor& out) -> at::Tensor& {
+    return pointwise_out<at::meta::structured_signbit>(Op::Signbit, {}, [&]() -> at::Tensor& {
+      return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::signbit.out", self, out);
+    }, out, self);
+  });
+  m.impl("isposinf.out", [](const at::Tensor& self, at::Tensor& out) -> at::Tensor& {
+    return pointwise_out<at::meta::structured_isposinf>(Op::IsPosInf, {}, [&]() -> at::Tensor& {
+      return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::isposinf.out", self, out);
+    }, out, self);
+  });
+  m.impl("isneginf.out", [](const at::Tensor& self, at::Tensor& out) -> at::Tensor& {
+    return pointwise_out<at::meta::structured_isneginf>(Op::IsNegInf, {}, [&]() -> at::Tensor& {
+      return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::isneginf.out", self, out);
+    }, out, self);
+  });
+  m.impl("abs.out", TORCH_FN(abs_out));
+  m.impl("logical_not.out", TORCH_FN(logical_not_out));
+  m.impl("isnan", TORCH_FN(isnan));
+  m.impl("nan_to_num.out", TORCH_FN(nan_to_num_out));
+}
+
+}  // namespace torch_mlu
