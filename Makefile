@@ -10,7 +10,7 @@ JOBS ?= $(shell nproc)
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: demo test build setup test-cpp test-python tsan bench clean
+.PHONY: demo test build setup test-cpp test-python tsan bench opinfo clean
 
 demo: build
 	$(PY) examples/demo.py
@@ -42,6 +42,11 @@ bench: build
 	$(PY) benchmarks/bench_basic.py
 	$(PY) benchmarks/bench_allocator.py
 	$(PY) benchmarks/bench_ops.py
+
+# The full OpInfo sweep (every op_db entry and dtype, compared with the CPU), crash-proof; writes
+# docs/opinfo_summary.md. OPINFO_ARGS narrows it, e.g. OPINFO_ARGS="--dtypes float32".
+opinfo: build
+	$(PY) tests/opinfo/sweep.py $(OPINFO_ARGS)
 
 clean:
 	rm -rf $(BUILD) build-tsan torch_mlu/_C*.so torch_mlu/lib

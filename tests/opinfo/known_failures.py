@@ -1,0 +1,189 @@
+"""Declared known failures of the OpInfo harness, each with the reason it fails on mlu.
+
+Entries are STRICT: a listed case that passes fails the run with "unexpectedly passed: remove it from
+known_failures". Two kinds:
+
+  xfail  the case runs and must fail (any exception: wrong values, an error, ...);
+  crash  the case kills or hangs the interpreter, so it is not run in-process (reported as skipped);
+         `tests/opinfo/sweep.py` runs it anyway with MLU_OPINFO_RUN_CRASHERS=1 and reports whether
+         it still crashes.
+
+`op` is the op_db full name (``name`` or ``name.variant``), `test` the TestCommon method name
+(``test_compare_cpu``...) or ``*``, `dtypes` a tuple of dtype names or None for every dtype.
+
+UPSTREAM_NOT_APPLICABLE drops op_db's own decorators that do not describe mlu: op_db's test_compare_cpu
+xfails were written for CUDA (upstream runs test_compare_cpu only on CUDA), and the software MLU, whose
+fallback computes with the CPU kernels, matches the CPU where CUDA does not. Every other op_db
+DecorateInfo (skips, xfails, toleranceOverride, precisionOverride) applies unchanged.
+
+Refresh candidates after kernels land: `python tests/opinfo/sweep.py --regen-known-failures`
+(see its --help); the generated file is a starting point, reasons must be checked by hand.
+"""
+import collections
+
+import torch
+
+KnownFailure = collections.namedtuple("KnownFailure", "op test dtypes kind reason")
+
+# Reason categories (prefixes of the reason strings), so reports can group them.
+COMPLEX = "complex dtype not supported on mlu"
+RNG = "differs by design: RNG"
+UNINIT = "op returns uninitialized memory"
+CRASH = "crashes the process"
+NO_KERNEL = "no mlu kernel and the CPU fallback cannot run it"
+BUG = "bug"
+CUDA_ONLY = "CUDA-only op"
+
+
+def KF(op, test, dtypes, kind, reason):
+    if kind not in ("xfail", "crash"):
+        raise ValueError(kind)
+    return KnownFailure(op, test, tuple(dtypes) if dtypes else None, kind, reason)
+
+
+# Reasons that several entries share.
+_COMPLEX32 = f"{COMPLEX}: complex32 (ComplexHalf) tensors cannot be created on mlu (copy_ rejects the dtype)"
+_COMPLEX_RANDN = (f"{COMPLEX}: normal_ (randn_like) rejects complex mlu tensors, and the test draws complex output "
+                  f"gradients with randn_like")
+_CONJ_CRASH = (f"{CRASH}: segfault materializing a conjugated complex mlu tensor (x.conj() followed by a copy: "
+               f".cpu(), resolve_conj(), a fallback op); real-input ifft/hfft/ihfft conjugate their r2c result")
+_CONV = (f"{NO_KERNEL}: PrivateUse1 convolution dispatches to aten::convolution_overrideable, which has no CPU "
+         f"kernel for the fallback to call (NotImplementedError)")
+_SPARSE = "sparse layouts not supported on mlu: no SparsePrivateUse1 kernels (to_sparse, CSR/COO construction)"
+_OUT_OVERLAP = (f"{BUG}: out= overlapping an input is not rejected ('unsupported operation: ... single memory "
+                f"location'): the CPU fallback runs the out= op on host copies, where no overlap exists")
+
+KNOWN_FAILURES = [
+    # --- dtypes mlu does not support ---
+    KF("chalf", "*", None, "xfail", _COMPLEX32),
+    KF("hash_tensor", "test_out", None, "xfail",
+       "unsigned 64-bit dtype not supported on mlu: hash_tensor's out= is uint64 and fill_ rejects UInt64"),
+    *[KF(op, "test_noncontiguous_samples", ("float32",), "xfail", _COMPLEX_RANDN)
+      for op in ("cdouble", "cfloat", "complex", "fft.fft", "fft.fft2", "fft.fftn", "fft.ifft2", "fft.ifftn",
+                 "fft.rfft", "fft.rfft2", "fft.rfftn", "linalg.eig", "linalg.eigvals", "polar", "stft")],
+
+    # --- crashes (segfaults kill the interpreter: not run in-process) ---
+    *[KF(op, test, None, "crash", _CONJ_CRASH)
+      for op in ("fft.hfft", "fft.hfft2", "fft.hfftn", "fft.ifft", "fft.ihfft", "fft.ihfft2", "fft.ihfftn")
+      for test in ("test_compare_cpu", "test_compare_cpu_grad", "test_noncontiguous_samples", "test_out")],
+    *[KF(op, "test_compare_cpu_grad", None, "crash",
+         f"{CRASH}: segfault in backward, which conjugates a complex mlu tensor (see fft.ifft)")
+      for op in ("linalg.eig", "linalg.eigvals", "polar")],
+
+    # --- no kernel, and the CPU fallback cannot run the op ---
+    *[KF(op, test, None, "xfail", _CONV)
+      for op in ("nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d",
+                 "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d",
+                 "nn.functional.conv_transpose3d")
+      for test in ("test_compare_cpu", "test_compare_cpu_grad", "test_noncontiguous_samples", "test_out")],
+    KF("mode", "test_out", None, "xfail",
+       f"{NO_KERNEL}: aten::mode.values (out=) checks the device type itself ('mode only supports CPU, CUDA "
+       f"and XPU device type, got: mlu') before any kernel; the functional mode falls back fine"),
+    *[KF("to_sparse", test, None, "xfail", _SPARSE)
+      for test in ("test_compare_cpu", "test_compare_cpu_grad", "test_out")],
+    *[KF("sparse.sampled_addmm", test, None, "xfail", _SPARSE)
+      for test in ("test_compare_cpu", "test_compare_cpu_grad")],
+
+    # --- random numbers: mlu's Philox streams differ from the CPU's mt19937 by design ---
+    KF("randn", "test_compare_cpu", None, "xfail", f"{RNG}: mlu draws from its Philox generator"),
+    KF("randint", "test_compare_cpu", None, "xfail", f"{RNG}: mlu draws from its Philox generator"),
+    KF("nn.functional.alpha_dropout", "test_compare_cpu", None, "xfail",
+       f"{RNG}: the dropout mask comes from mlu's Philox generator (op_db skips the other dropouts)"),
+    KF("nn.functional.alpha_dropout", "test_compare_cpu_grad", None, "xfail",
+       f"{RNG}: the dropout mask comes from mlu's Philox generator"),
+
+    # --- differs by design ---
+    KF("as_strided.partial_views", "test_compare_cpu_grad", None, "xfail",
+       "differs by design: copying the sample to the CPU compacts the partial view's storage, so as_strided "
+       "reads other elements there (op_db xfails test_compare_cpu for the same reason)"),
+
+    # --- bugs ---
+    KF("floor_divide", "test_compare_cpu", None, "xfail",
+       f"{BUG}: floor_divide(python scalar, mlu tensor) returns a CPU tensor: the fallback takes the output "
+       f"device from the first tensor argument, here the wrapped CPU scalar"),
+    KF("nn.functional.relu", "test_compare_cpu_grad", None, "xfail",
+       f"{BUG}: the native threshold_backward (relu's backward) returns wrong gradients"),
+    KF("nn.functional.gelu", "test_compare_cpu_grad", None, "xfail",
+       f"{BUG}: the native gelu_backward returns wrong gradients"),
+    KF("where", "test_out", None, "xfail",
+       f"{BUG}: where(..., out=<0-dim CPU tensor>) with 0-dim mlu inputs is accepted: the native where lets a "
+       f"CPU scalar through as its output"),
+    KF("addr", "test_out", None, "xfail",
+       f"{BUG}: addr(..., out=<CPU tensor>) with mlu inputs is accepted instead of raising a device mismatch"),
+    *[KF(op, "test_noncontiguous_samples", ("float32",), "xfail",
+         f"{BUG}: the gradient for a non-contiguous mlu input differs from the contiguous one (forward is "
+         f"right; aten::_linalg_det.result falls back and the LU it returns does not match the layout "
+         f"linalg_det_backward assumes)")
+      for op in ("linalg.det", "linalg.slogdet", "logdet")],
+    *[KF(op, "test_errors", None, "xfail", _OUT_OVERLAP)
+      for op in ("cat", "gather", "index_select", "kthvalue", "masked_select", "take")],
+    *[KF(op, "test_errors", None, "xfail",
+         f"{BUG}: the native reduction checks its 16-dimension limit before ATen's argument checks, so a "
+         f"65-dim input raises 'mlu kernels support up to 16 dimensions' instead of the documented error")
+      for op in ("amax", "amin", "aminmax")],
+    KF("cauchy", "test_errors", None, "xfail",
+       f"{BUG}: the native cauchy_ does not check sigma > 0 ('cauchy_ expects sigma > 0.0')"),
+    KF("multinomial", "test_errors", None, "xfail",
+       f"{BUG}: the native multinomial does not check that out= is a Long tensor ('multinomial expects Long "
+       f"tensor out')"),
+]
+
+# (op full name, test name) -> why op_db's expectedFailure for it does not describe mlu.
+_CUDA_COMPARE = ("op_db's xfail describes CUDA (upstream runs test_compare_cpu on CUDA only); mlu computes this "
+                 "op with the CPU kernel through the fallback, so it matches the CPU")
+_OUT_WRITEBACK = ("op_db's xfail describes the CPU kernel's out= handling ({}); on mlu the fallback writes the "
+                  "result back into the caller's out= tensor with its strides, so the case passes")
+UPSTREAM_NOT_APPLICABLE = {
+    **{(op, "test_compare_cpu"): _CUDA_COMPARE
+       for op in ("native_batch_norm", "_native_batch_norm_legit", "linalg.lu", "linalg.lu_factor",
+                  "linalg.lu_factor_ex", "special.zeta", "special.chebyshev_polynomial_t",
+                  "special.chebyshev_polynomial_u", "special.chebyshev_polynomial_v",
+                  "special.chebyshev_polynomial_w", "special.hermite_polynomial_h", "special.hermite_polynomial_he",
+                  "special.laguerre_polynomial_l", "special.legendre_polynomial_p",
+                  "special.shifted_chebyshev_polynomial_t", "special.shifted_chebyshev_polynomial_u",
+                  "special.shifted_chebyshev_polynomial_v", "special.shifted_chebyshev_polynomial_w")},
+    ("cholesky_inverse", "test_out"): _OUT_WRITEBACK.format("strides of a non-contiguous out= change"),
+    ("geqrf", "test_out"): _OUT_WRITEBACK.format("strides of a non-contiguous out= change"),
+    ("ormqr", "test_out"): _OUT_WRITEBACK.format("strides of a non-contiguous out= change"),
+    ("triangular_solve", "test_out"): _OUT_WRITEBACK.format("the out= values differ"),
+    ("narrow_copy", "test_out"): _OUT_WRITEBACK.format("pytorch/pytorch#84577"),
+}
+
+
+def _index():
+    index = collections.defaultdict(list)
+    for kf in KNOWN_FAILURES:
+        index[kf.op].append(kf)
+    return index
+
+
+_INDEX = _index()
+
+
+def lookup(op_full_name, test_name, dtype):
+    """The KnownFailure for this case, or None."""
+    dtype_name = str(dtype).replace("torch.", "") if dtype is not None else None
+    for kf in _INDEX.get(op_full_name, ()):
+        if kf.test not in ("*", test_name):
+            continue
+        if kf.dtypes is not None and dtype_name not in kf.dtypes:
+            continue
+        return kf
+    return None
+
+
+def validate(op_db):
+    """Raises if an entry names an op or test that does not exist (typos would silently never match)."""
+    names = {op.full_name for op in op_db}
+    tests = {"*", "test_compare_cpu", "test_compare_cpu_grad", "test_out", "test_noncontiguous_samples",
+             "test_errors"}
+    bad = [kf for kf in KNOWN_FAILURES if kf.op not in names or kf.test not in tests]
+    bad += [k for k in UPSTREAM_NOT_APPLICABLE if k[0] not in names or k[1] not in tests]
+    for kf in KNOWN_FAILURES:
+        for d in kf.dtypes or ():
+            if not isinstance(getattr(torch, d, None), torch.dtype):
+                bad.append(kf)
+        if not kf.reason or len(kf.reason) < 15:
+            bad.append(kf)
+    if bad:
+        raise ValueError(f"known_failures.py: entries with unknown op/test/dtype or no reason: {bad}")
