@@ -63,44 +63,62 @@ at::Tensor& pointwise_out(PointwiseOp op, const OpParams& params, Fallback&& fal
 
 }  // namespace torch_mlu
 
-// Registers the functional, in-place and out= schemas (strings, e.g.
-// "add.Tensor", "add_.Tensor", "add.out") of a structured pointwise op whose
-// meta is at::meta::structured_<meta> and takes (self, Args...); PARAMS is an
-// OpParams expression over the arguments (e.g. make_params({alpha})).
+// Registration of a structured pointwise op whose meta is
+// at::meta::structured_<META> and takes (self, ARGS...): the functional,
+// in-place and out= schemas are strings ("add.Tensor", "add_.Tensor",
+// "add.out"). OP and PARAMS are expressions over the arguments (e.g.
+// (make_params({alpha}))); ARGS_DECL is the parenthesised parameter list
+// after self, ARGS the parenthesised argument names.
 #define MLU_POINTWISE_SCHEMA(schema) "aten::" schema
-#define MLU_REGISTER_POINTWISE(m, META, fn, ip, out, OP, PARAMS, ARGS_DECL, ARGS)                       \
-  m.impl(fn, [](const at::Tensor& self MLU_COMMA_IF ARGS_DECL) {                                       \
-    return ::torch_mlu::pointwise_functional<at::meta::structured_##META>(                              \
-        OP, PARAMS,                                                                                     \
-        [&] {                                                                                           \
-          return ::torch_mlu::cpu_fallback<at::Tensor(const at::Tensor& MLU_COMMA_IF ARGS_DECL)>(       \
-              MLU_POINTWISE_SCHEMA(fn), self MLU_COMMA_IF ARGS);                                        \
-        },                                                                                              \
-        self MLU_COMMA_IF ARGS);                                                                        \
-  });                                                                                                   \
-  m.impl(ip, [](at::Tensor& self MLU_COMMA_IF ARGS_DECL) -> at::Tensor& {                              \
-    return ::torch_mlu::pointwise_inplace<at::meta::structured_##META>(                                 \
-        OP, PARAMS,                                                                                     \
-        [&]() -> at::Tensor& {                                                                          \
-          return ::torch_mlu::cpu_fallback<at::Tensor&(at::Tensor& MLU_COMMA_IF ARGS_DECL)>(            \
-              MLU_POINTWISE_SCHEMA(ip), self MLU_COMMA_IF ARGS);                                        \
-        },                                                                                              \
-        self MLU_COMMA_IF ARGS);                                                                        \
-  });                                                                                                   \
-  m.impl(out, [](const at::Tensor& self MLU_COMMA_IF ARGS_DECL, at::Tensor& result) -> at::Tensor& {   \
-    return ::torch_mlu::pointwise_out<at::meta::structured_##META>(                                     \
-        OP, PARAMS,                                                                                     \
-        [&]() -> at::Tensor& {                                                                          \
-          return ::torch_mlu::cpu_fallback<at::Tensor&(const at::Tensor& MLU_COMMA_IF ARGS_DECL,        \
-                                                       at::Tensor&)>(MLU_POINTWISE_SCHEMA(out),          \
-                                                                     self MLU_COMMA_IF ARGS, result);   \
-        },                                                                                              \
-        result, self MLU_COMMA_IF ARGS);                                                                \
-  })
-
 // MLU_COMMA_IF (a, b) expands to ", a, b"; MLU_COMMA_IF () to nothing.
 #define MLU_COMMA_IF(...) __VA_OPT__(, ) __VA_ARGS__
+
+#define MLU_IMPL_FUNCTIONAL(m, META, fn, OP, PARAMS, ARGS_DECL, ARGS)                          \
+  m.impl(fn, [](const at::Tensor& self MLU_COMMA_IF ARGS_DECL) {                              \
+    return ::torch_mlu::pointwise_functional<at::meta::structured_##META>(                     \
+        OP, PARAMS,                                                                            \
+        [&] {                                                                                  \
+          return ::torch_mlu::cpu_fallback<at::Tensor(const at::Tensor& MLU_COMMA_IF ARGS_DECL)>( \
+              MLU_POINTWISE_SCHEMA(fn), self MLU_COMMA_IF ARGS);                               \
+        },                                                                                     \
+        self MLU_COMMA_IF ARGS);                                                               \
+  })
+#define MLU_IMPL_INPLACE(m, META, ip, OP, PARAMS, ARGS_DECL, ARGS)                             \
+  m.impl(ip, [](at::Tensor& self MLU_COMMA_IF ARGS_DECL) -> at::Tensor& {                     \
+    return ::torch_mlu::pointwise_inplace<at::meta::structured_##META>(                        \
+        OP, PARAMS,                                                                            \
+        [&]() -> at::Tensor& {                                                                 \
+          return ::torch_mlu::cpu_fallback<at::Tensor&(at::Tensor& MLU_COMMA_IF ARGS_DECL)>(   \
+              MLU_POINTWISE_SCHEMA(ip), self MLU_COMMA_IF ARGS);                               \
+        },                                                                                     \
+        self MLU_COMMA_IF ARGS);                                                               \
+  })
+#define MLU_IMPL_OUT(m, META, out, OP, PARAMS, ARGS_DECL, ARGS)                                \
+  m.impl(out, [](const at::Tensor& self MLU_COMMA_IF ARGS_DECL, at::Tensor& result) -> at::Tensor& { \
+    return ::torch_mlu::pointwise_out<at::meta::structured_##META>(                            \
+        OP, PARAMS,                                                                            \
+        [&]() -> at::Tensor& {                                                                 \
+          return ::torch_mlu::cpu_fallback<at::Tensor&(const at::Tensor& MLU_COMMA_IF ARGS_DECL, \
+                                                       at::Tensor&)>(MLU_POINTWISE_SCHEMA(out), \
+                                                                     self MLU_COMMA_IF ARGS, result); \
+        },                                                                                     \
+        result, self MLU_COMMA_IF ARGS);                                                       \
+  })
+
+#define MLU_REGISTER_POINTWISE(m, META, fn, ip, out, OP, PARAMS, ARGS_DECL, ARGS) \
+  MLU_IMPL_FUNCTIONAL(m, META, fn, OP, PARAMS, ARGS_DECL, ARGS);                  \
+  MLU_IMPL_INPLACE(m, META, ip, OP, PARAMS, ARGS_DECL, ARGS);                     \
+  MLU_IMPL_OUT(m, META, out, OP, PARAMS, ARGS_DECL, ARGS)
+
+// Ops without an in-place variant.
+#define MLU_REGISTER_POINTWISE_NO_INPLACE(m, META, fn, out, OP, PARAMS, ARGS_DECL, ARGS) \
+  MLU_IMPL_FUNCTIONAL(m, META, fn, OP, PARAMS, ARGS_DECL, ARGS);                         \
+  MLU_IMPL_OUT(m, META, out, OP, PARAMS, ARGS_DECL, ARGS)
 
 // A unary op without arguments: name, name_, name.out.
 #define MLU_REGISTER_UNARY(m, name, OP) \
   MLU_REGISTER_POINTWISE(m, name, #name, #name "_", #name ".out", OP, {}, (), ())
+
+// A binary op (self, Tensor other) with the usual schema names.
+#define MLU_REGISTER_BINARY(m, META, fn, ip, out, OP) \
+  MLU_REGISTER_POINTWISE(m, META, fn, ip, out, OP, {}, (const at::Tensor& other), (other))

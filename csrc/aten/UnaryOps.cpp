@@ -64,7 +64,7 @@ at::Tensor& run_or_fallback(const at::TensorIteratorBase& iter, Op op, const OpP
   return out;
 }
 
-at::Tensor& abs_out(const at::Tensor& self, at::Tensor& out) {
+at::Tensor& abs_out_mlu(const at::Tensor& self, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   if (self.is_complex()) {
     return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::abs.out", self, out);
@@ -75,7 +75,7 @@ at::Tensor& abs_out(const at::Tensor& self, at::Tensor& out) {
   });
 }
 
-at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) {
+at::Tensor& logical_not_out_mlu(const at::Tensor& self, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
   return run_or_fallback(
@@ -87,7 +87,7 @@ at::Tensor& logical_not_out(const at::Tensor& self, at::Tensor& out) {
 }
 
 // isnan: a kernel of its own instead of PyTorch's `self != self`.
-at::Tensor isnan(const at::Tensor& self) {
+at::Tensor isnan_mlu(const at::Tensor& self) {
   c10::OptionalDeviceGuard guard(self.device());
   at::Tensor out = at::empty({0}, self.options().dtype(at::kBool));
   auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
@@ -95,7 +95,7 @@ at::Tensor isnan(const at::Tensor& self) {
   return out;
 }
 
-at::Tensor& nan_to_num_out(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
+at::Tensor& nan_to_num_out_mlu(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
                            std::optional<double> neginf, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), "nan_to_num: dtype of out: ", out.scalar_type(),
@@ -173,30 +173,13 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MLU_REGISTER_POINTWISE(m, pow_Tensor_Scalar, "pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out",
                          Op::PowScalar, (make_params({exponent})), (const at::Scalar& exponent), (exponent));
   // No in-place variants:
-  m.impl("signbit", [](const at::Tensor& self) {
-    return pointwise_functional<at::meta::structured_signbit>(Op::Signbit, {}, [&] {
-      return cpu_fallback<at::Tensor(const at::Tensor&)>("aten::signbit", self);
-    }, self);
-  });
-  m.impl("signbit.out", [](const at::Tensor& self, at::Tensor& out) -> at::Tensor& {
-    return pointwise_out<at::meta::structured_signbit>(Op::Signbit, {}, [&]() -> at::Tensor& {
-      return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::signbit.out", self, out);
-    }, out, self);
-  });
-  m.impl("isposinf.out", [](const at::Tensor& self, at::Tensor& out) -> at::Tensor& {
-    return pointwise_out<at::meta::structured_isposinf>(Op::IsPosInf, {}, [&]() -> at::Tensor& {
-      return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::isposinf.out", self, out);
-    }, out, self);
-  });
-  m.impl("isneginf.out", [](const at::Tensor& self, at::Tensor& out) -> at::Tensor& {
-    return pointwise_out<at::meta::structured_isneginf>(Op::IsNegInf, {}, [&]() -> at::Tensor& {
-      return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::isneginf.out", self, out);
-    }, out, self);
-  });
-  m.impl("abs.out", TORCH_FN(abs_out));
-  m.impl("logical_not.out", TORCH_FN(logical_not_out));
-  m.impl("isnan", TORCH_FN(isnan));
-  m.impl("nan_to_num.out", TORCH_FN(nan_to_num_out));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, signbit, "signbit", "signbit.out", Op::Signbit, {}, (), ());
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, isposinf, "isposinf", "isposinf.out", Op::IsPosInf, {}, (), ());
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, isneginf, "isneginf", "isneginf.out", Op::IsNegInf, {}, (), ());
+  m.impl("abs.out", TORCH_FN(abs_out_mlu));
+  m.impl("logical_not.out", TORCH_FN(logical_not_out_mlu));
+  m.impl("isnan", TORCH_FN(isnan_mlu));
+  m.impl("nan_to_num.out", TORCH_FN(nan_to_num_out_mlu));
 }
 
 }  // namespace torch_mlu

@@ -63,7 +63,8 @@ namespace mlu::kernels {
   X(LogicalXor, 2, FIB) X(Gcd, 2, I) X(Lcm, 2, I)                     \
   X(ClampMinTensor, 2, FIB) X(ClampMaxTensor, 2, FIB)                 \
   X(LerpScalar, 2, F)                                                 \
-  /* binary backward: (grad, input or result) */                      \
+  /* binary backward: (grad, input or result); Threshold and LeakyRelu \
+     take (input, grad), the operand order of PyTorch's meta */         \
   X(ThresholdBackward, 2, FI) X(SigmoidBackward, 2, F)                \
   X(TanhBackward, 2, F) X(GeluBackward, 2, F)                         \
   X(GeluTanhBackward, 2, F) X(SiluBackward, 2, F)                     \

@@ -542,8 +542,8 @@ inline T lerp(T self, T end, T w) {
 MLU_BINARY(LerpScalar, lerp(a, b, param<T>(p, 0)))
 
 // ---- backward: (grad, input) unless noted ----
-// ThresholdBackward: [0] threshold.
-MLU_BINARY(ThresholdBackward, b <= param<T>(p, 0) ? T(0) : a)
+// ThresholdBackward: (input, grad), the order of PyTorch's meta; [0] threshold.
+MLU_BINARY(ThresholdBackward, a <= param<T>(p, 0) ? T(0) : b)
 // SigmoidBackward, TanhBackward: (grad, result).
 MLU_BINARY(SigmoidBackward, a * (T(1) - b) * b)
 MLU_BINARY(TanhBackward, a * (T(1) - b * b))
@@ -551,7 +551,7 @@ struct GeluBackward {
   template <class T>
   static T f(const OpParams&, T dy, T x) {
     const T kAlpha = static_cast<T>(std::numbers::sqrt2 / 2);
-    const T kBeta = static_cast<T>((2 / std::sqrt(std::numbers::pi)) * std::numbers::sqrt2 * 0.5);
+    const T kBeta = static_cast<T>((2 / std::sqrt(std::numbers::pi)) * (std::numbers::sqrt2 / 2) * 0.5);
     const T cdf = T(0.5) * (T(1) + std::erf(x * kAlpha));
     const T pdf = kBeta * std::exp(x * x * T(-0.5));
     return dy * (cdf + x * pdf);
@@ -598,8 +598,9 @@ struct EluBackward {
     return x <= T(0) ? dy * negiptcoef * negcoef * std::exp(x * negiptcoef) : dy * poscoef;
   }
 };
-// LeakyReluBackward: [0] negative_slope.
-MLU_BINARY(LeakyReluBackward, b > T(0) ? a : a * param<T>(p, 0))
+// LeakyReluBackward: (input or result, grad), the order of PyTorch's meta;
+// [0] negative_slope.
+MLU_BINARY(LeakyReluBackward, a > T(0) ? b : b * param<T>(p, 0))
 // HardtanhBackward: [0] min, [1] max.
 MLU_BINARY(HardtanhBackward, (b <= param<T>(p, 0) || b >= param<T>(p, 1)) ? T(0) : a)
 MLU_BINARY(HardsigmoidBackward, (b > T(-3) && b < T(3)) ? a / T(6) : T(0))

@@ -266,7 +266,7 @@ MLU_VECTOR_BODY(SiluBackward) {
 MLU_VECTOR_BODY(GeluBackward) {
   T cdf[kBlock], pdf[kBlock];
   const T alpha = static_cast<T>(std::numbers::sqrt2 / 2);
-  const T beta = static_cast<T>((2 / std::sqrt(std::numbers::pi)) * std::numbers::sqrt2 * 0.5);
+  const T beta = static_cast<T>((2 / std::sqrt(std::numbers::pi)) * (std::numbers::sqrt2 / 2) * 0.5);
   for (int64_t i = 0; i < n; ++i) {
     const T x = in[1][i];
     cdf[i] = x * alpha;

@@ -1,0 +1,238 @@
+// Activation functions and their backward ops on mlu.
+#include <ATen/ops/clamp_min.h>
+#include <ATen/ops/elu_backward_meta.h>
+#include <ATen/ops/elu_meta.h>
+#include <ATen/ops/gelu_backward_meta.h>
+#include <ATen/ops/gelu_meta.h>
+#include <ATen/ops/hardshrink_backward_meta.h>
+#include <ATen/ops/hardshrink_meta.h>
+#include <ATen/ops/hardsigmoid_backward_meta.h>
+#include <ATen/ops/hardsigmoid_meta.h>
+#include <ATen/ops/leaky_relu_backward_meta.h>
+#include <ATen/ops/leaky_relu_meta.h>
+#include <ATen/ops/logit_backward_meta.h>
+#include <ATen/ops/mish_meta.h>
+#include <ATen/ops/sigmoid_backward_meta.h>
+#include <ATen/ops/silu_backward_meta.h>
+#include <ATen/ops/silu_meta.h>
+#include <ATen/ops/softplus_backward_meta.h>
+#include <ATen/ops/softplus_meta.h>
+#include <ATen/ops/softshrink_backward_meta.h>
+#include <ATen/ops/softshrink_meta.h>
+#include <ATen/ops/tanh_backward_meta.h>
+#include <ATen/ops/threshold_backward_meta.h>
+#include <ATen/ops/threshold_meta.h>
+
+#include "csrc/aten/StructuredPointwise.h"
+
+namespace torch_mlu {
+namespace {
+
+using Op = PointwiseOp;
+
+Op gelu_op(c10::string_view approximate) { return approximate == "tanh" ? Op::GeluTanh : Op::Gelu; }
+Op gelu_backward_op(c10::string_view approximate) {
+  return approximate == "tanh" ? Op::GeluTanhBackward : Op::GeluBackward;
+}
+
+OpParams eps_params(std::optional<double> eps) {
+  OpParams p;
+  p.f[0] = eps.value_or(-1.0);
+  return p;
+}
+
+// Non-structured ops: an iterator built here, as the CPU kernel builds it.
+template <class Fallback>
+at::Tensor& launch_or(const at::TensorIteratorBase& iter, Op op, const OpParams& params, at::Tensor& out,
+                      Fallback&& fallback) {
+  if (!launch_pointwise(iter, op, params)) return fallback();
+  return out;
+}
+
+at::Tensor& hardtanh_out_mlu(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max, at::Tensor& out) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
+  c10::OptionalDeviceGuard guard(self.device());
+  auto iter = at::TensorIterator::unary_op(out, self);
+  return launch_or(iter, Op::Clamp, make_params({min, max}), out, [&]() -> at::Tensor& {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, const at::Scalar&, const at::Scalar&, at::Tensor&)>(
+        "aten::hardtanh.out", self, min, max, out);
+  });
+}
+
+at::Tensor hardtanh_mlu(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
+  at::Tensor out = at::empty({0}, self.options());
+  return hardtanh_out_mlu(self, min, max, out);
+}
+
+at::Tensor& hardtanh__mlu(at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
+  return hardtanh_out_mlu(self, min, max, self);
+}
+
+at::Tensor& hardtanh_backward_out_mlu(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& min,
+                                  const at::Scalar& max, at::Tensor& grad_input) {
+  c10::OptionalDeviceGuard guard(self.device());
+  auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
+  return launch_or(iter, Op::HardtanhBackward, make_params({min, max}), grad_input, [&]() -> at::Tensor& {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, const at::Tensor&, const at::Scalar&, const at::Scalar&,
+                                    at::Tensor&)>("aten::hardtanh_backward.grad_input", grad, self, min, max,
+                                                  grad_input);
+  });
+}
+
+at::Tensor hardtanh_backward_mlu(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& min,
+                             const at::Scalar& max) {
+  at::Tensor grad_input;
+  c10::OptionalDeviceGuard guard(self.device());
+  auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
+  if (!launch_pointwise(iter, Op::HardtanhBackward, make_params({min, max}))) {
+    return cpu_fallback<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&, const at::Scalar&)>(
+        "aten::hardtanh_backward", grad, self, min, max);
+  }
+  return iter.output();
+}
+
+at::Tensor& hardswish_out_mlu(const at::Tensor& self, at::Tensor& out) {
+  c10::OptionalDeviceGuard guard(self.device());
+  auto iter = at::TensorIterator::unary_op(out, self);
+  return launch_or(iter, Op::Hardswish, {}, out, [&]() -> at::Tensor& {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::hardswish.out", self, out);
+  });
+}
+
+at::Tensor hardswish_mlu(const at::Tensor& self) {
+  at::Tensor out = at::empty({0}, self.options());
+  return hardswish_out_mlu(self, out);
+}
+
+at::Tensor& hardswish__mlu(at::Tensor& self) { return hardswish_out_mlu(self, self); }
+
+// Backward ops that return a fresh tensor from a binary iterator.
+template <Op kOp>
+at::Tensor binary_backward(const at::Tensor& grad, const at::Tensor& self, const char* schema) {
+  c10::OptionalDeviceGuard guard(self.device());
+  at::Tensor grad_input;
+  auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
+  if (!launch_pointwise(iter, kOp)) {
+    return cpu_fallback<at::Tensor(const at::Tensor&, const at::Tensor&)>(schema, grad, self);
+  }
+  return iter.output();
+}
+
+at::Tensor& logit_out_mlu(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
+  c10::OptionalDeviceGuard guard(self.device());
+  auto iter = at::TensorIterator::unary_float_op(out, self);
+  return launch_or(iter, Op::Logit, eps_params(eps), out, [&]() -> at::Tensor& {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, std::optional<double>, at::Tensor&)>("aten::logit.out", self,
+                                                                                             eps, out);
+  });
+}
+
+at::Tensor logit_mlu(const at::Tensor& self, std::optional<double> eps) {
+  at::Tensor out;
+  c10::OptionalDeviceGuard guard(self.device());
+  auto iter = at::TensorIterator::unary_float_op(out, self);
+  if (!launch_pointwise(iter, Op::Logit, eps_params(eps))) {
+    return cpu_fallback<at::Tensor(const at::Tensor&, std::optional<double>)>("aten::logit", self, eps);
+  }
+  return iter.output();
+}
+
+at::Tensor& logit__mlu(at::Tensor& self, std::optional<double> eps) { return logit_out_mlu(self, eps, self); }
+
+at::Tensor relu_mlu(const at::Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
+  return at::clamp_min(self, 0);
+}
+
+at::Tensor& relu__mlu(at::Tensor& self) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "Boolean inputs not supported for relu");
+  return at::clamp_min_(self, 0);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  MLU_REGISTER_UNARY(m, silu, Op::Silu);
+  MLU_REGISTER_UNARY(m, mish, Op::Mish);
+  MLU_REGISTER_UNARY(m, hardsigmoid, Op::Hardsigmoid);
+  MLU_REGISTER_POINTWISE(m, gelu, "gelu", "gelu_", "gelu.out", gelu_op(approximate), {},
+                         (c10::string_view approximate), (approximate));
+  MLU_REGISTER_POINTWISE(m, elu, "elu", "elu_", "elu.out", Op::Elu, (make_params({alpha, scale, input_scale})),
+                         (const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale),
+                         (alpha, scale, input_scale));
+  MLU_REGISTER_POINTWISE(m, leaky_relu, "leaky_relu", "leaky_relu_", "leaky_relu.out", Op::LeakyRelu,
+                         (make_params({negative_slope})), (const at::Scalar& negative_slope), (negative_slope));
+  MLU_REGISTER_POINTWISE(m, threshold, "threshold", "threshold_", "threshold.out", Op::Threshold,
+                         (make_params({threshold, value})), (const at::Scalar& threshold, const at::Scalar& value),
+                         (threshold, value));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softplus, "softplus", "softplus.out", Op::Softplus,
+                                    (make_params({beta, threshold})),
+                                    (const at::Scalar& beta, const at::Scalar& threshold), (beta, threshold));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardshrink, "hardshrink", "hardshrink.out", Op::Hardshrink,
+                                    (make_params({lambd})), (const at::Scalar& lambd), (lambd));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softshrink, "softshrink", "softshrink.out", Op::Softshrink,
+                                    (make_params({lambd})), (const at::Scalar& lambd), (lambd));
+
+  // Backward ops: functional and .grad_input (out=) only.
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, threshold_backward, "threshold_backward", "threshold_backward.grad_input",
+                                    Op::ThresholdBackward, (make_params({threshold})),
+                                    (const at::Tensor& input, const at::Scalar& threshold), (input, threshold));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, sigmoid_backward, "sigmoid_backward", "sigmoid_backward.grad_input",
+                                    Op::SigmoidBackward, {}, (const at::Tensor& output), (output));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, tanh_backward, "tanh_backward", "tanh_backward.grad_input",
+                                    Op::TanhBackward, {}, (const at::Tensor& output), (output));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, logit_backward, "logit_backward", "logit_backward.grad_input",
+                                    Op::LogitBackward, (eps_params(eps)),
+                                    (const at::Tensor& input, std::optional<double> eps), (input, eps));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, gelu_backward, "gelu_backward", "gelu_backward.grad_input",
+                                    gelu_backward_op(approximate), {},
+                                    (const at::Tensor& input, c10::string_view approximate), (input, approximate));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, silu_backward, "silu_backward", "silu_backward.grad_input",
+                                    Op::SiluBackward, {}, (const at::Tensor& input), (input));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(
+      m, elu_backward, "elu_backward", "elu_backward.grad_input", Op::EluBackward,
+      (make_params({alpha, scale, input_scale, is_result})),
+      (const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale, bool is_result,
+       const at::Tensor& self_or_result),
+      (alpha, scale, input_scale, is_result, self_or_result));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, leaky_relu_backward, "leaky_relu_backward",
+                                    "leaky_relu_backward.grad_input", Op::LeakyReluBackward,
+                                    (make_params({negative_slope})),
+                                    (const at::Tensor& input, const at::Scalar& negative_slope, bool self_is_result),
+                                    (input, negative_slope, self_is_result));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardsigmoid_backward, "hardsigmoid_backward",
+                                    "hardsigmoid_backward.grad_input", Op::HardsigmoidBackward, {},
+                                    (const at::Tensor& input), (input));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softplus_backward, "softplus_backward", "softplus_backward.grad_input",
+                                    Op::SoftplusBackward, (make_params({beta, threshold})),
+                                    (const at::Tensor& input, const at::Scalar& beta, const at::Scalar& threshold),
+                                    (input, beta, threshold));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardshrink_backward, "hardshrink_backward", "hardshrink_backward.grad_input",
+                                    Op::ShrinkBackward, (make_params({lambd})),
+                                    (const at::Tensor& input, const at::Scalar& lambd), (input, lambd));
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softshrink_backward, "softshrink_backward", "softshrink_backward.grad_input",
+                                    Op::ShrinkBackward, (make_params({lambd})),
+                                    (const at::Tensor& input, const at::Scalar& lambd), (input, lambd));
+
+  m.impl("relu", TORCH_FN(relu_mlu));
+  m.impl("relu_", TORCH_FN(relu__mlu));
+  m.impl("hardtanh", TORCH_FN(hardtanh_mlu));
+  m.impl("hardtanh_", TORCH_FN(hardtanh__mlu));
+  m.impl("hardtanh.out", TORCH_FN(hardtanh_out_mlu));
+  m.impl("hardtanh_backward", TORCH_FN(hardtanh_backward_mlu));
+  m.impl("hardtanh_backward.grad_input", TORCH_FN(hardtanh_backward_out_mlu));
+  m.impl("hardswish", TORCH_FN(hardswish_mlu));
+  m.impl("hardswish_", TORCH_FN(hardswish__mlu));
+  m.impl("hardswish.out", TORCH_FN(hardswish_out_mlu));
+  m.impl("hardswish_backward", [](const at::Tensor& grad, const at::Tensor& self) {
+    return binary_backward<Op::HardswishBackward>(grad, self, "aten::hardswish_backward");
+  });
+  m.impl("mish_backward", [](const at::Tensor& grad, const at::Tensor& self) {
+    return binary_backward<Op::MishBackward>(grad, self, "aten::mish_backward");
+  });
+  m.impl("logit", TORCH_FN(logit_mlu));
+  m.impl("logit_", TORCH_FN(logit__mlu));
+  m.impl("logit.out", TORCH_FN(logit_out_mlu));
+}
+
+}  // namespace torch_mlu

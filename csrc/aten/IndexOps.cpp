@@ -1,0 +1,432 @@
+// Indexing on mlu: index_select, gather, scatter (value / src / reduce),
+// scatter_add, index_add, masked_fill, cat and embedding's backward.
+//
+// Index values are checked on the device, while the kernel runs: an
+// out-of-range index is a device-side error (Note [Sticky device errors])
+// naming the op, raised at the next synchronisation; the device keeps working.
+#include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/cat_meta.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/gather_meta.h>
+#include <ATen/ops/index_add_meta.h>
+#include <ATen/ops/scatter_add_meta.h>
+#include <ATen/ops/scatter_meta.h>
+#include <ATen/ops/zeros.h>
+#include <mlu_kernels/index.h>
+
+#include "csrc/aten/Copy.h"
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/aten/StructuredPointwise.h"
+
+namespace torch_mlu {
+namespace {
+
+namespace k = mlu::kernels;
+
+bool has_kernel(const at::Tensor& t) { return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value(); }
+
+// A tensor's strides as the kernels' Operand, over `ndim` dims of the
+// iteration shape (a 0-dim tensor is one element).
+k::Operand operand(const at::Tensor& t, const char* op) {
+  k::Operand o{const_cast<void*>(t.const_data_ptr()), require_kernel_dtype(t.scalar_type(), op), {}};
+  for (int64_t d = 0; d < t.dim(); ++d) o.strides.v[d] = t.stride(d);
+  return o;
+}
+
+k::Shape shape_of(const at::Tensor& t) {
+  k::Shape s;
+  s.ndim = static_cast<int>(std::max<int64_t>(t.dim(), 1));
+  s.sizes[0] = 1;
+  for (int64_t d = 0; d < t.dim(); ++d) s.sizes[d] = t.size(d);
+  return s;
+}
+
+std::string bounds_message(const char* op, int64_t bad, int64_t dim, int64_t size) {
+  return std::string(op) + "(): index " + std::to_string(bad) + " is out of bounds for dimension " +
+         std::to_string(dim) + " with size " + std::to_string(size);
+}
+
+// out[p] = in[p with p[dim] := index[p]] over `shape` (index's shape, or the
+// output's with the index broadcast).
+void launch_gather(const char* op, const k::Shape& shape, int dim, const k::Operand& out, const k::Operand& in,
+                   int64_t dim_size, const k::Operand& index, c10::Device device) {
+  c10::DeviceGuard guard(device);
+  launch_kernel(device.index(), op, [=](mlu::TaskContext& context) {
+    const k::IndexCheck check = k::gather(shape, dim, out, in, dim_size, index);
+    if (!check.ok) context.fail(bounds_message(op, check.bad_index, dim, dim_size));
+  });
+}
+
+void launch_scatter(const char* op, k::ScatterOp kind, const k::Shape& shape, int dim, const k::Operand& self,
+                    int64_t dim_size, const k::Operand& src, const k::Operand& index, double alpha,
+                    c10::Device device) {
+  c10::DeviceGuard guard(device);
+  launch_kernel(device.index(), op, [=](mlu::TaskContext& context) {
+    const k::IndexCheck check = k::scatter(kind, shape, dim, self, dim_size, src, index, alpha);
+    if (!check.ok) context.fail(bounds_message(op, check.bad_index, dim, dim_size));
+  });
+}
+
+// ---- index_select: a gather with the 1-D index broadcast along `dim` ----
+
+at::Tensor& index_select_out_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& index, at::Tensor& out) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
+              "index_select(): Expected dtype int32 or int64 for index");
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "index_select(): self and result must have the same scalar "
+              "type");
+  TORCH_CHECK(self.device() == out.device() && index.device() == self.device(),
+              "Expected all tensors to be on the same device, but found index on ", index.device(), " and self on ",
+              self.device());
+  if (!has_kernel(self)) {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, int64_t, const at::Tensor&, at::Tensor&)>(
+        "aten::index_select.out", self, dim, index, out);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  std::vector<int64_t> sizes = self.sizes().vec();
+  if (self.dim() > 0) sizes[static_cast<size_t>(dim)] = index.numel();
+  at::native::resize_output(out, sizes);
+  if (out.numel() == 0) return out;
+  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(dim) > 0, "index_select(): self indexing axis dim should be "
+                    "positive");
+  k::Operand idx{const_cast<void*>(index.const_data_ptr()), require_kernel_dtype(index.scalar_type(), "index_select"),
+                 {}};
+  if (self.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
+  launch_gather("index_select", shape_of(out), static_cast<int>(self.dim() == 0 ? 0 : dim), operand(out, "index_select"),
+                operand(self, "index_select"), self.dim() == 0 ? 1 : self.size(dim), idx, self.device());
+  return out;
+}
+
+at::Tensor index_select_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& index) {
+  at::Tensor out = at::empty({0}, self.options());
+  return index_select_out_mlu(self, dim, index, out);
+}
+
+// ---- gather / scatter through their meta functions ----
+
+template <class Impl>
+void gather_impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& out, Impl&&) {
+  if (index.numel() == 0) return;
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  launch_gather("gather", shape_of(index), static_cast<int>(dim), operand(out, "gather"), operand(self, "gather"),
+                self.dim() == 0 ? 1 : self.size(dim), operand(index, "gather"), self.device());
+}
+
+at::Tensor gather_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<at::Tensor(const at::Tensor&, int64_t, const at::Tensor&, bool)>("aten::gather", self, dim,
+                                                                                          index, sparse_grad);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<at::meta::structured_gather> op;
+  op.meta(self, dim, index, sparse_grad);
+  gather_impl(self, dim, index, op.output(), 0);
+  return std::move(op.output());
+}
+
+at::Tensor& gather_out_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
+                           at::Tensor& out) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, int64_t, const at::Tensor&, bool, at::Tensor&)>(
+        "aten::gather.out", self, dim, index, sparse_grad, out);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUOut<at::meta::structured_gather> op(out);
+  op.meta(self, dim, index, sparse_grad);
+  gather_impl(self, dim, index, op.maybe_get_output(0), 0);
+  op.finish();
+  return out;
+}
+
+k::ScatterOp scatter_kind(c10::string_view reduce) {
+  if (reduce == "add" || reduce == "sum") return k::ScatterOp::Add;
+  if (reduce == "multiply" || reduce == "prod") return k::ScatterOp::Mul;
+  if (reduce == "amax") return k::ScatterOp::Max;
+  if (reduce == "amin") return k::ScatterOp::Min;
+  return k::ScatterOp::Assign;
+}
+
+// Writes src (a tensor, or a scalar when !src.defined()) into result, which
+// already holds self (functional / out) or is self (in-place).
+void scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, const at::Tensor& result, int64_t dim,
+                  const at::Tensor& index, const at::Tensor& src, const at::Scalar& value) {
+  if (!result.is_same(self)) copy_on_device(result, self);
+  if (index.numel() == 0) return;
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  k::Operand source;
+  if (src.defined()) {
+    source = operand(src, op);
+  } else {
+    // The scalar, converted like fill_, travels in a 0-dim mlu tensor.
+    const at::Tensor scalar = at::empty({}, result.options());
+    scalar.fill_(value);
+    source = operand(scalar, op);
+  }
+  launch_scatter(op, kind, shape_of(index), static_cast<int>(dim), operand(result, op),
+                 result.dim() == 0 ? 1 : result.size(dim), source, operand(index, op), 1.0, self.device());
+}
+
+template <class Meta, class Fallback, class... A>
+at::Tensor scatter_fn(const char* op, k::ScatterOp kind, const at::Tensor& src, const at::Scalar& value,
+                      Fallback&& fallback, const at::Tensor& self, int64_t dim, const at::Tensor& index,
+                      const A&... rest) {
+  if (!has_kernel(self)) return fallback();
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<Meta> meta;
+  meta.meta(self, dim, index, rest...);
+  scatter_impl(op, kind, self, meta.output(), dim, index, src, value);
+  return std::move(meta.output());
+}
+
+template <class Meta, class Fallback, class... A>
+at::Tensor& scatter_inplace(const char* op, k::ScatterOp kind, const at::Tensor& src, const at::Scalar& value,
+                            Fallback&& fallback, at::Tensor& self, int64_t dim, const at::Tensor& index,
+                            const A&... rest) {
+  if (!has_kernel(self)) return fallback();
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUInplace<Meta> meta(self);
+  meta.meta(self, dim, index, rest...);
+  scatter_impl(op, kind, self, self, dim, index, src, value);
+  return self;
+}
+
+template <class Meta, class Fallback, class... A>
+at::Tensor& scatter_out(const char* op, k::ScatterOp kind, const at::Tensor& src, const at::Scalar& value,
+                        Fallback&& fallback, at::Tensor& out, const at::Tensor& self, int64_t dim,
+                        const at::Tensor& index, const A&... rest) {
+  if (!has_kernel(self) || !has_kernel(out)) return fallback();
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUOut<Meta> meta(out);
+  meta.meta(self, dim, index, rest...);
+  scatter_impl(op, kind, self, meta.maybe_get_output(0), dim, index, src, value);
+  meta.finish();
+  return out;
+}
+
+at::Tensor& index_add_impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                           const at::Scalar& alpha, const at::Tensor& result) {
+  if (!result.is_same(self)) copy_on_device(result, self);
+  if (index.numel() == 0 || source.numel() == 0) return const_cast<at::Tensor&>(result);
+  // Iterate over source; the 1-D index is broadcast along every other dim.
+  k::Operand idx{const_cast<void*>(index.const_data_ptr()), require_kernel_dtype(index.scalar_type(), "index_add"),
+                 {}};
+  if (source.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
+  launch_scatter("index_add", k::ScatterOp::Add, shape_of(source), static_cast<int>(source.dim() == 0 ? 0 : dim),
+                 operand(result, "index_add"), result.dim() == 0 ? 1 : result.size(dim), operand(source, "index_add"),
+                 idx, alpha.toDouble(), self.device());
+  return const_cast<at::Tensor&>(result);
+}
+
+// masked_fill_: where(mask, value, self) written into self.
+at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+  TORCH_CHECK(mask.dtype() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.dtype());
+  at::assert_no_partial_overlap(self, mask);
+  c10::OptionalDeviceGuard guard(self.device());
+  auto iter = at::TensorIteratorConfig()
+                  .set_check_mem_overlap(false)
+                  .check_all_same_dtype(false)
+                  .resize_outputs(false)
+                  .allow_cpu_scalars(true)
+                  .add_output(self)
+                  .add_const_input(mask)
+                  .add_const_input(value)
+                  .add_const_input(self)
+                  .build();
+  TORCH_CHECK(launch_pointwise(iter, PointwiseOp::Where, {}, self.scalar_type()),
+              "masked_fill_: dtype ", self.scalar_type(), " has no mlu kernel");
+  return self;
+}
+
+at::Tensor& masked_fill_scalar_mlu(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<at::Tensor&(at::Tensor&, const at::Tensor&, const at::Scalar&)>("aten::masked_fill_.Scalar",
+                                                                                       self, mask, value);
+  }
+  at::Tensor wrapped = at::scalar_tensor(value, at::TensorOptions().dtype(self.scalar_type()));
+  return masked_fill_impl(self, mask, wrapped);
+}
+
+at::Tensor& masked_fill_tensor_mlu(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
+              value.dim(), " dimension(s).");
+  if (!has_kernel(self) || !has_kernel(value)) {
+    return cpu_fallback<at::Tensor&(at::Tensor&, const at::Tensor&, const at::Tensor&)>("aten::masked_fill_.Tensor",
+                                                                                       self, mask, value);
+  }
+  if (value.is_cpu()) return masked_fill_scalar_mlu(self, mask, value.item());
+  return masked_fill_impl(self, mask, value);
+}
+
+// cat: PyTorch's meta (shapes, dtype promotion, devices), then one on-device
+// copy per input into its slice of the result.
+void cat_impl(const at::ITensorListRef& tensors, int64_t dim, const at::Tensor& result) {
+  int64_t offset = 0;
+  for (const at::Tensor& t : tensors) {
+    if (t.dim() == 1 && t.numel() == 0) continue;  // legacy empty tensors are skipped
+    const int64_t size = t.size(dim);
+    if (size > 0) copy_on_device(result.narrow(dim, offset, size), t);
+    offset += size;
+  }
+}
+
+at::Tensor cat_mlu(const at::ITensorListRef& tensors, int64_t dim) {
+  c10::OptionalDeviceGuard guard(tensors.front().device());
+  MLUFunctional<at::meta::structured_cat> meta;
+  const auto pre = meta.meta(tensors, dim);
+  cat_impl(tensors, pre.dim, meta.output());
+  return std::move(meta.output());
+}
+
+at::Tensor& cat_out_mlu(const at::ITensorListRef& tensors, int64_t dim, at::Tensor& out) {
+  c10::OptionalDeviceGuard guard(out.device());
+  MLUOut<at::meta::structured_cat> meta(out);
+  const auto pre = meta.meta(tensors, dim);
+  cat_impl(tensors, pre.dim, meta.maybe_get_output(0));
+  meta.finish();
+  return out;
+}
+
+// embedding's backward: index_add of the gradient rows (padding_idx rows
+// dropped); scale_grad_by_freq falls back to the CPU.
+at::Tensor embedding_dense_backward_mlu(const at::Tensor& grad, const at::Tensor& indices, c10::SymInt num_weights,
+                                       c10::SymInt padding_idx, bool scale_grad_by_freq) {
+  if (scale_grad_by_freq || !has_kernel(grad)) {
+    return cpu_fallback<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymInt, c10::SymInt, bool)>(
+        "aten::embedding_dense_backward", grad, indices, num_weights, padding_idx, scale_grad_by_freq);
+  }
+  c10::OptionalDeviceGuard guard(grad.device());
+  const int64_t n = num_weights.expect_int();
+  const int64_t pad = padding_idx.expect_int();
+  const int64_t embedding_dim = grad.size(-1);
+  at::Tensor flat_indices = indices.reshape({-1});
+  at::Tensor flat_grad = grad.reshape({-1, embedding_dim});
+  if (pad >= 0) {
+    // Rows of the padding index get no gradient: zero them before adding.
+    flat_grad = flat_grad.masked_fill(flat_indices.eq(pad).unsqueeze(1), 0);
+  }
+  at::Tensor grad_weight = at::zeros({n, embedding_dim}, grad.options());
+  return index_add_impl(grad_weight, 0, flat_indices, flat_grad, 1, grad_weight);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("index_select", TORCH_FN(index_select_mlu));
+  m.impl("index_select.out", TORCH_FN(index_select_out_mlu));
+  m.impl("gather", TORCH_FN(gather_mlu));
+  m.impl("gather.out", TORCH_FN(gather_out_mlu));
+  using T = const at::Tensor&;
+  // scatter.src / scatter.value and their in-place and out= forms.
+  m.impl("scatter.src", [](T self, int64_t dim, T index, T src) {
+    return scatter_fn<at::meta::structured_scatter_src>("scatter", k::ScatterOp::Assign, src, 0, [&] {
+      return cpu_fallback<at::Tensor(T, int64_t, T, T)>("aten::scatter.src", self, dim, index, src);
+    }, self, dim, index, src);
+  });
+  m.impl("scatter_.src", [](at::Tensor& self, int64_t dim, T index, T src) -> at::Tensor& {
+    return scatter_inplace<at::meta::structured_scatter_src>("scatter", k::ScatterOp::Assign, src, 0,
+        [&]() -> at::Tensor& {
+          return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T)>("aten::scatter_.src", self, dim, index, src);
+        }, self, dim, index, src);
+  });
+  m.impl("scatter.src_out", [](T self, int64_t dim, T index, T src, at::Tensor& out) -> at::Tensor& {
+    return scatter_out<at::meta::structured_scatter_src>("scatter", k::ScatterOp::Assign, src, 0,
+        [&]() -> at::Tensor& {
+          return cpu_fallback<at::Tensor&(T, int64_t, T, T, at::Tensor&)>("aten::scatter.src_out", self, dim, index,
+                                                                         src, out);
+        }, out, self, dim, index, src);
+  });
+  m.impl("scatter.value", [](T self, int64_t dim, T index, const at::Scalar& value) {
+    return scatter_fn<at::meta::structured_scatter_value>("scatter", k::ScatterOp::Assign, at::Tensor(), value, [&] {
+      return cpu_fallback<at::Tensor(T, int64_t, T, const at::Scalar&)>("aten::scatter.value", self, dim, index, value);
+    }, self, dim, index, value);
+  });
+  m.impl("scatter_.value", [](at::Tensor& self, int64_t dim, T index, const at::Scalar& value) -> at::Tensor& {
+    return scatter_inplace<at::meta::structured_scatter_value>("scatter", k::ScatterOp::Assign, at::Tensor(), value,
+        [&]() -> at::Tensor& {
+          return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, const at::Scalar&)>("aten::scatter_.value", self,
+                                                                                      dim, index, value);
+        }, self, dim, index, value);
+  });
+  m.impl("scatter.value_out", [](T self, int64_t dim, T index, const at::Scalar& value, at::Tensor& out) -> at::Tensor& {
+    return scatter_out<at::meta::structured_scatter_value>("scatter", k::ScatterOp::Assign, at::Tensor(), value,
+        [&]() -> at::Tensor& {
+          return cpu_fallback<at::Tensor&(T, int64_t, T, const at::Scalar&, at::Tensor&)>("aten::scatter.value_out",
+                                                                                         self, dim, index, value, out);
+        }, out, self, dim, index, value);
+  });
+  m.impl("scatter.reduce", [](T self, int64_t dim, T index, T src, c10::string_view reduce) {
+    return scatter_fn<at::meta::structured_scatter_reduce>("scatter", scatter_kind(reduce), src, 0, [&] {
+      return cpu_fallback<at::Tensor(T, int64_t, T, T, c10::string_view)>("aten::scatter.reduce", self, dim, index,
+                                                                           src, reduce);
+    }, self, dim, index, src, reduce);
+  });
+  m.impl("scatter_.reduce", [](at::Tensor& self, int64_t dim, T index, T src, c10::string_view reduce) -> at::Tensor& {
+    return scatter_inplace<at::meta::structured_scatter_reduce>("scatter", scatter_kind(reduce), src, 0,
+        [&]() -> at::Tensor& {
+          return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T, c10::string_view)>("aten::scatter_.reduce",
+                                                                                        self, dim, index, src, reduce);
+        }, self, dim, index, src, reduce);
+  });
+  m.impl("scatter_add", [](T self, int64_t dim, T index, T src) {
+    return scatter_fn<at::meta::structured_scatter_add>("scatter_add", k::ScatterOp::Add, src, 0, [&] {
+      return cpu_fallback<at::Tensor(T, int64_t, T, T)>("aten::scatter_add", self, dim, index, src);
+    }, self, dim, index, src);
+  });
+  m.impl("scatter_add_", [](at::Tensor& self, int64_t dim, T index, T src) -> at::Tensor& {
+    return scatter_inplace<at::meta::structured_scatter_add>("scatter_add", k::ScatterOp::Add, src, 0,
+        [&]() -> at::Tensor& {
+          return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T)>("aten::scatter_add_", self, dim, index, src);
+        }, self, dim, index, src);
+  });
+  m.impl("scatter_add.out", [](T self, int64_t dim, T index, T src, at::Tensor& out) -> at::Tensor& {
+    return scatter_out<at::meta::structured_scatter_add>("scatter_add", k::ScatterOp::Add, src, 0,
+        [&]() -> at::Tensor& {
+          return cpu_fallback<at::Tensor&(T, int64_t, T, T, at::Tensor&)>("aten::scatter_add.out", self, dim, index,
+                                                                         src, out);
+        }, out, self, dim, index, src);
+  });
+  // scatter_reduce.two: sum/prod/amax/amin including self; mean or
+  // include_self=False fall back to the CPU.
+  m.impl("scatter_reduce.two", [](T self, int64_t dim, T index, T src, c10::string_view reduce, bool include_self) {
+    auto fallback = [&] {
+      return cpu_fallback<at::Tensor(T, int64_t, T, T, c10::string_view, bool)>("aten::scatter_reduce.two", self, dim,
+                                                                               index, src, reduce, include_self);
+    };
+    if (!include_self || reduce == "mean") return fallback();
+    return scatter_fn<at::meta::structured_scatter_reduce_two>("scatter_reduce", scatter_kind(reduce), src, 0,
+                                                               fallback, self, dim, index, src, reduce, include_self);
+  });
+  m.impl("index_add", [](T self, int64_t dim, T index, T source, const at::Scalar& alpha) {
+    if (!has_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, int64_t, T, T, const at::Scalar&)>("aten::index_add", self, dim, index,
+                                                                          source, alpha);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUFunctional<at::meta::structured_index_add> meta;
+    const auto pre = meta.meta(self, dim, index, source, alpha);
+    index_add_impl(self, pre.dim, index, source, alpha, meta.output());
+    return std::move(meta.output());
+  });
+  m.impl("index_add_", [](at::Tensor& self, int64_t dim, T index, T source, const at::Scalar& alpha) -> at::Tensor& {
+    if (!has_kernel(self)) {
+      return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T, const at::Scalar&)>("aten::index_add_", self, dim,
+                                                                                      index, source, alpha);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUInplace<at::meta::structured_index_add> meta(self);
+    const auto pre = meta.meta(self, dim, index, source, alpha);
+    return index_add_impl(self, pre.dim, index, source, alpha, self);
+  });
+  m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_mlu));
+  m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor_mlu));
+  m.impl("cat", TORCH_FN(cat_mlu));
+  m.impl("cat.out", TORCH_FN(cat_out_mlu));
+  m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward_mlu));
+}
+
+}  // namespace torch_mlu

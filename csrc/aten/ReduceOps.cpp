@@ -1,0 +1,537 @@
+// Reductions on mlu: sum, mean, prod, amax/amin, max/min (full and along a
+// dim, with indices), argmax/argmin, all/any, linalg_vector_norm and norm,
+// var/std (+ _mean), cumsum/cumprod. The structured ones run PyTorch's meta
+// functions (output shape, dtype and argument checks as on the CPU) and then
+// one kernel of mlu_kernels/reduce.h over the input and the output viewed
+// with stride 0 on the reduced dims.
+#include <algorithm>
+#include <numeric>
+
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/ReduceOpsUtils.h>
+#include <ATen/ops/all_meta.h>
+#include <ATen/ops/amax_meta.h>
+#include <ATen/ops/amin_meta.h>
+#include <ATen/ops/any_meta.h>
+#include <ATen/ops/argmax_meta.h>
+#include <ATen/ops/argmin_meta.h>
+#include <ATen/ops/cumprod_meta.h>
+#include <ATen/ops/cumsum_meta.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/linalg_vector_norm.h>
+#include <ATen/ops/linalg_vector_norm_meta.h>
+#include <ATen/ops/max_meta.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/mean_meta.h>
+#include <ATen/ops/min_meta.h>
+#include <ATen/ops/prod_meta.h>
+#include <ATen/ops/real.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/sum_meta.h>
+#include <mlu_kernels/reduce.h>
+
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/aten/StructuredPointwise.h"
+
+namespace torch_mlu {
+namespace {
+
+namespace k = mlu::kernels;
+using k::ReduceOp;
+
+bool has_kernel(const at::Tensor& t) {
+  return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value();
+}
+
+// The input's dims with the output's strides (0 where reduced), ordered so
+// that the input's fastest dim comes last (the kernels' inner mode).
+struct Geometry {
+  k::Shape shape;
+  k::Strides in, out;
+};
+
+Geometry reduce_geometry(const at::Tensor& self, const at::Tensor& result, const at::native::DimMask& mask,
+                         bool keepdim) {
+  const int64_t ndim = self.dim();
+  TORCH_CHECK(ndim <= k::kMaxDims, "mlu reductions support at most ", k::kMaxDims, " dims, got ", ndim);
+  std::vector<int64_t> order(static_cast<size_t>(ndim));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return std::abs(self.stride(a)) > std::abs(self.stride(b));
+  });
+  // The result's stride for each input dim (0 where reduced).
+  std::vector<int64_t> out_stride(static_cast<size_t>(ndim), 0);
+  int64_t r = 0;
+  for (int64_t d = 0; d < ndim; ++d) {
+    const bool reduced = mask[d];
+    if (!reduced) out_stride[static_cast<size_t>(d)] = result.dim() == 0 ? 0 : result.stride(keepdim ? d : r);
+    if (!reduced || keepdim) ++r;
+  }
+  Geometry g;
+  g.shape.ndim = static_cast<int>(ndim);
+  for (int64_t j = 0; j < ndim; ++j) {
+    const int64_t d = order[static_cast<size_t>(j)];
+    g.shape.sizes[j] = self.size(d);
+    g.in.v[j] = self.stride(d);
+    g.out.v[j] = out_stride[static_cast<size_t>(d)];
+  }
+  return g;
+}
+
+void launch_reduce(ReduceOp op, const at::Tensor& self, const at::Tensor& result, const at::native::DimMask& mask,
+                   bool keepdim, double p = 0) {
+  if (result.numel() == 0) return;
+  const Geometry g = reduce_geometry(self, result, mask, keepdim);
+  const k::Operand in{const_cast<void*>(self.const_data_ptr()), require_kernel_dtype(self.scalar_type(), "reduce"),
+                      g.in};
+  const k::Operand out{result.data_ptr(), require_kernel_dtype(result.scalar_type(), "reduce"), g.out};
+  const k::Shape shape = g.shape;
+  c10::DeviceGuard guard(result.device());
+  launch_kernel(result.device().index(), "reduce", [=] { k::reduce(op, shape, out, in, p); });
+}
+
+at::native::DimMask mask_of(const at::Tensor& self, at::OptionalIntArrayRef dim) {
+  return at::native::make_dim_mask(dim, self.dim());
+}
+
+// Rows along `dim`: the dim moves last in the kernel geometry.
+struct RowGeometry {
+  k::Shape shape;
+  k::Strides in, out, out2;
+};
+
+RowGeometry row_geometry(const at::Tensor& self, int64_t dim, const at::Tensor& out, const at::Tensor& out2,
+                         bool out_keeps_dim) {
+  RowGeometry g;
+  const int64_t ndim = std::max<int64_t>(self.dim(), 1);
+  TORCH_CHECK(ndim <= k::kMaxDims, "mlu reductions support at most ", k::kMaxDims, " dims, got ", ndim);
+  auto out_stride = [&](const at::Tensor& t, int64_t d) -> int64_t {
+    if (!t.defined() || t.dim() == 0) return 0;
+    if (out_keeps_dim) return t.stride(d);
+    return t.stride(d < dim ? d : d - 1);
+  };
+  int j = 0;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (d == dim) continue;
+    g.shape.sizes[j] = self.size(d);
+    g.in.v[j] = self.stride(d);
+    g.out.v[j] = out_stride(out, d);
+    g.out2.v[j] = out_stride(out2, d);
+    ++j;
+  }
+  g.shape.sizes[j] = self.dim() == 0 ? 1 : self.size(dim);
+  g.in.v[j] = self.dim() == 0 ? 1 : self.stride(dim);
+  // Arg-reductions write one element per row (stride 0 along it); scans one
+  // per input element.
+  g.out.v[j] = out_keeps_dim && out.defined() && out.dim() > 0 && out.size(dim) > 1 ? out.stride(dim) : 0;
+  g.out2.v[j] = out_keeps_dim && out2.defined() && out2.dim() > 0 && out2.size(dim) > 1 ? out2.stride(dim) : 0;
+  g.shape.ndim = j + 1;
+  return g;
+}
+
+// values (optional) and indices of the best element along dim.
+void launch_arg_reduce(bool is_max, const at::Tensor& self, int64_t dim, const at::Tensor& values,
+                       const at::Tensor& indices, bool keepdim) {
+  if (indices.numel() == 0) return;
+  const RowGeometry g = row_geometry(self, dim, indices, values, keepdim);
+  const k::Operand in{const_cast<void*>(self.const_data_ptr()), require_kernel_dtype(self.scalar_type(), "argmax"),
+                      g.in};
+  const k::Operand idx{indices.data_ptr(), k::ScalarType::Int64, g.out};
+  const k::Operand val{values.defined() ? values.data_ptr() : nullptr,
+                       values.defined() ? require_kernel_dtype(values.scalar_type(), "max") : k::ScalarType::Int64,
+                       g.out2};
+  const k::Shape shape = g.shape;
+  c10::DeviceGuard guard(indices.device());
+  launch_kernel(indices.device().index(), is_max ? "argmax" : "argmin",
+                [=] { k::arg_reduce(is_max, shape, val, idx, in); });
+}
+
+void launch_scan(k::ScanOp op, const at::Tensor& self, int64_t dim, const at::Tensor& result) {
+  if (result.numel() == 0) return;
+  const RowGeometry g = row_geometry(self, dim, result, at::Tensor(), /*out_keeps_dim=*/true);
+  const k::Operand in{const_cast<void*>(self.const_data_ptr()), require_kernel_dtype(self.scalar_type(), "cumsum"),
+                      g.in};
+  const k::Operand out{result.data_ptr(), require_kernel_dtype(result.scalar_type(), "cumsum"), g.out};
+  k::Shape shape = g.shape;
+  c10::DeviceGuard guard(result.device());
+  launch_kernel(result.device().index(), op == k::ScanOp::Sum ? "cumsum" : "cumprod",
+                [=] { k::scan(op, shape, out, in); });
+}
+
+// ---- structured reductions: one template per variant ----
+
+template <class Meta, class Impl, class Fallback, class... Args>
+at::Tensor reduce_functional(Impl&& impl, Fallback&& fallback, const at::Tensor& self, const Args&... args) {
+  if (!has_kernel(self)) return fallback();
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<Meta> op;
+  op.meta(self, args...);
+  impl(op.output(0));
+  return std::move(op.output(0));
+}
+
+template <class Meta, class Impl, class Fallback, class... Args>
+at::Tensor& reduce_out(Impl&& impl, Fallback&& fallback, at::Tensor& out, const at::Tensor& self,
+                       const Args&... args) {
+  if (!has_kernel(self) || !has_kernel(out)) return fallback();
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUOut<Meta> op(out);
+  op.meta(self, args...);
+  impl(op.maybe_get_output(0));
+  op.finish();
+  return out;
+}
+
+#define MLU_REDUCE_IMPL(OP_EXPR, MASK_EXPR, KEEPDIM, P) \
+  [&](const at::Tensor& result) { launch_reduce(OP_EXPR, self, result, MASK_EXPR, KEEPDIM, P); }
+
+at::Tensor sum_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                   std::optional<at::ScalarType> dtype) {
+  return reduce_functional<at::meta::structured_sum_dim_IntList>(
+      MLU_REDUCE_IMPL(ReduceOp::Sum, mask_of(self, dim), keepdim, 0),
+      [&] {
+        return cpu_fallback<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
+                                       std::optional<at::ScalarType>)>("aten::sum.dim_IntList", self, dim, keepdim,
+                                                                       dtype);
+      },
+      self, dim, keepdim, dtype);
+}
+
+at::Tensor& sum_out_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                        std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return reduce_out<at::meta::structured_sum_dim_IntList>(
+      MLU_REDUCE_IMPL(ReduceOp::Sum, mask_of(self, dim), keepdim, 0),
+      [&]() -> at::Tensor& {
+        return cpu_fallback<at::Tensor&(const at::Tensor&, at::OptionalIntArrayRef, bool,
+                                        std::optional<at::ScalarType>, at::Tensor&)>("aten::sum.IntList_out", self,
+                                                                                     dim, keepdim, dtype, out);
+      },
+      out, self, dim, keepdim, dtype);
+}
+
+at::Tensor mean_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                    std::optional<at::ScalarType> dtype) {
+  return reduce_functional<at::meta::structured_mean_dim>(
+      MLU_REDUCE_IMPL(ReduceOp::Mean, mask_of(self, dim), keepdim, 0),
+      [&] {
+        return cpu_fallback<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
+                                       std::optional<at::ScalarType>)>("aten::mean.dim", self, dim, keepdim, dtype);
+      },
+      self, dim, keepdim, dtype);
+}
+
+at::Tensor& mean_out_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
+                         std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return reduce_out<at::meta::structured_mean_dim>(
+      MLU_REDUCE_IMPL(ReduceOp::Mean, mask_of(self, dim), keepdim, 0),
+      [&]() -> at::Tensor& {
+        return cpu_fallback<at::Tensor&(const at::Tensor&, at::OptionalIntArrayRef, bool,
+                                        std::optional<at::ScalarType>, at::Tensor&)>("aten::mean.out", self, dim,
+                                                                                     keepdim, dtype, out);
+      },
+      out, self, dim, keepdim, dtype);
+}
+
+at::Tensor prod_dim_mlu(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  return reduce_functional<at::meta::structured_prod_dim_int>(
+      MLU_REDUCE_IMPL(ReduceOp::Prod, mask_of(self, at::IntArrayRef(dim)), keepdim, 0),
+      [&] {
+        return cpu_fallback<at::Tensor(const at::Tensor&, int64_t, bool, std::optional<at::ScalarType>)>(
+            "aten::prod.dim_int", self, dim, keepdim, dtype);
+      },
+      self, dim, keepdim, dtype);
+}
+
+at::Tensor prod_mlu(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<at::Tensor(const at::Tensor&, std::optional<at::ScalarType>)>("aten::prod", self, dtype);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  const at::ScalarType out_dtype = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/true);
+  at::Tensor result = at::empty({}, self.options().dtype(out_dtype));
+  launch_reduce(ReduceOp::Prod, self, result, mask_of(self, {}), false);
+  return result;
+}
+
+template <class Meta>
+at::Tensor amax_like(ReduceOp op, const at::Tensor& self, at::IntArrayRef dim, bool keepdim, const char* schema) {
+  return reduce_functional<Meta>(
+      MLU_REDUCE_IMPL(op, mask_of(self, dim), keepdim, 0),
+      [&] { return cpu_fallback<at::Tensor(const at::Tensor&, at::IntArrayRef, bool)>(schema, self, dim, keepdim); },
+      self, dim, keepdim);
+}
+
+template <class Meta>
+at::Tensor& amax_like_out(ReduceOp op, const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out,
+                          const char* schema) {
+  return reduce_out<Meta>(
+      MLU_REDUCE_IMPL(op, mask_of(self, dim), keepdim, 0),
+      [&]() -> at::Tensor& {
+        return cpu_fallback<at::Tensor&(const at::Tensor&, at::IntArrayRef, bool, at::Tensor&)>(schema, self, dim,
+                                                                                                keepdim, out);
+      },
+      out, self, dim, keepdim);
+}
+
+// max() / min() over every element.
+at::Tensor max_all_mlu(const at::Tensor& self, bool is_max) {
+  TORCH_CHECK(self.numel() > 0, is_max ? "max" : "min",
+              "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
+              "the 'dim' argument.");
+  if (!has_kernel(self)) {
+    return cpu_fallback<at::Tensor(const at::Tensor&)>(is_max ? "aten::max" : "aten::min", self);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  at::Tensor result = at::empty({}, self.options());
+  launch_reduce(is_max ? ReduceOp::Max : ReduceOp::Min, self, result, mask_of(self, {}), false);
+  return result;
+}
+
+template <class Meta>
+std::tuple<at::Tensor, at::Tensor> max_dim_mlu(bool is_max, const at::Tensor& self, int64_t dim, bool keepdim) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, int64_t, bool)>(
+        is_max ? "aten::max.dim" : "aten::min.dim", self, dim, keepdim);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<Meta, 2> op;
+  const auto pre = op.meta(self, dim, keepdim);
+  launch_arg_reduce(is_max, self, self.dim() == 0 ? 0 : pre.dim, op.output(0), op.output(1), keepdim);
+  return {std::move(op.output(0)), std::move(op.output(1))};
+}
+
+template <class Meta>
+at::Tensor argmax_mlu(bool is_max, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<at::Tensor(const at::Tensor&, std::optional<int64_t>, bool)>(
+        is_max ? "aten::argmax" : "aten::argmin", self, dim, keepdim);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<Meta> op;
+  op.meta(self, dim, keepdim);
+  at::Tensor& result = op.output(0);
+  if (result.numel() == 0) return std::move(result);
+  if (dim.has_value()) {
+    const int64_t d = self.dim() == 0 ? 0 : at::maybe_wrap_dim(*dim, self.dim());
+    launch_arg_reduce(is_max, self, d, at::Tensor(), result, keepdim);
+  } else {
+    // Over the flattened input: its index is the row-major linear index.
+    const at::Tensor flat = self.reshape({-1});
+    launch_arg_reduce(is_max, flat, 0, at::Tensor(), result.view(at::IntArrayRef()), false);
+  }
+  return std::move(result);
+}
+
+// all / any: bool results (uint8 for uint8 inputs, as PyTorch).
+template <class Meta, class... Args>
+at::Tensor all_any_mlu(ReduceOp op, const at::Tensor& self, const at::native::DimMask& mask, bool keepdim,
+                       const char* schema, const Args&... args) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<at::Tensor(const at::Tensor&, const Args&...)>(schema, self, args...);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<Meta> op_meta;
+  op_meta.meta(self, args...);
+  launch_reduce(op, self, op_meta.output(0), mask, keepdim);
+  return std::move(op_meta.output(0));
+}
+
+ReduceOp norm_op(double ord) {
+  if (ord == 2) return ReduceOp::Norm2;
+  if (ord == 1) return ReduceOp::Norm1;
+  if (ord == 0) return ReduceOp::Norm0;
+  if (std::isinf(ord)) return ord > 0 ? ReduceOp::AbsMax : ReduceOp::AbsMin;
+  return ReduceOp::NormP;
+}
+
+at::Tensor linalg_vector_norm_mlu(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim,
+                                  bool keepdim, std::optional<at::ScalarType> dtype) {
+  return reduce_functional<at::meta::structured_linalg_vector_norm>(
+      [&](const at::Tensor& result) {
+        const double p = ord.toDouble();
+        launch_reduce(norm_op(p), self, result, at::native::make_dim_mask(dim, self.dim()), keepdim, p);
+      },
+      [&] {
+        return cpu_fallback<at::Tensor(const at::Tensor&, const at::Scalar&, at::OptionalIntArrayRef, bool,
+                                       std::optional<at::ScalarType>)>("aten::linalg_vector_norm", self, ord, dim,
+                                                                       keepdim, dtype);
+      },
+      self, ord, dim, keepdim, dtype);
+}
+
+at::Tensor& linalg_vector_norm_out_mlu(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim,
+                                       bool keepdim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  return reduce_out<at::meta::structured_linalg_vector_norm>(
+      [&](const at::Tensor& result) {
+        const double p = ord.toDouble();
+        launch_reduce(norm_op(p), self, result, at::native::make_dim_mask(dim, self.dim()), keepdim, p);
+      },
+      [&]() -> at::Tensor& {
+        return cpu_fallback<at::Tensor&(const at::Tensor&, const at::Scalar&, at::OptionalIntArrayRef, bool,
+                                        std::optional<at::ScalarType>, at::Tensor&)>(
+            "aten::linalg_vector_norm.out", self, ord, dim, keepdim, dtype, out);
+      },
+      out, self, ord, dim, keepdim, dtype);
+}
+
+// var / std as two passes of native kernels (mean, then the mean of squared
+// deviations), in float for 16-bit inputs like PyTorch's accumulation.
+std::tuple<at::Tensor, at::Tensor> var_mean_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                                const std::optional<at::Scalar>& correction, bool keepdim) {
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()) || self.is_complex(),
+              "std and var only support floating point and complex dtypes");
+  const bool half = self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16;
+  const at::Tensor x = half ? self.to(at::kFloat) : self;
+  const at::Tensor mean = at::mean(x, dim, /*keepdim=*/true);
+  const at::Tensor diff = x.sub(mean);
+  const at::Tensor sq = x.is_complex() ? at::real(diff.mul(diff.conj())) : diff.mul(diff);
+  const auto mask = at::native::make_dim_mask(dim, self.dim());
+  int64_t n = 1;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (mask[d]) n *= self.size(d);
+  }
+  const double c = correction.has_value() ? correction->toDouble() : 1.0;
+  const double divisor = std::max(0.0, static_cast<double>(n) - c);
+  at::Tensor var = at::sum(sq, dim, keepdim).div_(divisor);
+  at::Tensor m = keepdim ? mean : (dim.has_value() && !dim->empty() ? mean.squeeze(*dim) : mean.reshape({}));
+  if (half) {
+    var = var.to(self.scalar_type());
+    m = m.to(self.scalar_type());
+  }
+  return {var, m};
+}
+
+at::Tensor var_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, const std::optional<at::Scalar>& correction,
+                   bool keepdim) {
+  return std::get<0>(var_mean_mlu(self, dim, correction, keepdim));
+}
+
+at::Tensor std_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, const std::optional<at::Scalar>& correction,
+                   bool keepdim) {
+  return var_mlu(self, dim, correction, keepdim).sqrt_();
+}
+
+std::tuple<at::Tensor, at::Tensor> std_mean_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                                const std::optional<at::Scalar>& correction, bool keepdim) {
+  auto [var, mean] = var_mean_mlu(self, dim, correction, keepdim);
+  return {var.sqrt_(), mean};
+}
+
+template <class Meta>
+at::Tensor cumulative_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
+                          const char* schema) {
+  if (!has_kernel(self) || (dtype.has_value() && !kernel_dtype(*dtype))) {
+    return cpu_fallback<at::Tensor(const at::Tensor&, int64_t, std::optional<at::ScalarType>)>(schema, self, dim,
+                                                                                                dtype);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<Meta> meta;
+  meta.meta(self, dim, dtype);
+  launch_scan(op, self, self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim()), meta.output(0));
+  return std::move(meta.output(0));
+}
+
+template <class Meta>
+at::Tensor& cumulative_out_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim,
+                               std::optional<at::ScalarType> dtype, at::Tensor& out, const char* schema) {
+  if (!has_kernel(self) || !has_kernel(out) || out.is_same(self)) {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, int64_t, std::optional<at::ScalarType>, at::Tensor&)>(
+        schema, self, dim, dtype, out);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUOut<Meta> meta(out);
+  meta.meta(self, dim, dtype);
+  launch_scan(op, self, self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim()), meta.maybe_get_output(0));
+  meta.finish();
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("sum.dim_IntList", TORCH_FN(sum_mlu));
+  m.impl("sum.IntList_out", TORCH_FN(sum_out_mlu));
+  m.impl("mean.dim", TORCH_FN(mean_mlu));
+  m.impl("mean.out", TORCH_FN(mean_out_mlu));
+  m.impl("prod.dim_int", TORCH_FN(prod_dim_mlu));
+  m.impl("prod", TORCH_FN(prod_mlu));
+  m.impl("amax", [](const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+    return amax_like<at::meta::structured_amax>(ReduceOp::Max, self, dim, keepdim, "aten::amax");
+  });
+  m.impl("amin", [](const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
+    return amax_like<at::meta::structured_amin>(ReduceOp::Min, self, dim, keepdim, "aten::amin");
+  });
+  m.impl("amax.out", [](const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) -> at::Tensor& {
+    return amax_like_out<at::meta::structured_amax>(ReduceOp::Max, self, dim, keepdim, out, "aten::amax.out");
+  });
+  m.impl("amin.out", [](const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) -> at::Tensor& {
+    return amax_like_out<at::meta::structured_amin>(ReduceOp::Min, self, dim, keepdim, out, "aten::amin.out");
+  });
+  m.impl("max", [](const at::Tensor& self) { return max_all_mlu(self, true); });
+  m.impl("min", [](const at::Tensor& self) { return max_all_mlu(self, false); });
+  m.impl("max.dim", [](const at::Tensor& self, int64_t dim, bool keepdim) {
+    return max_dim_mlu<at::meta::structured_max_dim>(true, self, dim, keepdim);
+  });
+  m.impl("min.dim", [](const at::Tensor& self, int64_t dim, bool keepdim) {
+    return max_dim_mlu<at::meta::structured_min_dim>(false, self, dim, keepdim);
+  });
+  m.impl("argmax", [](const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+    return argmax_mlu<at::meta::structured_argmax>(true, self, dim, keepdim);
+  });
+  m.impl("argmin", [](const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+    return argmax_mlu<at::meta::structured_argmin>(false, self, dim, keepdim);
+  });
+  m.impl("all", [](const at::Tensor& self) {
+    return all_any_mlu<at::meta::structured_all>(ReduceOp::All, self, mask_of(self, {}), false, "aten::all");
+  });
+  m.impl("any", [](const at::Tensor& self) {
+    return all_any_mlu<at::meta::structured_any>(ReduceOp::Any, self, mask_of(self, {}), false, "aten::any");
+  });
+  m.impl("all.dim", [](const at::Tensor& self, int64_t dim, bool keepdim) {
+    return all_any_mlu<at::meta::structured_all_dim>(ReduceOp::All, self, mask_of(self, at::IntArrayRef(dim)), keepdim,
+                                                     "aten::all.dim", dim, keepdim);
+  });
+  m.impl("any.dim", [](const at::Tensor& self, int64_t dim, bool keepdim) {
+    return all_any_mlu<at::meta::structured_any_dim>(ReduceOp::Any, self, mask_of(self, at::IntArrayRef(dim)), keepdim,
+                                                     "aten::any.dim", dim, keepdim);
+  });
+  m.impl("all.dims", [](const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+    return all_any_mlu<at::meta::structured_all_dims>(ReduceOp::All, self, mask_of(self, dim), keepdim,
+                                                      "aten::all.dims", dim, keepdim);
+  });
+  m.impl("any.dims", [](const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
+    return all_any_mlu<at::meta::structured_any_dims>(ReduceOp::Any, self, mask_of(self, dim), keepdim,
+                                                      "aten::any.dims", dim, keepdim);
+  });
+  m.impl("linalg_vector_norm", TORCH_FN(linalg_vector_norm_mlu));
+  m.impl("linalg_vector_norm.out", TORCH_FN(linalg_vector_norm_out_mlu));
+  m.impl("norm.ScalarOpt_dim", [](const at::Tensor& self, const std::optional<at::Scalar>& p, at::IntArrayRef dim,
+                                  bool keepdim) {
+    return at::linalg_vector_norm(self, p.value_or(2.0), dim, keepdim, std::nullopt);
+  });
+  m.impl("norm.ScalarOpt_dim_dtype", [](const at::Tensor& self, const std::optional<at::Scalar>& p,
+                                        at::IntArrayRef dim, bool keepdim, at::ScalarType dtype) {
+    return at::linalg_vector_norm(self, p.value_or(2.0), dim, keepdim, dtype);
+  });
+  m.impl("var.correction", TORCH_FN(var_mlu));
+  m.impl("std.correction", TORCH_FN(std_mlu));
+  m.impl("var_mean.correction", TORCH_FN(var_mean_mlu));
+  m.impl("std_mean.correction", TORCH_FN(std_mean_mlu));
+  m.impl("cumsum", [](const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+    return cumulative_mlu<at::meta::structured_cumsum>(k::ScanOp::Sum, self, dim, dtype, "aten::cumsum");
+  });
+  m.impl("cumprod", [](const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
+    return cumulative_mlu<at::meta::structured_cumprod>(k::ScanOp::Prod, self, dim, dtype, "aten::cumprod");
+  });
+  m.impl("cumsum.out", [](const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
+                          at::Tensor& out) -> at::Tensor& {
+    return cumulative_out_mlu<at::meta::structured_cumsum>(k::ScanOp::Sum, self, dim, dtype, out, "aten::cumsum.out");
+  });
+  m.impl("cumprod.out", [](const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
+                           at::Tensor& out) -> at::Tensor& {
+    return cumulative_out_mlu<at::meta::structured_cumprod>(k::ScanOp::Prod, self, dim, dtype, out,
+                                                            "aten::cumprod.out");
+  });
+}
+
+}  // namespace torch_mlu

@@ -1,0 +1,338 @@
+// Reductions, arg-reductions and scans, compiled once per ISA like the
+// pointwise engine (CMake defines MLU_ISA_NS).
+//
+// Note [Reduction modes]
+// After coalescing, the dims split into kept dims (out stride != 0) and
+// reduced dims (out stride 0).
+//  - Inner mode (the input's fastest dim is reduced): each output element
+//    folds its reduced sub-space row by row; a row is folded with 8 partial
+//    accumulators, so the loop vectorises. Outputs go to different threads;
+//    with fewer outputs than threads, one output's reduced range is split in
+//    fixed chunks whose partials merge in order (deterministic).
+//  - Outer mode (the fastest dim is kept): blocks of up to kBlock outputs
+//    along that dim fold every reduced position into an accumulator array,
+//    reading input rows contiguously (vectorised across outputs).
+#include <algorithm>
+#include <vector>
+
+#include "../dispatch.h"
+#include "../pointwise/table.h"
+#include "accumulate.h"
+#include "mlu_kernels/parallel.h"
+#include "reduce_table.h"
+
+namespace mlu::kernels::MLU_ISA_NS {
+
+namespace {
+
+namespace ro = reduce_ops;
+
+constexpr int64_t kBlock = 256;
+constexpr int64_t kGrain = 32768;  // elements read per parallel chunk, at least
+
+struct Dims {
+  int n = 0;
+  int64_t size[kMaxDims];
+  int64_t in[kMaxDims];
+  int64_t out[kMaxDims];
+};
+
+// The offset of linear index `linear` (row-major over d.size) in in/out.
+inline void offsets_of(const Dims& d, int64_t linear, int64_t& in, int64_t& out) {
+  in = 0;
+  out = 0;
+  for (int k = d.n - 1; k >= 0; --k) {
+    const int64_t i = linear % d.size[k];
+    linear /= d.size[k];
+    in += i * d.in[k];
+    out += i * d.out[k];
+  }
+}
+
+// Folds n elements at p (stride s) into acc.
+template <class Op, class Acc, class S>
+inline Acc fold_row(Acc acc, const S* p, int64_t s, int64_t n, double param) {
+  if (s == 1 && n >= 8) {
+    Acc part[8];
+    for (int l = 0; l < 8; ++l) part[l] = Op::template init<Acc>();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+      for (int l = 0; l < 8; ++l) part[l] = Op::step(part[l], ro::load<Acc>(p[i + l]), param);
+    }
+    for (; i < n; ++i) part[0] = Op::step(part[0], ro::load<Acc>(p[i]), param);
+    for (int l = 0; l < 8; ++l) acc = Op::merge(acc, part[l]);
+    return acc;
+  }
+  for (int64_t i = 0; i < n; ++i) acc = Op::step(acc, ro::load<Acc>(p[i * s]), param);
+  return acc;
+}
+
+// Folds the reduced positions [begin, end) (row-major over r) starting at p.
+template <class Op, class Acc, class S>
+Acc fold_range(Acc acc, const S* p, const Dims& r, int64_t begin, int64_t end, double param) {
+  const int last = r.n - 1;
+  const int64_t row = r.size[last];
+  int64_t index[kMaxDims];
+  int64_t rest = begin, offset = 0;
+  for (int k = last; k >= 0; --k) {
+    index[k] = rest % r.size[k];
+    rest /= r.size[k];
+    offset += index[k] * r.in[k];
+  }
+  int64_t remaining = end - begin;
+  while (remaining > 0) {
+    const int64_t len = std::min(row - index[last], remaining);
+    acc = fold_row<Op>(acc, p + offset, r.in[last], len, param);
+    remaining -= len;
+    if (remaining == 0) break;
+    offset -= index[last] * r.in[last];
+    index[last] = 0;
+    for (int k = last - 1; k >= 0; --k) {
+      offset += r.in[k];
+      if (++index[k] < r.size[k]) break;
+      offset -= r.in[k] * r.size[k];
+      index[k] = 0;
+    }
+  }
+  return acc;
+}
+
+// Writes one result, converted to the output's dtype (chosen at run time:
+// results are few compared with the elements folded into them).
+template <class Acc>
+void store(const Operand& out, int64_t offset, Acc value) {
+  detail::dispatch(out.dtype, [&](auto tag) {
+    using D = typename decltype(tag)::type;
+    if constexpr (!detail::is_complex_v<D>) static_cast<D*>(out.data)[offset] = detail::convert<D>(value);
+  });
+}
+
+template <class Op, class S>
+void reduce_typed(const Dims& kept, const Dims& red, bool last_reduced, int64_t count, const S* in,
+                  const Operand& out, double p) {
+  using Acc = ro::acc_t<S>;
+  int64_t n_out = 1, n_red = 1;
+  for (int k = 0; k < kept.n; ++k) n_out *= kept.size[k];
+  for (int k = 0; k < red.n; ++k) n_red *= red.size[k];
+  if (n_red == 0 || red.n == 0) {
+    // Nothing (or a single element) to fold per output.
+    parallel_for(0, n_out, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        int64_t io, oo;
+        offsets_of(kept, o, io, oo);
+        Acc acc = Op::template init<Acc>();
+        if (n_red == 1) acc = Op::step(acc, ro::load<Acc>(in[io]), p);
+        store(out, oo, Op::finish(acc, count, p));
+      }
+    });
+    return;
+  }
+  if (kept.n == 0 || last_reduced) {
+    const int threads = num_threads();
+    if (n_out >= threads || n_red < 2 * kGrain) {
+      const int64_t grain = std::max<int64_t>(1, kGrain / n_red);
+      parallel_for(0, n_out, grain, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          int64_t io, oo;
+          offsets_of(kept, o, io, oo);
+          const Acc acc = fold_range<Op>(Op::template init<Acc>(), in + io, red, 0, n_red, p);
+          store(out, oo, Op::finish(acc, count, p));
+        }
+      });
+      return;
+    }
+    // Few outputs, long reductions: fixed chunks of the reduced range.
+    const int64_t chunks = std::min<int64_t>(threads, n_red / kGrain);
+    std::vector<Acc> partial(static_cast<size_t>(chunks));
+    for (int64_t o = 0; o < n_out; ++o) {
+      int64_t io, oo;
+      offsets_of(kept, o, io, oo);
+      parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c) {
+          partial[static_cast<size_t>(c)] = fold_range<Op>(Op::template init<Acc>(), in + io, red,
+                                                           n_red * c / chunks, n_red * (c + 1) / chunks, p);
+        }
+      });
+      Acc acc = Op::template init<Acc>();
+      for (const Acc& part : partial) acc = Op::merge(acc, part);
+      store(out, oo, Op::finish(acc, count, p));
+    }
+    return;
+  }
+  // Outer mode: the last kept dim runs along the accumulator array.
+  const int last = kept.n - 1;
+  const int64_t len = kept.size[last];
+  const int64_t s_in = kept.in[last], s_out = kept.out[last];
+  Dims outer = kept;
+  outer.n = last;
+  int64_t n_outer = 1;
+  for (int k = 0; k < outer.n; ++k) n_outer *= outer.size[k];
+  const int64_t blocks = (len + kBlock - 1) / kBlock;
+  const int64_t grain = std::max<int64_t>(1, kGrain / (n_red * std::min(len, kBlock)));
+  parallel_for(0, n_outer * blocks, grain, [&](int64_t b, int64_t e) {
+    Acc acc[kBlock];
+    for (int64_t w = b; w < e; ++w) {
+      const int64_t o = w / blocks, j0 = (w % blocks) * kBlock;
+      const int64_t m = std::min(kBlock, len - j0);
+      int64_t io, oo;
+      offsets_of(outer, o, io, oo);
+      io += j0 * s_in;
+      oo += j0 * s_out;
+      for (int64_t j = 0; j < m; ++j) acc[j] = Op::template init<Acc>();
+      // Every reduced position, row-major over red.
+      int64_t index[kMaxDims] = {};
+      int64_t offset = 0;
+      for (int64_t r = 0; r < n_red; ++r) {
+        const S* row = in + io + offset;
+        if (s_in == 1) {
+          for (int64_t j = 0; j < m; ++j) acc[j] = Op::step(acc[j], ro::load<Acc>(row[j]), p);
+        } else {
+          for (int64_t j = 0; j < m; ++j) acc[j] = Op::step(acc[j], ro::load<Acc>(row[j * s_in]), p);
+        }
+        for (int k = red.n - 1; k >= 0; --k) {
+          offset += red.in[k];
+          if (++index[k] < red.size[k]) break;
+          offset -= red.in[k] * red.size[k];
+          index[k] = 0;
+        }
+      }
+      for (int64_t j = 0; j < m; ++j) store(out, oo + j * s_out, Op::finish(acc[j], count, p));
+    }
+  });
+}
+
+void reduce_impl(ReduceOp op, const Shape& shape, const Operand& out, const Operand& in, double p) {
+  // Split the (coalesced) dims into kept and reduced ones.
+  Dims kept, red;
+  int64_t count = 1;
+  const bool last_reduced = shape.ndim > 0 && out.strides.v[shape.ndim - 1] == 0;
+  for (int d = 0; d < shape.ndim; ++d) {
+    if (out.strides.v[d] == 0) {
+      red.size[red.n] = shape.sizes[d];
+      red.in[red.n] = in.strides.v[d];
+      red.out[red.n++] = 0;
+      count *= shape.sizes[d];
+    } else {
+      kept.size[kept.n] = shape.sizes[d];
+      kept.in[kept.n] = in.strides.v[d];
+      kept.out[kept.n++] = out.strides.v[d];
+    }
+  }
+  ro::dispatch_op(op, [&](auto op_tag) {
+    using Op = typename decltype(op_tag)::type;
+    detail::dispatch(in.dtype, [&](auto in_tag) {
+      using S = typename decltype(in_tag)::type;
+      if constexpr (!detail::is_complex_v<S>) {
+        reduce_typed<Op>(kept, red, last_reduced, count, static_cast<const S*>(in.data), out, p);
+      }
+    });
+  });
+}
+
+// Rows along the last dim; row r's offsets from the outer dims.
+struct Rows {
+  Dims outer;  // in = input stride, out = first output's stride
+  int64_t out2[kMaxDims];
+  int64_t n_rows = 1;
+  int64_t len = 0;
+};
+
+inline void row_offsets(const Rows& rows, int64_t r, int64_t& in, int64_t& out, int64_t& out2) {
+  in = out = out2 = 0;
+  for (int k = rows.outer.n - 1; k >= 0; --k) {
+    const int64_t i = r % rows.outer.size[k];
+    r /= rows.outer.size[k];
+    in += i * rows.outer.in[k];
+    out += i * rows.outer.out[k];
+    out2 += i * rows.out2[k];
+  }
+}
+
+Rows make_rows(const Shape& shape, const Strides& in, const Strides& out, const Strides& out2) {
+  Rows rows;
+  rows.outer.n = shape.ndim - 1;
+  for (int d = 0; d < rows.outer.n; ++d) {
+    rows.outer.size[d] = shape.sizes[d];
+    rows.outer.in[d] = in.v[d];
+    rows.outer.out[d] = out.v[d];
+    rows.out2[d] = out2.v[d];
+    rows.n_rows *= shape.sizes[d];
+  }
+  rows.len = shape.sizes[shape.ndim - 1];
+  return rows;
+}
+
+void arg_reduce_impl(bool is_max, const Shape& shape, const Operand& values, const Operand& indices,
+                     const Operand& in) {
+  const Rows rows = make_rows(shape, in.strides, indices.strides, values.strides);
+  const int64_t s = in.strides.v[shape.ndim - 1];
+  detail::dispatch(in.dtype, [&](auto in_tag) {
+    using S = typename decltype(in_tag)::type;
+    if constexpr (!detail::is_complex_v<S>) {
+      using Acc = ro::acc_t<S>;
+      const S* src = static_cast<const S*>(in.data);
+      const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(rows.len, 1));
+      parallel_for(0, rows.n_rows, grain, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          int64_t io, oi, ov;
+          row_offsets(rows, r, io, oi, ov);
+          const S* p = src + io;
+          Acc best = ro::load<Acc>(p[0]);
+          int64_t best_i = 0;
+          for (int64_t i = 1; i < rows.len; ++i) {
+            const Acc v = ro::load<Acc>(p[i * s]);
+            if (ro::better(is_max, v, best)) {
+              best = v;
+              best_i = i;
+            }
+          }
+          static_cast<int64_t*>(indices.data)[oi] = best_i;
+          if (values.data != nullptr) {
+            detail::dispatch(values.dtype, [&](auto out_tag) {
+              using D = typename decltype(out_tag)::type;
+              static_cast<D*>(values.data)[ov] = detail::convert<D>(p[best_i * s]);
+            });
+          }
+        }
+      });
+    }
+  });
+}
+
+template <class S>
+void scan_typed(ScanOp op, const Rows& rows, const S* src, int64_t s_in, const Operand& out, int64_t s_out) {
+  using Acc = ro::acc_t<S>;
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(rows.len, 1));
+  parallel_for(0, rows.n_rows, grain, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      int64_t io, oo, unused;
+      row_offsets(rows, r, io, oo, unused);
+      Acc acc = op == ScanOp::Sum ? Acc(0) : Acc(1);
+      for (int64_t i = 0; i < rows.len; ++i) {
+        const Acc x = ro::load<Acc>(src[io + i * s_in]);
+        acc = op == ScanOp::Sum ? acc + x : acc * x;
+        store(out, oo + i * s_out, acc);
+      }
+    }
+  });
+}
+
+void scan_impl(ScanOp op, const Shape& shape, const Operand& out, const Operand& in) {
+  const Rows rows = make_rows(shape, in.strides, out.strides, out.strides);
+  detail::dispatch(in.dtype, [&](auto in_tag) {
+    using S = typename decltype(in_tag)::type;
+    if constexpr (!detail::is_complex_v<S>) {
+      scan_typed(op, rows, static_cast<const S*>(in.data), in.strides.v[shape.ndim - 1], out,
+                 out.strides.v[shape.ndim - 1]);
+    }
+  });
+}
+
+}  // namespace
+
+const detail::ReduceKernels& reduce_kernels() {
+  static const detail::ReduceKernels kernels{&reduce_impl, &arg_reduce_impl, &scan_impl};
+  return kernels;
+}
+
+}  // namespace mlu::kernels::MLU_ISA_NS

@@ -1,0 +1,186 @@
+// Reductions, arg-reductions and scans of every ISA against the references,
+// over random shapes, strides, reduced-dim sets and dtypes.
+#include "mlu_kernels/reduce.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "mlu_kernels/isa.h"
+#include "mlu_kernels/parallel.h"
+#include "random_views.h"
+
+namespace mlu::kernels {
+namespace {
+
+using testutil::Buffer;
+using testutil::Rng;
+
+constexpr ScalarType kTypes[] = {ScalarType::Bool,    ScalarType::UInt8,    ScalarType::Int8,
+                                 ScalarType::Int32,   ScalarType::Int64,    ScalarType::Float16,
+                                 ScalarType::BFloat16, ScalarType::Float32, ScalarType::Float64};
+
+double as_double(ScalarType type, const unsigned char* p) {
+  auto load = [p](auto v) { std::memcpy(&v, p, sizeof(v)); return v; };
+  switch (type) {
+    case ScalarType::Bool: return load(uint8_t{});
+    case ScalarType::UInt8: return load(uint8_t{});
+    case ScalarType::Int8: return load(int8_t{});
+    case ScalarType::Int16: return load(int16_t{});
+    case ScalarType::Int32: return load(int32_t{});
+    case ScalarType::Int64: return static_cast<double>(load(int64_t{}));
+    case ScalarType::Float16: return to_float(load(Half{}));
+    case ScalarType::BFloat16: return to_float(load(BFloat16{}));
+    case ScalarType::Float32: return load(0.0f);
+    case ScalarType::Float64: return load(0.0);
+    default: return 0;
+  }
+}
+
+// Summation order differs (partial accumulators), so floating results may
+// differ in the last bits of a double; compare at the output's precision.
+void expect_close(const Buffer& actual, const Buffer& expected, const std::string& what) {
+  const ScalarType t = actual.type();
+  const double rtol = t == ScalarType::Float64 ? 1e-12 : t == ScalarType::Float32 ? 1e-6 : 1e-2;
+  for (int64_t i = 0; i < actual.count(); ++i) {
+    const auto* a = const_cast<Buffer&>(actual).element(i);
+    const auto* b = const_cast<Buffer&>(expected).element(i);
+    if (testutil::same_element(t, a, b)) continue;
+    const double x = as_double(t, a), y = as_double(t, b);
+    ASSERT_TRUE(std::abs(x - y) <= rtol * std::max(std::abs(x), std::abs(y)) + 1e-300)
+        << what << " element " << i << ": " << x << " vs " << y;
+  }
+}
+
+class ReduceTest : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(ReduceTest, MatchesReferenceOnRandomViews) {
+  set_isa(GetParam());
+  Rng rng(99);
+  const ReduceOp ops[] = {ReduceOp::Sum,   ReduceOp::Prod,  ReduceOp::Mean,  ReduceOp::Max,
+                          ReduceOp::Min,   ReduceOp::AbsMax, ReduceOp::AbsMin, ReduceOp::Norm0,
+                          ReduceOp::Norm1, ReduceOp::Norm2, ReduceOp::NormP, ReduceOp::All,
+                          ReduceOp::Any};
+  for (int iter = 0; iter < 400; ++iter) {
+    const ReduceOp op = ops[iter % std::size(ops)];
+    const ScalarType in_type = kTypes[testutil::uniform(rng, 0, std::size(kTypes) - 1)];
+    const bool floating = in_type >= ScalarType::Float16;
+    const ScalarType out_type = (op == ReduceOp::All || op == ReduceOp::Any) ? ScalarType::Bool
+                                : floating                                 ? in_type
+                                                                           : ScalarType::Int64;
+    if (!floating && (op == ReduceOp::Mean || op == ReduceOp::Norm2 || op == ReduceOp::NormP)) continue;
+    Shape shape = testutil::random_shape(rng);
+    if (iter % 50 == 0) {  // long rows: partial accumulators and thread splits
+      shape.ndim = 2;
+      shape.sizes[0] = testutil::uniform(rng, 1, 3);
+      shape.sizes[1] = 100000;
+    }
+    const auto in_layout = testutil::random_layout(shape, rng, /*allow_broadcast=*/false);
+    Buffer in(in_type, in_layout.span);
+    testutil::fill_random(in, rng, /*integer_safe=*/true);
+    // Reduce a random subset of dims: out stride 0 there, contiguous elsewhere.
+    Strides out_strides{};
+    int64_t running = 1;
+    for (int d = shape.ndim - 1; d >= 0; --d) {
+      if (testutil::chance(rng, 0.5)) {
+        out_strides.v[d] = 0;
+      } else {
+        out_strides.v[d] = running;
+        running *= std::max<int64_t>(shape.sizes[d], 1);
+      }
+    }
+    Buffer actual(out_type, running), expected(out_type, running);
+    const Operand input{in.element(in_layout.offset), in_type, in_layout.strides};
+    const double p = 1.5;
+    reduce(op, shape, Operand{actual.data(), out_type, out_strides}, input, p);
+    reduce_ref(op, shape, Operand{expected.data(), out_type, out_strides}, input, p);
+    expect_close(actual, expected, "reduce op " + std::to_string(static_cast<int>(op)) + " " +
+                                       scalar_type_name(in_type));
+  }
+  set_isa(Isa::Avx512);
+}
+
+TEST_P(ReduceTest, ArgReduceAndScanMatchReference) {
+  set_isa(GetParam());
+  Rng rng(7);
+  for (int iter = 0; iter < 200; ++iter) {
+    const ScalarType type = kTypes[testutil::uniform(rng, 1, std::size(kTypes) - 1)];
+    Shape shape = testutil::random_shape(rng);
+    if (shape.ndim == 0) continue;
+    if (shape.sizes[shape.ndim - 1] == 0) shape.sizes[shape.ndim - 1] = 3;
+    const auto in_layout = testutil::random_layout(shape, rng, false);
+    Buffer in(type, in_layout.span);
+    testutil::fill_random(in, rng, /*integer_safe=*/iter % 2 == 0);
+    const Operand input{in.element(in_layout.offset), type, in_layout.strides};
+    // Row outputs: contiguous over the outer dims, stride 0 along the row.
+    Strides row_strides{};
+    int64_t rows = 1;
+    for (int d = shape.ndim - 2; d >= 0; --d) {
+      row_strides.v[d] = rows;
+      rows *= shape.sizes[d];
+    }
+    Buffer vals(type, rows), vals_ref(type, rows), idx(ScalarType::Int64, rows), idx_ref(ScalarType::Int64, rows);
+    const bool is_max = iter % 3 != 0;
+    arg_reduce(is_max, shape, Operand{vals.data(), type, row_strides}, Operand{idx.data(), ScalarType::Int64, row_strides}, input);
+    arg_reduce_ref(is_max, shape, Operand{vals_ref.data(), type, row_strides},
+                   Operand{idx_ref.data(), ScalarType::Int64, row_strides}, input);
+    expect_close(idx, idx_ref, "arg_reduce indices");
+    expect_close(vals, vals_ref, "arg_reduce values");
+    // Scan into a contiguous output of the accumulation-friendly dtype.
+    const auto out_layout = testutil::random_layout(shape, rng, false);
+    const ScalarType out_type = type >= ScalarType::Float16 ? type : ScalarType::Int64;
+    Buffer out(out_type, out_layout.span), out_ref(out_type, out_layout.span);
+    const ScanOp op = iter % 2 ? ScanOp::Sum : ScanOp::Prod;
+    scan(op, shape, Operand{out.element(out_layout.offset), out_type, out_layout.strides}, input);
+    scan_ref(op, shape, Operand{out_ref.element(out_layout.offset), out_type, out_layout.strides}, input);
+    expect_close(out, out_ref, "scan");
+  }
+  set_isa(Isa::Avx512);
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v;
+  for (Isa isa : {Isa::Baseline, Isa::Avx2, Isa::Avx512}) {
+    if (static_cast<int>(isa) <= static_cast<int>(detected_isa())) v.push_back(isa);
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, ReduceTest, ::testing::ValuesIn(isas()),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+TEST(Reduce, EmptyReductionsGiveIdentities) {
+  float in[1] = {0};
+  float out[1] = {-1};
+  Shape shape;
+  shape.ndim = 1;
+  shape.sizes[0] = 0;
+  Strides zero{};
+  reduce(ReduceOp::Sum, shape, Operand{out, ScalarType::Float32, zero}, Operand{in, ScalarType::Float32, zero});
+  EXPECT_EQ(out[0], 0.0f);
+  reduce(ReduceOp::Prod, shape, Operand{out, ScalarType::Float32, zero}, Operand{in, ScalarType::Float32, zero});
+  EXPECT_EQ(out[0], 1.0f);
+  reduce(ReduceOp::Mean, shape, Operand{out, ScalarType::Float32, zero}, Operand{in, ScalarType::Float32, zero});
+  EXPECT_TRUE(std::isnan(out[0]));
+}
+
+TEST(Reduce, NanPropagatesThroughMaxAndArgmax) {
+  float in[4] = {1, NAN, 3, NAN};
+  float out[1];
+  int64_t index[1];
+  Shape shape;
+  shape.ndim = 1;
+  shape.sizes[0] = 4;
+  Strides unit{}, zero{};
+  unit.v[0] = 1;
+  reduce(ReduceOp::Max, shape, Operand{out, ScalarType::Float32, zero}, Operand{in, ScalarType::Float32, unit});
+  EXPECT_TRUE(std::isnan(out[0]));
+  arg_reduce(false, shape, Operand{out, ScalarType::Float32, zero}, Operand{index, ScalarType::Int64, zero},
+             Operand{in, ScalarType::Float32, unit});
+  EXPECT_EQ(index[0], 1);
+}
+
+}  // namespace
+}  // namespace mlu::kernels
