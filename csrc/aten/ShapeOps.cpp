@@ -1,0 +1,361 @@
+// Shape and ordering ops on mlu: flip, roll, tril/triu, sort, topk, the
+// range factories (arange, linspace, eye) and advanced indexing with one
+// index tensor (x[idx], x[:, idx]).
+#include <cmath>
+
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/index_select.h>
+#include <ATen/ops/linspace.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/sort_meta.h>
+#include <ATen/ops/topk_meta.h>
+#include <ATen/ops/tril_meta.h>
+#include <ATen/ops/triu_meta.h>
+#include <ATen/ops/where.h>
+#include <mlu_kernels/copy.h>
+#include <mlu_kernels/sequence.h>
+#include <mlu_kernels/sort.h>
+
+#include "csrc/aten/Copy.h"
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/aten/StructuredPointwise.h"
+
+namespace torch_mlu {
+namespace {
+
+namespace k = mlu::kernels;
+
+bool has_kernel(const at::Tensor& t) { return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value(); }
+
+// flip: one strided copy from the input seen with negative strides on the
+// flipped dims (the kernels accept negative strides; PyTorch views do not).
+at::Tensor flip_mlu(const at::Tensor& self, at::IntArrayRef dims) {
+  const int64_t ndim = self.dim();
+  TORCH_CHECK(ndim <= k::kMaxDims, "flip: mlu supports at most ", k::kMaxDims, " dims");
+  std::vector<bool> flipped(static_cast<size_t>(std::max<int64_t>(ndim, 1)), false);
+  for (int64_t d : dims) {
+    const int64_t w = at::maybe_wrap_dim(d, ndim);
+    TORCH_CHECK(!flipped[static_cast<size_t>(w)], "dims has duplicates, original flip dims size=", dims.size());
+    flipped[static_cast<size_t>(w)] = true;
+  }
+  at::Tensor out = at::empty(self.sizes(), self.options());
+  if (self.numel() == 0) return out;
+  c10::OptionalDeviceGuard guard(self.device());
+  const k::ScalarType type = require_kernel_dtype(self.scalar_type(), "flip");
+  const k::Shape shape = kernel_shape(self);
+  k::Strides src = kernel_strides(self);
+  const k::Strides dst = kernel_strides(out);
+  const char* base = static_cast<const char*>(self.const_data_ptr());
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (!flipped[static_cast<size_t>(d)]) continue;
+    base += (self.size(d) - 1) * self.stride(d) * static_cast<int64_t>(self.element_size());
+    src.v[d] = -src.v[d];
+  }
+  void* dst_ptr = out.data_ptr();
+  launch_kernel(self.device().index(), "flip", [=] { k::copy(dst_ptr, type, dst, base, type, src, shape); });
+  return out;
+}
+
+// roll: two on-device slice copies per rolled dim.
+at::Tensor roll_mlu(const at::Tensor& self, c10::SymIntArrayRef shifts_sym, at::IntArrayRef dims) {
+  const at::IntArrayRef shifts = C10_AS_INTARRAYREF_SLOW(shifts_sym);
+  TORCH_CHECK(!shifts.empty(), "`shifts` required");
+  if (dims.empty() && shifts.size() == 1) {
+    return roll_mlu(self.flatten(), shifts_sym, {0}).view(self.sizes());
+  }
+  TORCH_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ", shifts.size(),
+              ", dims:", dims.size());
+  c10::OptionalDeviceGuard guard(self.device());
+  at::Tensor current = self;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t dim = at::maybe_wrap_dim(dims[i], self.dim());
+    const int64_t size = self.size(dim);
+    at::Tensor out = at::empty(self.sizes(), self.options());
+    if (size == 0 || self.numel() == 0) return out;
+    const int64_t s = ((shifts[i] % size) + size) % size;
+    if (s == 0) {
+      copy_on_device(out, current);
+    } else {
+      copy_on_device(out.narrow(dim, s, size - s), current.narrow(dim, 0, size - s));
+      copy_on_device(out.narrow(dim, 0, s), current.narrow(dim, size - s, s));
+    }
+    current = out;
+  }
+  return current;
+}
+
+// tril / triu: where(col - row <= k, self, 0) (>= for triu) on the last two dims.
+at::Tensor triangle_keep(const at::Tensor& self, int64_t diagonal, bool lower) {
+  const int64_t rows = self.size(-2), cols = self.size(-1);
+  const at::Tensor r = at::arange(rows, self.options().dtype(at::kLong)).view({rows, 1});
+  const at::Tensor c = at::arange(cols, self.options().dtype(at::kLong)).view({1, cols});
+  const at::Tensor diff = c.sub(r);
+  return lower ? diff.le(diagonal) : diff.ge(diagonal);
+}
+
+template <class Meta>
+at::Tensor triangle_mlu(bool lower, const at::Tensor& self, int64_t diagonal) {
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<Meta> meta;
+  meta.meta(self, diagonal);
+  at::Tensor& out = meta.output();
+  if (out.numel() == 0) return std::move(out);
+  const at::Tensor zero = at::scalar_tensor(0, at::TensorOptions().dtype(self.scalar_type()));
+  at::where_out(out, triangle_keep(self, diagonal, lower), self, zero);
+  return std::move(out);
+}
+
+template <class Meta>
+at::Tensor& triangle_out_mlu(bool lower, const at::Tensor& self, int64_t diagonal, at::Tensor& result) {
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUOut<Meta> meta(result);
+  meta.meta(self, diagonal);
+  const at::Tensor& out = meta.maybe_get_output(0);
+  if (out.numel() > 0) {
+    const at::Tensor zero = at::scalar_tensor(0, at::TensorOptions().dtype(self.scalar_type()));
+    // where into a separate tensor first when out aliases self (tril_).
+    at::Tensor value = at::where(triangle_keep(self, diagonal, lower), self, zero);
+    copy_on_device(out, value);
+  }
+  meta.finish();
+  return result;
+}
+
+// ---- sort / topk ----
+
+k::Operand operand_of(const at::Tensor& t, const k::Strides& strides, const char* op) {
+  return {const_cast<void*>(t.const_data_ptr()), require_kernel_dtype(t.scalar_type(), op), strides};
+}
+
+// Strides of t with `dim` moved last (t.dim() == ndim, or 0-dim).
+k::Strides strides_dim_last(const at::Tensor& t, int64_t dim) {
+  k::Strides s{};
+  int j = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d != dim) s.v[j++] = t.stride(d);
+  }
+  s.v[j] = t.dim() == 0 ? 1 : t.stride(dim);
+  return s;
+}
+
+k::Shape shape_dim_last(const at::Tensor& t, int64_t dim, int64_t last_size) {
+  k::Shape s;
+  int j = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d != dim) s.sizes[j++] = t.size(d);
+  }
+  s.sizes[j] = last_size;
+  s.ndim = j + 1;
+  return s;
+}
+
+void launch_sort(const at::Tensor& self, int64_t dim, bool descending, const at::Tensor& values,
+                 const at::Tensor& indices) {
+  if (self.numel() == 0) return;
+  dim = self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim());
+  const k::Shape shape = shape_dim_last(self, dim, self.dim() == 0 ? 1 : self.size(dim));
+  const k::Operand in = operand_of(self, strides_dim_last(self, dim), "sort");
+  const k::Operand v = operand_of(values, strides_dim_last(values, dim), "sort");
+  const k::Operand x = operand_of(indices, strides_dim_last(indices, dim), "sort");
+  c10::DeviceGuard guard(self.device());
+  launch_kernel(self.device().index(), "sort", [=] { k::sort(shape, v, x, in, descending); });
+}
+
+std::tuple<at::Tensor, at::Tensor> sort_mlu(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
+                                            bool descending) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, std::optional<bool>, int64_t, bool)>(
+        "aten::sort.stable", self, stable, dim, descending);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<at::meta::structured_sort_stable, 2> meta;
+  meta.meta(self, stable, dim, descending);
+  launch_sort(self, dim, descending, meta.output(0), meta.output(1));
+  return {std::move(meta.output(0)), std::move(meta.output(1))};
+}
+
+std::tuple<at::Tensor&, at::Tensor&> sort_out_mlu(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
+                                                  bool descending, at::Tensor& values, at::Tensor& indices) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<std::tuple<at::Tensor&, at::Tensor&>(const at::Tensor&, std::optional<bool>, int64_t, bool,
+                                                             at::Tensor&, at::Tensor&)>(
+        "aten::sort.values_stable", self, stable, dim, descending, values, indices);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUOut<at::meta::structured_sort_stable, 2> meta(values, indices);
+  meta.meta(self, stable, dim, descending);
+  launch_sort(self, dim, descending, meta.maybe_get_output(0), meta.maybe_get_output(1));
+  meta.finish();
+  return {values, indices};
+}
+
+void launch_topk(const at::Tensor& self, int64_t k_count, int64_t dim, bool largest, bool sorted,
+                 const at::Tensor& values, const at::Tensor& indices) {
+  if (self.numel() == 0 || k_count == 0) return;
+  dim = self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim());
+  const k::Shape shape = shape_dim_last(self, dim, self.dim() == 0 ? 1 : self.size(dim));
+  const k::Operand in = operand_of(self, strides_dim_last(self, dim), "topk");
+  const k::Operand v = operand_of(values, strides_dim_last(values, dim), "topk");
+  const k::Operand x = operand_of(indices, strides_dim_last(indices, dim), "topk");
+  c10::DeviceGuard guard(self.device());
+  launch_kernel(self.device().index(), "topk", [=] { k::topk(shape, k_count, v, x, in, largest, sorted); });
+}
+
+std::tuple<at::Tensor, at::Tensor> topk_mlu(const at::Tensor& self, c10::SymInt k_sym, int64_t dim, bool largest,
+                                            bool sorted) {
+  const int64_t k_count = k_sym.expect_int();
+  if (!has_kernel(self)) {
+    return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, c10::SymInt, int64_t, bool, bool)>(
+        "aten::topk", self, k_sym, dim, largest, sorted);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<at::meta::structured_topk, 2> meta;
+  meta.meta(self, k_count, dim, largest, sorted);
+  launch_topk(self, k_count, dim, largest, sorted, meta.output(0), meta.output(1));
+  return {std::move(meta.output(0)), std::move(meta.output(1))};
+}
+
+// ---- range factories ----
+
+at::Tensor& arange_out_mlu(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
+  TORCH_CHECK(has_kernel(out), "arange: dtype ", out.scalar_type(), " is not supported on mlu");
+  const bool integral = c10::isIntegralType(out.scalar_type(), /*includeBool=*/true);
+  const double xstart = start.toDouble(), xend = end.toDouble(), xstep = step.toDouble();
+  double size_d;
+  if (integral) {
+    const int64_t s = start.toLong(), e = end.toLong(), st = step.toLong();
+    TORCH_CHECK(st != 0, "step must be nonzero");
+    const int64_t sgn = (st > 0) - (st < 0);
+    size_d = std::ceil(static_cast<double>(e - s + st - sgn) / static_cast<double>(st));
+  } else {
+    size_d = std::ceil((xend - xstart) / xstep);
+  }
+  TORCH_CHECK(xstep > 0 || xstep < 0, "step must be nonzero");
+  TORCH_CHECK(std::isfinite(xstart) && std::isfinite(xend), "unsupported range: ", xstart, " -> ", xend);
+  TORCH_CHECK(((xstep > 0) && (xend >= xstart)) || ((xstep < 0) && (xend <= xstart)),
+              "upper bound and larger bound inconsistent with step sign");
+  TORCH_CHECK(size_d >= 0 && size_d <= static_cast<double>(std::numeric_limits<int64_t>::max()),
+              "invalid size, possible overflow?");
+  const int64_t size = static_cast<int64_t>(size_d);
+  if (out.numel() != size) {
+    if (out.numel() > 0) {
+      TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ", out.numel(),
+                 " which does not match the computed number of elements ", size,
+                 ". Note that this may occur as a result of rounding error. The out tensor will be resized to a "
+                 "tensor of shape (", size, ",).");
+    }
+    out.resize_({size});
+  }
+  if (size == 0) return out;
+  c10::OptionalDeviceGuard guard(out.device());
+  // A non-contiguous out is filled through a contiguous temporary.
+  at::Tensor target = out.is_contiguous() ? out : at::empty({size}, out.options());
+  const k::ScalarType type = require_kernel_dtype(out.scalar_type(), "arange");
+  void* data = target.data_ptr();
+  if (integral) {
+    const int64_t s = start.toLong(), st = step.toLong();
+    launch_kernel(out.device().index(), "arange", [=] { k::arange_int(data, type, size, 1, s, st); });
+  } else {
+    launch_kernel(out.device().index(), "arange", [=] { k::arange(data, type, size, 1, xstart, xstep); });
+  }
+  if (!target.is_same(out)) copy_on_device(out, target);
+  return out;
+}
+
+at::Tensor& linspace_out_mlu(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  TORCH_CHECK(has_kernel(out), "linspace: dtype ", out.scalar_type(), " is not supported on mlu");
+  if (out.numel() != steps) out.resize_({steps});
+  if (steps == 0) return out;
+  c10::OptionalDeviceGuard guard(out.device());
+  at::Tensor target = out.is_contiguous() ? out : at::empty({steps}, out.options());
+  const k::ScalarType type = require_kernel_dtype(out.scalar_type(), "linspace");
+  void* data = target.data_ptr();
+  const double s = start.toDouble(), e = end.toDouble();
+  if (c10::isIntegralType(out.scalar_type(), /*includeBool=*/true)) {
+    // PyTorch computes integer linspace in the integer type's arithmetic via
+    // a float step; matching it exactly is left to the CPU.
+    at::Tensor host = at::empty({steps}, out.options().device(c10::kCPU));
+    at::linspace_out(host, start, end, steps);
+    target.copy_(host);
+  } else {
+    launch_kernel(out.device().index(), "linspace", [=] { k::linspace(data, type, steps, 1, s, e); });
+  }
+  if (!target.is_same(out)) copy_on_device(out, target);
+  return out;
+}
+
+at::Tensor& eye_out_mlu(c10::SymInt n_sym, c10::SymInt m_sym, at::Tensor& out) {
+  const int64_t n = n_sym.expect_int(), m = m_sym.expect_int();
+  TORCH_CHECK(n >= 0, "n must be greater or equal to 0, got ", n);
+  TORCH_CHECK(m >= 0, "m must be greater or equal to 0, got ", m);
+  out.resize_({n, m});
+  out.zero_();
+  if (n > 0 && m > 0) out.diagonal().fill_(1);
+  return out;
+}
+
+// x[idx] and x[:, ..., idx]: one index tensor (int64/int32) and only full
+// slices otherwise is an index_select; anything else takes the CPU fallback.
+at::Tensor index_mlu(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
+  int64_t position = -1, count = 0;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const std::optional<at::Tensor> idx = indices[i];
+    if (idx.has_value() && idx->defined()) {
+      position = static_cast<int64_t>(i);
+      ++count;
+    }
+  }
+  if (count == 1) {
+    const at::Tensor idx = *indices[static_cast<size_t>(position)];
+    if ((idx.scalar_type() == at::kLong || idx.scalar_type() == at::kInt) && idx.device() == self.device() &&
+        position < self.dim() && has_kernel(self)) {
+      // Negative indices wrap, as in Python indexing.
+      const at::Tensor wrapped = at::where(idx.lt(0), idx.add(self.size(position)), idx);
+      at::Tensor selected = at::index_select(self, position, wrapped.reshape({-1}));
+      std::vector<int64_t> shape(self.sizes().begin(), self.sizes().begin() + position);
+      shape.insert(shape.end(), idx.sizes().begin(), idx.sizes().end());
+      shape.insert(shape.end(), self.sizes().begin() + position + 1, self.sizes().end());
+      return selected.view(shape);
+    }
+  }
+  return cpu_fallback<at::Tensor(const at::Tensor&, const c10::List<std::optional<at::Tensor>>&)>(
+      "aten::index.Tensor", self, indices);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("flip", TORCH_FN(flip_mlu));
+  m.impl("roll", TORCH_FN(roll_mlu));
+  m.impl("tril", [](const at::Tensor& self, int64_t diagonal) {
+    return triangle_mlu<at::meta::structured_tril>(true, self, diagonal);
+  });
+  m.impl("triu", [](const at::Tensor& self, int64_t diagonal) {
+    return triangle_mlu<at::meta::structured_triu>(false, self, diagonal);
+  });
+  m.impl("tril.out", [](const at::Tensor& self, int64_t diagonal, at::Tensor& out) -> at::Tensor& {
+    return triangle_out_mlu<at::meta::structured_tril>(true, self, diagonal, out);
+  });
+  m.impl("triu.out", [](const at::Tensor& self, int64_t diagonal, at::Tensor& out) -> at::Tensor& {
+    return triangle_out_mlu<at::meta::structured_triu>(false, self, diagonal, out);
+  });
+  m.impl("tril_", [](at::Tensor& self, int64_t diagonal) -> at::Tensor& {
+    return triangle_out_mlu<at::meta::structured_tril>(true, self, diagonal, self);
+  });
+  m.impl("triu_", [](at::Tensor& self, int64_t diagonal) -> at::Tensor& {
+    return triangle_out_mlu<at::meta::structured_triu>(false, self, diagonal, self);
+  });
+  m.impl("sort.stable", TORCH_FN(sort_mlu));
+  m.impl("sort.values_stable", TORCH_FN(sort_out_mlu));
+  m.impl("topk", TORCH_FN(topk_mlu));
+  m.impl("arange.start_out", TORCH_FN(arange_out_mlu));
+  m.impl("linspace.out", TORCH_FN(linspace_out_mlu));
+  m.impl("eye.m_out", TORCH_FN(eye_out_mlu));
+  m.impl("eye.out", [](c10::SymInt n, at::Tensor& out) -> at::Tensor& { return eye_out_mlu(n, n, out); });
+  m.impl("index.Tensor", TORCH_FN(index_mlu));
+}
+
+}  // namespace torch_mlu
