@@ -12,6 +12,7 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_add_meta.h>
+#include <ATen/ops/index_copy_meta.h>
 #include <ATen/ops/scatter_add_meta.h>
 #include <ATen/ops/scatter_meta.h>
 #include <ATen/ops/zeros.h>
@@ -207,17 +208,17 @@ at::Tensor& scatter_out(const char* op, k::ScatterOp kind, const at::Tensor& src
   return out;
 }
 
-at::Tensor& index_add_impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
-                           const at::Scalar& alpha, const at::Tensor& result) {
+// index_add / index_copy: a scatter over source's shape with the 1-D index
+// broadcast along every other dim.
+at::Tensor& index_scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, int64_t dim,
+                               const at::Tensor& index, const at::Tensor& source, const at::Scalar& alpha,
+                               const at::Tensor& result) {
   if (!result.is_same(self)) copy_on_device(result, self);
   if (index.numel() == 0 || source.numel() == 0) return const_cast<at::Tensor&>(result);
-  // Iterate over source; the 1-D index is broadcast along every other dim.
-  k::Operand idx{const_cast<void*>(index.const_data_ptr()), require_kernel_dtype(index.scalar_type(), "index_add"),
-                 {}};
+  k::Operand idx{const_cast<void*>(index.const_data_ptr()), require_kernel_dtype(index.scalar_type(), op), {}};
   if (source.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
-  launch_scatter("index_add", k::ScatterOp::Add, shape_of(source), static_cast<int>(source.dim() == 0 ? 0 : dim),
-                 operand(result, "index_add"), result.dim() == 0 ? 1 : result.size(dim), operand(source, "index_add"),
-                 idx, alpha.toDouble(), self.device());
+  launch_scatter(op, kind, shape_of(source), static_cast<int>(source.dim() == 0 ? 0 : dim), operand(result, op),
+                 result.dim() == 0 ? 1 : result.size(dim), operand(source, op), idx, alpha.toDouble(), self.device());
   return const_cast<at::Tensor&>(result);
 }
 
@@ -310,7 +311,8 @@ at::Tensor embedding_dense_backward_mlu(const at::Tensor& grad, const at::Tensor
     flat_grad = flat_grad.masked_fill(flat_indices.eq(pad).unsqueeze(1), 0);
   }
   at::Tensor grad_weight = at::zeros({n, embedding_dim}, grad.options());
-  return index_add_impl(grad_weight, 0, flat_indices, flat_grad, 1, grad_weight);
+  return index_scatter_impl("embedding_backward", k::ScatterOp::Add, grad_weight, 0, flat_indices, flat_grad, 1,
+                            grad_weight);
 }
 
 }  // namespace
@@ -409,7 +411,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     c10::OptionalDeviceGuard guard(self.device());
     MLUFunctional<at::meta::structured_index_add> meta;
     const auto pre = meta.meta(self, dim, index, source, alpha);
-    index_add_impl(self, pre.dim, index, source, alpha, meta.output());
+    index_scatter_impl("index_add", k::ScatterOp::Add, self, pre.dim, index, source, alpha, meta.output());
     return std::move(meta.output());
   });
   m.impl("index_add_", [](at::Tensor& self, int64_t dim, T index, T source, const at::Scalar& alpha) -> at::Tensor& {
@@ -420,7 +422,26 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     c10::OptionalDeviceGuard guard(self.device());
     MLUInplace<at::meta::structured_index_add> meta(self);
     const auto pre = meta.meta(self, dim, index, source, alpha);
-    return index_add_impl(self, pre.dim, index, source, alpha, self);
+    return index_scatter_impl("index_add", k::ScatterOp::Add, self, pre.dim, index, source, alpha, self);
+  });
+  m.impl("index_copy", [](T self, int64_t dim, T index, T source) {
+    if (!has_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, int64_t, T, T)>("aten::index_copy", self, dim, index, source);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUFunctional<at::meta::structured_index_copy> meta;
+    const auto pre = meta.meta(self, dim, index, source);
+    index_scatter_impl("index_copy", k::ScatterOp::Assign, self, pre.dim, index, source, 1, meta.output());
+    return std::move(meta.output());
+  });
+  m.impl("index_copy_", [](at::Tensor& self, int64_t dim, T index, T source) -> at::Tensor& {
+    if (!has_kernel(self)) {
+      return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T)>("aten::index_copy_", self, dim, index, source);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUInplace<at::meta::structured_index_copy> meta(self);
+    const auto pre = meta.meta(self, dim, index, source);
+    return index_scatter_impl("index_copy", k::ScatterOp::Assign, self, pre.dim, index, source, 1, self);
   });
   m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_mlu));
   m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor_mlu));

@@ -8,6 +8,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/linspace.h>
+#include <ATen/ops/masked_select.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sort_meta.h>
 #include <ATen/ops/topk_meta.h>
@@ -310,6 +311,12 @@ at::Tensor index_mlu(const at::Tensor& self, const c10::List<std::optional<at::T
   }
   if (count == 1) {
     const at::Tensor idx = *indices[static_cast<size_t>(position)];
+    if (idx.scalar_type() == at::kBool && position == 0 && idx.dim() == self.dim() && idx.device() == self.device() &&
+        has_kernel(self)) {
+      TORCH_CHECK_INDEX(idx.sizes() == self.sizes(), "The shape of the mask ", idx.sizes(),
+                        " does not match the shape of the indexed tensor ", self.sizes());
+      return at::masked_select(self, idx);  // x[mask]
+    }
     if ((idx.scalar_type() == at::kLong || idx.scalar_type() == at::kInt) && idx.device() == self.device() &&
         position < self.dim() && has_kernel(self)) {
       // Negative indices wrap, as in Python indexing.

@@ -1,0 +1,112 @@
+// Ops whose output size depends on the data: nonzero, masked_select, and
+// index_put_ (x[mask] = v, x[idx] = v, x[idx] += v). The size is computed on
+// the device and read back (a synchronisation, as on CUDA), then one kernel
+// writes the result in queue order.
+#include <ATen/ExpandUtils.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/index_add.h>
+#include <ATen/ops/index_select.h>
+#include <ATen/ops/where.h>
+#include <mlu_kernels/select.h>
+
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/aten/StructuredPointwise.h"
+
+namespace torch_mlu {
+namespace {
+
+namespace k = mlu::kernels;
+
+bool has_kernel(const at::Tensor& t) { return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value(); }
+
+k::Operand operand(const at::Tensor& t) {
+  return {const_cast<void*>(t.const_data_ptr()), require_kernel_dtype(t.scalar_type(), "select"), kernel_strides(t)};
+}
+
+at::Tensor nonzero_mlu(const at::Tensor& self) {
+  if (!has_kernel(self)) return cpu_fallback<at::Tensor(const at::Tensor&)>("aten::nonzero", self);
+  c10::OptionalDeviceGuard guard(self.device());
+  const int64_t count = self.ne(0).sum().item<int64_t>();
+  at::Tensor out = at::empty({count, self.dim()}, self.options().dtype(at::kLong));
+  if (count == 0 || self.dim() == 0) return out;
+  const k::Shape shape = kernel_shape(self);
+  const k::Operand in = operand(self);
+  int64_t* data = out.data_ptr<int64_t>();
+  const int64_t row = out.stride(0), col = out.stride(1);
+  launch_kernel(self.device().index(), "nonzero", [=] { k::nonzero(shape, in, data, row, col); });
+  return out;
+}
+
+at::Tensor masked_select_mlu(const at::Tensor& self, const at::Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
+  if (!has_kernel(self)) {
+    return cpu_fallback<at::Tensor(const at::Tensor&, const at::Tensor&)>("aten::masked_select", self, mask);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  auto [self_b, mask_b] = at::expand_outplace(self, mask);
+  const at::Tensor m = mask_b->device() == self.device() ? *mask_b : mask_b->to(self.device());
+  const int64_t count = m.sum().item<int64_t>();
+  at::Tensor out = at::empty({count}, self.options());
+  if (count == 0) return out;
+  const k::Shape shape = kernel_shape(*self_b);
+  const k::Operand in = operand(*self_b), sel = operand(m), dst = operand(out);
+  launch_kernel(self.device().index(), "masked_select", [=] { k::masked_select(shape, in, sel, dst); });
+  return out;
+}
+
+// The single defined index of `indices` (and its position), if exactly one.
+std::optional<std::pair<int64_t, at::Tensor>> single_index(const c10::List<std::optional<at::Tensor>>& indices) {
+  std::optional<std::pair<int64_t, at::Tensor>> found;
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const std::optional<at::Tensor> idx = indices[i];
+    if (!idx.has_value() || !idx->defined()) continue;
+    if (found.has_value()) return std::nullopt;
+    found = std::make_pair(static_cast<int64_t>(i), *idx);
+  }
+  return found;
+}
+
+at::Tensor& index_put_impl_mlu(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
+                               const at::Tensor& values, bool accumulate, bool unsafe) {
+  auto fallback = [&]() -> at::Tensor& {
+    return cpu_fallback<at::Tensor&(at::Tensor&, const c10::List<std::optional<at::Tensor>>&, const at::Tensor&, bool,
+                                    bool)>("aten::_index_put_impl_", self, indices, values, accumulate, unsafe);
+  };
+  const auto single = single_index(indices);
+  if (!single.has_value() || !has_kernel(self) || !has_kernel(values) || values.device() != self.device()) {
+    return fallback();
+  }
+  const auto& [position, idx] = *single;
+  if (idx.device() != self.device()) return fallback();
+  c10::OptionalDeviceGuard guard(self.device());
+  if (idx.scalar_type() == at::kBool && position == 0 && idx.dim() == self.dim() && values.numel() == 1 &&
+      !accumulate) {
+    // x[mask] = v: a masked fill.
+    TORCH_CHECK_INDEX(idx.sizes() == self.sizes(), "The shape of the mask ", idx.sizes(),
+                      " does not match the shape of the indexed tensor ", self.sizes());
+    return self.masked_fill_(idx, values.reshape({}));
+  }
+  if ((idx.scalar_type() != at::kLong && idx.scalar_type() != at::kInt) || position >= self.dim()) return fallback();
+  // x[..., idx, ...] = v along one dim: values broadcast to the indexed shape.
+  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().begin() + position);
+  shape.push_back(idx.numel());
+  shape.insert(shape.end(), self.sizes().begin() + position + 1, self.sizes().end());
+  std::vector<int64_t> indexed(self.sizes().begin(), self.sizes().begin() + position);
+  indexed.insert(indexed.end(), idx.sizes().begin(), idx.sizes().end());
+  indexed.insert(indexed.end(), self.sizes().begin() + position + 1, self.sizes().end());
+  const at::Tensor source = values.to(self.scalar_type()).expand(indexed).reshape(shape);
+  const at::Tensor flat = idx.reshape({-1});
+  const at::Tensor wrapped = at::where(flat.lt(0), flat.add(self.size(position)), flat);
+  if (accumulate) return self.index_add_(position, wrapped, source);
+  return self.index_copy_(position, wrapped, source);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("nonzero", TORCH_FN(nonzero_mlu));
+  m.impl("masked_select", TORCH_FN(masked_select_mlu));
+  m.impl("_index_put_impl_", TORCH_FN(index_put_impl_mlu));
+}
+
+}  // namespace torch_mlu

@@ -1,0 +1,95 @@
+// arange/linspace, sort/topk and stream compaction against direct loops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "mlu_kernels/parallel.h"
+#include "mlu_kernels/select.h"
+#include "mlu_kernels/sequence.h"
+#include "mlu_kernels/sort.h"
+
+namespace mlu::kernels {
+namespace {
+
+Shape shape1(int64_t n) {
+  Shape s;
+  s.ndim = 1;
+  s.sizes[0] = n;
+  return s;
+}
+
+Strides unit1() {
+  Strides s{};
+  s.v[0] = 1;
+  return s;
+}
+
+TEST(Sequence, ArangeAndLinspaceMatchPyTorchFormulas) {
+  std::vector<float> out(200000);
+  arange(out.data(), ScalarType::Float32, 200000, 1, -3.0, 0.25);
+  for (int64_t i = 0; i < 200000; ++i) ASSERT_EQ(out[i], static_cast<float>(-3.0 + i * 0.25));
+  std::vector<int32_t> ints(10);
+  arange_int(ints.data(), ScalarType::Int32, 5, 2, 7, -3);
+  EXPECT_EQ(ints[0], 7);
+  EXPECT_EQ(ints[8], -5);
+  std::vector<double> lin(5);
+  linspace(lin.data(), ScalarType::Float64, 5, 1, 0.0, 1.0);
+  EXPECT_EQ(lin, (std::vector<double>{0, 0.25, 0.5, 0.75, 1.0}));
+  linspace(lin.data(), ScalarType::Float64, 1, 1, 2.0, 9.0);
+  EXPECT_EQ(lin[0], 2.0);
+}
+
+TEST(Sort, RowsSortStablyWithNanLast) {
+  // Two rows of 5 (row stride 5), sorted along the last dim.
+  std::vector<float> in = {3, NAN, 1, 3, -2, 5, 4, 4, 0, 1};
+  std::vector<float> values(10);
+  std::vector<int64_t> indices(10);
+  Shape s;
+  s.ndim = 2;
+  s.sizes[0] = 2;
+  s.sizes[1] = 5;
+  Strides rows{};
+  rows.v[0] = 5;
+  rows.v[1] = 1;
+  sort(s, Operand{values.data(), ScalarType::Float32, rows}, Operand{indices.data(), ScalarType::Int64, rows},
+       Operand{in.data(), ScalarType::Float32, rows}, false);
+  EXPECT_EQ(std::vector<int64_t>(indices.begin(), indices.begin() + 5), (std::vector<int64_t>{4, 2, 0, 3, 1}));
+  EXPECT_TRUE(std::isnan(values[4]));
+  EXPECT_EQ(std::vector<int64_t>(indices.begin() + 5, indices.end()), (std::vector<int64_t>{3, 4, 1, 2, 0}));
+  sort(s, Operand{values.data(), ScalarType::Float32, rows}, Operand{indices.data(), ScalarType::Int64, rows},
+       Operand{in.data(), ScalarType::Float32, rows}, true);
+  EXPECT_EQ(std::vector<int64_t>(indices.begin(), indices.begin() + 5), (std::vector<int64_t>{1, 0, 3, 2, 4}));
+  // topk(2) of each row, largest, ties by index.
+  std::vector<float> tv(4);
+  std::vector<int64_t> ti(4);
+  Strides krows{};
+  krows.v[0] = 2;
+  krows.v[1] = 1;
+  topk(s, 2, Operand{tv.data(), ScalarType::Float32, krows}, Operand{ti.data(), ScalarType::Int64, krows},
+       Operand{in.data(), ScalarType::Float32, rows}, true, true);
+  EXPECT_EQ(ti, (std::vector<int64_t>{1, 0, 0, 1}));  // indices within each row
+}
+
+TEST(Select, NonzeroAndMaskedSelectInRowMajorOrder) {
+  std::vector<int32_t> in = {0, 2, 0, 5, 7, 0};
+  Shape s;
+  s.ndim = 2;
+  s.sizes[0] = 2;
+  s.sizes[1] = 3;
+  Strides rows{};
+  rows.v[0] = 3;
+  rows.v[1] = 1;
+  const Operand x{in.data(), ScalarType::Int32, rows};
+  ASSERT_EQ(count_nonzero(s, x), 3);
+  std::vector<int64_t> coords(6);
+  nonzero(s, x, coords.data(), 2, 1);
+  EXPECT_EQ(coords, (std::vector<int64_t>{0, 1, 1, 0, 1, 1}));
+  std::vector<int32_t> picked(3);
+  masked_select(s, x, x, Operand{picked.data(), ScalarType::Int32, unit1()});
+  EXPECT_EQ(picked, (std::vector<int32_t>{2, 5, 7}));
+  (void)shape1;
+}
+
+}  // namespace
+}  // namespace mlu::kernels
