@@ -3,7 +3,10 @@
 // the device and read back (a synchronisation, as on CUDA), then one kernel
 // writes the result in queue order.
 #include <ATen/ExpandUtils.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/ne.h>
 #include <ATen/ops/index_add.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/where.h>
@@ -101,12 +104,48 @@ at::Tensor& index_put_impl_mlu(at::Tensor& self, const c10::List<std::optional<a
   return self.index_copy_(position, wrapped, source);
 }
 
+// torch.unique (sorted): a stable sort, a mask of where values change, then
+// masked_select / cumsum / nonzero, all on the device.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2_mlu(const at::Tensor& self, bool sorted, bool return_inverse,
+                                                           bool return_counts) {
+  if (!has_kernel(self) || self.scalar_type() == at::kBool) {
+    return cpu_fallback<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, bool, bool, bool)>(
+        "aten::_unique2", self, sorted, return_inverse, return_counts);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  const int64_t n = self.numel();
+  const at::Tensor flat = self.reshape({-1});
+  auto [values, perm] = flat.sort(/*stable=*/true, 0, /*descending=*/false);
+  at::Tensor change = at::empty({n}, self.options().dtype(at::kBool));
+  if (n > 0) {
+    change.narrow(0, 0, 1).fill_(true);
+    at::Tensor tail = change.narrow(0, 1, n - 1);
+    at::ne_out(tail, values.narrow(0, 1, n - 1), values.narrow(0, 0, n - 1));
+  }
+  at::Tensor unique = values.masked_select(change);
+  at::Tensor inverse = at::empty({0}, self.options().dtype(at::kLong));
+  at::Tensor counts = at::empty({0}, self.options().dtype(at::kLong));
+  if (return_inverse) {
+    const at::Tensor group = change.cumsum(0).sub_(1);
+    inverse = at::empty({n}, self.options().dtype(at::kLong)).scatter_(0, perm, group).view(self.sizes());
+  }
+  if (return_counts && n > 0) {
+    // Group g spans [starts[g], starts[g + 1]), the last one up to n.
+    const at::Tensor starts = change.nonzero().reshape({-1});
+    const at::Tensor ends =
+        at::cat({starts.narrow(0, 1, starts.numel() - 1), at::full({1}, n, starts.options())});
+    counts = ends.sub(starts);
+  }
+  return {unique, inverse, counts};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", TORCH_FN(nonzero_mlu));
   m.impl("masked_select", TORCH_FN(masked_select_mlu));
   m.impl("_index_put_impl_", TORCH_FN(index_put_impl_mlu));
+  m.impl("_unique2", TORCH_FN(unique2_mlu));
 }
 
 }  // namespace torch_mlu
