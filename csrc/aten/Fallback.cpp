@@ -5,10 +5,15 @@
 #include <mutex>
 #include <optional>
 #include <unordered_set>
+#include <vector>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/CPUFallback.h>
+#include <ATen/ops/from_blob.h>
+#include <mlu_runtime/device.h>
 #include <torch/library.h>
+
+#include "csrc/core/MLUStream.h"
 
 namespace torch_mlu {
 namespace {
@@ -89,6 +94,56 @@ bool fallback_allowed() {
   return allowed;
 }
 
+// Note [Zero-copy fallback]
+// The software MLU's memory is host-addressable (mluDeviceProp::directHostAccess),
+// so the inputs a fallback op only reads need no device-to-host copy: they are
+// handed to the CPU kernel as CPU tensors aliasing device memory, once the
+// current streams of their devices have drained (queue order is kept exactly
+// as by the copying path, whose device-to-host copy waits the same way).
+// Arguments the op writes (in-place, out=) still go through copies, because a
+// CPU kernel may resize them. at::native::cpu_fallback moves tensors to the CPU
+// through aten::_to_cpu, which dispatches here for mlu tensors; the set of
+// read-only inputs of the running fallback is passed in a thread-local.
+thread_local const std::unordered_set<const c10::TensorImpl*>* t_read_only_inputs = nullptr;
+
+bool direct_host_access(c10::DeviceIndex device) {
+  mlu::mluDeviceProp prop{};
+  return mlu::mluGetDeviceProperties(&prop, device) == mlu::mluSuccess && prop.directHostAccess != 0;
+}
+
+void collect_mlu_tensors(const c10::IValue& value, std::unordered_set<const c10::TensorImpl*>& out) {
+  auto add = [&](const at::Tensor& t) {
+    if (t.defined() && t.device().type() == c10::DeviceType::PrivateUse1) out.insert(t.unsafeGetTensorImpl());
+  };
+  if (value.isTensor()) {
+    add(value.toTensor());
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& t : value.toTensorList()) add(t);
+  } else if (value.isOptionalTensorList()) {
+    for (const std::optional<at::Tensor>& t : value.toOptionalTensorList()) {
+      if (t.has_value()) add(*t);
+    }
+  }
+}
+
+std::vector<at::Tensor> to_cpu_mlu(at::TensorList tensors) {
+  std::vector<at::Tensor> result;
+  result.reserve(tensors.size());
+  std::unordered_set<c10::DeviceIndex> drained;
+  for (const at::Tensor& t : tensors) {
+    const bool alias = t.defined() && t_read_only_inputs != nullptr && t.numel() > 0 &&
+                       t_read_only_inputs->count(t.unsafeGetTensorImpl()) > 0 && direct_host_access(t.device().index());
+    if (!alias) {
+      result.push_back(t.defined() ? t.cpu() : t);
+      continue;
+    }
+    if (drained.insert(t.device().index()).second) getCurrentMLUStream(t.device().index()).synchronize();
+    result.push_back(at::from_blob(const_cast<void*>(t.const_data_ptr()), t.sizes(), t.strides(), [](void*) {},
+                                   t.options().device(c10::kCPU)));
+  }
+  return result;
+}
+
 }  // namespace
 
 void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -97,7 +152,26 @@ void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                               "it to 1) to let it fall back, or move this computation to the CPU yourself.");
   check_devices(op, *stack, op.schema().arguments().size());
   count_and_warn(op);
-  at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+  // The arguments the schema never writes are read in place (Note [Zero-copy fallback]).
+  // A tensor passed both as an input and as a written argument (addmm_ calls
+  // addmm.out(self, ..., out=self)) is copied like every written one.
+  std::unordered_set<const c10::TensorImpl*> read_only, written;
+  const auto& arguments = op.schema().arguments();
+  const size_t first = stack->size() - arguments.size();
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const auto* alias = arguments[i].alias_info();
+    collect_mlu_tensors((*stack)[first + i], alias == nullptr || !alias->isWrite() ? read_only : written);
+  }
+  for (const c10::TensorImpl* impl : written) read_only.erase(impl);
+  const auto* previous = t_read_only_inputs;
+  t_read_only_inputs = &read_only;
+  try {
+    at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+  } catch (...) {
+    t_read_only_inputs = previous;
+    throw;
+  }
+  t_read_only_inputs = previous;
 }
 
 std::map<std::string, int64_t> fallback_counts() {
@@ -114,6 +188,10 @@ void reset_fallback_counts() {
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&mlu_cpu_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_to_cpu", TORCH_FN(to_cpu_mlu));
 }
 
 }  // namespace torch_mlu

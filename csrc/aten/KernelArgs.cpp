@@ -1,8 +1,24 @@
 #include "csrc/aten/KernelArgs.h"
 
 #include <c10/util/Exception.h>
+#include <mlu_kernels/parallel.h>
+#include <mlu_runtime/device.h>
 
 namespace torch_mlu {
+
+namespace {
+
+// The kernels' compute-thread pool is sized from the devices' core count
+// (TORCH_MLU_DEVICE_CORES) when the library loads; no thread starts here.
+const bool g_compute_threads_configured = [] {
+  mlu::mluDeviceProp prop{};
+  if (mlu::mluGetDeviceProperties(&prop, 0) == mlu::mluSuccess) {
+    mlu::kernels::set_num_threads(prop.multiProcessorCount);
+  }
+  return true;
+}();
+
+}  // namespace
 
 std::optional<mlu::kernels::ScalarType> kernel_dtype(at::ScalarType type) {
   using K = mlu::kernels::ScalarType;

@@ -32,6 +32,7 @@ std::vector<std::unique_ptr<DeviceState>> make_devices() {
     p.coresPerCluster = 1;
     p.isIntegrated = 0;
     p.physicalId = config.visible[i];
+    p.directHostAccess = 1;
     devices.push_back(std::move(state));
   }
   return devices;

@@ -27,6 +27,9 @@ struct mluDeviceProp {
   int coresPerCluster;
   int isIntegrated;          // 0: discrete device memory
   int physicalId;            // ordinal before MLU_VISIBLE_DEVICES remapping
+  int directHostAccess;      // 1: the host may read and write device memory in place
+                             // (the software MLU's memory is host memory); work
+                             // queued on the device must be waited for first
 };
 
 // Versions reported by mluDriverGetVersion / mluRuntimeGetVersion (major*1000 + minor*10).
