@@ -32,6 +32,7 @@
 #include <ATen/ops/pow_meta.h>
 #include <ATen/ops/remainder_meta.h>
 #include <ATen/ops/sub_meta.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/xlogy_meta.h>
 
 #include "csrc/aten/StructuredPointwise.h"
@@ -56,6 +57,35 @@ at::Tensor& logical_out(const at::Tensor& self, const at::Tensor& other, at::Ten
     return cpu_fallback<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>(schema, self, other, out);
   }
   return out;
+}
+
+// Non-structured binary ops (floor_divide, the shift operators): a
+// TensorIterator::binary_op as the CPU kernels build it.
+template <Op kOp>
+at::Tensor& binary_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out, const char* schema) {
+  c10::OptionalDeviceGuard guard(self.device());
+  auto iter = at::TensorIterator::binary_op(out, self, other);
+  if (!launch_pointwise(iter, kOp)) {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, const at::Tensor&, at::Tensor&)>(schema, self, other, out);
+  }
+  return out;
+}
+
+template <Op kOp>
+at::Tensor binary_functional(const at::Tensor& self, const at::Tensor& other, const char* schema) {
+  c10::OptionalDeviceGuard guard(self.device());
+  at::Tensor out;
+  auto iter = at::TensorIterator::binary_op(out, self, other);
+  if (!launch_pointwise(iter, kOp)) {
+    return cpu_fallback<at::Tensor(const at::Tensor&, const at::Tensor&)>(schema, self, other);
+  }
+  return iter.output();
+}
+
+at::Tensor wrap(const at::Scalar& s) {
+  at::Tensor t = at::scalar_tensor(s, at::TensorOptions().dtype(s.type()));
+  t.unsafeGetTensorImpl()->set_wrapped_number(true);
+  return t;
 }
 
 }  // namespace
@@ -118,6 +148,39 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MLU_REGISTER_BINARY(m, bitwise_right_shift_Tensor, "bitwise_right_shift.Tensor", "bitwise_right_shift_.Tensor",
                       "bitwise_right_shift.Tensor_out", Op::RightShift);
 
+  m.impl("floor_divide", [](const at::Tensor& self, const at::Tensor& other) {
+    return binary_functional<Op::DivFloor>(self, other, "aten::floor_divide");
+  });
+  m.impl("floor_divide_.Tensor", [](at::Tensor& self, const at::Tensor& other) -> at::Tensor& {
+    return binary_out<Op::DivFloor>(self, other, self, "aten::floor_divide.out");
+  });
+  m.impl("floor_divide.out", [](const at::Tensor& self, const at::Tensor& other, at::Tensor& out) -> at::Tensor& {
+    return binary_out<Op::DivFloor>(self, other, out, "aten::floor_divide.out");
+  });
+  m.impl("__lshift__.Tensor", [](const at::Tensor& self, const at::Tensor& other) {
+    return binary_functional<Op::LeftShift>(self, other, "aten::__lshift__.Tensor");
+  });
+  m.impl("__lshift__.Scalar", [](const at::Tensor& self, const at::Scalar& other) {
+    return binary_functional<Op::LeftShift>(self, wrap(other), "aten::__lshift__.Tensor");
+  });
+  m.impl("__ilshift__.Tensor", [](at::Tensor& self, const at::Tensor& other) -> at::Tensor& {
+    return binary_out<Op::LeftShift>(self, other, self, "aten::bitwise_left_shift.Tensor_out");
+  });
+  m.impl("__ilshift__.Scalar", [](at::Tensor& self, const at::Scalar& other) -> at::Tensor& {
+    return binary_out<Op::LeftShift>(self, wrap(other), self, "aten::bitwise_left_shift.Tensor_out");
+  });
+  m.impl("__rshift__.Tensor", [](const at::Tensor& self, const at::Tensor& other) {
+    return binary_functional<Op::RightShift>(self, other, "aten::__rshift__.Tensor");
+  });
+  m.impl("__rshift__.Scalar", [](const at::Tensor& self, const at::Scalar& other) {
+    return binary_functional<Op::RightShift>(self, wrap(other), "aten::__rshift__.Tensor");
+  });
+  m.impl("__irshift__.Tensor", [](at::Tensor& self, const at::Tensor& other) -> at::Tensor& {
+    return binary_out<Op::RightShift>(self, other, self, "aten::bitwise_right_shift.Tensor_out");
+  });
+  m.impl("__irshift__.Scalar", [](at::Tensor& self, const at::Scalar& other) -> at::Tensor& {
+    return binary_out<Op::RightShift>(self, wrap(other), self, "aten::bitwise_right_shift.Tensor_out");
+  });
   m.impl("logical_and.out", [](const at::Tensor& self, const at::Tensor& other, at::Tensor& out) -> at::Tensor& {
     return logical_out<Op::LogicalAnd>(self, other, out, "aten::logical_and.out");
   });

@@ -79,9 +79,9 @@ void count_and_warn(const c10::OperatorHandle& op) {
     first = l.counts[name]++ == 0;
   }
   if (first) {
-    TORCH_WARN("torch_mlu: ", name, " has no mlu kernel yet and runs on the CPU (its tensors are copied to the "
-               "host and back; results are unchanged). Shown once per op; torch_mlu.fallback_report() lists "
-               "every op that fell back.");
+    TORCH_WARN("torch_mlu: ", name, " has no mlu kernel yet and runs on the CPU, in queue order (inputs are "
+               "read in place, written tensors copied back; results are unchanged). Shown once per op; "
+               "torch_mlu.fallback_report() lists every op that fell back.");
   }
 }
 
