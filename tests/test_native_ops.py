@@ -70,8 +70,6 @@ ACTIVATIONS = ["relu", "gelu", "silu", "mish", "elu", "selu", "celu", "leaky_rel
 @pytest.mark.parametrize("name", ACTIVATIONS)
 def test_activation_forward_and_backward(name):
     fn = getattr(F, name)
-    if name == "logsigmoid":  # its forward is a log_sigmoid_forward kernel not in issue 5's list
-        pytest.skip("log_sigmoid_forward falls back (issue 6)")
     check_native(fn, X)
     a = X.clone().requires_grad_()
     fn(a).sum().backward()

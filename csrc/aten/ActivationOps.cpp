@@ -1,5 +1,7 @@
 // Activation functions and their backward ops on mlu.
 #include <ATen/ops/clamp_min.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/softplus.h>
 #include <ATen/ops/elu_backward_meta.h>
 #include <ATen/ops/elu_meta.h>
 #include <ATen/ops/gelu_backward_meta.h>
@@ -149,6 +151,19 @@ at::Tensor& relu__mlu(at::Tensor& self) {
   return at::clamp_min_(self, 0);
 }
 
+// log_sigmoid = -softplus(-x), its backward grad * sigmoid(-x): compositions
+// of native kernels (the CPU's buffer output is unused, as on the CPU).
+std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward_mlu(const at::Tensor& self) {
+  c10::OptionalDeviceGuard guard(self.device());
+  at::Tensor out = at::softplus(self.neg(), 1, 20).neg_();
+  return {out, at::empty({0}, self.options())};
+}
+
+at::Tensor log_sigmoid_backward_mlu(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& buffer) {
+  c10::OptionalDeviceGuard guard(self.device());
+  return grad.mul(self.neg().sigmoid_());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -230,6 +245,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mish_backward", [](const at::Tensor& grad, const at::Tensor& self) {
     return binary_backward<Op::MishBackward>(grad, self, "aten::mish_backward");
   });
+  m.impl("log_sigmoid_forward", TORCH_FN(log_sigmoid_forward_mlu));
+  m.impl("log_sigmoid_backward", TORCH_FN(log_sigmoid_backward_mlu));
   m.impl("logit", TORCH_FN(logit_mlu));
   m.impl("logit_", TORCH_FN(logit__mlu));
   m.impl("logit.out", TORCH_FN(logit_out_mlu));
