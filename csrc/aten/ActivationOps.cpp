@@ -32,9 +32,13 @@ namespace {
 
 using Op = PointwiseOp;
 
-Op gelu_op(c10::string_view approximate) { return approximate == "tanh" ? Op::GeluTanh : Op::Gelu; }
+bool gelu_is_tanh(c10::string_view approximate) {
+  TORCH_CHECK(approximate == "none" || approximate == "tanh", "approximate argument must be either none or tanh.");
+  return approximate == "tanh";
+}
+Op gelu_op(c10::string_view approximate) { return gelu_is_tanh(approximate) ? Op::GeluTanh : Op::Gelu; }
 Op gelu_backward_op(c10::string_view approximate) {
-  return approximate == "tanh" ? Op::GeluTanhBackward : Op::GeluBackward;
+  return gelu_is_tanh(approximate) ? Op::GeluTanhBackward : Op::GeluBackward;
 }
 
 OpParams eps_params(std::optional<double> eps) {

@@ -153,9 +153,12 @@ void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
   }
   mlu::kernels::ScalarType dst_type = require_kernel_dtype(dst.scalar_type(), "copy_");
   mlu::kernels::ScalarType src_type = require_kernel_dtype(src.scalar_type(), "copy_");
-  mlu::kernels::Shape shape = kernel_shape(dst);
-  mlu::kernels::Strides dst_strides = kernel_strides(dst);
-  mlu::kernels::Strides src_strides = kernel_strides(src);
+  // Deep contiguous tensors of one shape copy as 1-D views.
+  const bool flat = dst.dim() > mlu::kernels::kMaxDims && dst.is_contiguous() && src.is_contiguous() &&
+                    dst.sizes() == src.sizes();
+  mlu::kernels::Shape shape = kernel_shape(flat ? dst.view(-1) : dst);
+  mlu::kernels::Strides dst_strides = kernel_strides(flat ? dst.view(-1) : dst);
+  mlu::kernels::Strides src_strides = kernel_strides(flat ? src.view(-1) : src);
   void* out = dst.data_ptr();
   const void* in = src.const_data_ptr();
   launch_kernel(dst.device().index(), "copy_", [=] {

@@ -87,6 +87,9 @@ at::Tensor& index_select_out_mlu(const at::Tensor& self, int64_t dim, const at::
     return cpu_fallback<at::Tensor&(const at::Tensor&, int64_t, const at::Tensor&, at::Tensor&)>(
         "aten::index_select.out", self, dim, index, out);
   }
+  at::assert_no_internal_overlap(out);
+  at::assert_no_overlap(out, self);
+  at::assert_no_overlap(out, index);
   c10::OptionalDeviceGuard guard(self.device());
   std::vector<int64_t> sizes = self.sizes().vec();
   if (self.dim() > 0) sizes[static_cast<size_t>(dim)] = index.numel();

@@ -47,6 +47,10 @@ mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* o
   return *kernel;
 }
 
+at::Tensor flat_if_deep(const at::Tensor& t) {
+  return t.dim() > mlu::kernels::kMaxDims && t.is_contiguous() ? t.view(-1) : t;
+}
+
 mlu::kernels::Shape kernel_shape(const at::Tensor& t) {
   TORCH_CHECK(t.dim() <= mlu::kernels::kMaxDims, "mlu kernels support up to ", mlu::kernels::kMaxDims,
               " dimensions, got a tensor with ", t.dim());

@@ -24,6 +24,10 @@ std::optional<mlu::kernels::ScalarType> kernel_dtype(at::ScalarType type);
 // Like kernel_dtype, but throws a clear error naming `op` when unsupported.
 mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* op);
 
+// t, or a 1-D view of it when it has more dims than the kernels take but is
+// contiguous (its row-major element order is then unchanged).
+at::Tensor flat_if_deep(const at::Tensor& t);
+
 mlu::kernels::Shape kernel_shape(const at::Tensor& t);
 mlu::kernels::Strides kernel_strides(const at::Tensor& t);
 

@@ -51,8 +51,8 @@ at::Tensor& launch_random(at::Tensor& self, const std::optional<at::Generator>& 
   if (self.numel() == 0) return self;
   ScalarType dtype = require_kernel_dtype(self.scalar_type(), name);
   Draw draw = next_draw(generator, self);
-  Shape shape = kernel_shape(self);
-  Strides strides = kernel_strides(self);
+  Shape shape = kernel_shape(flat_if_deep(self));
+  Strides strides = kernel_strides(flat_if_deep(self));
   void* out = self.data_ptr();
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), name, [=] { kernel(out, dtype, shape, strides, draw.seed, draw.offset, params...); });
@@ -186,6 +186,7 @@ at::Tensor& log_normal_mlu_(at::Tensor& self, double mean, double std, std::opti
 
 at::Tensor& cauchy_mlu_(at::Tensor& self, double median, double sigma, std::optional<at::Generator> generator) {
   check_float(self, "cauchy_");
+  TORCH_CHECK(sigma > 0.0, "cauchy_ expects sigma > 0.0, but found sigma=", sigma);
   return launch_random(self, generator, "cauchy_", &mlu::kernels::cauchy, median, sigma);
 }
 
@@ -228,6 +229,8 @@ at::Tensor multinomial_mlu(const at::Tensor& self, int64_t samples, bool replace
               self.scalar_type());
   TORCH_CHECK(samples > 0, "cannot sample n_sample <= 0 samples");
   int64_t categories = self.size(-1);
+  // As the CPU: float probabilities cannot address more categories exactly.
+  TORCH_CHECK(categories <= (int64_t{1} << 24), "number of categories cannot exceed 2^24");
   TORCH_CHECK(replacement || samples <= categories,
               "cannot sample n_sample > prob_dist.size(-1) samples without replacement");
   int64_t rows = self.dim() == 1 ? 1 : self.size(0);
@@ -250,6 +253,7 @@ at::Tensor multinomial_mlu(const at::Tensor& self, int64_t samples, bool replace
 
 at::Tensor& multinomial_out_mlu(const at::Tensor& self, int64_t samples, bool replacement,
                                 std::optional<at::Generator> generator, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == at::kLong, "multinomial expects Long tensor out, got: ", out.scalar_type());
   at::Tensor result = multinomial_mlu(self, samples, replacement, generator);
   out.resize_(result.sizes());
   out.copy_(result);

@@ -39,8 +39,10 @@ namespace {
 namespace k = mlu::kernels;
 using k::ReduceOp;
 
+// Complex inputs and inputs beyond the kernels' 16 dims take the CPU
+// fallback (which also raises ATen's own errors for them).
 bool has_kernel(const at::Tensor& t) {
-  return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value();
+  return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value() && t.dim() <= k::kMaxDims;
 }
 
 // The input's dims with the output's strides (0 where reduced), ordered so
@@ -222,6 +224,9 @@ at::Tensor mean_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
 
 at::Tensor& mean_out_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                          std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  // The CPU computes sum(...).div_(n) in out: an integral out fails the cast.
+  TORCH_CHECK(!c10::isIntegralType(out.scalar_type(), /*includeBool=*/true), "result type Float can't be cast to "
+              "the desired output type ", out.scalar_type());
   return reduce_out<at::meta::structured_mean_dim>(
       MLU_REDUCE_IMPL(ReduceOp::Mean, mask_of(self, dim), keepdim, 0),
       [&]() -> at::Tensor& {

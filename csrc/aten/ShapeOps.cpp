@@ -225,15 +225,17 @@ at::Tensor& arange_out_mlu(const at::Scalar& start, const at::Scalar& end, const
   const bool integral = c10::isIntegralType(out.scalar_type(), /*includeBool=*/true);
   const double xstart = start.toDouble(), xend = end.toDouble(), xstep = step.toDouble();
   double size_d;
-  if (integral) {
+  // As RangeFactories.cpp: int64 sizes in integer arithmetic, every other
+  // dtype in double (so sizes agree across devices).
+  if (integral) TORCH_CHECK_VALUE(step.toLong() != 0, "step must be nonzero");
+  TORCH_CHECK_VALUE(xstep > 0 || xstep < 0, "step must be nonzero");
+  if (out.scalar_type() == at::kLong) {
     const int64_t s = start.toLong(), e = end.toLong(), st = step.toLong();
-    TORCH_CHECK(st != 0, "step must be nonzero");
     const int64_t sgn = (st > 0) - (st < 0);
-    size_d = std::ceil(static_cast<double>(e - s + st - sgn) / static_cast<double>(st));
+    size_d = static_cast<double>((e - s + st - sgn) / st);
   } else {
     size_d = std::ceil((xend - xstart) / xstep);
   }
-  TORCH_CHECK(xstep > 0 || xstep < 0, "step must be nonzero");
   TORCH_CHECK(std::isfinite(xstart) && std::isfinite(xend), "unsupported range: ", xstart, " -> ", xend);
   TORCH_CHECK(((xstep > 0) && (xend >= xstart)) || ((xstep < 0) && (xend <= xstart)),
               "upper bound and larger bound inconsistent with step sign");

@@ -129,6 +129,9 @@ at::Tensor& where_out_mlu(const at::Tensor& condition, const at::Tensor& self, c
   const auto result_type = at::native::result_type(self, other);
   TORCH_CHECK(out.scalar_type() == result_type, "Expected out type to be ", result_type, " but got ",
               out.scalar_type());
+  TORCH_CHECK(out.device().type() == c10::DeviceType::PrivateUse1,
+              "Expected all tensors to be on the same device, but found out= on ", out.device(),
+              " and inputs on mlu");
   c10::OptionalDeviceGuard guard(out.device());
   at::Tensor condition_ = condition, self_ = self, other_ = other;
   const auto device = out.device();

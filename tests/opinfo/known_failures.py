@@ -28,11 +28,9 @@ KnownFailure = collections.namedtuple("KnownFailure", "op test dtypes kind reaso
 # Reason categories (prefixes of the reason strings), so reports can group them.
 COMPLEX = "complex dtype not supported on mlu"
 RNG = "differs by design: RNG"
-UNINIT = "op returns uninitialized memory"
 CRASH = "crashes the process"
 NO_KERNEL = "no mlu kernel and the CPU fallback cannot run it"
 BUG = "bug"
-CUDA_ONLY = "CUDA-only op"
 
 
 def KF(op, test, dtypes, kind, reason):
@@ -98,52 +96,10 @@ KNOWN_FAILURES = [
        "reads other elements there (op_db xfails test_compare_cpu for the same reason)"),
 
     # --- bugs ---
-    KF("where", "test_out", None, "xfail",
-       f"{BUG}: where(..., out=<0-dim CPU tensor>) with 0-dim mlu inputs is accepted: the native where lets a "
-       f"CPU scalar through as its output"),
     KF("addr", "test_out", None, "xfail",
        f"{BUG}: addr(..., out=<CPU tensor>) with mlu inputs is accepted instead of raising a device mismatch"),
     *[KF(op, "test_errors", None, "xfail", _OUT_OVERLAP)
-      for op in ("index_select", "kthvalue", "masked_select", "take")],
-    *[KF(op, "test_errors", None, "xfail",
-         f"{BUG}: the native reduction checks its 16-dimension limit before ATen's argument checks, so a "
-         f"65-dim input raises 'mlu kernels support up to 16 dimensions' instead of the documented error")
-      for op in ("amax", "amin", "aminmax")],
-    *[KF(op, "test_compare_cpu", None, "xfail",
-         f"{BUG}: the native {op} overflows for |x| above ~1.8e19 (returns inf where the CPU gives ~44-89): "
-         f"x*x overflows in log(x + sqrt(x*x +/- 1))")
-      for op in ("acosh", "asinh")],
-    KF("nn.functional.softshrink", "test_compare_cpu", None, "xfail",
-       f"{BUG}: the native softshrink maps NaN to 0 instead of propagating it"),
-    *[KF("nn.functional.threshold", test, None, "xfail",
-         f"{BUG}: the native threshold trips an internal assert (PointwiseLaunch.cpp: 'pointwise op Threshold "
-         f"expects 2 operands'): the kernel's arity and the TensorIterator it gets disagree")
-      for test in ("test_compare_cpu", "test_compare_cpu_grad", "test_noncontiguous_samples", "test_out")],
-    KF("nn.functional.gelu", "test_errors", None, "xfail",
-       f"{BUG}: the native gelu does not reject an invalid approximate= ('approximate argument must be "
-       f"either none or tanh')"),
-    KF("arange", "test_errors", None, "xfail",
-       f"{BUG}: the native arange raises RuntimeError for a zero step (a step that truncates to 0 for an "
-       f"integer out=); the CPU raises ValueError"),
-    *[KF(op, test, None, "xfail",
-         f"{BUG}: the native arange returns one element too many when (end - start) is a multiple of step "
-         f"(arange(0, 25, 5) has 6 elements); {why}")
-      for op, test, why in (
-          ("nn.functional.embedding_bag", "test_compare_cpu", "embedding_bag builds its 2-D input's offsets "
-                                                               "with it, so there is one bag too many"),
-          ("nn.functional.embedding_bag", "test_compare_cpu_grad", "embedding_bag builds its 2-D input's "
-                                                                    "offsets with it, so there is one bag too many"),
-          ("trace", "test_compare_cpu_grad", "trace's backward indexes the diagonal with it (index out of bounds)"),
-          ("trace", "test_noncontiguous_samples", "trace's backward indexes the diagonal with it (index out of "
-                                                   "bounds)"))],
-    KF("mean", "test_out", None, "xfail",
-       f"{BUG}: the native mean accepts an out= of dtype long for a float result instead of refusing the "
-       f"unsafe cast"),
-    KF("cauchy", "test_errors", None, "xfail",
-       f"{BUG}: the native cauchy_ does not check sigma > 0 ('cauchy_ expects sigma > 0.0')"),
-    KF("multinomial", "test_errors", None, "xfail",
-       f"{BUG}: the native multinomial does not check that out= is a Long tensor ('multinomial expects Long "
-       f"tensor out')"),
+      for op in ("kthvalue", "masked_select", "take")],
 ]
 
 # (op full name, test name) -> why op_db's expectedFailure for it does not describe mlu.

@@ -35,7 +35,7 @@ namespace mlu::kernels {
   X(IsNan, 1, FIB) X(IsInf, 1, FIB) X(IsFinite, 1, FIB)               \
   X(IsPosInf, 1, FIB) X(IsNegInf, 1, FIB)                             \
   X(Clamp, 1, FI) X(ClampMin, 1, FI) X(ClampMax, 1, FI)               \
-  X(Threshold, 1, FI) X(PowScalar, 1, FI)                             \
+  X(Threshold, 2, FI) X(PowScalar, 1, FI)                             \
   /* unary, floating */                                               \
   X(Frac, 1, F) X(RoundDecimals, 1, F) X(Reciprocal, 1, F)            \
   X(Sqrt, 1, F) X(Rsqrt, 1, F) X(Exp, 1, F) X(Exp2, 1, F)             \

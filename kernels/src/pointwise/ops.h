@@ -170,8 +170,9 @@ MLU_UNARY_BOOL(IsNegInf, is_float_v<T> && std::is_signed_v<T> && a == -std::nume
 MLU_UNARY(Clamp, is_nan(a) ? a : std::min(std::max(a, param<T>(p, 0)), param<T>(p, 1)))
 MLU_UNARY(ClampMin, is_nan(a) ? a : std::max(a, param<T>(p, 0)))
 MLU_UNARY(ClampMax, is_nan(a) ? a : std::min(a, param<T>(p, 0)))
-// Threshold: [0] threshold, [1] value.
-MLU_UNARY(Threshold, a <= param<T>(p, 0) ? param<T>(p, 1) : a)
+// Threshold: (x, other) -> x <= [0] threshold ? [1] value : other, the CPU's
+// threshold kernel (forward passes other = x).
+MLU_BINARY(Threshold, a <= param<T>(p, 0) ? param<T>(p, 1) : b)
 // PowScalar: [0] exponent. Like PyTorch, exponents 2, 3, 0.5, -0.5, -1, -2
 // are computed as products, square roots and reciprocals.
 struct PowScalar {
@@ -325,9 +326,10 @@ MLU_UNARY(Hardsigmoid, std::min(std::max(a + T(3), T(0)), T(6)) / T(6))
 MLU_UNARY(Hardswish, a * std::min(std::max(a + T(3), T(0)), T(6)) / T(6))
 // Hardshrink, Softshrink: [0] lambda.
 MLU_UNARY(Hardshrink, (a >= -param<T>(p, 0) && a <= param<T>(p, 0)) ? T(0) : a)
-MLU_UNARY(Softshrink, a > param<T>(p, 0)    ? a - param<T>(p, 0)
-                      : a < -param<T>(p, 0) ? a + param<T>(p, 0)
-                                            : T(0))
+// NaN is outside [-lambda, lambda] and propagates, as on the CPU.
+MLU_UNARY(Softshrink, (a >= -param<T>(p, 0) && a <= param<T>(p, 0)) ? T(0)
+                      : a > param<T>(p, 0)                         ? a - param<T>(p, 0)
+                                                                   : a + param<T>(p, 0))
 // NanToNum: [0] nan, [1] posinf, [2] neginf replacements.
 MLU_UNARY(NanToNum, std::isnan(a)                                  ? param<T>(p, 0)
                     : a == std::numeric_limits<T>::infinity()      ? param<T>(p, 1)
