@@ -2,9 +2,11 @@
 #include "csrc/aten/Copy.h"
 
 #include <ATen/MemoryOverlap.h>
+#include <ATen/ops/_neg_view.h>
 #include <ATen/ops/_local_scalar_dense.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/copy.h>
 #include <mlu_runtime/memcpy.h>
@@ -106,11 +108,22 @@ at::Tensor copy_from_mlu(const at::Tensor& self, const at::Tensor& dst, bool non
   TORCH_CHECK(is_mlu(dst) || dst.is_cpu(), "copy_: cannot copy from ", self.device(), " to ", dst.device());
   TORCH_CHECK(!dst.is_conj() && !dst.is_neg(), "copy_: a conjugate or negative view is not a valid mlu copy target");
   if (dst.numel() == 0) return dst;
+  if (self.is_conj() || self.is_neg()) {
+    // Note [Conjugate and negative views in copies]: the values are copied
+    // as stored, then the view's bit is applied to dst (which has none).
+    // _copy_from falls through the Conjugate/Negative keys (registered below):
+    // their fallback would materialise the source with clone(), which copies
+    // through _copy_from again, forever.
+    const bool conj = self.is_conj(), neg = self.is_neg();
+    at::Tensor stored = conj ? self.conj() : self;  // conj() of a conjugate view clears the bit
+    stored = neg ? stored._neg_view() : stored;
+    copy_from_mlu(stored, dst, non_blocking);
+    if (conj) at::view_as_real(dst).select(-1, 1).neg_();
+    if (neg) dst.neg_();
+    return dst;
+  }
   at::Tensor src = self.sizes() == dst.sizes() ? self : self.expand_as(dst);
   if (is_mlu(src) && is_mlu(dst)) {
-    TORCH_CHECK_NOT_IMPLEMENTED(!src.is_conj() && !src.is_neg(),
-                                "copy_: conjugate/negative views are not supported on mlu yet; call resolve_conj() "
-                                "and resolve_neg() on the source first");
     if (src.device() == dst.device()) {
       c10::DeviceGuard guard(dst.device());
       copy_on_device(dst, src);
@@ -120,9 +133,6 @@ at::Tensor copy_from_mlu(const at::Tensor& self, const at::Tensor& dst, bool non
   } else if (is_mlu(dst)) {
     copy_host_to_device(dst, src, non_blocking);
   } else {
-    TORCH_CHECK_NOT_IMPLEMENTED(!src.is_conj() && !src.is_neg(),
-                                "copy_: conjugate/negative views are not supported on mlu yet; call resolve_conj() "
-                                "and resolve_neg() on the source first");
     copy_device_to_host(dst, src, non_blocking);
   }
   return dst;
@@ -164,6 +174,16 @@ void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
   launch_kernel(dst.device().index(), "copy_", [=] {
     mlu::kernels::copy(out, dst_type, dst_strides, in, src_type, src_strides, shape);
   });
+}
+
+// See Note [Conjugate and negative views in copies].
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {

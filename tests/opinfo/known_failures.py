@@ -43,8 +43,6 @@ def KF(op, test, dtypes, kind, reason):
 _COMPLEX32 = f"{COMPLEX}: complex32 (ComplexHalf) tensors cannot be created on mlu (copy_ rejects the dtype)"
 _COMPLEX_RANDN = (f"{COMPLEX}: normal_ (randn_like) rejects complex mlu tensors, and the test draws complex output "
                   f"gradients with randn_like")
-_CONJ_CRASH = (f"{CRASH}: segfault materializing a conjugated complex mlu tensor (x.conj() followed by a copy: "
-               f".cpu(), resolve_conj(), a fallback op); real-input ifft/hfft/ihfft conjugate their r2c result")
 _CONV = (f"{NO_KERNEL}: PrivateUse1 convolution dispatches to aten::convolution_overrideable, which has no CPU "
          f"kernel for the fallback to call (NotImplementedError)")
 _SPARSE = "sparse layouts not supported on mlu: no SparsePrivateUse1 kernels (to_sparse, CSR/COO construction)"
@@ -61,14 +59,6 @@ KNOWN_FAILURES = [
                  "fft.rfft", "fft.rfft2", "fft.rfftn", "linalg.eig", "linalg.eigvals", "polar", "stft")],
 
     # --- crashes (segfaults kill the interpreter: not run in-process) ---
-    *[KF(op, test, None, "crash", _CONJ_CRASH)
-      for op in ("fft.hfft", "fft.hfft2", "fft.hfftn", "fft.ifft", "fft.ihfft", "fft.ihfft2", "fft.ihfftn")
-      for test in ("test_compare_cpu", "test_compare_cpu_grad", "test_noncontiguous_samples", "test_out")],
-    *[KF(op, "test_compare_cpu_grad", None, "crash",
-         f"{CRASH}: segfault in backward, which conjugates a complex mlu tensor (see fft.ifft)")
-      for op in ("linalg.eig", "linalg.eigvals", "polar")],
-
-    # --- no kernel, and the CPU fallback cannot run the op ---
     *[KF(op, test, None, "xfail", _CONV)
       for op in ("nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d",
                  "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d",
