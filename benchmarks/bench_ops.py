@@ -31,7 +31,10 @@ all queued device work included. At least --min-reps batches and about
 ratio = cpu time / mlu time: above 1 means mlu is faster. The summary gives
 the geometric mean of the ratio over all cases with >= 1M elements (and per
 family, native vs fallback), and the ops with a ratio below 0.7 at >= 1M.
-A case that raises is recorded with "error" and the run goes on.
+A case that raises is recorded with "error" and the run goes on. On 2 cores
+any other busy process (a build) ruins the numbers, so the CPU time used by
+other processes is measured per case (/proc/stat less this process) and a
+case with more than 0.25 cores busy elsewhere is marked "!" ("other_load").
 
     python benchmarks/bench_ops.py [--quick] [--full] [--ops exp,add,reduction,'sum*']
         [--sizes 4K,1M] [--dtypes float32] [--layouts contig] [--min-time 0.1]
@@ -333,6 +336,34 @@ def build_ops():
 # --------------------------------------------------------------------------------------------
 # Timing
 
+class OtherLoad:
+    """Cores kept busy by other processes since the last call (Linux /proc/stat, else None).
+
+    A benchmark on 2 cores is meaningless while something else runs (a build, say): OpenMP
+    regions then wait for descheduled threads and times jump to multiples of the scheduler slice.
+    """
+    def __init__(self):
+        self.last = self._sample()
+
+    @staticmethod
+    def _sample():
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        hz = os.sysconf("SC_CLK_TCK")
+        busy = (sum(fields[:8]) - fields[3] - fields[4]) / hz  # user..steal, less idle and iowait
+        return busy, time.process_time(), time.perf_counter()
+
+    def __call__(self):
+        now = self._sample()
+        last, self.last = self.last, now
+        if now is None or last is None or now[2] - last[2] <= 0:
+            return None
+        return max(0.0, ((now[0] - last[0]) - (now[1] - last[1])) / (now[2] - last[2]))
+
+
 def nop():
     pass
 
@@ -491,10 +522,13 @@ def main():
         print(f"{len(cases)} cases")
         return
 
-    load_start = os.getloadavg()
-    if load_start[0] > 0.5 * (os.cpu_count() or 1):
-        print(f"warning: the machine is busy (load average {load_start[0]:.1f} on {os.cpu_count()} cores): "
+    other = OtherLoad()
+    time.sleep(1.0)
+    other_start = other()
+    if other_start is not None and other_start > 0.25:
+        print(f"warning: other processes keep {other_start:.1f} of {os.cpu_count()} cores busy: "
               "timings will be unreliable", flush=True)
+    other_run = OtherLoad()
     header = (f"{'family':<15} {'op':<22} {'layout':<10} {'size':>5} {'dtype':<9} {'cpu us':>11} {'mlu us':>11} "
               f"{'cpu/mlu':>8}  fallback")
     print(header)
@@ -502,16 +536,19 @@ def main():
     results = []
     t0 = time.perf_counter()
     for op, n, dtype, layout in cases:
+        case_load = OtherLoad()
         r = run_case(op, n, dtype, layout, args)
+        r["other_load"] = case_load()
         results.append(r)
         head = f"{op.family:<15} {op.name:<22} {layout:<10} {r['size']:>5} {dtype:<9}"
         if "error" in r:
             print(f"{head} ERROR {r['error'][:100]}", flush=True)
         else:
             fb = ",".join(r["fallback"]) if r["fallback"] else "- (native)"
-            print(f"{head} {r['cpu_us']:>11.1f} {r['mlu_us']:>11.1f} {r['ratio']:>8.3f}  {fb[:60]}", flush=True)
+            busy = "!" if (r["other_load"] or 0) > 0.25 else " "
+            print(f"{head} {r['cpu_us']:>11.1f} {r['mlu_us']:>11.1f} {r['ratio']:>8.3f}{busy} {fb[:60]}", flush=True)
     elapsed = time.perf_counter() - t0
-    load_end = os.getloadavg()
+    other_during = other_run()
 
     big_n = 1 << 20
     summary = summarize(results, big_n)
@@ -524,8 +561,8 @@ def main():
         "python": sys.version.split()[0],
         "cpu_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),
-        "load_average_start": load_start,
-        "load_average_end": load_end,
+        "other_load_start": other_start,
+        "other_load_during": other_during,
         "config": {
             "sizes": args.sizes, "dtypes": args.dtypes, "layouts": args.layouts, "ops": args.ops,
             "quick": args.quick, "full": args.full, "min_time_s": args.min_time, "min_reps": args.min_reps,
@@ -570,8 +607,11 @@ def main():
     if worst:
         print(line.rstrip(","))
         print("  (* = through the CPU fallback)")
-    print(f"load average {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end "
-          f"({os.cpu_count()} cores; this run itself keeps about {torch.get_num_threads()} busy)")
+    if other_during is not None:
+        noisy = sum((r.get("other_load") or 0) > 0.25 for r in results)
+        print(f"other processes kept {other_during:.2f} of {os.cpu_count()} cores busy on average during the run; "
+              f"{noisy} cases ran with more than 0.25 cores busy elsewhere"
+              + (", marked ! (unreliable: rerun on an idle machine)" if other_during > 0.1 or noisy else ""))
     print(f"(cpu/mlu > 1: mlu faster; medians of >= {args.min_reps} batches, ~{args.min_time} s per device "
           f"and case; JSON in {args.out})")
 
