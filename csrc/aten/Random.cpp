@@ -8,6 +8,7 @@
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/mul.h>
@@ -66,8 +67,14 @@ at::Tensor& uniform_mlu_(at::Tensor& self, double from, double to, std::optional
 }
 
 at::Tensor& normal_mlu_(at::Tensor& self, double mean, double std, std::optional<at::Generator> generator) {
-  check_float(self, "normal_");
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  if (self.is_complex()) {
+    // As the CPU: real and imaginary parts each N(mean, std / sqrt(2)).
+    at::Tensor parts = at::view_as_real(self);
+    normal_mlu_(parts, mean, std / std::sqrt(2.0), generator);
+    return self;
+  }
+  check_float(self, "normal_");
   return launch_random(self, generator, "normal_", &mlu::kernels::normal, mean, std);
 }
 

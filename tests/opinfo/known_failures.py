@@ -41,8 +41,6 @@ def KF(op, test, dtypes, kind, reason):
 
 # Reasons that several entries share.
 _COMPLEX32 = f"{COMPLEX}: complex32 (ComplexHalf) tensors cannot be created on mlu (copy_ rejects the dtype)"
-_COMPLEX_RANDN = (f"{COMPLEX}: normal_ (randn_like) rejects complex mlu tensors, and the test draws complex output "
-                  f"gradients with randn_like")
 _CONV = (f"{NO_KERNEL}: PrivateUse1 convolution dispatches to aten::convolution_overrideable, which has no CPU "
          f"kernel for the fallback to call (NotImplementedError)")
 _SPARSE = "sparse layouts not supported on mlu: no SparsePrivateUse1 kernels (to_sparse, CSR/COO construction)"
@@ -54,9 +52,6 @@ KNOWN_FAILURES = [
     KF("chalf", "*", None, "xfail", _COMPLEX32),
     KF("hash_tensor", "test_out", None, "xfail",
        "unsigned 64-bit dtype not supported on mlu: hash_tensor's out= is uint64 and fill_ rejects UInt64"),
-    *[KF(op, "test_noncontiguous_samples", ("float32",), "xfail", _COMPLEX_RANDN)
-      for op in ("cdouble", "cfloat", "complex", "fft.fft", "fft.fft2", "fft.fftn", "fft.ifft2", "fft.ifftn",
-                 "fft.rfft", "fft.rfft2", "fft.rfftn", "linalg.eig", "linalg.eigvals", "polar", "stft")],
 
     # --- crashes (segfaults kill the interpreter: not run in-process) ---
     *[KF(op, test, None, "xfail", _CONV)
