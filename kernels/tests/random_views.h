@@ -170,6 +170,26 @@ inline void fill_random(Buffer& buffer, Rng& rng, bool integer_safe) {
   for (int64_t i = 0; i < buffer.count(); ++i) random_element(buffer.type(), rng, integer_safe, buffer.element(i));
 }
 
+// One element of `type` at p as a double (the real part of a complex).
+inline double element_value(ScalarType type, const unsigned char* p) {
+  auto load = [p](auto v) { std::memcpy(&v, p, sizeof(v)); return v; };
+  switch (type) {
+    case ScalarType::Bool: return load(uint8_t{});
+    case ScalarType::UInt8: return load(uint8_t{});
+    case ScalarType::Int8: return load(int8_t{});
+    case ScalarType::Int16: return load(int16_t{});
+    case ScalarType::Int32: return load(int32_t{});
+    case ScalarType::Int64: return static_cast<double>(load(int64_t{}));
+    case ScalarType::Float16: return to_float(load(Half{}));
+    case ScalarType::BFloat16: return to_float(load(BFloat16{}));
+    case ScalarType::Float32: return load(0.0f);
+    case ScalarType::Float64: return load(0.0);
+    case ScalarType::ComplexFloat: return load(std::complex<float>{}).real();
+    case ScalarType::ComplexDouble: return load(std::complex<double>{}).real();
+  }
+  return 0;
+}
+
 // True for a floating element (or complex component) that is NaN.
 inline bool is_nan_component(ScalarType type, const unsigned char* p) {
   auto load = [p](auto v) { std::memcpy(&v, p, sizeof(v)); return v; };

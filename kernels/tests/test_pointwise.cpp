@@ -35,16 +35,6 @@ bool is_floating(ScalarType t) {
          t == ScalarType::Float64;
 }
 
-double load_as_double(ScalarType type, const unsigned char* p) {
-  auto load = [p](auto v) { std::memcpy(&v, p, sizeof(v)); return v; };
-  switch (type) {
-    case ScalarType::Float16: return to_float(load(Half{}));
-    case ScalarType::BFloat16: return to_float(load(BFloat16{}));
-    case ScalarType::Float32: return load(0.0f);
-    case ScalarType::Float64: return load(0.0);
-    default: return 0;
-  }
-}
 
 // The ops whose optimised body is SLEEF's vector math (vector_math.h) while
 // the reference uses libm: the two may differ by an ulp or two, at overflow
@@ -76,7 +66,7 @@ bool close_element(PointwiseOp op, ScalarType type, ScalarType compute, const un
                    const unsigned char* b) {
   if (testutil::same_element(type, a, b)) return true;
   if (!is_floating(type) || !uses_vector_math(op)) return false;
-  const double x = load_as_double(type, a), y = load_as_double(type, b);
+  const double x = testutil::element_value(type, a), y = testutil::element_value(type, b);
   if (std::isnan(x) != std::isnan(y)) return op == PointwiseOp::Pow || op == PointwiseOp::PowScalar;
   if (std::abs(x) >= 1e38 && std::abs(y) >= 1e38 && (x > 0) == (y > 0)) return true;
   // SLEEF's log1p/asinh/acosh overflow to inf for inputs beyond ~1e38, as

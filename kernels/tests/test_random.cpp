@@ -70,24 +70,6 @@ TEST(Philox, WordOrder) {
 
 // ---------------------------------------------------------------- helpers
 
-double element_value(ScalarType type, const unsigned char* p) {
-  auto load = [p](auto v) { std::memcpy(&v, p, sizeof(v)); return v; };
-  switch (type) {
-    case ScalarType::Bool: return load(uint8_t{});
-    case ScalarType::UInt8: return load(uint8_t{});
-    case ScalarType::Int8: return load(int8_t{});
-    case ScalarType::Int16: return load(int16_t{});
-    case ScalarType::Int32: return load(int32_t{});
-    case ScalarType::Int64: return static_cast<double>(load(int64_t{}));
-    case ScalarType::Float16: return to_float(load(Half{}));
-    case ScalarType::BFloat16: return to_float(load(BFloat16{}));
-    case ScalarType::Float32: return load(0.0f);
-    case ScalarType::Float64: return load(0.0);
-    case ScalarType::ComplexFloat: return load(std::complex<float>{}).real();
-    case ScalarType::ComplexDouble: return load(std::complex<double>{}).real();
-  }
-  return 0;
-}
 
 // A kernel call with its distribution parameters bound.
 using Call = std::function<void(void* dst, ScalarType, const Shape&, const Strides&, uint64_t seed,
@@ -415,7 +397,7 @@ std::vector<double> sample(ScalarType type, const std::function<void(void*, cons
   Buffer buffer(type, kSamples);
   call(buffer.data(), shape, contiguous_strides(shape));
   std::vector<double> values(kSamples);
-  for (int64_t i = 0; i < kSamples; ++i) values[static_cast<size_t>(i)] = element_value(type, buffer.element(i));
+  for (int64_t i = 0; i < kSamples; ++i) values[static_cast<size_t>(i)] = testutil::element_value(type, buffer.element(i));
   return values;
 }
 
@@ -444,8 +426,8 @@ TEST(Random, BernoulliIsExactlyZeroOrOne) {
     const Shape scalar{};
     bernoulli_scalar(one.data(), type, scalar, Strides{}, 1, 0, 1.0);
     bernoulli_scalar(zero.data(), type, scalar, Strides{}, 1, 0, 0.0);
-    EXPECT_EQ(element_value(type, one.data()), 1.0);
-    EXPECT_EQ(element_value(type, zero.data()), 0.0);
+    EXPECT_EQ(testutil::element_value(type, one.data()), 1.0);
+    EXPECT_EQ(testutil::element_value(type, zero.data()), 0.0);
     if (type == ScalarType::ComplexFloat || type == ScalarType::ComplexDouble) {
       EXPECT_EQ(std::memcmp(one.data() + size / 2, zero.data(), size / 2), 0) << "imaginary part is 0";
     }

@@ -22,22 +22,6 @@ constexpr ScalarType kTypes[] = {ScalarType::Bool,    ScalarType::UInt8,    Scal
                                  ScalarType::Int32,   ScalarType::Int64,    ScalarType::Float16,
                                  ScalarType::BFloat16, ScalarType::Float32, ScalarType::Float64};
 
-double as_double(ScalarType type, const unsigned char* p) {
-  auto load = [p](auto v) { std::memcpy(&v, p, sizeof(v)); return v; };
-  switch (type) {
-    case ScalarType::Bool: return load(uint8_t{});
-    case ScalarType::UInt8: return load(uint8_t{});
-    case ScalarType::Int8: return load(int8_t{});
-    case ScalarType::Int16: return load(int16_t{});
-    case ScalarType::Int32: return load(int32_t{});
-    case ScalarType::Int64: return static_cast<double>(load(int64_t{}));
-    case ScalarType::Float16: return to_float(load(Half{}));
-    case ScalarType::BFloat16: return to_float(load(BFloat16{}));
-    case ScalarType::Float32: return load(0.0f);
-    case ScalarType::Float64: return load(0.0);
-    default: return 0;
-  }
-}
 
 // Summation order differs (partial accumulators), so floating results may
 // differ in the last bits of a double; compare at the output's precision.
@@ -48,7 +32,7 @@ void expect_close(const Buffer& actual, const Buffer& expected, const std::strin
     const auto* a = const_cast<Buffer&>(actual).element(i);
     const auto* b = const_cast<Buffer&>(expected).element(i);
     if (testutil::same_element(t, a, b)) continue;
-    const double x = as_double(t, a), y = as_double(t, b);
+    const double x = testutil::element_value(t, a), y = testutil::element_value(t, b);
     ASSERT_TRUE(std::abs(x - y) <= rtol * std::max(std::abs(x), std::abs(y)) + 1e-300)
         << what << " element " << i << ": " << x << " vs " << y;
   }
