@@ -5,11 +5,14 @@
 #include "convert.h"
 #include "dispatch.h"
 #include "strided_loop.h"
+#include "mlu_kernels/parallel.h"
 #include "unravel.h"
 
 namespace mlu::kernels {
 
 namespace {
+
+constexpr int64_t kCopyGrain = 65536;  // elements per parallel chunk, at least
 
 template <class To, class From>
 void copy_contiguous(To* __restrict dst, const From* __restrict src, int64_t n) {
@@ -60,8 +63,14 @@ void copy(void* dst, ScalarType dst_type, const Strides& dst_strides, const void
   const int64_t n = numel(s);
   if (n == 0) return;
   const bool contiguous = s.ndim == 0 || (s.ndim == 1 && ds.v[0] == 1 && ss.v[0] == 1);
+  // Copies of disjoint parts are independent: contiguous copies split the
+  // element range, strided ones the outermost dim, over the compute threads.
   if (contiguous && dst_type == src_type) {
-    std::memcpy(dst, src, static_cast<size_t>(n) * element_size(dst_type));
+    const size_t size = element_size(dst_type);
+    parallel_for(0, n, kCopyGrain, [&](int64_t b, int64_t e) {
+      std::memcpy(static_cast<char*>(dst) + b * static_cast<int64_t>(size),
+                  static_cast<const char*>(src) + b * static_cast<int64_t>(size), static_cast<size_t>(e - b) * size);
+    });
     return;
   }
   dispatch_pair(dst_type, src_type, [&](auto to, auto from) {
@@ -70,10 +79,16 @@ void copy(void* dst, ScalarType dst_type, const Strides& dst_strides, const void
     auto* d = static_cast<To*>(dst);
     const auto* sp = static_cast<const From*>(src);
     if (contiguous) {
-      copy_contiguous(d, sp, n);
-    } else {
-      copy_strided(d, ds, sp, ss, s);
+      parallel_for(0, n, kCopyGrain, [&](int64_t b, int64_t e) { copy_contiguous(d + b, sp + b, e - b); });
+      return;
     }
+    const int64_t inner = n / s.sizes[0];
+    parallel_for(0, s.sizes[0], std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(inner, 1)),
+                 [&](int64_t b, int64_t e) {
+                   Shape part = s;
+                   part.sizes[0] = e - b;
+                   copy_strided(d + b * ds.v[0], ds, sp + b * ss.v[0], ss, part);
+                 });
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include "convert.h"
 #include "dispatch.h"
+#include "mlu_kernels/copy.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels {
@@ -70,10 +71,54 @@ void dispatch_index(ScalarType type, F&& f) {
   }
 }
 
+// index_select / embedding: the index varies along `dim` only, so each index
+// value moves a whole slice (all other dims): one strided copy per value,
+// values split over the threads. Generic gathers walk element by element.
+bool index_is_one_dim(const Shape& shape, int dim, const Operand& index) {
+  for (int d = 0; d < shape.ndim; ++d) {
+    if (d != dim && shape.sizes[d] > 1 && index.strides.v[d] != 0) return false;
+  }
+  return shape.ndim > 1;
+}
+
+IndexCheck gather_slices(const Shape& shape, int dim, const Operand& out, const Operand& in, int64_t dim_size,
+                         const Operand& index) {
+  Shape rest;
+  rest.ndim = 0;
+  Strides out_rest{}, in_rest{};
+  for (int d = 0; d < shape.ndim; ++d) {
+    if (d == dim) continue;
+    rest.sizes[rest.ndim] = shape.sizes[d];
+    out_rest.v[rest.ndim] = out.strides.v[d];
+    in_rest.v[rest.ndim] = in.strides.v[d];
+    ++rest.ndim;
+  }
+  const int64_t slice = numel(rest);
+  const int64_t esize = static_cast<int64_t>(element_size(out.dtype));
+  BadIndex bad;
+  dispatch_index(index.dtype, [&](auto itag) {
+    using I = typename decltype(itag)::type;
+    parallel_for(0, shape.sizes[dim], std::max<int64_t>(1, kGrain / std::max<int64_t>(slice, 1)),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t j = b; j < e; ++j) {
+                     const int64_t i = index_at<I>(index.data, j * index.strides.v[dim]);
+                     if (i < 0 || i >= dim_size) {
+                       bad.report(i);
+                       continue;
+                     }
+                     copy(static_cast<char*>(out.data) + j * out.strides.v[dim] * esize, out.dtype, out_rest,
+                          static_cast<const char*>(in.data) + i * in.strides.v[dim] * esize, in.dtype, in_rest, rest);
+                   }
+                 });
+  });
+  return {!bad.seen.load(), bad.value.load()};
+}
+
 }  // namespace
 
 IndexCheck gather(const Shape& shape, int dim, const Operand& out, const Operand& in, int64_t dim_size,
                   const Operand& index) {
+  if (index_is_one_dim(shape, dim, index)) return gather_slices(shape, dim, out, in, dim_size, index);
   Strides so = out.strides, si = in.strides, sx = index.strides;
   Strides* strides[3] = {&so, &si, &sx};
   const Rows rows = move_dim_last(shape, dim, strides);
