@@ -59,6 +59,7 @@ void copy(void* dst, ScalarType dst_type, const Strides& dst_strides, const void
   Strides ds = dst_strides;
   Strides ss = src_strides;
   Strides* operands[] = {&ds, &ss};
+  sort_dims_by_stride(s, operands, 2);
   coalesce(s, operands, 2);
   const int64_t n = numel(s);
   if (n == 0) return;

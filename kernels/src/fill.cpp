@@ -45,6 +45,7 @@ void fill(void* dst, ScalarType dtype, const Shape& shape, const Strides& stride
   Shape s = shape;
   Strides st = strides;
   Strides* operands[] = {&st};
+  sort_dims_by_stride(s, operands, 1);
   coalesce(s, operands, 1);
   const int64_t n = numel(s);
   if (n == 0) return;

@@ -1,5 +1,7 @@
 #include "mlu_kernels/layout.h"
 
+#include <utility>
+
 namespace mlu::kernels {
 
 int64_t numel(const Shape& shape) {
@@ -21,6 +23,24 @@ bool mergeable(const Shape& shape, Strides* operands[], int n_operands, int oute
 }
 
 }  // namespace
+
+void sort_dims_by_stride(Shape& shape, Strides* operands[], int n_operands) {
+  // Insertion sort (at most 16 dims), stable, so equal strides keep their order.
+  auto outer_first = [&](int a, int b) {  // should dim a come before dim b?
+    for (int k = 0; k < n_operands; ++k) {
+      const int64_t sa = operands[k]->v[a] < 0 ? -operands[k]->v[a] : operands[k]->v[a];
+      const int64_t sb = operands[k]->v[b] < 0 ? -operands[k]->v[b] : operands[k]->v[b];
+      if (sa != sb) return sa > sb;
+    }
+    return false;
+  };
+  for (int i = 1; i < shape.ndim; ++i) {
+    for (int j = i; j > 0 && outer_first(j, j - 1); --j) {
+      std::swap(shape.sizes[j], shape.sizes[j - 1]);
+      for (int k = 0; k < n_operands; ++k) std::swap(operands[k]->v[j], operands[k]->v[j - 1]);
+    }
+  }
+}
 
 void coalesce(Shape& shape, Strides* operands[], int n_operands) {
   int kept = 0;  // dims [0, kept) are the output so far

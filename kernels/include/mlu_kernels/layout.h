@@ -30,4 +30,11 @@ int64_t numel(const Shape& shape);
 // element). operands holds n_operands non-null pointers.
 void coalesce(Shape& shape, Strides* operands[], int n_operands);
 
+// Permutes the dims (the same permutation for every operand) so that operand
+// 0's strides decrease in magnitude, ties broken by the next operands: the
+// innermost dim then walks memory most closely. Only for kernels whose
+// result does not depend on the visiting order (copy, fill); call before
+// coalesce.
+void sort_dims_by_stride(Shape& shape, Strides* operands[], int n_operands);
+
 }  // namespace mlu::kernels

@@ -1,0 +1,53 @@
+"""Renders benchmarks/results/bench_ops.json (from bench_ops.py) as docs/bench_ops.md.
+
+The table has, per op and layout, the cpu/mlu time ratio at each size for float32 (and bfloat16 where
+measured), so the note on a change can quote it; the summary lines are bench_ops.py's own.
+Usage: python benchmarks/render_ops_report.py [results.json] [out.md]
+"""
+import json
+import sys
+from collections import defaultdict
+
+
+def main():
+    src = sys.argv[1] if len(sys.argv) > 1 else "benchmarks/results/bench_ops.json"
+    dst = sys.argv[2] if len(sys.argv) > 2 else "docs/bench_ops.md"
+    data = json.load(open(src))
+    summary = data["summary"]
+    sizes = list(dict.fromkeys(s for _, s in sorted({(r["n"], r["size"]) for r in data["results"]})))
+    rows = defaultdict(dict)
+    native = {}
+    for r in data["results"]:
+        if "ratio" not in r:
+            continue
+        key = (r["family"], r["op"], r["layout"], r["dtype"])
+        rows[key][r["size"]] = r["ratio"]
+        native[key] = native.get(key, True) and r.get("native", False)
+    out = ["# Op benchmarks: mlu against stock PyTorch on the CPU", "",
+           f"Generated from `{src}` by `benchmarks/render_ops_report.py`; measured by `benchmarks/bench_ops.py` "
+           f"(torch {data.get('torch')}, {data.get('cpu_count')} cores, other load during the run: "
+           f"{data.get('other_load_during')}). Ratio = CPU time / mlu time (> 1: mlu faster); medians of "
+           f"batches, mlu batches end with `torch.mlu.synchronize()`.", "", "## Summary", "",
+           f"- cases: {summary['cases']} ({summary['native_cases']} native on mlu, "
+           f"{summary['fallback_cases']} through the CPU fallback), errors: {summary['errors']}",
+           f"- **geometric mean of cpu/mlu over cases with >= 1M elements: {summary['geomean_ratio_large']:.3f}** "
+           f"(native only: {summary['geomean_ratio_large_native']:.3f}; all sizes: "
+           f"{summary['geomean_ratio_all']:.3f})",
+           "- by family (>= 1M): " + ", ".join(f"{k} {v:.2f}"
+                                               for k, v in summary["geomean_ratio_large_by_family"].items()),
+           "- below 0.7 at >= 1M (worst case per op): " +
+           ", ".join(f"{w['op']} {w['ratio']:.2f} ({w['layout']}, {w['size']}, {w['dtype']})"
+                     for w in summary["worst_large"] if w["ratio"] < 0.7), "",
+           "## Ratios", "", "| family | op | layout | dtype | " + " | ".join(sizes) + " | path |",
+           "|---|---|---|---|" + "---:|" * len(sizes) + "---|"]
+    for key in sorted(rows):
+        family, op, layout, dtype = key
+        cells = [f"{rows[key][s]:.2f}" if s in rows[key] else "" for s in sizes]
+        out.append(f"| {family} | {op} | {layout} | {dtype} | " + " | ".join(cells) +
+                   f" | {'native' if native[key] else 'fallback'} |")
+    open(dst, "w").write("\n".join(out) + "\n")
+    print(f"wrote {dst}")
+
+
+if __name__ == "__main__":
+    main()
