@@ -214,6 +214,84 @@ def test_index_put_and_embedding_backward():
     torch.testing.assert_close(b.grad.cpu(), a.grad)
 
 
+ADVANCED_INDICES = {
+    "two tensors": lambda d: (torch.tensor([0, -1, 2], device=d), torch.tensor([[1], [-4]], device=d)),
+    "non-adjacent": lambda d: (torch.tensor([0, -1, 2], device=d), slice(None), torch.tensor([[1], [5]], device=d)),
+    "after a slice": lambda d: (slice(None), torch.tensor([4, 0, 4], device=d)),
+    "int32 after ellipsis": lambda d: (Ellipsis, torch.tensor([1, -6, 0], dtype=torch.int32, device=d)),
+    "mask and tensor": lambda d: (torch.tensor([0, 3, 1], device=d), torch.tensor([True, False, True, True, False],
+                                                                              device=d)),
+    "0-dim and tensor": lambda d: (torch.tensor(1, device=d), torch.tensor([0, 2, 2], device=d)),
+    "cpu index tensors": lambda d: (torch.tensor([2, 0]), torch.tensor([1, 1])),
+}
+
+
+@pytest.mark.parametrize("name", ADVANCED_INDICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int16, torch.bool])
+def test_advanced_indexing_get_set_and_accumulate(name, dtype):
+    base = torch.randn(4, 5, 6).mul(10).to(dtype)
+    make = ADVANCED_INDICES[name]
+    values = torch.randn(base[make("cpu")].shape).mul(10).to(dtype)
+
+    def get_set_accumulate(x, v):
+        idx = make(x.device)
+        got = x[idx]
+        y = x.transpose(0, 2).contiguous().transpose(0, 2)  # non-contiguous self
+        y[idx] = v
+        z = x.clone()
+        if all(isinstance(i, torch.Tensor) for i in idx):
+            z.index_put_(idx, v, accumulate=True)
+        return got, y, z
+
+    check_native(get_set_accumulate, base, values)
+
+
+def test_index_put_accumulates_repeated_positions_like_cpu():
+    ix = torch.randint(-30, 30, (5000,))
+    v = torch.randn(5000)
+    check_native(lambda i, v: torch.zeros(30, device=i.device).index_put_((i,), v, accumulate=True), ix, v)
+    check_native(lambda i, v: torch.zeros(60, 3, device=i.device).index_put_((i, i.abs() % 3), v, accumulate=True), ix, v)
+
+
+@pytest.mark.parametrize("op", [
+    lambda w, i: w[i, i.clamp(max=3)],
+    lambda w, i: w[:, torch.tensor([0, 3], device=w.device)][i],
+    lambda w, i: w.index_put_((i, torch.zeros_like(i)), torch.ones(2, device=w.device), accumulate=True),
+], ids=["index", "index after slice", "index_put_"])
+def test_advanced_index_out_of_range_is_a_device_error(op):
+    w = torch.randn(10, 4, device="mlu")
+    with pytest.raises(torch.AcceleratorError, match=r"index 12 is out of bounds for dimension 0 with size 10"):
+        op(w, torch.tensor([1, 12], device="mlu"))
+        torch.mlu.synchronize()
+    assert (w + 1).sum().item() == pytest.approx((w.cpu() + 1).sum().item(), rel=1e-5)
+
+
+def test_advanced_indexing_errors_match_cpu():
+    for make in [lambda d: (torch.tensor([[0, 1]], device=d), torch.tensor([0, 1, 2], device=d)),
+                 lambda d: (torch.tensor([0.5], device=d),)]:
+        with pytest.raises(IndexError) as cpu_error:
+            torch.zeros(4, 5)[make("cpu")]
+        with pytest.raises(IndexError) as mlu_error:
+            torch.zeros(4, 5, device="mlu")[make("mlu")]
+        assert str(mlu_error.value) == str(cpu_error.value)
+    with pytest.raises(RuntimeError, match="shape mismatch: value tensor of shape"):
+        torch.zeros(4, 5, device="mlu").index_put_((torch.tensor([1], device="mlu"),), torch.ones(2, device="mlu"))
+
+
+@pytest.mark.parametrize("fn", [lambda a, b: a // b, lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+                                lambda a, b: a % b, torch.fmod], ids=["floor_divide", "div_trunc", "remainder", "fmod"])
+def test_integer_division_by_zero_raises(fn):
+    a = torch.tensor([4, 5, 6], device="mlu")
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        fn(a, 0)  # a CPU scalar divisor raises at the call, as on CPU
+    with pytest.raises(torch.AcceleratorError, match="ZeroDivisionError"):
+        fn(a, torch.tensor([1, 0, 2], device="mlu"))
+        torch.mlu.synchronize()
+    torch.testing.assert_close(fn(a, torch.tensor([3, 2, -4], device="mlu")).cpu(),
+                               fn(a.cpu(), torch.tensor([3, 2, -4])))
+    assert torch.isinf(a.float() // 0).all().item()
+
+
 def test_factories():
     for fn in [lambda d: torch.arange(0, 10, 0.7, device=d), lambda d: torch.arange(-5, 17, 3, device=d),
                lambda d: torch.linspace(-3, 7, 101, device=d), lambda d: torch.eye(3, 5, device=d),

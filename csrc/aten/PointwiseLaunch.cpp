@@ -4,6 +4,8 @@
 
 #include <c10/core/DeviceGuard.h>
 
+#include <mlu_kernels/select.h>
+
 #include "csrc/aten/KernelArgs.h"
 
 namespace torch_mlu {
@@ -11,6 +13,21 @@ namespace torch_mlu {
 namespace {
 
 namespace k = mlu::kernels;
+
+// Note [Integer division by zero]
+// The kernels write 0 for an integer division or remainder by zero; PyTorch's
+// CPU raises "ZeroDivisionError". A CPU-scalar divisor is checked on the host
+// (raising at the call, like CPU); a tensor divisor is scanned by the task
+// before the kernel runs, and a zero makes the task fail: a device-side error
+// raised at the next synchronisation, the output left unwritten.
+bool divides_integers(PointwiseOp op, k::ScalarType compute) {
+  const bool division = op == PointwiseOp::DivTrunc || op == PointwiseOp::DivFloor ||
+                        op == PointwiseOp::Remainder || op == PointwiseOp::Fmod;
+  return division && compute != k::ScalarType::Float16 && compute != k::ScalarType::BFloat16 &&
+         compute != k::ScalarType::Float32 && compute != k::ScalarType::Float64;
+}
+
+constexpr const char* kZeroDivision = "ZeroDivisionError";
 
 // Note [Compact pointwise tasks]
 // Most iterators have few dims after TensorIterator coalesced them, so the
@@ -33,7 +50,7 @@ struct PointwiseTask {
   alignas(8) unsigned char scalars[kMaxOperands][16];
   OpParams params;
 
-  void operator()() const {
+  void operator()(mlu::TaskContext& context) const {
     k::Shape shape;
     shape.ndim = ndim;
     k::Operand operands[kMaxOperands];
@@ -43,6 +60,11 @@ struct PointwiseTask {
       operands[i].data = scalar ? const_cast<unsigned char*>(scalars[i]) : data[i];
       operands[i].dtype = dtypes[i];
       for (int d = 0; d < ndim; ++d) operands[i].strides.v[d] = scalar ? 0 : strides[i][d];
+    }
+    if (divides_integers(op, compute) && k::count_nonzero(shape, operands[2]) < k::numel(shape)) {
+      context.fail(std::string(kZeroDivision) + ": integer division or remainder by zero (" +
+                   k::pointwise_name(op) + ")");
+      return;
     }
     k::pointwise(op, compute, shape, operands, params);
   }
@@ -68,6 +90,11 @@ void fill_and_launch(const at::TensorIteratorBase& iter, PointwiseOp op, k::Scal
     if (iter.is_cpu_scalar(i)) {
       task.scalar_mask |= static_cast<uint8_t>(1u << i);
       std::memcpy(task.scalars[i], iter.data_ptr(i), static_cast<size_t>(element));
+      if (i == 2 && divides_integers(op, compute)) {
+        bool zero = true;
+        for (int64_t b = 0; b < element; ++b) zero = zero && task.scalars[i][b] == 0;
+        TORCH_CHECK(!zero, kZeroDivision);
+      }
       continue;
     }
     task.data[i] = iter.data_ptr(i);

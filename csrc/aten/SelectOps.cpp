@@ -1,5 +1,5 @@
-// Ops whose output size depends on the data: nonzero, masked_select, and
-// index_put_ (x[mask] = v, x[idx] = v, x[idx] += v). The size is computed on
+// Ops whose output size depends on the data: nonzero, masked_select and
+// torch.unique. The size is computed on
 // the device and read back (a synchronisation, as on CUDA), then one kernel
 // writes the result in queue order.
 #include <ATen/ExpandUtils.h>
@@ -7,9 +7,6 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/ne.h>
-#include <ATen/ops/index_add.h>
-#include <ATen/ops/index_select.h>
-#include <ATen/ops/where.h>
 #include <mlu_kernels/select.h>
 
 #include "csrc/aten/KernelArgs.h"
@@ -57,53 +54,6 @@ at::Tensor masked_select_mlu(const at::Tensor& self, const at::Tensor& mask) {
   return out;
 }
 
-// The single defined index of `indices` (and its position), if exactly one.
-std::optional<std::pair<int64_t, at::Tensor>> single_index(const c10::List<std::optional<at::Tensor>>& indices) {
-  std::optional<std::pair<int64_t, at::Tensor>> found;
-  for (size_t i = 0; i < indices.size(); ++i) {
-    const std::optional<at::Tensor> idx = indices[i];
-    if (!idx.has_value() || !idx->defined()) continue;
-    if (found.has_value()) return std::nullopt;
-    found = std::make_pair(static_cast<int64_t>(i), *idx);
-  }
-  return found;
-}
-
-at::Tensor& index_put_impl_mlu(at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices,
-                               const at::Tensor& values, bool accumulate, bool unsafe) {
-  auto fallback = [&]() -> at::Tensor& {
-    return cpu_fallback<at::Tensor&(at::Tensor&, const c10::List<std::optional<at::Tensor>>&, const at::Tensor&, bool,
-                                    bool)>("aten::_index_put_impl_", self, indices, values, accumulate, unsafe);
-  };
-  const auto single = single_index(indices);
-  if (!single.has_value() || !has_kernel(self) || !has_kernel(values) || values.device() != self.device()) {
-    return fallback();
-  }
-  const auto& [position, idx] = *single;
-  if (idx.device() != self.device()) return fallback();
-  c10::OptionalDeviceGuard guard(self.device());
-  if (idx.scalar_type() == at::kBool && position == 0 && idx.dim() == self.dim() && values.numel() == 1 &&
-      !accumulate) {
-    // x[mask] = v: a masked fill.
-    TORCH_CHECK_INDEX(idx.sizes() == self.sizes(), "The shape of the mask ", idx.sizes(),
-                      " does not match the shape of the indexed tensor ", self.sizes());
-    return self.masked_fill_(idx, values.reshape({}));
-  }
-  if ((idx.scalar_type() != at::kLong && idx.scalar_type() != at::kInt) || position >= self.dim()) return fallback();
-  // x[..., idx, ...] = v along one dim: values broadcast to the indexed shape.
-  std::vector<int64_t> shape(self.sizes().begin(), self.sizes().begin() + position);
-  shape.push_back(idx.numel());
-  shape.insert(shape.end(), self.sizes().begin() + position + 1, self.sizes().end());
-  std::vector<int64_t> indexed(self.sizes().begin(), self.sizes().begin() + position);
-  indexed.insert(indexed.end(), idx.sizes().begin(), idx.sizes().end());
-  indexed.insert(indexed.end(), self.sizes().begin() + position + 1, self.sizes().end());
-  const at::Tensor source = values.to(self.scalar_type()).expand(indexed).reshape(shape);
-  const at::Tensor flat = idx.reshape({-1});
-  const at::Tensor wrapped = at::where(flat.lt(0), flat.add(self.size(position)), flat);
-  if (accumulate) return self.index_add_(position, wrapped, source);
-  return self.index_copy_(position, wrapped, source);
-}
-
 // torch.unique (sorted): a stable sort, a mask of where values change, then
 // masked_select / cumsum / nonzero, all on the device.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2_mlu(const at::Tensor& self, bool sorted, bool return_inverse,
@@ -144,7 +94,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2_mlu(const at::Tensor& sel
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", TORCH_FN(nonzero_mlu));
   m.impl("masked_select", TORCH_FN(masked_select_mlu));
-  m.impl("_index_put_impl_", TORCH_FN(index_put_impl_mlu));
   m.impl("_unique2", TORCH_FN(unique2_mlu));
 }
 

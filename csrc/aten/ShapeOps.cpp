@@ -1,14 +1,11 @@
 // Shape and ordering ops on mlu: flip, roll, tril/triu, sort, topk, the
-// range factories (arange, linspace, eye) and advanced indexing with one
-// index tensor (x[idx], x[:, idx]).
+// range factories (arange, linspace, eye).
 #include <cmath>
 
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/index_select.h>
 #include <ATen/ops/linspace.h>
-#include <ATen/ops/masked_select.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sort_meta.h>
 #include <ATen/ops/topk_meta.h>
@@ -300,40 +297,6 @@ at::Tensor& eye_out_mlu(c10::SymInt n_sym, c10::SymInt m_sym, at::Tensor& out) {
   return out;
 }
 
-// x[idx] and x[:, ..., idx]: one index tensor (int64/int32) and only full
-// slices otherwise is an index_select; anything else takes the CPU fallback.
-at::Tensor index_mlu(const at::Tensor& self, const c10::List<std::optional<at::Tensor>>& indices) {
-  int64_t position = -1, count = 0;
-  for (size_t i = 0; i < indices.size(); ++i) {
-    const std::optional<at::Tensor> idx = indices[i];
-    if (idx.has_value() && idx->defined()) {
-      position = static_cast<int64_t>(i);
-      ++count;
-    }
-  }
-  if (count == 1) {
-    const at::Tensor idx = *indices[static_cast<size_t>(position)];
-    if (idx.scalar_type() == at::kBool && position == 0 && idx.dim() == self.dim() && idx.device() == self.device() &&
-        has_kernel(self)) {
-      TORCH_CHECK_INDEX(idx.sizes() == self.sizes(), "The shape of the mask ", idx.sizes(),
-                        " does not match the shape of the indexed tensor ", self.sizes());
-      return at::masked_select(self, idx);  // x[mask]
-    }
-    if ((idx.scalar_type() == at::kLong || idx.scalar_type() == at::kInt) && idx.device() == self.device() &&
-        position < self.dim() && has_kernel(self)) {
-      // Negative indices wrap, as in Python indexing.
-      const at::Tensor wrapped = at::where(idx.lt(0), idx.add(self.size(position)), idx);
-      at::Tensor selected = at::index_select(self, position, wrapped.reshape({-1}));
-      std::vector<int64_t> shape(self.sizes().begin(), self.sizes().begin() + position);
-      shape.insert(shape.end(), idx.sizes().begin(), idx.sizes().end());
-      shape.insert(shape.end(), self.sizes().begin() + position + 1, self.sizes().end());
-      return selected.view(shape);
-    }
-  }
-  return cpu_fallback<at::Tensor(const at::Tensor&, const c10::List<std::optional<at::Tensor>>&)>(
-      "aten::index.Tensor", self, indices);
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -364,7 +327,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("linspace.out", TORCH_FN(linspace_out_mlu));
   m.impl("eye.m_out", TORCH_FN(eye_out_mlu));
   m.impl("eye.out", [](c10::SymInt n, at::Tensor& out) -> at::Tensor& { return eye_out_mlu(n, n, out); });
-  m.impl("index.Tensor", TORCH_FN(index_mlu));
 }
 
 }  // namespace torch_mlu

@@ -1,0 +1,190 @@
+#include "mlu_kernels/advanced_index.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "convert.h"
+#include "dispatch.h"
+#include "mlu_kernels/parallel.h"
+
+namespace mlu::kernels {
+
+namespace {
+
+constexpr int64_t kGrain = 16384;
+
+// The operands walked together: 0 = out/self, 1 = src/values, 2.. = indices.
+struct Walk {
+  Shape shape;
+  int n_operands;
+  const Strides* strides[2 + kMaxDims];
+  const Operand* indices;
+  const IndexedDims* dims;
+};
+
+// Records one bad index value (any thread's) and the index tensor it was in.
+struct BadIndex {
+  std::atomic<bool> seen{false};
+  std::atomic<int64_t> value{0};
+  std::atomic<int> dim{0};
+  void report(int k, int64_t v) {
+    if (!seen.exchange(true)) {
+      value.store(v);
+      dim.store(k);
+    }
+  }
+  AdvancedIndexCheck check() const { return {!seen.load(), dim.load(), value.load()}; }
+};
+
+int64_t load_index(const Operand& index, int64_t offset) {
+  return index.dtype == ScalarType::Int32 ? static_cast<const int32_t*>(index.data)[offset]
+                                          : static_cast<const int64_t*>(index.data)[offset];
+}
+
+// The element offset that the index values at `offsets` (one per index
+// tensor, already including the row position) select, or false after
+// reporting a bad value.
+bool indexed_offset(const Walk& w, const int64_t* offsets, BadIndex& bad, int64_t& result) {
+  int64_t sum = 0;
+  for (int k = 0; k < w.dims->count; ++k) {
+    int64_t i = load_index(w.indices[k], offsets[k]);
+    const int64_t size = w.dims->sizes[k];
+    if (i < -size || i >= size) {
+      bad.report(k, i);
+      return false;
+    }
+    if (i < 0) i += size;
+    sum += i * w.dims->strides[k];
+  }
+  result = sum;
+  return true;
+}
+
+// Calls segment(plain_offset, plain_stride, indexed_offset, indexed_stride,
+// len) for rows [begin, end) of the walk, where `indexed` (0 or 1) is the
+// operand whose position the index values pick and the other is read or
+// written plainly. A row whose index values do not change along it (the
+// common case: TensorIterator puts the non-indexed dims last) is one segment;
+// otherwise each element is its own.
+template <class Segment>
+void visit_rows(const Walk& w, int indexed, int64_t begin, int64_t end, BadIndex& bad, const Segment& segment) {
+  const Shape& shape = w.shape;
+  const int last = shape.ndim - 1;
+  const int64_t len = shape.sizes[last];
+  const int plain = 1 - indexed;
+  const int n_index = w.dims->count;
+  bool constant_row = true;
+  for (int k = 0; k < n_index; ++k) constant_row = constant_row && w.strides[2 + k]->v[last] == 0;
+  int64_t off[2 + kMaxDims];
+  int64_t index_off[kMaxDims];
+  for (int64_t row = begin; row < end; ++row) {
+    for (int k = 0; k < w.n_operands; ++k) off[k] = 0;
+    int64_t rest = row;
+    for (int d = last - 1; d >= 0; --d) {
+      const int64_t i = rest % shape.sizes[d];
+      rest /= shape.sizes[d];
+      for (int k = 0; k < w.n_operands; ++k) off[k] += i * w.strides[k]->v[d];
+    }
+    const int64_t sp = w.strides[plain]->v[last], si = w.strides[indexed]->v[last];
+    if (constant_row) {
+      int64_t base;
+      if (indexed_offset(w, off + 2, bad, base)) segment(off[plain], sp, off[indexed] + base, si, len);
+      continue;
+    }
+    for (int64_t j = 0; j < len; ++j) {
+      for (int k = 0; k < n_index; ++k) index_off[k] = off[2 + k] + j * w.strides[2 + k]->v[last];
+      int64_t base;
+      if (indexed_offset(w, index_off, bad, base)) segment(off[plain] + j * sp, sp, off[indexed] + j * si + base, si, 1);
+    }
+  }
+}
+
+Walk make_walk(const Shape& shape, const Operand& a, const Operand& b, const Operand* indices, const IndexedDims& dims) {
+  Walk w;
+  w.shape = shape;
+  if (w.shape.ndim == 0) {
+    w.shape.ndim = 1;
+    w.shape.sizes[0] = 1;
+  }
+  w.n_operands = 2 + dims.count;
+  w.strides[0] = &a.strides;
+  w.strides[1] = &b.strides;
+  for (int k = 0; k < dims.count; ++k) w.strides[2 + k] = &indices[k].strides;
+  w.indices = indices;
+  w.dims = &dims;
+  return w;
+}
+
+int64_t rows_of(const Walk& w) { return numel(w.shape) / w.shape.sizes[w.shape.ndim - 1]; }
+
+}  // namespace
+
+AdvancedIndexCheck index_gather(const Shape& shape, const Operand& out, const Operand& src, const Operand* indices,
+                                const IndexedDims& dims) {
+  if (numel(shape) == 0) return {};
+  const Walk w = make_walk(shape, out, src, indices, dims);
+  const int64_t n_rows = rows_of(w);
+  const int64_t len = w.shape.sizes[w.shape.ndim - 1];
+  BadIndex bad;
+  detail::dispatch_bits(element_size(out.dtype), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* dst = static_cast<T*>(out.data);
+    const T* from = static_cast<const T*>(src.data);
+    auto segment = [&](int64_t o, int64_t so, int64_t s, int64_t ss, int64_t n) {
+      if (so == 1 && ss == 1) {
+        std::memcpy(dst + o, from + s, static_cast<size_t>(n) * sizeof(T));
+        return;
+      }
+      for (int64_t j = 0; j < n; ++j) dst[o + j * so] = from[s + j * ss];
+    };
+    parallel_for(0, n_rows, std::max<int64_t>(1, kGrain / len),
+                 [&](int64_t b, int64_t e) { visit_rows(w, /*indexed=*/1, b, e, bad, segment); });
+  });
+  return bad.check();
+}
+
+AdvancedIndexCheck index_put(const Shape& shape, const Operand& self, const Operand& values, const Operand* indices,
+                             const IndexedDims& dims, bool accumulate) {
+  if (numel(shape) == 0) return {};
+  const Walk w = make_walk(shape, self, values, indices, dims);
+  const int64_t n_rows = rows_of(w);
+  const int64_t len = w.shape.sizes[w.shape.ndim - 1];
+  BadIndex bad;
+  if (!accumulate) {
+    detail::dispatch_bits(element_size(self.dtype), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* dst = static_cast<T*>(self.data);
+      const T* from = static_cast<const T*>(values.data);
+      auto segment = [&](int64_t v, int64_t sv, int64_t d, int64_t sd, int64_t n) {
+        for (int64_t j = 0; j < n; ++j) dst[d + j * sd] = from[v + j * sv];
+      };
+      parallel_for(0, n_rows, std::max<int64_t>(1, kGrain / len),
+                   [&](int64_t b, int64_t e) { visit_rows(w, /*indexed=*/0, b, e, bad, segment); });
+    });
+    return bad.check();
+  }
+  detail::dispatch(self.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* dst = static_cast<T*>(self.data);
+    const T* from = static_cast<const T*>(values.data);
+    auto segment = [&](int64_t v, int64_t sv, int64_t d, int64_t sd, int64_t n) {
+      for (int64_t j = 0; j < n; ++j) {
+        T& target = dst[d + j * sd];
+        const T value = from[v + j * sv];
+        if constexpr (std::is_same_v<T, bool>) {
+          target = target || value;
+        } else if constexpr (detail::is_complex_v<T>) {
+          target = target + value;
+        } else {
+          using Acc = decltype(detail::widen(T{}));
+          target = detail::convert<T>(static_cast<Acc>(detail::widen(target) + detail::widen(value)));
+        }
+      }
+    };
+    visit_rows(w, /*indexed=*/0, 0, n_rows, bad, segment);  // serial: a fixed order of additions
+  });
+  return bad.check();
+}
+
+}  // namespace mlu::kernels
