@@ -5,6 +5,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/linspace.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sort_meta.h>
@@ -38,7 +39,7 @@ at::Tensor flip_mlu(const at::Tensor& self, at::IntArrayRef dims) {
     TORCH_CHECK(!flipped[static_cast<size_t>(w)], "dims has duplicates, original flip dims size=", dims.size());
     flipped[static_cast<size_t>(w)] = true;
   }
-  at::Tensor out = at::empty(self.sizes(), self.options());
+  at::Tensor out = at::empty_like(self, at::MemoryFormat::Preserve);  // CPU's flip keeps the layout too
   if (self.numel() == 0) return out;
   c10::OptionalDeviceGuard guard(self.device());
   const k::ScalarType type = require_kernel_dtype(self.scalar_type(), "flip");

@@ -62,13 +62,13 @@ bool indexed_offset(const Walk& w, const int64_t* offsets, BadIndex& bad, int64_
 }
 
 // Calls segment(plain_offset, plain_stride, indexed_offset, indexed_stride,
-// len) for rows [begin, end) of the walk, where `indexed` (0 or 1) is the
-// operand whose position the index values pick and the other is read or
-// written plainly. A row whose index values do not change along it (the
-// common case: TensorIterator puts the non-indexed dims last) is one segment;
-// otherwise each element is its own.
+// len) for the elements [begin, end) (row-major) of the walk, where `indexed`
+// (0 or 1) is the operand whose position the index values pick and the other
+// is read or written plainly. A row part whose index values do not change
+// along the row (the common case: TensorIterator puts the non-indexed dims
+// last) is one segment; otherwise each element is its own.
 template <class Segment>
-void visit_rows(const Walk& w, int indexed, int64_t begin, int64_t end, BadIndex& bad, const Segment& segment) {
+void visit(const Walk& w, int indexed, int64_t begin, int64_t end, BadIndex& bad, const Segment& segment) {
   const Shape& shape = w.shape;
   const int last = shape.ndim - 1;
   const int64_t len = shape.sizes[last];
@@ -76,9 +76,12 @@ void visit_rows(const Walk& w, int indexed, int64_t begin, int64_t end, BadIndex
   const int n_index = w.dims->count;
   bool constant_row = true;
   for (int k = 0; k < n_index; ++k) constant_row = constant_row && w.strides[2 + k]->v[last] == 0;
+  const int64_t sp = w.strides[plain]->v[last], si = w.strides[indexed]->v[last];
   int64_t off[2 + kMaxDims];
   int64_t index_off[kMaxDims];
-  for (int64_t row = begin; row < end; ++row) {
+  for (int64_t pos = begin; pos < end;) {
+    const int64_t row = pos / len, j0 = pos % len, j1 = std::min(len, j0 + (end - pos));
+    pos += j1 - j0;
     for (int k = 0; k < w.n_operands; ++k) off[k] = 0;
     int64_t rest = row;
     for (int d = last - 1; d >= 0; --d) {
@@ -86,13 +89,14 @@ void visit_rows(const Walk& w, int indexed, int64_t begin, int64_t end, BadIndex
       rest /= shape.sizes[d];
       for (int k = 0; k < w.n_operands; ++k) off[k] += i * w.strides[k]->v[d];
     }
-    const int64_t sp = w.strides[plain]->v[last], si = w.strides[indexed]->v[last];
     if (constant_row) {
       int64_t base;
-      if (indexed_offset(w, off + 2, bad, base)) segment(off[plain], sp, off[indexed] + base, si, len);
+      if (indexed_offset(w, off + 2, bad, base)) {
+        segment(off[plain] + j0 * sp, sp, off[indexed] + j0 * si + base, si, j1 - j0);
+      }
       continue;
     }
-    for (int64_t j = 0; j < len; ++j) {
+    for (int64_t j = j0; j < j1; ++j) {
       for (int k = 0; k < n_index; ++k) index_off[k] = off[2 + k] + j * w.strides[2 + k]->v[last];
       int64_t base;
       if (indexed_offset(w, index_off, bad, base)) segment(off[plain] + j * sp, sp, off[indexed] + j * si + base, si, 1);
@@ -116,16 +120,13 @@ Walk make_walk(const Shape& shape, const Operand& a, const Operand& b, const Ope
   return w;
 }
 
-int64_t rows_of(const Walk& w) { return numel(w.shape) / w.shape.sizes[w.shape.ndim - 1]; }
-
 }  // namespace
 
 AdvancedIndexCheck index_gather(const Shape& shape, const Operand& out, const Operand& src, const Operand* indices,
                                 const IndexedDims& dims) {
   if (numel(shape) == 0) return {};
   const Walk w = make_walk(shape, out, src, indices, dims);
-  const int64_t n_rows = rows_of(w);
-  const int64_t len = w.shape.sizes[w.shape.ndim - 1];
+  const int64_t n = numel(w.shape);
   BadIndex bad;
   detail::dispatch_bits(element_size(out.dtype), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -138,8 +139,7 @@ AdvancedIndexCheck index_gather(const Shape& shape, const Operand& out, const Op
       }
       for (int64_t j = 0; j < n; ++j) dst[o + j * so] = from[s + j * ss];
     };
-    parallel_for(0, n_rows, std::max<int64_t>(1, kGrain / len),
-                 [&](int64_t b, int64_t e) { visit_rows(w, /*indexed=*/1, b, e, bad, segment); });
+    parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) { visit(w, /*indexed=*/1, b, e, bad, segment); });
   });
   return bad.check();
 }
@@ -148,8 +148,7 @@ AdvancedIndexCheck index_put(const Shape& shape, const Operand& self, const Oper
                              const IndexedDims& dims, bool accumulate) {
   if (numel(shape) == 0) return {};
   const Walk w = make_walk(shape, self, values, indices, dims);
-  const int64_t n_rows = rows_of(w);
-  const int64_t len = w.shape.sizes[w.shape.ndim - 1];
+  const int64_t n = numel(w.shape);
   BadIndex bad;
   if (!accumulate) {
     detail::dispatch_bits(element_size(self.dtype), [&](auto tag) {
@@ -159,8 +158,7 @@ AdvancedIndexCheck index_put(const Shape& shape, const Operand& self, const Oper
       auto segment = [&](int64_t v, int64_t sv, int64_t d, int64_t sd, int64_t n) {
         for (int64_t j = 0; j < n; ++j) dst[d + j * sd] = from[v + j * sv];
       };
-      parallel_for(0, n_rows, std::max<int64_t>(1, kGrain / len),
-                   [&](int64_t b, int64_t e) { visit_rows(w, /*indexed=*/0, b, e, bad, segment); });
+      parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) { visit(w, /*indexed=*/0, b, e, bad, segment); });
     });
     return bad.check();
   }
@@ -182,7 +180,7 @@ AdvancedIndexCheck index_put(const Shape& shape, const Operand& self, const Oper
         }
       }
     };
-    visit_rows(w, /*indexed=*/0, 0, n_rows, bad, segment);  // serial: a fixed order of additions
+    visit(w, /*indexed=*/0, 0, n, bad, segment);  // serial: a fixed order of additions
   });
   return bad.check();
 }

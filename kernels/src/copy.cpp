@@ -1,11 +1,14 @@
 #include "mlu_kernels/copy.h"
 
+#include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "convert.h"
 #include "dispatch.h"
 #include "strided_loop.h"
 #include "mlu_kernels/parallel.h"
+#include "mlu_kernels/pointwise.h"
 #include "unravel.h"
 
 namespace mlu::kernels {
@@ -13,6 +16,62 @@ namespace mlu::kernels {
 namespace {
 
 constexpr int64_t kCopyGrain = 65536;  // elements per parallel chunk, at least
+constexpr int64_t kTile = 32;
+
+// Note [Blocked transposing copies]
+// A copy whose operands have their unit strides on different dims (e.g.
+// x.t().contiguous(), a flip of a transposed view) reads or writes with a
+// large stride in any loop order. It runs in kTile x kTile tiles over those
+// two dims, so each tile touches kTile cache lines on either side. `a` is the
+// source's unit-stride dim, `b` the destination's.
+template <class T>
+void copy_tiled(T* dst, const Strides& ds, const T* src, const Strides& ss, const Shape& shape, int a, int b) {
+  Shape outer;
+  outer.ndim = 0;
+  Strides outer_d{}, outer_s{};
+  for (int d = 0; d < shape.ndim; ++d) {
+    if (d == a || d == b) continue;
+    outer.sizes[outer.ndim] = shape.sizes[d];
+    outer_d.v[outer.ndim] = ds.v[d];
+    outer_s.v[outer.ndim] = ss.v[d];
+    ++outer.ndim;
+  }
+  const int64_t rows = shape.sizes[a], cols = shape.sizes[b];
+  const int64_t tiles = (rows + kTile - 1) / kTile;
+  const int64_t da = ds.v[a], db = ds.v[b], sa = ss.v[a], sb = ss.v[b];
+  parallel_for(0, numel(outer) * tiles, std::max<int64_t>(1, kCopyGrain / (kTile * cols)), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t o = t / tiles;
+      T* d = dst + detail::unravel_offset(o, outer, outer_d);
+      const T* s = src + detail::unravel_offset(o, outer, outer_s);
+      const int64_t a0 = (t % tiles) * kTile, a1 = std::min(a0 + kTile, rows);
+      for (int64_t b0 = 0; b0 < cols; b0 += kTile) {
+        const int64_t b1 = std::min(b0 + kTile, cols);
+        for (int64_t i = a0; i < a1; ++i) {
+          for (int64_t j = b0; j < b1; ++j) d[i * da + j * db] = s[i * sa + j * sb];
+        }
+      }
+    }
+  });
+}
+
+// The dim where `strides` is +-1 (and the size above 1), if any.
+int unit_dim(const Shape& shape, const Strides& strides) {
+  for (int d = shape.ndim - 1; d >= 0; --d) {
+    if (shape.sizes[d] > 1 && (strides.v[d] == 1 || strides.v[d] == -1)) return d;
+  }
+  return -1;
+}
+
+// The compute type that makes the pointwise engine's Copy op a conversion
+// from `from` to `to` with convert<To>'s result (Float16/BFloat16 go through
+// float, as c10 converts them), or nothing for complex types.
+std::optional<ScalarType> conversion_compute(ScalarType to, ScalarType from) {
+  const auto complex = [](ScalarType t) { return t == ScalarType::ComplexFloat || t == ScalarType::ComplexDouble; };
+  if (complex(to) || complex(from)) return std::nullopt;
+  if (to == ScalarType::Float16 || to == ScalarType::BFloat16) return ScalarType::Float32;
+  return to;
+}
 
 template <class To, class From>
 void copy_contiguous(To* __restrict dst, const From* __restrict src, int64_t n) {
@@ -72,6 +131,23 @@ void copy(void* dst, ScalarType dst_type, const Strides& dst_strides, const void
       std::memcpy(static_cast<char*>(dst) + b * static_cast<int64_t>(size),
                   static_cast<const char*>(src) + b * static_cast<int64_t>(size), static_cast<size_t>(e - b) * size);
     });
+    return;
+  }
+  if (dst_type == src_type && s.ndim >= 2) {
+    const int a = unit_dim(s, ss), b = unit_dim(s, ds);
+    if (a >= 0 && b >= 0 && a != b && s.sizes[a] >= kTile / 2 && s.sizes[b] >= kTile / 2) {
+      detail::dispatch_bits(element_size(dst_type), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        copy_tiled(static_cast<T*>(dst), ds, static_cast<const T*>(src), ss, s, a, b);
+      });
+      return;
+    }
+  }
+  if (const std::optional<ScalarType> compute = conversion_compute(dst_type, src_type);
+      dst_type != src_type && compute.has_value()) {
+    // Vectorised per ISA, converting while it loads and stores.
+    const Operand operands[2] = {{dst, dst_type, ds}, {const_cast<void*>(src), src_type, ss}};
+    pointwise(PointwiseOp::Copy, *compute, s, operands, OpParams{});
     return;
   }
   dispatch_pair(dst_type, src_type, [&](auto to, auto from) {

@@ -151,15 +151,65 @@ IndexCheck gather(const Shape& shape, int dim, const Operand& out, const Operand
   return {!bad.seen.load(), bad.value.load()};
 }
 
-IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& self, int64_t dim_size,
-                   const Operand& src, const Operand& index, double alpha) {
-  Strides ss = self.strides, sv = src.strides, sx = index.strides;
-  Strides* strides[3] = {&ss, &sv, &sx};
-  const Rows rows = move_dim_last(shape, dim, strides);
-  const int64_t n_rows = numel(rows.outer);
-  if (n_rows == 0 || rows.len == 0) return {};
-  const int64_t rs = ss.v[kMaxDims - 1], rv = sv.v[kMaxDims - 1], rx = sx.v[kMaxDims - 1];
-  BadIndex bad;
+namespace {
+
+// One scatter update of d with v (alpha scales Add).
+template <ScatterOp Op, class T, class Acc>
+inline void scatter_element(T& d, T from, Acc alpha) {
+  if constexpr (Op == ScatterOp::Assign) {
+    d = from;
+  } else {
+    const Acc v = detail::widen(from), cur = detail::widen(d);
+    if constexpr (std::is_same_v<T, bool>) {
+      d = Op == ScatterOp::Add ? (cur || v) : Op == ScatterOp::Mul ? (cur && v)
+        : Op == ScatterOp::Max ? (cur || v) : (cur && v);
+    } else if constexpr (Op == ScatterOp::Add) {
+      d = detail::convert<T>(static_cast<Acc>(cur + alpha * v));
+    } else if constexpr (Op == ScatterOp::Mul) {
+      d = detail::convert<T>(static_cast<Acc>(cur * v));
+    } else if constexpr (Op == ScatterOp::Max) {
+      d = detail::convert<T>((v != v || v > cur) ? v : cur);
+    } else {
+      d = detail::convert<T>((v != v || v < cur) ? v : cur);
+    }
+  }
+}
+
+template <class F>
+void dispatch_scatter(ScatterOp op, F&& f) {
+  switch (op) {
+    case ScatterOp::Assign: f(std::integral_constant<ScatterOp, ScatterOp::Assign>{}); break;
+    case ScatterOp::Add: f(std::integral_constant<ScatterOp, ScatterOp::Add>{}); break;
+    case ScatterOp::Mul: f(std::integral_constant<ScatterOp, ScatterOp::Mul>{}); break;
+    case ScatterOp::Max: f(std::integral_constant<ScatterOp, ScatterOp::Max>{}); break;
+    case ScatterOp::Min: f(std::integral_constant<ScatterOp, ScatterOp::Min>{}); break;
+  }
+}
+
+// index_add / index_copy (the index varies along `dim` only): each index
+// value updates a whole slice. Threads split the slice, not the index, so
+// every element sees its updates in index order (deterministic) and a thread
+// walks contiguous spans. Returns false, doing nothing, when the slice does
+// not coalesce to one dim (the caller takes the generic path).
+bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& self, int64_t dim_size,
+                    const Operand& src, const Operand& index, double alpha, BadIndex& bad) {
+  Shape rest;
+  rest.ndim = 0;
+  Strides self_rest{}, src_rest{};
+  for (int d = 0; d < shape.ndim; ++d) {
+    if (d == dim) continue;
+    rest.sizes[rest.ndim] = shape.sizes[d];
+    self_rest.v[rest.ndim] = self.strides.v[d];
+    src_rest.v[rest.ndim] = src.strides.v[d];
+    ++rest.ndim;
+  }
+  Strides* rest_strides[2] = {&self_rest, &src_rest};
+  coalesce(rest, rest_strides, 2);
+  if (rest.ndim > 1) return false;
+  const int64_t slice = rest.ndim == 0 ? 1 : rest.sizes[0];
+  const int64_t ds = rest.ndim == 0 ? 0 : self_rest.v[0], vs = rest.ndim == 0 ? 0 : src_rest.v[0];
+  const int64_t len = shape.sizes[dim];
+  const int64_t self_dim = self.strides.v[dim], src_dim = src.strides.v[dim], index_dim = index.strides.v[dim];
   dispatch_index(index.dtype, [&](auto itag) {
     using I = typename decltype(itag)::type;
     detail::dispatch(self.dtype, [&](auto tag) {
@@ -169,40 +219,77 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
         T* dst = static_cast<T*>(self.data);
         const T* from = static_cast<const T*>(src.data);
         const Acc a = static_cast<Acc>(alpha);
-        parallel_for(0, n_rows, std::max<int64_t>(1, kGrain / rows.len), [&](int64_t b, int64_t e) {
-          for (int64_t r = b; r < e; ++r) {
-            int64_t off[3];
-            row_offsets(rows.outer, strides, r, off);
-            for (int64_t j = 0; j < rows.len; ++j) {
-              const int64_t i = index_at<I>(index.data, off[2] + j * rx);
+        dispatch_scatter(op, [&](auto op_tag) {
+          constexpr ScatterOp kOp = decltype(op_tag)::value;
+          const int64_t grain = std::max<int64_t>(256, kGrain / std::max<int64_t>(len, 1));
+          parallel_for(0, slice, grain, [&](int64_t b, int64_t e) {
+            for (int64_t j = 0; j < len; ++j) {
+              const int64_t i = index_at<I>(index.data, j * index_dim);
               if (i < 0 || i >= dim_size) {
                 bad.report(i);
                 continue;
               }
-              T& d = dst[off[0] + i * rs];
-              const Acc v = detail::widen(from[off[1] + j * rv]);
-              const Acc cur = detail::widen(d);
-              switch (op) {
-                case ScatterOp::Assign: d = from[off[1] + j * rv]; break;
-                case ScatterOp::Add:
-                  if constexpr (std::is_same_v<T, bool>) {
-                    d = cur || v;
-                  } else {
-                    d = detail::convert<T>(static_cast<Acc>(cur + a * v));
+              T* d = dst + i * self_dim;
+              const T* v = from + j * src_dim;
+              for (int64_t p = b; p < e; ++p) scatter_element<kOp>(d[p * ds], v[p * vs], a);
+            }
+          });
+        });
+      }
+    });
+  });
+  return true;
+}
+
+}  // namespace
+
+IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& self, int64_t dim_size,
+                   const Operand& src, const Operand& index, double alpha) {
+  BadIndex bad;
+  if (numel(shape) == 0) return {};
+  if (index_is_one_dim(shape, dim, index) &&
+      scatter_slices(op, shape, dim, self, dim_size, src, index, alpha, bad)) {
+    return {!bad.seen.load(), bad.value.load()};
+  }
+  Strides ss = self.strides, sv = src.strides, sx = index.strides;
+  Strides* strides[3] = {&ss, &sv, &sx};
+  const Rows rows = move_dim_last(shape, dim, strides);
+  const int64_t n_rows = numel(rows.outer);
+  if (n_rows == 0 || rows.len == 0) return {};
+  const int64_t rs = ss.v[kMaxDims - 1], rv = sv.v[kMaxDims - 1], rx = sx.v[kMaxDims - 1];
+  dispatch_index(index.dtype, [&](auto itag) {
+    using I = typename decltype(itag)::type;
+    detail::dispatch(self.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (!detail::is_complex_v<T>) {
+        using Acc = decltype(detail::widen(T{}));
+        T* dst = static_cast<T*>(self.data);
+        const T* from = static_cast<const T*>(src.data);
+        const Acc a = static_cast<Acc>(alpha);
+        dispatch_scatter(op, [&](auto op_tag) {
+          constexpr ScatterOp kOp = decltype(op_tag)::value;
+          // Rows go in blocks of neighbours, stepping along the indexed dim
+          // for the whole block: consecutive updates then touch neighbouring
+          // elements instead of one row's far-apart ones. Each row still sees
+          // its own updates in order.
+          constexpr int64_t kRowBlock = 64;
+          parallel_for(0, n_rows, std::max<int64_t>(1, kGrain / rows.len), [&](int64_t b, int64_t e) {
+            int64_t off[kRowBlock][3];
+            for (int64_t r0 = b; r0 < e; r0 += kRowBlock) {
+              const int64_t m = std::min(kRowBlock, e - r0);
+              for (int64_t r = 0; r < m; ++r) row_offsets(rows.outer, strides, r0 + r, off[r]);
+              for (int64_t j = 0; j < rows.len; ++j) {
+                for (int64_t r = 0; r < m; ++r) {
+                  const int64_t i = index_at<I>(index.data, off[r][2] + j * rx);
+                  if (i < 0 || i >= dim_size) {
+                    bad.report(i);
+                    continue;
                   }
-                  break;
-                case ScatterOp::Mul:
-                  if constexpr (std::is_same_v<T, bool>) {
-                    d = cur && v;
-                  } else {
-                    d = detail::convert<T>(static_cast<Acc>(cur * v));
-                  }
-                  break;
-                case ScatterOp::Max: d = detail::convert<T>((v != v || v > cur) ? v : cur); break;
-                case ScatterOp::Min: d = detail::convert<T>((v != v || v < cur) ? v : cur); break;
+                  scatter_element<kOp>(dst[off[r][0] + i * rs], from[off[r][1] + j * rv], a);
+                }
               }
             }
-          }
+          });
         });
       }
     });

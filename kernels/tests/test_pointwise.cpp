@@ -53,6 +53,7 @@ bool uses_vector_math(PointwiseOp op) {
     case PointwiseOp::Sigmoid: case PointwiseOp::Silu: case PointwiseOp::Gelu:
     case PointwiseOp::GeluTanh: case PointwiseOp::Mish: case PointwiseOp::Softplus:
     case PointwiseOp::Elu: case PointwiseOp::SiluBackward: case PointwiseOp::GeluBackward:
+    case PointwiseOp::GeluTanhBackward:
       return true;
     default:
       return false;
@@ -79,7 +80,8 @@ bool close_element(PointwiseOp op, ScalarType type, ScalarType compute, const un
   const double rtol = std::max(rtol_of(type), is_floating(compute) ? rtol_of(compute) : 0.0);
   // Backward formulas cancel (cdf + x * pdf): an ulp of SLEEF vs libm in a
   // term becomes a larger relative error of the sum.
-  const bool cancels = op == PointwiseOp::GeluBackward || op == PointwiseOp::SiluBackward;
+  const bool cancels = op == PointwiseOp::GeluBackward || op == PointwiseOp::SiluBackward ||
+                       op == PointwiseOp::GeluTanhBackward;
   const double atol = rtol * 8;
   if (cancels) return std::abs(x - y) <= 1e-4 * std::max(std::abs(x), std::abs(y)) + atol;
   return std::abs(x - y) <= rtol * std::max(std::abs(x), std::abs(y)) + atol;

@@ -12,8 +12,10 @@
 namespace mlu::kernels {
 
 // Optimised: coalesces shape and both strides, then memcpy (same type, both
-// contiguous), a vectorisable typed loop (both contiguous), or a strided row
-// loop. src strides may be 0 (broadcast).
+// contiguous), tiles (same type, unit strides on different dims: Note
+// [Blocked transposing copies]), the pointwise engine's Copy op (a dtype
+// conversion of real types, vectorised per ISA), or a strided row loop. src
+// strides may be 0 (broadcast).
 void copy(void* dst, ScalarType dst_type, const Strides& dst_strides, const void* src,
           ScalarType src_type, const Strides& src_strides, const Shape& shape);
 

@@ -74,11 +74,13 @@ inline float to_float(BFloat16 b) {
 }
 
 // Round to nearest even (as c10::detail::round_to_nearest_even); NaN -> 0x7FC0.
+// Branch-free, so loops of it vectorise.
 inline BFloat16 bfloat16_from_float(float f) {
   const uint32_t u = std::bit_cast<uint32_t>(f);
-  if ((u & UINT32_C(0x7FFFFFFF)) > UINT32_C(0x7F800000)) return BFloat16{0x7FC0};
   const uint32_t rounding_bias = ((u >> 16) & 1) + UINT32_C(0x7FFF);
-  return BFloat16{static_cast<uint16_t>((u + rounding_bias) >> 16)};
+  const uint32_t rounded = (u + rounding_bias) >> 16;
+  const bool nan = (u & UINT32_C(0x7FFFFFFF)) > UINT32_C(0x7F800000);
+  return BFloat16{static_cast<uint16_t>(detail::select_bits(nan, UINT32_C(0x7FC0), rounded))};
 }
 
 }  // namespace mlu::kernels

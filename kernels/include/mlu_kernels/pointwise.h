@@ -15,7 +15,8 @@
 //    every element is read before it is written);
 //  - Bool operands hold bytes 0 or 1.
 // Integer division or remainder by zero writes 0 here; PyTorch raises, so the
-// glue checks divisors of those ops before launching.
+// glue checks divisors of those ops (Note [Integer division by zero] in
+// csrc/aten/PointwiseLaunch.cpp).
 #pragma once
 
 #include <cstdint>
@@ -29,7 +30,7 @@ namespace mlu::kernels {
 // F floating compute types, I integer ones, B bool.
 #define MLU_POINTWISE_OPS(X)                                          \
   /* unary, any type */                                               \
-  X(Neg, 1, FI) X(Abs, 1, FIB) X(Sign, 1, FIB) X(Signbit, 1, FIB)     \
+  X(Copy, 1, FIB) X(Neg, 1, FI) X(Abs, 1, FIB) X(Sign, 1, FIB) X(Signbit, 1, FIB)     \
   X(Floor, 1, FIB) X(Ceil, 1, FIB) X(Round, 1, FIB) X(Trunc, 1, FIB)  \
   X(Relu, 1, FI) X(BitwiseNot, 1, IB) X(LogicalNot, 1, FIB)           \
   X(IsNan, 1, FIB) X(IsInf, 1, FIB) X(IsFinite, 1, FIB)               \

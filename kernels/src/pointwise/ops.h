@@ -75,6 +75,9 @@ inline T min_nan(T a, T b) {
   };
 
 // ---- unary, any type ----
+// The identity: with the engine's converting loads and stores, a dtype
+// conversion (copy.cpp routes converting copies here).
+MLU_UNARY(Copy, a)
 MLU_UNARY(Neg, static_cast<T>(-a))
 struct Abs {
   template <class T>

@@ -73,6 +73,23 @@ inline void run_block(int64_t n, R* __restrict out, const T* const* in, const Op
   const OpParams p = params;  // a local copy: the stores cannot alias it
   if constexpr (VectorBody<Op, T>::kHas) {
     VectorBody<Op, T>::run(n, out, in, p);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    // GCC does not vectorise loops that load `bool` (the byte must be 0 or
+    // 1); the same loop on bytes, tested against 0, it does.
+    auto* o = reinterpret_cast<uint8_t*>(out);
+    const auto* a = reinterpret_cast<const uint8_t*>(in[0]);
+    if constexpr (N == 1) {
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint8_t>(Op::template f<bool>(p, a[i] != 0));
+    } else if constexpr (N == 2) {
+      const auto* b = reinterpret_cast<const uint8_t*>(in[1]);
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<uint8_t>(Op::template f<bool>(p, a[i] != 0, b[i] != 0));
+    } else {
+      const auto* b = reinterpret_cast<const uint8_t*>(in[1]);
+      const auto* c = reinterpret_cast<const uint8_t*>(in[2]);
+      for (int64_t i = 0; i < n; ++i) {
+        o[i] = static_cast<uint8_t>(Op::template f<bool>(p, a[i] != 0, b[i] != 0, c[i] != 0));
+      }
+    }
   } else if constexpr (N == 1) {
     const T* a = in[0];
     for (int64_t i = 0; i < n; ++i) out[i] = Op::template f<T>(p, a[i]);

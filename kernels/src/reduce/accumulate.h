@@ -33,7 +33,7 @@ inline Acc load(S v) {
 template <class Acc>
 inline bool is_nan(Acc v) {
   if constexpr (std::is_floating_point_v<Acc>) {
-    return std::isnan(v);
+    return v != v;  // not std::isnan: GCC vectorises selects on this one
   } else {
     return false;
   }
@@ -61,14 +61,15 @@ inline Acc highest() {
   }
 }
 
-// NaN-propagating max / min.
+// NaN-propagating max / min. `|`, not `||`: without the short circuit the
+// select has no control flow, and GCC vectorises it.
 template <class Acc>
 inline Acc max_of(Acc a, Acc b) {
-  return (is_nan(b) || b > a) ? b : a;
+  return (is_nan(b) | (b > a)) ? b : a;
 }
 template <class Acc>
 inline Acc min_of(Acc a, Acc b) {
-  return (is_nan(b) || b < a) ? b : a;
+  return (is_nan(b) | (b < a)) ? b : a;
 }
 
 struct Sum {
@@ -88,18 +89,25 @@ struct Prod {
   template <class Acc> static Acc merge(Acc a, Acc b) { return a * b; }
   template <class Acc> static Acc finish(Acc a, int64_t, double) { return a; }
 };
+// kExact: the op rounds nothing, so partial results may be kept in the
+// input's own floating type (reduce_isa.cpp fold_row).
 struct Max {
+  static constexpr bool kExact = true;
   template <class Acc> static Acc init() { return lowest<Acc>(); }
   template <class Acc> static Acc step(Acc a, Acc x, double) { return max_of(a, x); }
   template <class Acc> static Acc merge(Acc a, Acc b) { return max_of(a, b); }
   template <class Acc> static Acc finish(Acc a, int64_t, double) { return a; }
 };
 struct Min {
+  static constexpr bool kExact = true;
   template <class Acc> static Acc init() { return highest<Acc>(); }
   template <class Acc> static Acc step(Acc a, Acc x, double) { return min_of(a, x); }
   template <class Acc> static Acc merge(Acc a, Acc b) { return min_of(a, b); }
   template <class Acc> static Acc finish(Acc a, int64_t, double) { return a; }
 };
+template <class Op>
+inline constexpr bool exact_v = requires { Op::kExact; };
+
 struct AbsMax : Max {
   template <class Acc> static Acc init() { return 0; }
   template <class Acc> static Acc step(Acc a, Acc x, double) { return max_of(a, abs_of(x)); }

@@ -13,6 +13,7 @@
 //    along that dim fold every reduced position into an accumulator array,
 //    reading input rows contiguously (vectorised across outputs).
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "../dispatch.h"
@@ -49,13 +50,99 @@ inline void offsets_of(const Dims& d, int64_t linear, int64_t& in, int64_t& out)
   }
 }
 
+// 16 lanes of float or double, as GCC vector types: plain C++ operators
+// that compile to this TU's ISA (a select on a NaN-or-greater mask is one
+// compare-and-blend, which GCC does not find on its own in the scalar loop).
+typedef float FloatLanes __attribute__((vector_size(64)));
+typedef double DoubleLanes __attribute__((vector_size(128)));
+
+// Max/min round nothing, so a contiguous row folds in 16 lanes of the
+// input's own type (float for Half/BFloat16, converted a block at a time);
+// only the result widens to the accumulator.
+template <class Op, class Lane, class S>
+inline Lane fold_extreme(const S* p, int64_t n) {
+  using V = std::conditional_t<std::is_same_v<Lane, float>, FloatLanes, DoubleLanes>;
+  constexpr bool kMax = std::is_base_of_v<ro::Max, Op>;
+  constexpr bool kAbs = std::is_same_v<Op, ro::AbsMax> || std::is_same_v<Op, ro::AbsMin>;
+  V part;
+  for (int l = 0; l < 16; ++l) part[l] = Op::template init<Lane>();
+  Lane buffer[kBlock];
+  int64_t i = 0;
+  while (i + 16 <= n) {
+    const int64_t m = std::min(kBlock, (n - i) / 16 * 16);
+    const Lane* src;
+    if constexpr (std::is_same_v<S, Lane>) {
+      src = p + i;
+    } else {
+      for (int64_t j = 0; j < m; ++j) buffer[j] = ro::load<Lane>(p[i + j]);
+      src = buffer;
+    }
+    for (int64_t j = 0; j < m; j += 16) {
+      V x;
+      std::memcpy(&x, src + j, sizeof x);
+      if constexpr (kAbs) x = x < Lane(0) ? -x : x;
+      part = ((x != x) | (kMax ? x > part : x < part)) ? x : part;
+    }
+    i += m;
+  }
+  Lane result = part[0];
+  for (int l = 1; l < 16; ++l) result = Op::merge(result, part[l]);
+  for (; i < n; ++i) result = Op::step(result, ro::load<Lane>(p[i]), 0.0);
+  return result;
+}
+
+// Ops whose step is plain arithmetic on its accumulator, so it applies to a
+// vector of lanes as written (accumulate.h).
+typedef double EightDoubles __attribute__((vector_size(64)));
+template <class Op>
+inline constexpr bool kLaneStep = std::is_same_v<Op, ro::Sum> || std::is_same_v<Op, ro::Mean> ||
+                                  std::is_same_v<Op, ro::Prod> || std::is_same_v<Op, ro::Norm1> ||
+                                  std::is_same_v<Op, ro::Norm2>;
+// Op::step of those ops on lanes, spelled out here rather than instantiating
+// accumulate.h's templates on a vector type: those would be one symbol shared
+// by the per-ISA builds of this file (an ODR hazard, and a psABI change).
+template <class Op>
+inline void lane_step(EightDoubles& a, const EightDoubles& x) {  // by reference: no vector in the ABI
+  if constexpr (std::is_same_v<Op, ro::Prod>) {
+    a *= x;
+  } else if constexpr (std::is_same_v<Op, ro::Norm1>) {
+    a += x < 0.0 ? -x : x;
+  } else if constexpr (std::is_same_v<Op, ro::Norm2>) {
+    a += x * x;
+  } else {
+    a += x;
+  }
+}
+
 // Folds n elements at p (stride s) into acc.
 template <class Op, class Acc, class S>
 inline Acc fold_row(Acc acc, const S* p, int64_t s, int64_t n, double param) {
+  if constexpr (ro::exact_v<Op> && ro::is_floating_v<S>) {
+    using Lane = std::conditional_t<std::is_same_v<S, double>, double, float>;
+    if (s == 1 && n >= 16) return Op::merge(acc, static_cast<Acc>(fold_extreme<Op, Lane>(p, n)));
+  }
   if (s == 1 && n >= 8) {
     Acc part[8];
     for (int l = 0; l < 8; ++l) part[l] = Op::template init<Acc>();
     int64_t i = 0;
+    if constexpr (kLaneStep<Op> && std::is_same_v<Acc, double>) {
+      // The same 8 partial sums as the loop below, as one vector of lanes
+      // (bit-identical results), the input converted a block at a time.
+      EightDoubles lanes;
+      std::memcpy(&lanes, part, sizeof lanes);
+      double buffer[kBlock];
+      while (i + 8 <= n) {
+        const int64_t m = std::min(kBlock, (n - i) / 8 * 8);
+        for (int64_t j = 0; j < m; ++j) buffer[j] = ro::load<double>(p[i + j]);
+        for (int64_t j = 0; j < m; j += 8) {
+          EightDoubles x;
+          std::memcpy(&x, buffer + j, sizeof x);
+          lane_step<Op>(lanes, x);
+        }
+        i += m;
+      }
+      std::memcpy(part, &lanes, sizeof lanes);
+    }
     for (; i + 8 <= n; i += 8) {
       for (int l = 0; l < 8; ++l) part[l] = Op::step(part[l], ro::load<Acc>(p[i + l]), param);
     }
@@ -303,16 +390,30 @@ template <class S>
 void scan_typed(ScanOp op, const Rows& rows, const S* src, int64_t s_in, const Operand& out, int64_t s_out) {
   using Acc = ro::acc_t<S>;
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(rows.len, 1));
-  parallel_for(0, rows.n_rows, grain, [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      int64_t io, oo, unused;
-      row_offsets(rows, r, io, oo, unused);
-      Acc acc = op == ScanOp::Sum ? Acc(0) : Acc(1);
-      for (int64_t i = 0; i < rows.len; ++i) {
-        const Acc x = ro::load<Acc>(src[io + i * s_in]);
-        acc = op == ScanOp::Sum ? acc + x : acc * x;
-        store(out, oo + i * s_out, acc);
-      }
+  detail::dispatch(out.dtype, [&](auto out_tag) {
+    using D = typename decltype(out_tag)::type;
+    if constexpr (!detail::is_complex_v<D>) {
+      D* dst = static_cast<D*>(out.data);
+      parallel_for(0, rows.n_rows, grain, [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) {
+          int64_t io, oo, unused;
+          row_offsets(rows, r, io, oo, unused);
+          const S* in = src + io;
+          D* o = dst + oo;
+          Acc acc = op == ScanOp::Sum ? Acc(0) : Acc(1);
+          if (op == ScanOp::Sum) {
+            for (int64_t i = 0; i < rows.len; ++i) {
+              acc += ro::load<Acc>(in[i * s_in]);
+              o[i * s_out] = detail::convert<D>(acc);
+            }
+          } else {
+            for (int64_t i = 0; i < rows.len; ++i) {
+              acc *= ro::load<Acc>(in[i * s_in]);
+              o[i * s_out] = detail::convert<D>(acc);
+            }
+          }
+        }
+      });
     }
   });
 }
