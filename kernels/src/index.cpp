@@ -136,13 +136,24 @@ IndexCheck gather(const Shape& shape, int dim, const Operand& out, const Operand
         for (int64_t r = b; r < e; ++r) {
           int64_t off[3];
           row_offsets(rows.outer, strides, r, off);
-          for (int64_t j = 0; j < rows.len; ++j) {
-            const int64_t i = index_at<I>(index.data, off[2] + j * rx);
-            if (i < 0 || i >= dim_size) {
-              bad.report(i);
-              continue;
+          // Locals and restrict: the stores cannot change the bounds or
+          // strides, so the loop keeps them in registers.
+          T* __restrict d = dst + off[0];
+          const T* __restrict from = src + off[1];
+          const I* __restrict idx = static_cast<const I*>(index.data) + off[2];
+          const int64_t len = rows.len, size = dim_size, so = ro, si = ri, sx = rx;
+          bool any_bad = size == 0 && len > 0;
+          for (int64_t j = 0; j < len && size > 0; ++j) {
+            const int64_t i = static_cast<int64_t>(idx[j * sx]);
+            const bool ok = (i >= 0) & (i < size);
+            any_bad |= !ok;
+            d[j * so] = from[(ok ? i : 0) * si];
+          }
+          if (any_bad) {  // rare: find a bad value to report (its element got in[row start])
+            for (int64_t j = 0; j < len; ++j) {
+              const int64_t i = static_cast<int64_t>(idx[j * sx]);
+              if (i < 0 || i >= size) bad.report(i);
             }
-            dst[off[0] + j * ro] = src[off[1] + i * ri];
           }
         }
       });
@@ -272,11 +283,13 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
           // for the whole block: consecutive updates then touch neighbouring
           // elements instead of one row's far-apart ones. Each row still sees
           // its own updates in order.
-          constexpr int64_t kRowBlock = 64;
+          // Rows that are contiguous already (scatter along the last dim) go
+          // one at a time.
+          const int64_t block = rx == 1 && rv == 1 ? 1 : 64;
           parallel_for(0, n_rows, std::max<int64_t>(1, kGrain / rows.len), [&](int64_t b, int64_t e) {
-            int64_t off[kRowBlock][3];
-            for (int64_t r0 = b; r0 < e; r0 += kRowBlock) {
-              const int64_t m = std::min(kRowBlock, e - r0);
+            int64_t off[64][3];
+            for (int64_t r0 = b; r0 < e; r0 += block) {
+              const int64_t m = std::min(block, e - r0);
               for (int64_t r = 0; r < m; ++r) row_offsets(rows.outer, strides, r0 + r, off[r]);
               for (int64_t j = 0; j < rows.len; ++j) {
                 for (int64_t r = 0; r < m; ++r) {

@@ -7,8 +7,9 @@
 //   scatter: self[q] = op(self[q], src[p])   (src may be a stride-0 scalar)
 // Operands carry strides per dim of `shape`; `in`/`self` strides at `dim` are
 // the stride of the indexed dim. Index values must lie in [0, dim_size): the
-// kernels check every one, skip the bad ones and report one of them, so the
-// caller can raise a device-side error. Positions that differ in a dim other
+// kernels check every one and report one of the bad ones, so the caller can
+// raise a device-side error; a bad one's element is skipped (scatter) or gets
+// some in-range element (gather). Positions that differ in a dim other
 // than `dim` never touch the same element, so scatters parallelise over
 // those and stay deterministic (each row runs in order).
 // Preconditions: out/self do not overlap in/src/index; dtypes of out and in
