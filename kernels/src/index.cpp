@@ -291,6 +291,22 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
             for (int64_t r0 = b; r0 < e; r0 += block) {
               const int64_t m = std::min(block, e - r0);
               for (int64_t r = 0; r < m; ++r) row_offsets(rows.outer, strides, r0 + r, off[r]);
+              if (m == 1) {
+                // One row: locals and restrict keep the loop in registers.
+                T* __restrict d = dst + off[0][0];
+                const T* __restrict v = from + off[0][1];
+                const I* __restrict idx = static_cast<const I*>(index.data) + off[0][2];
+                const int64_t len = rows.len, size = dim_size, sd = rs, sv = rv, sx = rx;
+                for (int64_t j = 0; j < len; ++j) {
+                  const int64_t i = static_cast<int64_t>(idx[j * sx]);
+                  if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(size)) {
+                    bad.report(i);
+                    continue;
+                  }
+                  scatter_element<kOp>(d[i * sd], v[j * sv], a);
+                }
+                continue;
+              }
               for (int64_t j = 0; j < rows.len; ++j) {
                 for (int64_t r = 0; r < m; ++r) {
                   const int64_t i = index_at<I>(index.data, off[r][2] + j * rx);

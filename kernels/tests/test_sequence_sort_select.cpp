@@ -91,5 +91,43 @@ TEST(Select, NonzeroAndMaskedSelectInRowMajorOrder) {
   (void)shape1;
 }
 
+// Many chunks over several threads (Note [Two-pass compaction]), on a
+// transposed view: the result is the serial row-major one.
+TEST(Select, ParallelCompactionOfATransposedViewMatchesASerialWalk) {
+  const int saved = num_threads();
+  set_num_threads(4);
+  const int64_t rows = 700, cols = 1100;  // 770K elements: 11 chunks
+  std::vector<float> data(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < data.size(); ++i) data[i] = (i * 2654435761u) % 7 < 3 ? 0.0f : static_cast<float>(i);
+  Shape s;
+  s.ndim = 2;
+  s.sizes[0] = cols;  // the view is the transpose of a rows x cols array
+  s.sizes[1] = rows;
+  Strides t{};
+  t.v[0] = 1;
+  t.v[1] = cols;
+  const Operand x{data.data(), ScalarType::Float32, t};
+  std::vector<int64_t> want_coords;
+  std::vector<float> want_values;
+  for (int64_t i = 0; i < cols; ++i) {
+    for (int64_t j = 0; j < rows; ++j) {
+      const float v = data[static_cast<size_t>(j * cols + i)];
+      if (v == 0.0f) continue;
+      want_coords.push_back(i);
+      want_coords.push_back(j);
+      want_values.push_back(v);
+    }
+  }
+  const int64_t count = count_nonzero(s, x);
+  ASSERT_EQ(count, static_cast<int64_t>(want_values.size()));
+  std::vector<int64_t> coords(static_cast<size_t>(2 * count));
+  nonzero(s, x, coords.data(), 2, 1);
+  EXPECT_EQ(coords, want_coords);
+  std::vector<float> values(static_cast<size_t>(count));
+  masked_select(s, x, x, Operand{values.data(), ScalarType::Float32, unit1()});
+  EXPECT_EQ(values, want_values);
+  set_num_threads(saved);
+}
+
 }  // namespace
 }  // namespace mlu::kernels

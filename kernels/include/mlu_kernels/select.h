@@ -4,6 +4,8 @@
 //   nonzero:       the coordinates of every non-zero element of `in`, one row
 //                  of `ndim` int64 values each (out_row / out_col strides)
 //   masked_select: in[p] for every p where mask[p] != 0, into a 1-D output
+// All three split the elements over the compute threads in two passes (Note
+// [Two-pass compaction] in select.cpp); the output order is row-major.
 // Preconditions: outputs are large enough and overlap no input.
 #pragma once
 
