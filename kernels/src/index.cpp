@@ -81,18 +81,30 @@ bool index_is_one_dim(const Shape& shape, int dim, const Operand& index) {
   return shape.ndim > 1;
 }
 
-IndexCheck gather_slices(const Shape& shape, int dim, const Operand& out, const Operand& in, int64_t dim_size,
-                         const Operand& index) {
-  Shape rest;
-  rest.ndim = 0;
-  Strides out_rest{}, in_rest{};
+// The iteration space without `dim` (a slice), with two operands' strides.
+struct Slice {
+  Shape shape;
+  Strides a{}, b{};
+};
+
+Slice drop_dim(const Shape& shape, int dim, const Strides& a, const Strides& b) {
+  Slice s;
+  s.shape.ndim = 0;
   for (int d = 0; d < shape.ndim; ++d) {
     if (d == dim) continue;
-    rest.sizes[rest.ndim] = shape.sizes[d];
-    out_rest.v[rest.ndim] = out.strides.v[d];
-    in_rest.v[rest.ndim] = in.strides.v[d];
-    ++rest.ndim;
+    s.shape.sizes[s.shape.ndim] = shape.sizes[d];
+    s.a.v[s.shape.ndim] = a.v[d];
+    s.b.v[s.shape.ndim] = b.v[d];
+    ++s.shape.ndim;
   }
+  return s;
+}
+
+IndexCheck gather_slices(const Shape& shape, int dim, const Operand& out, const Operand& in, int64_t dim_size,
+                         const Operand& index) {
+  const Slice sl = drop_dim(shape, dim, out.strides, in.strides);
+  const Shape& rest = sl.shape;
+  const Strides &out_rest = sl.a, &in_rest = sl.b;
   const int64_t slice = numel(rest);
   const int64_t esize = static_cast<int64_t>(element_size(out.dtype));
   BadIndex bad;
@@ -197,6 +209,21 @@ void dispatch_scatter(ScatterOp op, F&& f) {
   }
 }
 
+// Calls f(index tag, element tag, op constant, alpha as the arithmetic
+// type) for a scatter's index type, real element type and op.
+template <class F>
+void dispatch_scatter_kernel(ScatterOp op, ScalarType index_type, ScalarType type, double alpha, F&& f) {
+  dispatch_index(index_type, [&](auto itag) {
+    detail::dispatch(type, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (!detail::is_complex_v<T>) {
+        using Acc = decltype(detail::widen(T{}));
+        dispatch_scatter(op, [&](auto op_tag) { f(itag, tag, op_tag, static_cast<Acc>(alpha)); });
+      }
+    });
+  });
+}
+
 // index_add / index_copy (the index varies along `dim` only): each index
 // value updates a whole slice. Threads split the slice, not the index, so
 // every element sees its updates in index order (deterministic) and a thread
@@ -204,16 +231,9 @@ void dispatch_scatter(ScatterOp op, F&& f) {
 // not coalesce to one dim (the caller takes the generic path).
 bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& self, int64_t dim_size,
                     const Operand& src, const Operand& index, double alpha, BadIndex& bad) {
-  Shape rest;
-  rest.ndim = 0;
-  Strides self_rest{}, src_rest{};
-  for (int d = 0; d < shape.ndim; ++d) {
-    if (d == dim) continue;
-    rest.sizes[rest.ndim] = shape.sizes[d];
-    self_rest.v[rest.ndim] = self.strides.v[d];
-    src_rest.v[rest.ndim] = src.strides.v[d];
-    ++rest.ndim;
-  }
+  Slice sl = drop_dim(shape, dim, self.strides, src.strides);
+  Shape& rest = sl.shape;
+  Strides &self_rest = sl.a, &src_rest = sl.b;
   Strides* rest_strides[2] = {&self_rest, &src_rest};
   coalesce(rest, rest_strides, 2);
   if (rest.ndim > 1) return false;
@@ -221,31 +241,23 @@ bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& se
   const int64_t ds = rest.ndim == 0 ? 0 : self_rest.v[0], vs = rest.ndim == 0 ? 0 : src_rest.v[0];
   const int64_t len = shape.sizes[dim];
   const int64_t self_dim = self.strides.v[dim], src_dim = src.strides.v[dim], index_dim = index.strides.v[dim];
-  dispatch_index(index.dtype, [&](auto itag) {
+  dispatch_scatter_kernel(op, index.dtype, self.dtype, alpha, [&](auto itag, auto tag, auto op_tag, auto a) {
     using I = typename decltype(itag)::type;
-    detail::dispatch(self.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      if constexpr (!detail::is_complex_v<T>) {
-        using Acc = decltype(detail::widen(T{}));
-        T* dst = static_cast<T*>(self.data);
-        const T* from = static_cast<const T*>(src.data);
-        const Acc a = static_cast<Acc>(alpha);
-        dispatch_scatter(op, [&](auto op_tag) {
-          constexpr ScatterOp kOp = decltype(op_tag)::value;
-          const int64_t grain = std::max<int64_t>(256, kGrain / std::max<int64_t>(len, 1));
-          parallel_for(0, slice, grain, [&](int64_t b, int64_t e) {
-            for (int64_t j = 0; j < len; ++j) {
-              const int64_t i = index_at<I>(index.data, j * index_dim);
-              if (i < 0 || i >= dim_size) {
-                bad.report(i);
-                continue;
-              }
-              T* d = dst + i * self_dim;
-              const T* v = from + j * src_dim;
-              for (int64_t p = b; p < e; ++p) scatter_element<kOp>(d[p * ds], v[p * vs], a);
-            }
-          });
-        });
+    using T = typename decltype(tag)::type;
+    constexpr ScatterOp kOp = decltype(op_tag)::value;
+    T* dst = static_cast<T*>(self.data);
+    const T* from = static_cast<const T*>(src.data);
+    const int64_t grain = std::max<int64_t>(256, kGrain / std::max<int64_t>(len, 1));
+    parallel_for(0, slice, grain, [&](int64_t b, int64_t e) {
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t i = index_at<I>(index.data, j * index_dim);
+        if (i < 0 || i >= dim_size) {
+          bad.report(i);
+          continue;
+        }
+        T* d = dst + i * self_dim;
+        const T* v = from + j * src_dim;
+        for (int64_t p = b; p < e; ++p) scatter_element<kOp>(d[p * ds], v[p * vs], a);
       }
     });
   });
@@ -268,58 +280,49 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
   const int64_t n_rows = numel(rows.outer);
   if (n_rows == 0 || rows.len == 0) return {};
   const int64_t rs = ss.v[kMaxDims - 1], rv = sv.v[kMaxDims - 1], rx = sx.v[kMaxDims - 1];
-  dispatch_index(index.dtype, [&](auto itag) {
+  dispatch_scatter_kernel(op, index.dtype, self.dtype, alpha, [&](auto itag, auto tag, auto op_tag, auto a) {
     using I = typename decltype(itag)::type;
-    detail::dispatch(self.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      if constexpr (!detail::is_complex_v<T>) {
-        using Acc = decltype(detail::widen(T{}));
-        T* dst = static_cast<T*>(self.data);
-        const T* from = static_cast<const T*>(src.data);
-        const Acc a = static_cast<Acc>(alpha);
-        dispatch_scatter(op, [&](auto op_tag) {
-          constexpr ScatterOp kOp = decltype(op_tag)::value;
-          // Rows go in blocks of neighbours, stepping along the indexed dim
-          // for the whole block: consecutive updates then touch neighbouring
-          // elements instead of one row's far-apart ones. Each row still sees
-          // its own updates in order.
-          // Rows that are contiguous already (scatter along the last dim) go
-          // one at a time.
-          const int64_t block = rx == 1 && rv == 1 ? 1 : 64;
-          parallel_for(0, n_rows, std::max<int64_t>(1, kGrain / rows.len), [&](int64_t b, int64_t e) {
-            int64_t off[64][3];
-            for (int64_t r0 = b; r0 < e; r0 += block) {
-              const int64_t m = std::min(block, e - r0);
-              for (int64_t r = 0; r < m; ++r) row_offsets(rows.outer, strides, r0 + r, off[r]);
-              if (m == 1) {
-                // One row: locals and restrict keep the loop in registers.
-                T* __restrict d = dst + off[0][0];
-                const T* __restrict v = from + off[0][1];
-                const I* __restrict idx = static_cast<const I*>(index.data) + off[0][2];
-                const int64_t len = rows.len, size = dim_size, sd = rs, sv = rv, sx = rx;
-                for (int64_t j = 0; j < len; ++j) {
-                  const int64_t i = static_cast<int64_t>(idx[j * sx]);
-                  if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(size)) {
-                    bad.report(i);
-                    continue;
-                  }
-                  scatter_element<kOp>(d[i * sd], v[j * sv], a);
-                }
-                continue;
-              }
-              for (int64_t j = 0; j < rows.len; ++j) {
-                for (int64_t r = 0; r < m; ++r) {
-                  const int64_t i = index_at<I>(index.data, off[r][2] + j * rx);
-                  if (i < 0 || i >= dim_size) {
-                    bad.report(i);
-                    continue;
-                  }
-                  scatter_element<kOp>(dst[off[r][0] + i * rs], from[off[r][1] + j * rv], a);
-                }
-              }
+    using T = typename decltype(tag)::type;
+    constexpr ScatterOp kOp = decltype(op_tag)::value;
+    T* dst = static_cast<T*>(self.data);
+    const T* from = static_cast<const T*>(src.data);
+    // Strided rows go in blocks of 64 neighbours, stepping along the indexed
+    // dim for the whole block: consecutive updates then touch neighbouring
+    // elements instead of one row's far-apart ones. Contiguous rows (a
+    // scatter along the last dim) go one at a time. Each row sees its own
+    // updates in order either way.
+    const int64_t block = rx == 1 && rv == 1 ? 1 : 64;
+    parallel_for(0, n_rows, std::max<int64_t>(1, kGrain / rows.len), [&](int64_t b, int64_t e) {
+      int64_t off[64][3];
+      for (int64_t r0 = b; r0 < e; r0 += block) {
+        const int64_t m = std::min(block, e - r0);
+        for (int64_t r = 0; r < m; ++r) row_offsets(rows.outer, strides, r0 + r, off[r]);
+        if (m == 1) {
+          // One row: locals and restrict keep the loop in registers.
+          T* __restrict d = dst + off[0][0];
+          const T* __restrict v = from + off[0][1];
+          const I* __restrict idx = static_cast<const I*>(index.data) + off[0][2];
+          const int64_t len = rows.len, size = dim_size, sd = rs, sv = rv, sx = rx;
+          for (int64_t j = 0; j < len; ++j) {
+            const int64_t i = static_cast<int64_t>(idx[j * sx]);
+            if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(size)) {
+              bad.report(i);
+              continue;
             }
-          });
-        });
+            scatter_element<kOp>(d[i * sd], v[j * sv], a);
+          }
+          continue;
+        }
+        for (int64_t j = 0; j < rows.len; ++j) {
+          for (int64_t r = 0; r < m; ++r) {
+            const int64_t i = index_at<I>(index.data, off[r][2] + j * rx);
+            if (i < 0 || i >= dim_size) {
+              bad.report(i);
+              continue;
+            }
+            scatter_element<kOp>(dst[off[r][0] + i * rs], from[off[r][1] + j * rv], a);
+          }
+        }
       }
     });
   });
