@@ -292,6 +292,14 @@ def test_integer_division_by_zero_raises(fn):
     assert torch.isinf(a.float() // 0).all().item()
 
 
+@pytest.mark.parametrize("x", [torch.randn(5, 7), torch.randn(3, 6, 4).transpose(1, 2), torch.randn(40, 30).t(),
+                               torch.randint(0, 5, (3, 3, 5)).bool()], ids=["2d", "batched-transposed", "t", "bool"])
+def test_tril_triu_layouts_in_place_and_out(x):
+    for k in (-2, 0, 1, 9):
+        check_native(lambda a: (a.tril(k), a.triu(k), a.clone().tril_(k), a.clone().triu_(k),
+                                torch.tril(a, k, out=torch.empty(0, dtype=a.dtype, device=a.device))), x)
+
+
 def test_factories():
     for fn in [lambda d: torch.arange(0, 10, 0.7, device=d), lambda d: torch.arange(-5, 17, 3, device=d),
                lambda d: torch.linspace(-3, 7, 101, device=d), lambda d: torch.eye(3, 5, device=d),

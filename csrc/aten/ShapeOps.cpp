@@ -3,19 +3,17 @@
 #include <cmath>
 
 #include <ATen/WrapDimUtils.h>
-#include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/linspace.h>
-#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sort_meta.h>
 #include <ATen/ops/topk_meta.h>
 #include <ATen/ops/tril_meta.h>
 #include <ATen/ops/triu_meta.h>
-#include <ATen/ops/where.h>
 #include <mlu_kernels/copy.h>
 #include <mlu_kernels/sequence.h>
 #include <mlu_kernels/sort.h>
+#include <mlu_kernels/triangle.h>
 
 #include "csrc/aten/Copy.h"
 #include "csrc/aten/KernelArgs.h"
@@ -85,39 +83,44 @@ at::Tensor roll_mlu(const at::Tensor& self, c10::SymIntArrayRef shifts_sym, at::
   return current;
 }
 
-// tril / triu: where(col - row <= k, self, 0) (>= for triu) on the last two dims.
-at::Tensor triangle_keep(const at::Tensor& self, int64_t diagonal, bool lower) {
-  const int64_t rows = self.size(-2), cols = self.size(-1);
-  const at::Tensor r = at::arange(rows, self.options().dtype(at::kLong)).view({rows, 1});
-  const at::Tensor c = at::arange(cols, self.options().dtype(at::kLong)).view({1, cols});
-  const at::Tensor diff = c.sub(r);
-  return lower ? diff.le(diagonal) : diff.ge(diagonal);
+// tril / triu on the last two dims (mlu_kernels/triangle.h). PyTorch's meta
+// checks the rank and sizes the output.
+void launch_triangle(bool lower, const at::Tensor& self, int64_t diagonal, const at::Tensor& out) {
+  if (out.numel() == 0) return;
+  TORCH_CHECK(self.dim() <= k::kMaxDims, lower ? "tril" : "triu", ": mlu supports at most ", k::kMaxDims, " dims");
+  const char* name = lower ? "tril" : "triu";
+  const k::Shape shape = kernel_shape(self);
+  const k::Operand dst{out.data_ptr(), require_kernel_dtype(out.scalar_type(), name), kernel_strides(out)};
+  const k::Operand src{const_cast<void*>(self.const_data_ptr()), dst.dtype, kernel_strides(self)};
+  launch_kernel(self.device().index(), name, [=] { k::triangle(shape, dst, src, diagonal, lower); });
 }
 
 template <class Meta>
 at::Tensor triangle_mlu(bool lower, const at::Tensor& self, int64_t diagonal) {
+  if (!kernel_dtype(self.scalar_type())) {  // complex32 and the like
+    return cpu_fallback<at::Tensor(const at::Tensor&, int64_t)>(lower ? "aten::tril" : "aten::triu", self, diagonal);
+  }
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> meta;
   meta.meta(self, diagonal);
-  at::Tensor& out = meta.output();
-  if (out.numel() == 0) return std::move(out);
-  const at::Tensor zero = at::scalar_tensor(0, at::TensorOptions().dtype(self.scalar_type()));
-  at::where_out(out, triangle_keep(self, diagonal, lower), self, zero);
-  return std::move(out);
+  launch_triangle(lower, self, diagonal, meta.output());
+  return std::move(meta.output());
 }
 
 template <class Meta>
 at::Tensor& triangle_out_mlu(bool lower, const at::Tensor& self, int64_t diagonal, at::Tensor& result) {
+  if (!kernel_dtype(self.scalar_type())) {
+    return cpu_fallback<at::Tensor&(const at::Tensor&, int64_t, at::Tensor&)>(lower ? "aten::tril.out" : "aten::triu.out",
+                                                                            self, diagonal, result);
+  }
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> meta(result);
   meta.meta(self, diagonal);
   const at::Tensor& out = meta.maybe_get_output(0);
-  if (out.numel() > 0) {
-    const at::Tensor zero = at::scalar_tensor(0, at::TensorOptions().dtype(self.scalar_type()));
-    // where into a separate tensor first when out aliases self (tril_).
-    at::Tensor value = at::where(triangle_keep(self, diagonal, lower), self, zero);
-    copy_on_device(out, value);
-  }
+  // In place (tril_) works element by element; an out= sharing memory with
+  // self in any other way reads a copy.
+  const bool other_alias = !out.is_same(self) && out.is_alias_of(self);
+  launch_triangle(lower, other_alias ? self.clone() : self, diagonal, out);
   meta.finish();
   return result;
 }
