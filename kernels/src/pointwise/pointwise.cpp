@@ -58,6 +58,15 @@ const detail::PointwiseTable& active_table() {
 // costs more than it saves.
 constexpr int64_t kParallelGrain = 32768;
 
+// Whether `op` over the coalesced operands is neg or abs from a contiguous
+// Float16/BFloat16 tensor into a contiguous one of the same dtype.
+bool sign_bit_op(PointwiseOp op, const Shape& s, const Operand* operands) {
+  const ScalarType type = operands[0].dtype;
+  return (op == PointwiseOp::Neg || op == PointwiseOp::Abs) &&
+         (type == ScalarType::Float16 || type == ScalarType::BFloat16) && operands[1].dtype == type &&
+         s.ndim == 1 && operands[0].strides.v[0] == 1 && operands[1].strides.v[0] == 1;
+}
+
 }  // namespace
 
 int arity(PointwiseOp op) { return kOps[static_cast<int>(op)].arity; }
@@ -87,6 +96,20 @@ void pointwise(PointwiseOp op, ScalarType compute, const Shape& shape, const Ope
   }
   const int64_t n = numel(s);
   if (n == 0) return;
+  if (sign_bit_op(op, s, local)) {
+    // Neg/abs of a 16-bit float into its own dtype only touch the sign bit:
+    // exact, and without the float round trip (CPU PyTorch's vectorised
+    // kernels do the same).
+    auto* out = static_cast<uint16_t*>(local[0].data);
+    const auto* in = static_cast<const uint16_t*>(local[1].data);
+    const bool neg = op == PointwiseOp::Neg;
+    parallel_for(0, n, kParallelGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        out[i] = static_cast<uint16_t>(neg ? in[i] ^ 0x8000u : in[i] & 0x7FFFu);
+      }
+    });
+    return;
+  }
   const detail::PointwiseRange fn =
       active_table().fn[static_cast<int>(op)][detail::compute_index(compute)];
   parallel_for(0, n, kParallelGrain,
