@@ -39,8 +39,6 @@ namespace k = mlu::kernels;
 
 using IndexList = c10::List<std::optional<at::Tensor>>;
 
-bool has_kernel(const at::Tensor& t) { return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value(); }
-
 // The iterator's operands in the kernels' row-major form; operand 0 and 1 are
 // the data operands, 2.. the index tensors.
 struct IndexLaunch {

@@ -27,8 +27,6 @@ namespace {
 
 namespace k = mlu::kernels;
 
-bool has_kernel(const at::Tensor& t) { return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value(); }
-
 // A tensor's strides as the kernels' Operand, over `ndim` dims of the
 // iteration shape (a 0-dim tensor is one element).
 k::Operand operand(const at::Tensor& t, const char* op) {

@@ -21,6 +21,10 @@ namespace torch_mlu {
 
 // The kernel library's dtype for `type`, if it has one.
 std::optional<mlu::kernels::ScalarType> kernel_dtype(at::ScalarType type);
+// Whether the element-wise/indexing kernels take t's dtype (not complex).
+inline bool has_kernel(const at::Tensor& t) {
+  return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value();
+}
 // Like kernel_dtype, but throws a clear error naming `op` when unsupported.
 mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* op);
 

@@ -41,9 +41,7 @@ using k::ReduceOp;
 
 // Complex inputs and inputs beyond the kernels' 16 dims take the CPU
 // fallback (which also raises ATen's own errors for them).
-bool has_kernel(const at::Tensor& t) {
-  return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value() && t.dim() <= k::kMaxDims;
-}
+bool has_reduce_kernel(const at::Tensor& t) { return has_kernel(t) && t.dim() <= k::kMaxDims; }
 
 // The input's dims with the output's strides (0 where reduced), ordered so
 // that the input's fastest dim comes last (the kernels' inner mode).
@@ -164,7 +162,7 @@ void launch_scan(k::ScanOp op, const at::Tensor& self, int64_t dim, const at::Te
 
 template <class Meta, class Impl, class Fallback, class... Args>
 at::Tensor reduce_functional(Impl&& impl, Fallback&& fallback, const at::Tensor& self, const Args&... args) {
-  if (!has_kernel(self)) return fallback();
+  if (!has_reduce_kernel(self)) return fallback();
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> op;
   op.meta(self, args...);
@@ -175,7 +173,7 @@ at::Tensor reduce_functional(Impl&& impl, Fallback&& fallback, const at::Tensor&
 template <class Meta, class Impl, class Fallback, class... Args>
 at::Tensor& reduce_out(Impl&& impl, Fallback&& fallback, at::Tensor& out, const at::Tensor& self,
                        const Args&... args) {
-  if (!has_kernel(self) || !has_kernel(out)) return fallback();
+  if (!has_reduce_kernel(self) || !has_reduce_kernel(out)) return fallback();
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> op(out);
   op.meta(self, args...);
@@ -248,7 +246,7 @@ at::Tensor prod_dim_mlu(const at::Tensor& self, int64_t dim, bool keepdim, std::
 }
 
 at::Tensor prod_mlu(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
-  if (!has_kernel(self)) {
+  if (!has_reduce_kernel(self)) {
     return cpu_fallback<at::Tensor(const at::Tensor&, std::optional<at::ScalarType>)>("aten::prod", self, dtype);
   }
   c10::OptionalDeviceGuard guard(self.device());
@@ -283,7 +281,7 @@ at::Tensor max_all_mlu(const at::Tensor& self, bool is_max) {
   TORCH_CHECK(self.numel() > 0, is_max ? "max" : "min",
               "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
               "the 'dim' argument.");
-  if (!has_kernel(self)) {
+  if (!has_reduce_kernel(self)) {
     return cpu_fallback<at::Tensor(const at::Tensor&)>(is_max ? "aten::max" : "aten::min", self);
   }
   c10::OptionalDeviceGuard guard(self.device());
@@ -294,7 +292,7 @@ at::Tensor max_all_mlu(const at::Tensor& self, bool is_max) {
 
 template <class Meta>
 std::tuple<at::Tensor, at::Tensor> max_dim_mlu(bool is_max, const at::Tensor& self, int64_t dim, bool keepdim) {
-  if (!has_kernel(self)) {
+  if (!has_reduce_kernel(self)) {
     return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, int64_t, bool)>(
         is_max ? "aten::max.dim" : "aten::min.dim", self, dim, keepdim);
   }
@@ -307,7 +305,7 @@ std::tuple<at::Tensor, at::Tensor> max_dim_mlu(bool is_max, const at::Tensor& se
 
 template <class Meta>
 at::Tensor argmax_mlu(bool is_max, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
-  if (!has_kernel(self)) {
+  if (!has_reduce_kernel(self)) {
     return cpu_fallback<at::Tensor(const at::Tensor&, std::optional<int64_t>, bool)>(
         is_max ? "aten::argmax" : "aten::argmin", self, dim, keepdim);
   }
@@ -331,7 +329,7 @@ at::Tensor argmax_mlu(bool is_max, const at::Tensor& self, std::optional<int64_t
 template <class Meta, class... Args>
 at::Tensor all_any_mlu(ReduceOp op, const at::Tensor& self, const at::native::DimMask& mask, bool keepdim,
                        const char* schema, const Args&... args) {
-  if (!has_kernel(self)) {
+  if (!has_reduce_kernel(self)) {
     return cpu_fallback<at::Tensor(const at::Tensor&, const Args&...)>(schema, self, args...);
   }
   c10::OptionalDeviceGuard guard(self.device());
@@ -425,7 +423,7 @@ std::tuple<at::Tensor, at::Tensor> std_mean_mlu(const at::Tensor& self, at::Opti
 template <class Meta>
 at::Tensor cumulative_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
                           const char* schema) {
-  if (!has_kernel(self) || (dtype.has_value() && !kernel_dtype(*dtype))) {
+  if (!has_reduce_kernel(self) || (dtype.has_value() && !kernel_dtype(*dtype))) {
     return cpu_fallback<at::Tensor(const at::Tensor&, int64_t, std::optional<at::ScalarType>)>(schema, self, dim,
                                                                                                 dtype);
   }
@@ -439,7 +437,7 @@ at::Tensor cumulative_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim, std
 template <class Meta>
 at::Tensor& cumulative_out_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim,
                                std::optional<at::ScalarType> dtype, at::Tensor& out, const char* schema) {
-  if (!has_kernel(self) || !has_kernel(out) || out.is_same(self)) {
+  if (!has_reduce_kernel(self) || !has_reduce_kernel(out) || out.is_same(self)) {
     return cpu_fallback<at::Tensor&(const at::Tensor&, int64_t, std::optional<at::ScalarType>, at::Tensor&)>(
         schema, self, dim, dtype, out);
   }

@@ -17,8 +17,6 @@ namespace {
 
 namespace k = mlu::kernels;
 
-bool has_kernel(const at::Tensor& t) { return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value(); }
-
 k::Operand operand(const at::Tensor& t) {
   return {const_cast<void*>(t.const_data_ptr()), require_kernel_dtype(t.scalar_type(), "select"), kernel_strides(t)};
 }

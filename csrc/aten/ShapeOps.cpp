@@ -24,8 +24,6 @@ namespace {
 
 namespace k = mlu::kernels;
 
-bool has_kernel(const at::Tensor& t) { return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value(); }
-
 // flip: one strided copy from the input seen with negative strides on the
 // flipped dims (the kernels accept negative strides; PyTorch views do not).
 at::Tensor flip_mlu(const at::Tensor& self, at::IntArrayRef dims) {
