@@ -192,6 +192,66 @@ def test_indexing_and_shape_ops():
     check_native(lambda a: (a.split(3), a.chunk(2, 1)), w)
 
 
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_scatter_reduce_every_mode(reduce, include_self, dtype):
+    self_ = (torch.randn(4, 6) * 4).to(dtype)
+    src = (torch.randn(9, 6) * 4).to(dtype)
+    index = torch.randint(0, 4, (9, 6))
+    row_index = torch.randint(0, 6, (4, 5))
+
+    def all_forms(a, i, r, s):
+        out = torch.empty(0, dtype=a.dtype, device=a.device)
+        torch.scatter_reduce(a, 0, i, s, reduce, include_self=include_self, out=out)
+        in_place = a.clone().scatter_reduce_(1, r, s, reduce, include_self=include_self)
+        return a.scatter_reduce(0, i, s, reduce, include_self=include_self), out, in_place
+
+    check_native(all_forms, self_, index, row_index, src)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_reduced_precision_scatters_accumulate_in_float_like_cpu(dtype):
+    # 11.9375 - 1.09375 rounds to 10.875 in bfloat16; the CPU keeps the sum in
+    # float and rounds once: -1.34375, not -1.3125.
+    self_ = torch.full((2, 3), 11.9375, dtype=dtype)
+    src = torch.tensor([[-1.09375], [-12.1875]], dtype=dtype).expand(2, 3).contiguous()
+    zeros = torch.zeros(2, 3, dtype=torch.long)
+    check_native(lambda a, i, s: (a.scatter_add(0, i, s), a.scatter_reduce(0, i, s, "sum"),
+                                  a.index_add(0, i[:, 0], s)), self_, zeros, src, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("base", [2.0, 1, -0.5, True])
+def test_pow_of_a_number_to_a_tensor(base):
+    for exponent in (torch.randn(5, 6), torch.randint(0, 4, (5, 6)), torch.randn(6, 5).t()):
+        def both(e):
+            out = torch.empty(0, dtype=torch.result_type(base, e), device=e.device)
+            return torch.pow(base, e), torch.pow(base, e, out=out)
+        check_native(both, exponent)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.uint8, torch.bool])
+def test_unique_variants(dtype):
+    x = torch.randint(0, 3, (7, 5)).to(dtype)
+    y = torch.randint(0, 2, (4, 3, 5)).to(dtype)
+    for flags in ({}, {"return_inverse": True}, {"return_counts": True},
+                  {"return_inverse": True, "return_counts": True}):
+        check_native(lambda a: torch.unique(a, **flags), x)
+        check_native(lambda a: torch.unique_consecutive(a, **flags), x)
+        for dim in (0, 1, -1):
+            check_native(lambda a: torch.unique(a, dim=dim, **flags), x)
+            check_native(lambda a: torch.unique_consecutive(a, dim=dim, **flags), x)
+        check_native(lambda a: torch.unique(a, dim=1, **flags), y)
+
+
+def test_unique_dim_of_empty_tensors_and_its_errors():
+    for t, dim in ((torch.empty(0, 3), 0), (torch.empty(3, 0), 1), (torch.empty(0, 3, 2), 0)):
+        check_native(lambda a: torch.unique(a, dim=dim, return_inverse=True, return_counts=True), t)
+        check_native(lambda a: torch.unique_consecutive(a, dim=dim, return_inverse=True, return_counts=True), t)
+    with pytest.raises(RuntimeError, match="aren't selected"):
+        torch.unique(torch.empty(2, 0, device="mlu"), dim=0)
+
+
 def test_index_put_and_embedding_backward():
     w = torch.randn(10, 4)
 

@@ -88,9 +88,32 @@ at::Tensor wrap(const at::Scalar& s) {
   return t;
 }
 
+// pow.Scalar (a number raised to a tensor): its meta sizes the result, then
+// the CPU's impl: ones for a base of 1, otherwise pow of the wrapped number.
+at::Tensor& pow_scalar_impl(const at::Scalar& base, const at::Tensor& exponent, const at::Tensor& out) {
+  at::Tensor& result = const_cast<at::Tensor&>(out);
+  if (base.equal(1.0)) return result.fill_(1);
+  return binary_out<Op::Pow>(wrap(base), exponent, result, "aten::pow.Tensor_Tensor_out");
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("pow.Scalar", [](const at::Scalar& base, const at::Tensor& exponent) {
+    c10::OptionalDeviceGuard guard(exponent.device());
+    MLUFunctional<at::meta::structured_pow_Scalar> meta;
+    meta.meta(base, exponent);
+    pow_scalar_impl(base, exponent, meta.output());
+    return std::move(meta.output());
+  });
+  m.impl("pow.Scalar_out", [](const at::Scalar& base, const at::Tensor& exponent, at::Tensor& out) -> at::Tensor& {
+    c10::OptionalDeviceGuard guard(exponent.device());
+    MLUOut<at::meta::structured_pow_Scalar> meta(out);
+    meta.meta(base, exponent);
+    pow_scalar_impl(base, exponent, meta.maybe_get_output(0));
+    meta.finish();
+    return out;
+  });
   MLU_REGISTER_POINTWISE(m, add_Tensor, "add.Tensor", "add_.Tensor", "add.out", Op::Add, (make_params({alpha})),
                          (const at::Tensor& other, const at::Scalar& alpha), (other, alpha));
   MLU_REGISTER_POINTWISE(m, sub_Tensor, "sub.Tensor", "sub_.Tensor", "sub.out", Op::Sub, (make_params({alpha})),

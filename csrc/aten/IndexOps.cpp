@@ -1,21 +1,27 @@
 // Indexing on mlu: index_select, gather, scatter (value / src / reduce),
-// scatter_add, index_add, masked_fill, cat and embedding's backward.
+// scatter_add, scatter_reduce, index_add, masked_fill, cat and embedding's backward.
 //
 // Index values are checked on the device, while the kernel runs: an
 // out-of-range index is a device-side error (Note [Sticky device errors])
 // naming the op, raised at the next synchronisation; the device keeps working.
+#include <limits>
+
+#include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/cat_meta.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/ones_like.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_add_meta.h>
 #include <ATen/ops/index_copy_meta.h>
 #include <ATen/ops/scatter_add_meta.h>
 #include <ATen/ops/scatter_meta.h>
+#include <ATen/ops/scatter_reduce_meta.h>
 #include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
 #include <mlu_kernels/index.h>
 
 #include "csrc/aten/Copy.h"
@@ -145,11 +151,34 @@ at::Tensor& gather_out_mlu(const at::Tensor& self, int64_t dim, const at::Tensor
 }
 
 k::ScatterOp scatter_kind(c10::string_view reduce) {
-  if (reduce == "add" || reduce == "sum") return k::ScatterOp::Add;
+  if (reduce == "add" || reduce == "sum" || reduce == "mean") return k::ScatterOp::Add;
   if (reduce == "multiply" || reduce == "prod") return k::ScatterOp::Mul;
   if (reduce == "amax") return k::ScatterOp::Max;
   if (reduce == "amin") return k::ScatterOp::Min;
   return k::ScatterOp::Assign;
+}
+
+// Note [Scatter accumulation in float]: the CPU accumulates float16 and
+// bfloat16 scatter_add / scatter_reduce / index_add in float and rounds once
+// at the end, so an element hit by several indices does not round after each
+// update. We do the same: the accumulating scatter runs on float copies of
+// the destination and source, and the result is converted back.
+bool accumulates_in_float(k::ScatterOp kind, at::ScalarType dtype) {
+  return (kind == k::ScatterOp::Add || kind == k::ScatterOp::Mul) &&
+         (dtype == at::kHalf || dtype == at::kBFloat16);
+}
+
+// Runs `scatter(destination, source)` on the destination `result` and the
+// source `src`, in float where Note [Scatter accumulation in float] asks.
+template <class Scatter>
+void scatter_accumulating(k::ScatterOp kind, const at::Tensor& result, const at::Tensor& src, Scatter&& scatter) {
+  if (!accumulates_in_float(kind, result.scalar_type())) {
+    scatter(result, src);
+    return;
+  }
+  const at::Tensor destination = result.to(at::kFloat);
+  scatter(destination, src.to(at::kFloat));
+  copy_on_device(result, destination);
 }
 
 // Writes src (a tensor, or a scalar when !src.defined()) into result, which
@@ -159,17 +188,17 @@ void scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, con
   if (!result.is_same(self)) copy_on_device(result, self);
   if (index.numel() == 0) return;
   dim = at::maybe_wrap_dim(dim, self.dim());
-  k::Operand source;
-  if (src.defined()) {
-    source = operand(src, op);
-  } else {
-    // The scalar, converted like fill_, travels in a 0-dim mlu tensor.
-    const at::Tensor scalar = at::empty({}, result.options());
-    scalar.fill_(value);
-    source = operand(scalar, op);
+  // A scalar, converted like fill_, travels in a 0-dim mlu tensor.
+  at::Tensor source = src;
+  if (!src.defined()) {
+    source = at::empty({}, result.options());
+    source.fill_(value);
   }
-  launch_scatter(op, kind, shape_of(index), static_cast<int>(dim), operand(result, op),
-                 result.dim() == 0 ? 1 : result.size(dim), source, operand(index, op), 1.0, self.device());
+  scatter_accumulating(kind, result, source, [&](const at::Tensor& destination, const at::Tensor& from) {
+    launch_scatter(op, kind, shape_of(index), static_cast<int>(dim), operand(destination, op),
+                   destination.dim() == 0 ? 1 : destination.size(dim), operand(from, op), operand(index, op), 1.0,
+                   self.device());
+  });
 }
 
 template <class Meta, class Fallback, class... A>
@@ -209,6 +238,43 @@ at::Tensor& scatter_out(const char* op, k::ScatterOp kind, const at::Tensor& src
   return out;
 }
 
+// scatter_reduce.two, as on the CPU: with include_self=False the positions
+// that receive a src element first get the reduction's identity; "mean" is a
+// sum divided by how many values met at each position (self counting once
+// when included), floor-divided for integers.
+at::Scalar reduction_identity(c10::string_view reduce, at::ScalarType dtype) {
+  if (reduce == "prod") return 1;
+  if (reduce != "amax" && reduce != "amin") return 0;
+  const bool high = reduce == "amin";
+  if (at::isFloatingType(dtype)) {
+    const double inf = std::numeric_limits<double>::infinity();
+    return high ? inf : -inf;
+  }
+  return AT_DISPATCH_INTEGRAL_TYPES_AND(at::kBool, dtype, "scatter_reduce", [&] {
+    return at::Scalar(high ? std::numeric_limits<scalar_t>::max() : std::numeric_limits<scalar_t>::lowest());
+  });
+}
+
+void scatter_reduce_two_impl(const at::Tensor& self, const at::Tensor& result, int64_t dim, const at::Tensor& index,
+                             const at::Tensor& src, c10::string_view reduce, bool include_self) {
+  if (!result.is_same(self)) copy_on_device(result, self);
+  if (index.numel() == 0) return;
+  if (!include_self) {
+    scatter_impl("scatter_reduce", k::ScatterOp::Assign, result, result, dim, index, at::Tensor(),
+                 reduction_identity(reduce, result.scalar_type()));
+  }
+  scatter_impl("scatter_reduce", scatter_kind(reduce), result, result, dim, index, src, 0);
+  if (reduce != "mean") return;
+  at::Tensor count = include_self ? at::ones_like(result) : at::zeros_like(result);
+  count.scatter_add_(dim, index, at::ones_like(src));
+  count.masked_fill_(count.eq(0), 1);
+  if (result.is_floating_point()) {
+    result.div_(count);
+  } else {
+    result.div_(count, "floor");
+  }
+}
+
 // index_add / index_copy: a scatter over source's shape with the 1-D index
 // broadcast along every other dim.
 at::Tensor& index_scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, int64_t dim,
@@ -218,8 +284,11 @@ at::Tensor& index_scatter_impl(const char* op, k::ScatterOp kind, const at::Tens
   if (index.numel() == 0 || source.numel() == 0) return const_cast<at::Tensor&>(result);
   k::Operand idx{const_cast<void*>(index.const_data_ptr()), require_kernel_dtype(index.scalar_type(), op), {}};
   if (source.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
-  launch_scatter(op, kind, shape_of(source), static_cast<int>(source.dim() == 0 ? 0 : dim), operand(result, op),
-                 result.dim() == 0 ? 1 : result.size(dim), operand(source, op), idx, alpha.toDouble(), self.device());
+  scatter_accumulating(kind, result, source, [&](const at::Tensor& destination, const at::Tensor& from) {
+    launch_scatter(op, kind, shape_of(from), static_cast<int>(from.dim() == 0 ? 0 : dim), operand(destination, op),
+                   destination.dim() == 0 ? 1 : destination.size(dim), operand(from, op), idx, alpha.toDouble(),
+                   self.device());
+  });
   return const_cast<at::Tensor&>(result);
 }
 
@@ -393,16 +462,41 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                                                          src, out);
         }, out, self, dim, index, src);
   });
-  // scatter_reduce.two: sum/prod/amax/amin including self; mean or
-  // include_self=False fall back to the CPU.
   m.impl("scatter_reduce.two", [](T self, int64_t dim, T index, T src, c10::string_view reduce, bool include_self) {
-    auto fallback = [&] {
+    if (!has_kernel(self)) {
       return cpu_fallback<at::Tensor(T, int64_t, T, T, c10::string_view, bool)>("aten::scatter_reduce.two", self, dim,
                                                                                index, src, reduce, include_self);
-    };
-    if (!include_self || reduce == "mean") return fallback();
-    return scatter_fn<at::meta::structured_scatter_reduce_two>("scatter_reduce", scatter_kind(reduce), src, 0,
-                                                               fallback, self, dim, index, src, reduce, include_self);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUFunctional<at::meta::structured_scatter_reduce_two> meta;
+    meta.meta(self, dim, index, src, reduce, include_self);
+    scatter_reduce_two_impl(self, meta.output(), dim, index, src, reduce, include_self);
+    return std::move(meta.output());
+  });
+  m.impl("scatter_reduce_.two", [](at::Tensor& self, int64_t dim, T index, T src, c10::string_view reduce,
+                                   bool include_self) -> at::Tensor& {
+    if (!has_kernel(self)) {
+      return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T, c10::string_view, bool)>(
+          "aten::scatter_reduce_.two", self, dim, index, src, reduce, include_self);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUInplace<at::meta::structured_scatter_reduce_two> meta(self);
+    meta.meta(self, dim, index, src, reduce, include_self);
+    scatter_reduce_two_impl(self, self, dim, index, src, reduce, include_self);
+    return self;
+  });
+  m.impl("scatter_reduce.two_out", [](T self, int64_t dim, T index, T src, c10::string_view reduce, bool include_self,
+                                      at::Tensor& out) -> at::Tensor& {
+    if (!has_kernel(self) || !has_kernel(out)) {
+      return cpu_fallback<at::Tensor&(T, int64_t, T, T, c10::string_view, bool, at::Tensor&)>(
+          "aten::scatter_reduce.two_out", self, dim, index, src, reduce, include_self, out);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUOut<at::meta::structured_scatter_reduce_two> meta(out);
+    meta.meta(self, dim, index, src, reduce, include_self);
+    scatter_reduce_two_impl(self, meta.maybe_get_output(0), dim, index, src, reduce, include_self);
+    meta.finish();
+    return out;
   });
   m.impl("index_add", [](T self, int64_t dim, T index, T source, const at::Scalar& alpha) {
     if (!has_kernel(self)) {

@@ -1,8 +1,12 @@
 // Ops whose output size depends on the data: nonzero, masked_select and
-// torch.unique. The size is computed on
+// torch.unique / unique_consecutive. The size is computed on
 // the device and read back (a synchronisation, as on CUDA), then one kernel
 // writes the result in queue order.
+#include <algorithm>
+
 #include <ATen/ExpandUtils.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
@@ -52,39 +56,146 @@ at::Tensor masked_select_mlu(const at::Tensor& self, const at::Tensor& mask) {
   return out;
 }
 
-// torch.unique (sorted): a stable sort, a mask of where values change, then
-// masked_select / cumsum / nonzero, all on the device.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2_mlu(const at::Tensor& self, bool sorted, bool return_inverse,
-                                                           bool return_counts) {
-  if (!has_kernel(self) || self.scalar_type() == at::kBool) {
-    return cpu_fallback<std::tuple<at::Tensor, at::Tensor, at::Tensor>(const at::Tensor&, bool, bool, bool)>(
-        "aten::_unique2", self, sorted, return_inverse, return_counts);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  const int64_t n = self.numel();
-  const at::Tensor flat = self.reshape({-1});
-  auto [values, perm] = flat.sort(/*stable=*/true, 0, /*descending=*/false);
-  at::Tensor change = at::empty({n}, self.options().dtype(at::kBool));
-  if (n > 0) {
-    change.narrow(0, 0, 1).fill_(true);
-    at::Tensor tail = change.narrow(0, 1, n - 1);
-    at::ne_out(tail, values.narrow(0, 1, n - 1), values.narrow(0, 0, n - 1));
-  }
-  at::Tensor unique = values.masked_select(change);
-  at::Tensor inverse = at::empty({0}, self.options().dtype(at::kLong));
-  at::Tensor counts = at::empty({0}, self.options().dtype(at::kLong));
+// ---- torch.unique and unique_consecutive ----
+// Every variant reduces to runs of equal neighbours along dim 0 of `sorted`
+// (elements, or rows for the dim= variants): a mask of where a run starts,
+// then compaction, cumsum and index arithmetic, all on the device. perm[i] is
+// the position in the input of sorted[i] (undefined: the identity).
+
+using UniqueResult = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+
+// change[i]: sorted[i] starts a run (differs from sorted[i - 1]).
+at::Tensor run_starts_mask(const at::Tensor& sorted) {
+  const int64_t n = sorted.size(0);
+  at::Tensor change = at::empty({n}, sorted.options().dtype(at::kBool));
+  if (n == 0) return change;
+  change.narrow(0, 0, 1).fill_(true);
+  at::Tensor differs = sorted.narrow(0, 1, n - 1).ne(sorted.narrow(0, 0, n - 1));
+  if (differs.dim() > 1) differs = differs.flatten(1).any(1);
+  change.narrow(0, 1, n - 1).copy_(differs);
+  return change;
+}
+
+UniqueResult unique_runs(const at::Tensor& sorted, const at::Tensor& perm, bool return_inverse, bool return_counts,
+                         at::IntArrayRef inverse_shape) {
+  const int64_t n = sorted.size(0);
+  const at::TensorOptions index_options = sorted.options().dtype(at::kLong);
+  const at::Tensor change = run_starts_mask(sorted);
+  const at::Tensor starts = change.nonzero().reshape({-1});
+  at::Tensor unique = sorted.index_select(0, starts);
+  at::Tensor inverse = at::empty({0}, index_options);
+  at::Tensor counts = at::empty({0}, index_options);
   if (return_inverse) {
     const at::Tensor group = change.cumsum(0).sub_(1);
-    inverse = at::empty({n}, self.options().dtype(at::kLong)).scatter_(0, perm, group).view(self.sizes());
+    inverse = perm.defined() ? at::empty({n}, index_options).scatter_(0, perm, group) : group;
+    inverse = inverse.view(inverse_shape);
   }
   if (return_counts && n > 0) {
-    // Group g spans [starts[g], starts[g + 1]), the last one up to n.
-    const at::Tensor starts = change.nonzero().reshape({-1});
-    const at::Tensor ends =
-        at::cat({starts.narrow(0, 1, starts.numel() - 1), at::full({1}, n, starts.options())});
+    // Run g spans [starts[g], starts[g + 1]), the last one up to n.
+    const at::Tensor ends = at::cat({starts.narrow(0, 1, starts.numel() - 1), at::full({1}, n, index_options)});
     counts = ends.sub(starts);
   }
   return {unique, inverse, counts};
+}
+
+// Bool has no sort kernel: unique runs on its bytes and converts back.
+at::Tensor as_sortable(const at::Tensor& t) { return t.scalar_type() == at::kBool ? t.to(at::kByte) : t; }
+
+UniqueResult restore_bool(UniqueResult r, at::ScalarType dtype) {
+  if (dtype == at::kBool) std::get<0>(r) = std::get<0>(r).to(at::kBool);
+  return r;
+}
+
+// Flattened: sorted by a stable sort (torch.unique; sorted=False may sort
+// too, its order is unspecified) or as given (unique_consecutive).
+UniqueResult unique_flat(const at::Tensor& self, bool consecutive, bool return_inverse, bool return_counts) {
+  c10::OptionalDeviceGuard guard(self.device());
+  const at::Tensor flat = as_sortable(self).reshape({-1});
+  if (consecutive) return restore_bool(unique_runs(flat, {}, return_inverse, return_counts, self.sizes()),
+                                       self.scalar_type());
+  auto [values, perm] = flat.sort(/*stable=*/true, 0, /*descending=*/false);
+  return restore_bool(unique_runs(values, perm, return_inverse, return_counts, self.sizes()), self.scalar_type());
+}
+
+// Along `dim`: the slices self.select(dim, i) as rows, sorted lexicographically
+// by one stable sort per column from the last to the first (what the CPU's
+// row comparator orders), then runs of equal rows. Layout of the result as
+// the CPU builds it (transpose to the front and back).
+UniqueResult unique_dim_impl(const at::Tensor& self, int64_t dim, bool consecutive, bool return_inverse,
+                             bool return_counts) {
+  c10::OptionalDeviceGuard guard(self.device());
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  const at::TensorOptions index_options = self.options().dtype(at::kLong);
+  const auto sizes = self.sizes();
+  const auto zero_dims = std::count(sizes.begin(), sizes.end(), 0);
+  if (self.size(dim) == 0) {
+    TORCH_CHECK(zero_dims == 1, "Number of zero sized dimensions is more than one, so unique cannot be applied ");
+    return {at::empty(self.sizes(), self.options()), at::empty({0}, index_options), at::empty({0}, index_options)};
+  }
+  TORCH_CHECK(zero_dims == 0, "There are 0 sized dimensions, and they aren't selected, so unique cannot be applied");
+  const at::Tensor moved = self.transpose(dim, 0);
+  std::vector<int64_t> unique_sizes = moved.sizes().vec();
+  unique_sizes[0] = -1;
+  const int64_t n = moved.size(0);
+  const at::Tensor rows = as_sortable(moved).contiguous().view({n, -1});
+  at::Tensor perm;
+  at::Tensor sorted = rows;
+  if (!consecutive) {
+    perm = at::arange(n, index_options);
+    for (int64_t c = rows.size(1) - 1; c >= 0; --c) {
+      const at::Tensor key = rows.select(1, c).index_select(0, perm);
+      perm = perm.index_select(0, std::get<1>(key.sort(/*stable=*/true, 0, /*descending=*/false)));
+    }
+    sorted = rows.index_select(0, perm);
+  }
+  auto [unique, inverse, counts] = unique_runs(sorted, perm, return_inverse, return_counts, {n});
+  if (self.scalar_type() == at::kBool) unique = unique.to(at::kBool);
+  return {unique.view(unique_sizes).transpose(0, dim), inverse, counts};
+}
+
+UniqueResult unique2_mlu(const at::Tensor& self, bool sorted, bool return_inverse, bool return_counts) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<UniqueResult(const at::Tensor&, bool, bool, bool)>("aten::_unique2", self, sorted,
+                                                                           return_inverse, return_counts);
+  }
+  return unique_flat(self, /*consecutive=*/false, return_inverse, return_counts);
+}
+
+std::tuple<at::Tensor, at::Tensor> unique_mlu(const at::Tensor& self, bool sorted, bool return_inverse) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, bool, bool)>("aten::_unique", self,
+                                                                                             sorted, return_inverse);
+  }
+  auto [unique, inverse, counts] = unique_flat(self, /*consecutive=*/false, return_inverse, false);
+  return {unique, inverse};
+}
+
+UniqueResult unique_consecutive_mlu(const at::Tensor& self, bool return_inverse, bool return_counts,
+                                    std::optional<int64_t> dim) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<UniqueResult(const at::Tensor&, bool, bool, std::optional<int64_t>)>(
+        "aten::unique_consecutive", self, return_inverse, return_counts, dim);
+  }
+  if (dim.has_value()) return unique_dim_impl(self, *dim, /*consecutive=*/true, return_inverse, return_counts);
+  return unique_flat(self, /*consecutive=*/true, return_inverse, return_counts);
+}
+
+UniqueResult unique_dim_mlu(const at::Tensor& self, int64_t dim, bool sorted, bool return_inverse,
+                            bool return_counts) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<UniqueResult(const at::Tensor&, int64_t, bool, bool, bool)>(
+        "aten::unique_dim", self, dim, sorted, return_inverse, return_counts);
+  }
+  return unique_dim_impl(self, dim, /*consecutive=*/false, return_inverse, return_counts);
+}
+
+UniqueResult unique_dim_consecutive_mlu(const at::Tensor& self, int64_t dim, bool return_inverse,
+                                        bool return_counts) {
+  if (!has_kernel(self)) {
+    return cpu_fallback<UniqueResult(const at::Tensor&, int64_t, bool, bool)>(
+        "aten::unique_dim_consecutive", self, dim, return_inverse, return_counts);
+  }
+  return unique_dim_impl(self, dim, /*consecutive=*/true, return_inverse, return_counts);
 }
 
 }  // namespace
@@ -92,7 +203,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> unique2_mlu(const at::Tensor& sel
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("nonzero", TORCH_FN(nonzero_mlu));
   m.impl("masked_select", TORCH_FN(masked_select_mlu));
+  m.impl("_unique", TORCH_FN(unique_mlu));
   m.impl("_unique2", TORCH_FN(unique2_mlu));
+  m.impl("unique_consecutive", TORCH_FN(unique_consecutive_mlu));
+  m.impl("unique_dim", TORCH_FN(unique_dim_mlu));
+  m.impl("unique_dim_consecutive", TORCH_FN(unique_dim_consecutive_mlu));
 }
 
 }  // namespace torch_mlu
