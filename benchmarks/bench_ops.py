@@ -26,7 +26,13 @@ to size a batch, then batches of k calls, each batch ended by
 `torch.mlu.synchronize()` on mlu (nothing on the CPU), timed as a whole and
 divided by k: the per-call time of a stream of launches, i.e. throughput, with
 all queued device work included. At least --min-reps batches and about
---min-time seconds per device; the median batch is reported.
+--min-time seconds per device; the median batch is reported. The devices are
+timed one after the other, not interleaved: CPU PyTorch's OpenMP threads
+spin for milliseconds after each parallel region, and on 2 cores that spin
+would slow whichever mlu batch follows a CPU batch (measured: add 1M 0.30 ms
+alone, 0.56 ms interleaved). `--repeat R` runs the whole
+matrix R times and reports, per case, the median of the R passes (the machines
+are shared: a single pass can catch a burst of other load on one case).
 
 ratio = cpu time / mlu time: above 1 means mlu is faster. The summary gives
 the geometric mean of the ratio over all cases with >= 1M elements (and per
@@ -38,7 +44,7 @@ case with more than 0.25 cores busy elsewhere is marked "!" ("other_load").
 
     python benchmarks/bench_ops.py [--quick] [--full] [--ops exp,add,reduction,'sum*']
         [--sizes 4K,1M] [--dtypes float32] [--layouts contig] [--min-time 0.1]
-        [--min-reps 5] [--out benchmarks/results/bench_ops.json]
+        [--min-reps 5] [--repeat 3] [--out benchmarks/results/bench_ops.json]
 """
 import argparse
 import fnmatch
@@ -368,21 +374,30 @@ def nop():
     pass
 
 
-def measure(fn, args, sync, min_time, min_reps, max_batch=100000):
-    """Median per-call seconds over batches of k calls (see the module docstring)."""
+def batch_size(fn, args, sync, min_time, min_reps, max_batch=100000):
+    """Calls per batch: about min_time / min_reps seconds, from one timed call."""
     start = time.perf_counter()
     fn(*args)
     sync()
     single = max(time.perf_counter() - start, 1e-7)
-    k = max(1, min(max_batch, int(min_time / min_reps / single)))
+    return max(1, min(max_batch, int(min_time / min_reps / single)))
+
+
+def timed_batch(fn, args, sync, k):
+    start = time.perf_counter()
+    for _ in range(k):
+        fn(*args)
+    sync()
+    return (time.perf_counter() - start) / k
+
+
+def measure(fn, args, sync, min_time, min_reps):
+    """Median per-call seconds over batches of k calls (see the module docstring)."""
+    k = batch_size(fn, args, sync, min_time, min_reps)
     runs = []
     begin = time.perf_counter()
     while len(runs) < min_reps or (time.perf_counter() - begin < min_time and len(runs) < 50):
-        start = time.perf_counter()
-        for _ in range(k):
-            fn(*args)
-        sync()
-        runs.append((time.perf_counter() - start) / k)
+        runs.append(timed_batch(fn, args, sync, k))
     return statistics.median(runs), runs, k
 
 
@@ -420,6 +435,21 @@ def run_case(op, n, dtype_name, layout, args):
             torch.mlu.synchronize()
         except Exception:  # noqa: BLE001 - the device error of this case, already recorded
             pass
+    return case
+
+
+def combine_passes(passes):
+    """One case from its --repeat passes: median cpu and mlu times, median ratio, every pass kept."""
+    ok = [p for p in passes if "ratio" in p]
+    if len(ok) < len(passes):
+        return next(p for p in passes if "error" in p)
+    case = dict(ok[0])
+    for key in ("cpu_us", "mlu_us", "ratio"):
+        case[key] = round(statistics.median(p[key] for p in ok), 4 if key == "ratio" else 3)
+    case["pass_ratios"] = [p["ratio"] for p in ok]
+    case["other_load"] = max((p.get("other_load") or 0) for p in ok)
+    for key in ("cpu_runs_us", "mlu_runs_us"):
+        case.pop(key, None)
     return case
 
 
@@ -495,6 +525,8 @@ def main():
     parser.add_argument("--full", action="store_true", help="bfloat16 on every layout and 16M for every op")
     parser.add_argument("--min-time", type=float, help="seconds of timed batches per device and case (0.1)")
     parser.add_argument("--min-reps", type=int, default=5, help="at least this many batches (5)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run the whole matrix this many times; each case reports the median of its passes")
     parser.add_argument("--list", action="store_true", help="print the selected cases and exit")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "bench_ops.json"))
     args = parser.parse_args()
@@ -533,20 +565,25 @@ def main():
               f"{'cpu/mlu':>8}  fallback")
     print(header)
     print("-" * len(header))
-    results = []
+    passes = [[] for _ in cases]
     t0 = time.perf_counter()
-    for op, n, dtype, layout in cases:
-        case_load = OtherLoad()
-        r = run_case(op, n, dtype, layout, args)
-        r["other_load"] = case_load()
-        results.append(r)
-        head = f"{op.family:<15} {op.name:<22} {layout:<10} {r['size']:>5} {dtype:<9}"
-        if "error" in r:
-            print(f"{head} ERROR {r['error'][:100]}", flush=True)
-        else:
-            fb = ",".join(r["fallback"]) if r["fallback"] else "- (native)"
-            busy = "!" if (r["other_load"] or 0) > 0.25 else " "
-            print(f"{head} {r['cpu_us']:>11.1f} {r['mlu_us']:>11.1f} {r['ratio']:>8.3f}{busy} {fb[:60]}", flush=True)
+    for rep in range(args.repeat):
+        if args.repeat > 1:
+            print(f"-- pass {rep + 1} of {args.repeat}", flush=True)
+        for (op, n, dtype, layout), done in zip(cases, passes):
+            case_load = OtherLoad()
+            r = run_case(op, n, dtype, layout, args)
+            r["other_load"] = case_load()
+            done.append(r)
+            head = f"{op.family:<15} {op.name:<22} {layout:<10} {r['size']:>5} {dtype:<9}"
+            if "error" in r:
+                print(f"{head} ERROR {r['error'][:100]}", flush=True)
+            else:
+                fb = ",".join(r["fallback"]) if r["fallback"] else "- (native)"
+                busy = "!" if (r["other_load"] or 0) > 0.25 else " "
+                print(f"{head} {r['cpu_us']:>11.1f} {r['mlu_us']:>11.1f} {r['ratio']:>8.3f}{busy} {fb[:60]}",
+                      flush=True)
+    results = [combine_passes(p) if args.repeat > 1 else p[0] for p in passes]
     elapsed = time.perf_counter() - t0
     other_during = other_run()
 
@@ -566,11 +603,13 @@ def main():
         "config": {
             "sizes": args.sizes, "dtypes": args.dtypes, "layouts": args.layouts, "ops": args.ops,
             "quick": args.quick, "full": args.full, "min_time_s": args.min_time, "min_reps": args.min_reps,
+            "repeat": args.repeat,
             "shape": "[n/1024, 1024] (C = min(1024, n)); broadcast: [R, C] with a [C] row; "
                      "noncontig: transposed views",
             "timing": "per device: 2 warm-up calls (the first between reset_fallback_report and "
                       "fallback_report on mlu), then batches of k calls each ended by torch.mlu.synchronize() "
-                      "(mlu) and divided by k; median batch; at least min_reps batches and ~min_time s",
+                      "(mlu) and divided by k; median batch; at least min_reps batches and ~min_time s; with "
+                      "repeat > 1 the median over the passes",
             "ratio": "cpu time / mlu time (> 1: mlu faster)",
             "env": {k: v for k, v in os.environ.items() if k.startswith(("TORCH_MLU", "MLU_", "OMP_"))},
         },
@@ -612,8 +651,9 @@ def main():
         print(f"other processes kept {other_during:.2f} of {os.cpu_count()} cores busy on average during the run; "
               f"{noisy} cases ran with more than 0.25 cores busy elsewhere"
               + (", marked ! (unreliable: rerun on an idle machine)" if other_during > 0.1 or noisy else ""))
-    print(f"(cpu/mlu > 1: mlu faster; medians of >= {args.min_reps} batches, ~{args.min_time} s per device "
-          f"and case; JSON in {args.out})")
+    print(f"(cpu/mlu > 1: mlu faster; medians of >= {args.min_reps} batches, ~{args.min_time} s per "
+          f"device and case" + (f", median of {args.repeat} passes" if args.repeat > 1 else "")
+          + f"; JSON in {args.out})")
 
 
 if __name__ == "__main__":

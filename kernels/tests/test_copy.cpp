@@ -10,8 +10,11 @@
 #include <limits>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "mlu_kernels/copy.h"
+#include "mlu_kernels/half.h"
+#include "mlu_kernels/isa.h"
 #include "random_views.h"
 
 namespace mlu::kernels {
@@ -137,6 +140,34 @@ TEST(Copy, HalfAndBFloat16GoThroughFloat) {
   EXPECT_EQ((convert_one<BFloat16>(ST::BFloat16, ST::Int32, 257)).x, 0x4380);  // 256, tie to even
   EXPECT_EQ((convert_one<int16_t>(ST::Int16, ST::BFloat16, BFloat16{0xC2F7})), -123);
   EXPECT_EQ((convert_one<Half>(ST::Float16, ST::Int64, int64_t{70000})).x, 0x7C00);
+}
+
+// Float -> bfloat16 blocks take vcvtneps2bf16 where the CPU has AVX512-BF16;
+// the instruction flushes denormal inputs, which must still round as c10
+// does, in whatever lane of a 16-wide vector they sit.
+TEST(Copy, FloatToBFloat16RoundsDenormalsInEveryLane) {
+  std::vector<float> src(1000);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = std::ldexp(1.0f + static_cast<float>(i % 97) / 97, int(i % 60) - 30);
+  const float specials[] = {0x1p-127f, -0x1.8p-130f, 0x1p-149f, -0x1p-149f, 0x1.fffffep-127f, 0.0f, -0.0f,
+                            std::numeric_limits<float>::infinity(), 3.3961e38f, 0x1.0101p-126f};
+  for (size_t i = 0; i < src.size(); i += 7) src[i] = specials[(i / 7) % std::size(specials)];
+  Shape shape;
+  shape.ndim = 1;
+  shape.sizes[0] = static_cast<int64_t>(src.size());
+  Strides unit{};
+  unit.v[0] = 1;
+  const Isa saved = active_isa();
+  for (Isa isa : {Isa::Baseline, Isa::Avx2, Isa::Avx512}) {
+    if (isa > detected_isa()) continue;
+    set_isa(isa);
+    std::vector<BFloat16> out(src.size());
+    copy(out.data(), ScalarType::BFloat16, unit, src.data(), ScalarType::Float32, unit, shape);
+    for (size_t i = 0; i < src.size(); ++i) {
+      ASSERT_EQ(out[i].x, bfloat16_from_float(src[i]).x) << "element " << i << " = " << src[i] << " on "
+                                                         << isa_name(isa);
+    }
+  }
+  set_isa(saved);
 }
 
 TEST(Copy, SameTypeKeepsBits) {

@@ -14,6 +14,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <limits>
 #include <type_traits>
 
 #include "../convert.h"
@@ -71,6 +72,43 @@ inline bool float_to_half_f16c([[maybe_unused]] Half* dst, [[maybe_unused]] cons
 #endif
 }
 
+// Float -> bfloat16 with AVX512-BF16's vcvtneps2bf16, 16 at a time, where
+// the CPU has it (this host does; checked at run time, the rest of the TU
+// does not assume it). It rounds to nearest even like bfloat16_from_float
+// but treats denormal inputs as zero: lanes with 0 < |x| < FLT_MIN (rare) are
+// redone with bfloat16_from_float. Only NaN payloads may differ.
+#if defined(__AVX512F__)
+[[gnu::target("avx512bf16")]] void float_to_bfloat16_avx512bf16(BFloat16* dst, const float* src, int64_t n) {
+  const __m512 min_normal = _mm512_set1_ps(std::numeric_limits<float>::min());
+  const __m512 zero = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(src + i);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+    const __mmask16 denormal = _mm512_cmp_ps_mask(_mm512_abs_ps(v), min_normal, _CMP_LT_OQ) &
+                               _mm512_cmp_ps_mask(v, zero, _CMP_NEQ_OQ);
+    if (denormal != 0) [[unlikely]] {
+      for (int k = 0; k < 16; ++k) {
+        if ((denormal >> k) & 1) dst[i + k] = bfloat16_from_float(src[i + k]);
+      }
+    }
+  }
+  for (; i < n; ++i) dst[i] = bfloat16_from_float(src[i]);
+}
+const bool kHasAvx512Bf16 = __builtin_cpu_supports("avx512bf16");
+#endif
+
+inline bool float_to_bfloat16_native([[maybe_unused]] BFloat16* dst, [[maybe_unused]] const float* src,
+                                     [[maybe_unused]] int64_t n) {
+#if defined(__AVX512F__)
+  if (kHasAvx512Bf16) {
+    float_to_bfloat16_avx512bf16(dst, src, n);
+    return true;
+  }
+#endif
+  return false;
+}
+
 // Converts n elements of dtype `type` at `src` (element stride `stride`) into T.
 template <class T>
 [[gnu::noinline]] void load_block(T* __restrict dst, const void* src, ScalarType type,
@@ -98,6 +136,10 @@ template <class R>
                                    const R* __restrict src, int64_t n) {
   if constexpr (std::is_same_v<R, float>) {
     if (type == ScalarType::Float16 && stride == 1 && float_to_half_f16c(static_cast<Half*>(dst), src, n)) return;
+    if (type == ScalarType::BFloat16 && stride == 1 &&
+        float_to_bfloat16_native(static_cast<BFloat16*>(dst), src, n)) {
+      return;
+    }
   }
   detail::dispatch(type, [&](auto tag) {
     using D = typename decltype(tag)::type;
