@@ -94,6 +94,7 @@ inline Lane fold_extreme(const S* p, int64_t n) {
 // Ops whose step is plain arithmetic on its accumulator, so it applies to a
 // vector of lanes as written (accumulate.h).
 typedef double EightDoubles __attribute__((vector_size(64)));
+typedef float EightFloats __attribute__((vector_size(32)));
 template <class Op>
 inline constexpr bool kLaneStep = std::is_same_v<Op, ro::Sum> || std::is_same_v<Op, ro::Mean> ||
                                   std::is_same_v<Op, ro::Prod> || std::is_same_v<Op, ro::Norm1> ||
@@ -126,22 +127,41 @@ inline Acc fold_row(Acc acc, const S* p, int64_t s, int64_t n, double param) {
     for (int l = 0; l < 8; ++l) part[l] = Op::template init<Acc>();
     int64_t i = 0;
     if constexpr (kLaneStep<Op> && std::is_same_v<Acc, double>) {
-      // The same 8 partial sums as the loop below, as one vector of lanes
-      // (bit-identical results), the input converted a block at a time.
-      EightDoubles lanes;
-      std::memcpy(&lanes, part, sizeof lanes);
-      double buffer[kBlock];
-      while (i + 8 <= n) {
-        const int64_t m = std::min(kBlock, (n - i) / 8 * 8);
-        for (int64_t j = 0; j < m; ++j) buffer[j] = ro::load<double>(p[i + j]);
-        for (int64_t j = 0; j < m; j += 8) {
-          EightDoubles x;
-          std::memcpy(&x, buffer + j, sizeof x);
-          lane_step<Op>(lanes, x);
-        }
-        i += m;
+      // Four independent vectors of 8 partial results (one chain would wait
+      // for the add's latency every 8 elements), merged into the 8 partials
+      // below. Float and double convert in registers; other types a block at
+      // a time through a buffer.
+      EightDoubles lanes[4];
+      for (EightDoubles& l : lanes) {
+        for (int k = 0; k < 8; ++k) l[k] = Op::template init<double>();
       }
-      std::memcpy(part, &lanes, sizeof lanes);
+      auto fold32 = [&](const auto* q) {  // 32 elements of float or double
+        for (int v = 0; v < 4; ++v) {
+          if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*q)>, float>) {
+            EightFloats f;
+            std::memcpy(&f, q + 8 * v, sizeof f);
+            lane_step<Op>(lanes[v], __builtin_convertvector(f, EightDoubles));
+          } else {
+            EightDoubles x;
+            std::memcpy(&x, q + 8 * v, sizeof x);
+            lane_step<Op>(lanes[v], x);
+          }
+        }
+      };
+      if constexpr (std::is_same_v<S, float> || std::is_same_v<S, double>) {
+        for (; i + 32 <= n; i += 32) fold32(p + i);
+      } else {
+        double buffer[kBlock];
+        while (i + 32 <= n) {
+          const int64_t m = std::min(kBlock, (n - i) / 32 * 32);
+          for (int64_t j = 0; j < m; ++j) buffer[j] = ro::load<double>(p[i + j]);
+          for (int64_t j = 0; j < m; j += 32) fold32(buffer + j);
+          i += m;
+        }
+      }
+      for (int k = 0; k < 8; ++k) {
+        part[k] = Op::merge(Op::merge(lanes[0][k], lanes[1][k]), Op::merge(lanes[2][k], lanes[3][k]));
+      }
     }
     for (; i + 8 <= n; i += 8) {
       for (int l = 0; l < 8; ++l) part[l] = Op::step(part[l], ro::load<Acc>(p[i + l]), param);
