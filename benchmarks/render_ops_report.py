@@ -27,7 +27,9 @@ def main():
            f"Generated from `{src}` by `benchmarks/render_ops_report.py`; measured by `benchmarks/bench_ops.py` "
            f"(torch {data.get('torch')}, {data.get('cpu_count')} cores, other load during the run: "
            f"{data.get('other_load_during')}). Ratio = CPU time / mlu time (> 1: mlu faster); medians of "
-           f"batches, mlu batches end with `torch.mlu.synchronize()`.", "", "## Summary", "",
+           f"batches, mlu batches end with `torch.mlu.synchronize()`"
+           + (f"; each case the median of {data['config']['repeat']} passes over the whole matrix"
+              if data.get("config", {}).get("repeat", 1) > 1 else "") + ".", "", "## Summary", "",
            f"- cases: {summary['cases']} ({summary['native_cases']} native on mlu, "
            f"{summary['fallback_cases']} through the CPU fallback), errors: {summary['errors']}",
            f"- **geometric mean of cpu/mlu over cases with >= 1M elements: {summary['geomean_ratio_large']:.3f}** "
