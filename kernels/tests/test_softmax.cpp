@@ -1,0 +1,147 @@
+// softmax / softmax_backward against their references on random shapes,
+// dims, layouts and dtypes on every ISA; rows with NaN and -inf; in place.
+#include "mlu_kernels/softmax.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "mlu_kernels/isa.h"
+#include "mlu_kernels/parallel.h"
+#include "random_views.h"
+
+namespace mlu::kernels {
+namespace {
+
+using namespace testutil;
+
+double tolerance(ScalarType t) {
+  return t == ScalarType::Float64 ? 1e-12 : t == ScalarType::Float32 ? 2e-5 : 2e-2;
+}
+
+void fill_normal(Buffer& b, Rng& rng, double scale) {
+  std::normal_distribution<double> normal(0, scale);
+  for (int64_t i = 0; i < b.count(); ++i) {
+    const double v = normal(rng);
+    switch (b.type()) {
+      case ScalarType::Float64: std::memcpy(b.element(i), &v, 8); break;
+      case ScalarType::Float32: { const float f = static_cast<float>(v); std::memcpy(b.element(i), &f, 4); break; }
+      case ScalarType::Float16: { const Half h = half_from_float(static_cast<float>(v)); std::memcpy(b.element(i), &h, 2); break; }
+      default: { const BFloat16 h = bfloat16_from_float(static_cast<float>(v)); std::memcpy(b.element(i), &h, 2); break; }
+    }
+  }
+}
+
+::testing::AssertionResult close_buffers(const Buffer& a, const Buffer& b, double rtol) {
+  for (int64_t i = 0; i < a.count(); ++i) {
+    const double x = element_value(a.type(), a.data() + i * element_size(a.type()));
+    const double y = element_value(b.type(), b.data() + i * element_size(b.type()));
+    if (std::isnan(x) && std::isnan(y)) continue;
+    if (x == y) continue;
+    if (!(std::abs(x - y) <= rtol * std::max(std::abs(x), std::abs(y)) + rtol)) {
+      return ::testing::AssertionFailure() << "element " << i << ": " << x << " vs " << y;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class SoftmaxTest : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(SoftmaxTest, MatchesReferenceOnRandomViews) {
+  if (GetParam() > detected_isa()) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam());
+  const Isa saved = active_isa();
+  set_isa(GetParam());
+  Rng rng(7);
+  const ScalarType types[] = {ScalarType::Float32, ScalarType::Float64, ScalarType::Float16, ScalarType::BFloat16};
+  for (int trial = 0; trial < 300; ++trial) {
+    const Shape shape = random_shape(rng);
+    const int dim = shape.ndim == 0 ? 0 : static_cast<int>(uniform(rng, 0, shape.ndim - 1));
+    const ScalarType type = types[uniform(rng, 0, 3)];
+    const ScalarType out_type = type == ScalarType::Float16 && chance(rng, 0.3) ? ScalarType::Float32 : type;
+    const bool log = chance(rng, 0.5);
+    const ViewLayout li = random_layout(shape, rng, false), lo = random_layout(shape, rng, false),
+                     lg = random_layout(shape, rng, false);
+    Buffer in(type, li.span), out(out_type, lo.span), ref(out_type, lo.span), grad(out_type, lg.span),
+        gin(type, li.span), gin_ref(type, li.span);
+    fill_normal(in, rng, 3);
+    fill_normal(grad, rng, 1);
+    if (chance(rng, 0.1) && in.count() > 0 && (type == ScalarType::Float32 || type == ScalarType::Float64)) {
+      const double specials[] = {NAN, -INFINITY, INFINITY, 1e4};  // somewhere in the buffer
+      const double v = specials[uniform(rng, 0, 3)];
+      const float f = static_cast<float>(v);
+      unsigned char* at = in.element(uniform(rng, 0, in.count() - 1));
+      if (type == ScalarType::Float64) std::memcpy(at, &v, 8); else std::memcpy(at, &f, 4);
+    }
+    const Operand o{out.data() + lo.offset * element_size(out_type), out_type, lo.strides};
+    const Operand r{ref.data() + lo.offset * element_size(out_type), out_type, lo.strides};
+    const Operand x{in.data() + li.offset * element_size(type), type, li.strides};
+    softmax(shape, dim, o, x, log);
+    softmax_ref(shape, dim, r, x, log);
+    ASSERT_TRUE(close_buffers(out, ref, tolerance(type))) << describe(shape, li.strides) << " dim " << dim
+                                                          << " log " << log;
+    const Operand g{grad.data() + lg.offset * element_size(out_type), out_type, lg.strides};
+    const Operand gi{gin.data() + li.offset * element_size(type), type, li.strides};
+    const Operand gr{gin_ref.data() + li.offset * element_size(type), type, li.strides};
+    softmax_backward(shape, dim, gi, g, r, log);
+    softmax_backward_ref(shape, dim, gr, g, r, log);
+    ASSERT_TRUE(close_buffers(gin, gin_ref, tolerance(type) * 10)) << "backward " << describe(shape, li.strides)
+                                                                   << " dim " << dim << " log " << log;
+  }
+  set_isa(saved);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, SoftmaxTest, ::testing::Values(Isa::Baseline, Isa::Avx2, Isa::Avx512),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+Shape shape_1d(int64_t n) {
+  Shape s;
+  s.ndim = 1;
+  s.sizes[0] = n;
+  return s;
+}
+
+// Long rows, split over threads by rows, in place; special rows.
+TEST(Softmax, LongRowsInPlaceAndSpecialRows) {
+  const int saved = num_threads();
+  set_num_threads(3);
+  Shape s;
+  s.ndim = 2;
+  s.sizes[0] = 6;
+  s.sizes[1] = 100003;
+  Strides dense{};
+  dense.v[0] = 100003;
+  dense.v[1] = 1;
+  std::vector<float> x(6 * 100003), y(x.size()), ref(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(i * 0.37) * 20);
+  x[100003 + 5] = NAN;                                        // row 1: all NaN
+  for (int64_t j = 0; j < 100003; ++j) x[2 * 100003 + j] = -INFINITY;  // row 2: all -inf: NaN (0 / 0)
+  x[3 * 100003 + 7] = INFINITY;                               // row 3: inf: NaN except nothing finite
+  for (bool log : {false, true}) {
+    const Operand in{x.data(), ScalarType::Float32, dense};
+    softmax(s, 1, Operand{y.data(), ScalarType::Float32, dense}, in, log);
+    softmax_ref(s, 1, Operand{ref.data(), ScalarType::Float32, dense}, in, log);
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(ref[i])) {
+        ASSERT_TRUE(std::isnan(y[i])) << i;
+      } else {
+        ASSERT_NEAR(y[i], ref[i], 2e-5 * std::abs(ref[i]) + 1e-9) << i;
+      }
+    }
+    EXPECT_TRUE(std::isnan(y[100003 + 11]));
+    std::vector<float> self = x;  // in place
+    const Operand z{self.data(), ScalarType::Float32, dense};
+    softmax(s, 1, z, z, log);
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_TRUE(self[i] == y[i] || (std::isnan(self[i]) && std::isnan(y[i])));
+  }
+  // Empty rows and an empty tensor do nothing.
+  float one = 5;
+  softmax(shape_1d(0), 0, Operand{&one, ScalarType::Float32, {}}, Operand{&one, ScalarType::Float32, {}}, false);
+  EXPECT_EQ(one, 5);
+  set_num_threads(saved);
+}
+
+}  // namespace
+}  // namespace mlu::kernels
