@@ -1,0 +1,139 @@
+// softmax / log_softmax and their backward ops on mlu (mlu_kernels/softmax.h).
+// PyTorch's meta functions check the arguments and size the results; the
+// fused row kernel runs on the current stream. Unlike the CPU (and like
+// CUDA), half_to_float is supported: Float16 in, float out.
+#include <ATen/WrapDimUtils.h>
+#include <ATen/ops/_log_softmax_backward_data_meta.h>
+#include <ATen/ops/_log_softmax_meta.h>
+#include <ATen/ops/_softmax_backward_data_meta.h>
+#include <ATen/ops/_softmax_meta.h>
+#include <mlu_kernels/softmax.h>
+
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/aten/StructuredPointwise.h"
+
+namespace torch_mlu {
+namespace {
+
+namespace k = mlu::kernels;
+using T = const at::Tensor&;
+
+bool has_softmax_kernel(const at::Tensor& t) {
+  return at::isFloatingType(t.scalar_type()) && has_kernel(t) && t.dim() <= k::kMaxDims;
+}
+
+k::Operand operand(const at::Tensor& t, const char* op) {
+  return {const_cast<void*>(t.const_data_ptr()), require_kernel_dtype(t.scalar_type(), op), kernel_strides(t)};
+}
+
+void launch_forward(const char* name, const at::Tensor& input, int64_t dim, const at::Tensor& output, bool log) {
+  if (input.numel() == 0) return;
+  const int d = static_cast<int>(at::maybe_wrap_dim(dim, input.dim()));
+  const k::Shape shape = kernel_shape(input);
+  const k::Operand in = operand(input, name), out = operand(output, name);
+  launch_kernel(input.device().index(), name, [=] { k::softmax(shape, d, out, in, log); });
+}
+
+void launch_backward(const char* name, const at::Tensor& grad, const at::Tensor& output, int64_t dim,
+                     const at::Tensor& grad_input, bool log) {
+  if (output.numel() == 0) return;
+  const int d = static_cast<int>(at::maybe_wrap_dim(dim, output.dim()));
+  const k::Shape shape = kernel_shape(output);
+  const k::Operand gi = operand(grad_input, name), g = operand(grad, name), o = operand(output, name);
+  launch_kernel(output.device().index(), name, [=] { k::softmax_backward(shape, d, gi, g, o, log); });
+}
+
+// The functional and out= forms of _softmax / _log_softmax.
+template <class Meta, bool kLog>
+at::Tensor forward(const char* name, const char* schema, T self, int64_t dim, bool half_to_float) {
+  if (!has_softmax_kernel(self)) {
+    return cpu_fallback<at::Tensor(T, int64_t, bool)>(schema, self, dim, half_to_float);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<Meta> meta;
+  meta.meta(self, dim, half_to_float);
+  launch_forward(name, self, dim, meta.output(), kLog);
+  return std::move(meta.output());
+}
+
+template <class Meta, bool kLog>
+at::Tensor& forward_out(const char* name, const char* schema, T self, int64_t dim, bool half_to_float,
+                        at::Tensor& out) {
+  if (!has_softmax_kernel(self) || !has_softmax_kernel(out)) {
+    return cpu_fallback<at::Tensor&(T, int64_t, bool, at::Tensor&)>(schema, self, dim, half_to_float, out);
+  }
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUOut<Meta> meta(out);
+  meta.meta(self, dim, half_to_float);
+  launch_forward(name, self, dim, meta.maybe_get_output(0), kLog);
+  meta.finish();
+  return out;
+}
+
+template <class Meta, bool kLog>
+at::Tensor backward(const char* name, const char* schema, T grad, T output, int64_t dim, at::ScalarType input_dtype) {
+  if (!has_softmax_kernel(grad) || !has_softmax_kernel(output) || !at::isFloatingType(input_dtype)) {
+    return cpu_fallback<at::Tensor(T, T, int64_t, at::ScalarType)>(schema, grad, output, dim, input_dtype);
+  }
+  c10::OptionalDeviceGuard guard(grad.device());
+  MLUFunctional<Meta> meta;
+  meta.meta(grad, output, dim, input_dtype);
+  launch_backward(name, grad, output, dim, meta.output(), kLog);
+  return std::move(meta.output());
+}
+
+template <class Meta, bool kLog>
+at::Tensor& backward_out(const char* name, const char* schema, T grad, T output, int64_t dim,
+                         at::ScalarType input_dtype, at::Tensor& out) {
+  if (!has_softmax_kernel(grad) || !has_softmax_kernel(output) || !has_softmax_kernel(out) ||
+      !at::isFloatingType(input_dtype)) {
+    return cpu_fallback<at::Tensor&(T, T, int64_t, at::ScalarType, at::Tensor&)>(schema, grad, output, dim,
+                                                                                 input_dtype, out);
+  }
+  c10::OptionalDeviceGuard guard(grad.device());
+  MLUOut<Meta> meta(out);
+  meta.meta(grad, output, dim, input_dtype);
+  launch_backward(name, grad, output, dim, meta.maybe_get_output(0), kLog);
+  meta.finish();
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_softmax", [](T self, int64_t dim, bool half_to_float) {
+    return forward<at::meta::structured__softmax, false>("softmax", "aten::_softmax", self, dim, half_to_float);
+  });
+  m.impl("_softmax.out", [](T self, int64_t dim, bool half_to_float, at::Tensor& out) -> at::Tensor& {
+    return forward_out<at::meta::structured__softmax, false>("softmax", "aten::_softmax.out", self, dim,
+                                                             half_to_float, out);
+  });
+  m.impl("_log_softmax", [](T self, int64_t dim, bool half_to_float) {
+    return forward<at::meta::structured__log_softmax, true>("log_softmax", "aten::_log_softmax", self, dim,
+                                                            half_to_float);
+  });
+  m.impl("_log_softmax.out", [](T self, int64_t dim, bool half_to_float, at::Tensor& out) -> at::Tensor& {
+    return forward_out<at::meta::structured__log_softmax, true>("log_softmax", "aten::_log_softmax.out", self, dim,
+                                                                half_to_float, out);
+  });
+  m.impl("_softmax_backward_data", [](T grad, T output, int64_t dim, at::ScalarType input_dtype) {
+    return backward<at::meta::structured__softmax_backward_data, false>(
+        "softmax_backward", "aten::_softmax_backward_data", grad, output, dim, input_dtype);
+  });
+  m.impl("_softmax_backward_data.out",
+         [](T grad, T output, int64_t dim, at::ScalarType input_dtype, at::Tensor& out) -> at::Tensor& {
+           return backward_out<at::meta::structured__softmax_backward_data, false>(
+               "softmax_backward", "aten::_softmax_backward_data.out", grad, output, dim, input_dtype, out);
+         });
+  m.impl("_log_softmax_backward_data", [](T grad, T output, int64_t dim, at::ScalarType input_dtype) {
+    return backward<at::meta::structured__log_softmax_backward_data, true>(
+        "log_softmax_backward", "aten::_log_softmax_backward_data", grad, output, dim, input_dtype);
+  });
+  m.impl("_log_softmax_backward_data.out",
+         [](T grad, T output, int64_t dim, at::ScalarType input_dtype, at::Tensor& out) -> at::Tensor& {
+           return backward_out<at::meta::structured__log_softmax_backward_data, true>(
+               "log_softmax_backward", "aten::_log_softmax_backward_data.out", grad, output, dim, input_dtype, out);
+         });
+}
+
+}  // namespace torch_mlu
