@@ -7,6 +7,7 @@
 #include <ATen/ops/_log_softmax_meta.h>
 #include <ATen/ops/_softmax_backward_data_meta.h>
 #include <ATen/ops/_softmax_meta.h>
+#include <ATen/ops/empty_like.h>
 #include <mlu_kernels/softmax.h>
 
 #include "csrc/aten/KernelArgs.h"
@@ -26,21 +27,46 @@ k::Operand operand(const at::Tensor& t, const char* op) {
   return {const_cast<void*>(t.const_data_ptr()), require_kernel_dtype(t.scalar_type(), op), kernel_strides(t)};
 }
 
+// Note [Softmax over a strided dim]: the row kernel wants each row
+// contiguous. When `dim` is not the innermost dim of the input (softmax over
+// dim 0 of a matrix), the rows are first made contiguous by a blocked
+// transposing copy (Copy.h) and the result copied back the same way: two
+// copies cost less than walking rows element by element. All of it runs in
+// queue order on the current stream.
+bool rows_are_strided(const at::Tensor& t, int64_t dim) { return t.dim() > 1 && t.size(dim) > 1 && t.stride(dim) != 1; }
+
 void launch_forward(const char* name, const at::Tensor& input, int64_t dim, const at::Tensor& output, bool log) {
   if (input.numel() == 0) return;
-  const int d = static_cast<int>(at::maybe_wrap_dim(dim, input.dim()));
+  const int64_t d = at::maybe_wrap_dim(dim, input.dim());
+  if (rows_are_strided(input, d)) {
+    const at::Tensor rows = input.transpose(d, -1).contiguous();
+    const at::Tensor result = at::empty_like(rows, output.options());
+    launch_forward(name, rows, -1, result, log);
+    output.copy_(result.transpose(d, -1));
+    return;
+  }
   const k::Shape shape = kernel_shape(input);
   const k::Operand in = operand(input, name), out = operand(output, name);
-  launch_kernel(input.device().index(), name, [=] { k::softmax(shape, d, out, in, log); });
+  const int kd = static_cast<int>(d);
+  launch_kernel(input.device().index(), name, [=] { k::softmax(shape, kd, out, in, log); });
 }
 
 void launch_backward(const char* name, const at::Tensor& grad, const at::Tensor& output, int64_t dim,
                      const at::Tensor& grad_input, bool log) {
   if (output.numel() == 0) return;
-  const int d = static_cast<int>(at::maybe_wrap_dim(dim, output.dim()));
+  const int64_t d = at::maybe_wrap_dim(dim, output.dim());
+  if (rows_are_strided(output, d)) {
+    const at::Tensor grad_rows = grad.transpose(d, -1).contiguous();
+    const at::Tensor output_rows = output.transpose(d, -1).contiguous();
+    const at::Tensor result = at::empty_like(output_rows, grad_input.options());
+    launch_backward(name, grad_rows, output_rows, -1, result, log);
+    grad_input.copy_(result.transpose(d, -1));
+    return;
+  }
   const k::Shape shape = kernel_shape(output);
   const k::Operand gi = operand(grad_input, name), g = operand(grad, name), o = operand(output, name);
-  launch_kernel(output.device().index(), name, [=] { k::softmax_backward(shape, d, gi, g, o, log); });
+  const int kd = static_cast<int>(d);
+  launch_kernel(output.device().index(), name, [=] { k::softmax_backward(shape, kd, gi, g, o, log); });
 }
 
 // The functional and out= forms of _softmax / _log_softmax.

@@ -55,25 +55,63 @@ int64_t row_offset(int64_t r, const Shape& rest, const Strides& strides) {
   return offset;
 }
 
-// Row element i of `op` as the compute type T, and back.
+// Rows per tile (Note [Softmax row tiles]).
+constexpr int64_t kTile = 16;
+
+// A tile of rows of `op` (row g starts at offsets[g], elements `step`
+// apart) to and from the compute type T, rows `len` apart in `tile_data`.
+// Contiguous rows move row by row (a converting loop that vectorises);
+// strided rows move element j of every row of the tile together, through a
+// 16 x 16 block on the way in (Note [Softmax row tiles]).
+template <class S>
+constexpr bool kFloating = std::is_floating_point_v<S> || std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
+
 template <class T>
-void load_row(T* dst, const Operand& op, int64_t offset, int64_t step, int64_t len) {
+void load_tile(T* tile_data, const Operand& op, const int64_t* offsets, int64_t tile, int64_t step, int64_t len) {
   detail::dispatch(op.dtype, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<S> || std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>) {
-      const S* src = static_cast<const S*>(op.data) + offset;
-      for (int64_t i = 0; i < len; ++i) dst[i] = static_cast<T>(detail::widen(src[i * step]));
+    if constexpr (kFloating<S>) {
+      const S* src = static_cast<const S*>(op.data);
+      if (step == 1) {
+        for (int64_t g = 0; g < tile; ++g) {
+          const S* row = src + offsets[g];
+          T* dst = tile_data + g * len;
+          for (int64_t j = 0; j < len; ++j) dst[j] = static_cast<T>(detail::widen(row[j]));
+        }
+        return;
+      }
+      for (int64_t j0 = 0; j0 < len; j0 += kTile) {
+        const int64_t span = std::min(kTile, len - j0);
+        T block[kTile][kTile];
+        for (int64_t j = 0; j < span; ++j) {
+          const S* at = src + (j0 + j) * step;
+          for (int64_t g = 0; g < tile; ++g) block[g][j] = static_cast<T>(detail::widen(at[offsets[g]]));
+        }
+        for (int64_t g = 0; g < tile; ++g) std::copy_n(block[g], span, tile_data + g * len + j0);
+      }
     }
   });
 }
 
 template <class T>
-void store_row(const Operand& op, int64_t offset, int64_t step, const T* src, int64_t len) {
+void store_tile(const Operand& op, const int64_t* offsets, int64_t tile, int64_t step, const T* tile_data,
+                int64_t len) {
   detail::dispatch(op.dtype, [&](auto tag) {
     using D = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<D> || std::is_same_v<D, Half> || std::is_same_v<D, BFloat16>) {
-      D* dst = static_cast<D*>(op.data) + offset;
-      for (int64_t i = 0; i < len; ++i) dst[i * step] = detail::convert<D>(src[i]);
+    if constexpr (kFloating<D>) {
+      D* dst = static_cast<D*>(op.data);
+      if (step == 1) {
+        for (int64_t g = 0; g < tile; ++g) {
+          D* row = dst + offsets[g];
+          const T* src = tile_data + g * len;
+          for (int64_t j = 0; j < len; ++j) row[j] = detail::convert<D>(src[j]);
+        }
+        return;
+      }
+      for (int64_t j = 0; j < len; ++j) {
+        D* at = dst + j * step;
+        for (int64_t g = 0; g < tile; ++g) at[offsets[g]] = detail::convert<D>(tile_data[g * len + j]);
+      }
     }
   });
 }
@@ -81,9 +119,15 @@ void store_row(const Operand& op, int64_t offset, int64_t step, const T* src, in
 template <class T>
 constexpr ScalarType kCompute = std::is_same_v<T, double> ? ScalarType::Float64 : ScalarType::Float32;
 
-// Runs `row(ptrs...)` on every row: in place on an operand that is already a
-// contiguous row of T, through a per-thread buffer otherwise. Operand 0 is
+// Runs `row(ptrs, len)` on every row: in place on an operand that is already
+// a contiguous row of T, through per-thread buffers otherwise. Operand 0 is
 // written, the others read.
+//
+// Note [Softmax row tiles]: rows go in tiles of kTile consecutive rows, and a
+// buffered operand is moved a tile at a time, element j of every row of the
+// tile together. When the rows are strided (softmax over dim 0 of a
+// contiguous matrix), neighbouring rows are neighbours in memory, so a tile
+// reads and writes whole cache lines instead of one element per line.
 template <class T, int N, class Row>
 void for_each_row(const Shape& shape, int dim, const Operand* const (&ops)[N], Row&& row) {
   const RowLayout layout = row_layout(shape, dim, ops, N);
@@ -91,25 +135,28 @@ void for_each_row(const Shape& shape, int dim, const Operand* const (&ops)[N], R
   if (rows == 0 || len == 0) return;
   bool direct[N];
   for (int k = 0; k < N; ++k) direct[k] = ops[k]->dtype == kCompute<T> && (layout.step[k] == 1 || len == 1);
-  parallel_for(0, rows, std::max<int64_t>(1, 32768 / len), [&](int64_t begin, int64_t end) {
+  parallel_for(0, rows, std::max<int64_t>(kTile, 32768 / len), [&](int64_t begin, int64_t end) {
     std::vector<T> buffers[N];
     for (int k = 0; k < N; ++k) {
-      if (!direct[k]) buffers[k].resize(static_cast<size_t>(len));
+      if (!direct[k]) buffers[k].resize(static_cast<size_t>(kTile * len));
     }
-    for (int64_t r = begin; r < end; ++r) {
-      T* ptr[N];
-      int64_t offset[N];
+    int64_t offset[N][kTile];
+    for (int64_t r0 = begin; r0 < end; r0 += kTile) {
+      const int64_t tile = std::min(kTile, end - r0);
       for (int k = 0; k < N; ++k) {
-        offset[k] = row_offset(r, layout.rest, layout.strides[k]);
-        if (direct[k]) {
-          ptr[k] = static_cast<T*>(ops[k]->data) + offset[k];
-        } else {
-          ptr[k] = buffers[k].data();
-          if (k > 0) load_row(ptr[k], *ops[k], offset[k], layout.step[k], len);
-        }
+        for (int64_t g = 0; g < tile; ++g) offset[k][g] = row_offset(r0 + g, layout.rest, layout.strides[k]);
       }
-      row(ptr, len);
-      if (!direct[0]) store_row(*ops[0], offset[0], layout.step[0], ptr[0], len);
+      for (int k = 1; k < N; ++k) {
+        if (!direct[k]) load_tile(buffers[k].data(), *ops[k], offset[k], tile, layout.step[k], len);
+      }
+      for (int64_t g = 0; g < tile; ++g) {
+        T* ptr[N];
+        for (int k = 0; k < N; ++k) {
+          ptr[k] = direct[k] ? static_cast<T*>(ops[k]->data) + offset[k][g] : buffers[k].data() + g * len;
+        }
+        row(ptr, len);
+      }
+      if (!direct[0]) store_tile(*ops[0], offset[0], tile, layout.step[0], buffers[0].data(), len);
     }
   });
 }

@@ -4,6 +4,7 @@
 // would not: float addition does not reassociate).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "../pointwise/vector_math.h"
@@ -14,31 +15,25 @@ namespace {
 
 constexpr int kLanes = 16;
 
-// The row's maximum; NaN if any element is NaN.
+// The row's maximum; NaN if any element is NaN. Written on GCC vector
+// types: GCC does not vectorise the NaN-aware select from scalar code.
 template <class T>
 T row_max(const T* x, int64_t len) {
-  T m[kLanes];
-  bool nan[kLanes] = {};
-  std::fill_n(m, kLanes, -std::numeric_limits<T>::infinity());
+  typedef T Lanes __attribute__((vector_size(64)));
+  constexpr int kWidth = 64 / sizeof(T);
+  constexpr T kLowest = -std::numeric_limits<T>::infinity();
+  Lanes part;
+  for (int l = 0; l < kWidth; ++l) part[l] = kLowest;
   int64_t i = 0;
-  for (; i + kLanes <= len; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const T v = x[i + l];
-      m[l] = v > m[l] ? v : m[l];
-      nan[l] |= v != v;
-    }
+  for (; i + kWidth <= len; i += kWidth) {
+    Lanes v;
+    std::memcpy(&v, x + i, sizeof v);
+    part = ((v != v) | (v > part)) ? v : part;
   }
-  T result = -std::numeric_limits<T>::infinity();
-  bool any_nan = false;
-  for (int l = 0; l < kLanes; ++l) {
-    result = std::max(result, m[l]);
-    any_nan |= nan[l];
-  }
-  for (; i < len; ++i) {
-    result = x[i] > result ? x[i] : result;
-    any_nan |= x[i] != x[i];
-  }
-  return any_nan ? std::numeric_limits<T>::quiet_NaN() : result;
+  T result = kLowest;
+  for (int l = 0; l < kWidth; ++l) result = (part[l] != part[l] || part[l] > result) ? part[l] : result;
+  for (; i < len; ++i) result = (x[i] != x[i] || x[i] > result) ? x[i] : result;
+  return result;
 }
 
 template <class T>
