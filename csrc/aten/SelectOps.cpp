@@ -148,8 +148,8 @@ UniqueResult unique_dim_impl(const at::Tensor& self, int64_t dim, bool consecuti
     }
     sorted = rows.index_select(0, perm);
   }
-  auto [unique, inverse, counts] = unique_runs(sorted, perm, return_inverse, return_counts, {n});
-  if (self.scalar_type() == at::kBool) unique = unique.to(at::kBool);
+  auto [unique, inverse, counts] = restore_bool(unique_runs(sorted, perm, return_inverse, return_counts, {n}),
+                                                self.scalar_type());
   return {unique.view(unique_sizes).transpose(0, dim), inverse, counts};
 }
 

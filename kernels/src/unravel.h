@@ -1,6 +1,7 @@
 // unravel_offset: the element offset of the linear (row-major) index `linear`
 // in a strided view, by plain division. The reference kernels use it to stay
-// obviously correct; the optimised kernels never do.
+// obviously correct; optimised kernels use it at most once per row (tril/triu,
+// softmax), never per element.
 // Precondition: 0 <= linear < numel(shape).
 #pragma once
 

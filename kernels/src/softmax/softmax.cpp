@@ -11,6 +11,7 @@
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 #include "rows.h"
+#include "../unravel.h"
 
 namespace mlu::kernels {
 namespace {
@@ -47,66 +48,55 @@ RowLayout row_layout(const Shape& shape, int dim, const Operand* const* ops, int
   return layout;
 }
 
-int64_t row_offset(int64_t r, const Shape& rest, const Strides& strides) {
-  int64_t offset = 0;
-  for (int d = rest.ndim - 1; d >= 0; --d) {
-    offset += (r % rest.sizes[d]) * strides.v[d];
-    r /= rest.sizes[d];
-  }
-  return offset;
-}
+template <class T>
+constexpr ScalarType kCompute = std::is_same_v<T, double> ? ScalarType::Float64 : ScalarType::Float32;
+
+template <class S>
+constexpr bool kFloating = std::is_floating_point_v<S> || std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
 
 // Rows per tile (Note [Softmax row tiles]).
 constexpr int64_t kTile = 16;
 
 // A tile of rows of `op` (row g starts at offsets[g], elements `step`
 // apart) to and from the compute type T, rows `len` apart in `tile_data`.
-// Contiguous rows move through copy_rows; strided rows move element j of every row of the tile together, through a
+// Contiguous rows (step 1) go through copy(), the per-ISA converting copies
+// (F16C, AVX512-BF16), as one 2-D copy when the rows are evenly spaced;
+// strided rows move element j of every row of the tile together, through a
 // 16 x 16 block on the way in (Note [Softmax row tiles]).
-template <class S>
-constexpr bool kFloating = std::is_floating_point_v<S> || std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
-
-// Contiguous rows of a tile move through copy() (the per-ISA converting
-// copies: F16C, AVX512-BF16), as one 2-D copy when the rows are evenly spaced.
 template <class T>
-void copy_rows(bool to_tile, T* tile_data, const Operand& op, const int64_t* offsets, int64_t tile, int64_t len) {
-  const ScalarType compute = std::is_same_v<T, double> ? ScalarType::Float64 : ScalarType::Float32;
+void copy_rows(void* tile_data, const void* op_data, const Operand& op, bool to_tile, const int64_t* offsets,
+               int64_t tile, int64_t len) {
   const int64_t spacing = tile > 1 ? offsets[1] - offsets[0] : 0;
   bool even = true;
   for (int64_t g = 2; g < tile; ++g) even &= offsets[g] - offsets[g - 1] == spacing;
-  const size_t size = element_size(op.dtype);
-  auto* base = static_cast<unsigned char*>(op.data);
   Shape shape;
   shape.ndim = 2;
+  shape.sizes[0] = even ? tile : 1;
   shape.sizes[1] = len;
   Strides tile_strides{}, op_strides{};
   tile_strides.v[0] = len;
   tile_strides.v[1] = 1;
   op_strides.v[0] = spacing;
   op_strides.v[1] = 1;
-  const int64_t groups = even ? 1 : tile;
-  shape.sizes[0] = even ? tile : 1;
-  for (int64_t g = 0; g < groups; ++g) {
-    void* at = base + offsets[g] * static_cast<int64_t>(size);
-    T* rows = tile_data + g * len;
+  const int64_t size = static_cast<int64_t>(element_size(op.dtype));
+  for (int64_t g = 0; g < (even ? 1 : tile); ++g) {
+    auto* rows = static_cast<unsigned char*>(tile_data) + g * len * static_cast<int64_t>(sizeof(T));
+    auto* at = static_cast<const unsigned char*>(op_data) + offsets[g] * size;
     if (to_tile) {
-      copy(rows, compute, tile_strides, at, op.dtype, op_strides, shape);
+      copy(rows, kCompute<T>, tile_strides, at, op.dtype, op_strides, shape);
     } else {
-      copy(at, op.dtype, op_strides, rows, compute, tile_strides, shape);
+      copy(const_cast<unsigned char*>(at), op.dtype, op_strides, rows, kCompute<T>, tile_strides, shape);
     }
   }
 }
 
 template <class T>
 void load_tile(T* tile_data, const Operand& op, const int64_t* offsets, int64_t tile, int64_t step, int64_t len) {
+  if (step == 1) return copy_rows<T>(tile_data, op.data, op, true, offsets, tile, len);
   detail::dispatch(op.dtype, [&](auto tag) {
     using S = typename decltype(tag)::type;
     if constexpr (kFloating<S>) {
       const S* src = static_cast<const S*>(op.data);
-      if (step == 1) {
-        copy_rows(true, tile_data, op, offsets, tile, len);
-        return;
-      }
       for (int64_t j0 = 0; j0 < len; j0 += kTile) {
         const int64_t span = std::min(kTile, len - j0);
         T block[kTile][kTile];
@@ -123,14 +113,11 @@ void load_tile(T* tile_data, const Operand& op, const int64_t* offsets, int64_t 
 template <class T>
 void store_tile(const Operand& op, const int64_t* offsets, int64_t tile, int64_t step, const T* tile_data,
                 int64_t len) {
+  if (step == 1) return copy_rows<T>(const_cast<T*>(tile_data), op.data, op, false, offsets, tile, len);
   detail::dispatch(op.dtype, [&](auto tag) {
     using D = typename decltype(tag)::type;
     if constexpr (kFloating<D>) {
       D* dst = static_cast<D*>(op.data);
-      if (step == 1) {
-        copy_rows(false, const_cast<T*>(tile_data), op, offsets, tile, len);  // only read
-        return;
-      }
       for (int64_t j = 0; j < len; ++j) {
         D* at = dst + j * step;
         for (int64_t g = 0; g < tile; ++g) at[offsets[g]] = detail::convert<D>(tile_data[g * len + j]);
@@ -138,9 +125,6 @@ void store_tile(const Operand& op, const int64_t* offsets, int64_t tile, int64_t
     }
   });
 }
-
-template <class T>
-constexpr ScalarType kCompute = std::is_same_v<T, double> ? ScalarType::Float64 : ScalarType::Float32;
 
 // Runs `row(ptrs, len)` on every row: in place on an operand that is already
 // a contiguous row of T, through per-thread buffers otherwise. Operand 0 is
@@ -167,7 +151,9 @@ void for_each_row(const Shape& shape, int dim, const Operand* const (&ops)[N], R
     for (int64_t r0 = begin; r0 < end; r0 += kTile) {
       const int64_t tile = std::min(kTile, end - r0);
       for (int k = 0; k < N; ++k) {
-        for (int64_t g = 0; g < tile; ++g) offset[k][g] = row_offset(r0 + g, layout.rest, layout.strides[k]);
+        for (int64_t g = 0; g < tile; ++g) {
+          offset[k][g] = detail::unravel_offset(r0 + g, layout.rest, layout.strides[k]);
+        }
       }
       for (int k = 1; k < N; ++k) {
         if (!direct[k]) load_tile(buffers[k].data(), *ops[k], offset[k], tile, layout.step[k], len);
