@@ -27,13 +27,18 @@ k::Operand operand(const at::Tensor& t, const char* op) {
   return {const_cast<void*>(t.const_data_ptr()), require_kernel_dtype(t.scalar_type(), op), kernel_strides(t)};
 }
 
-// Note [Softmax over a strided dim]: the row kernel wants each row
-// contiguous. When `dim` is not the innermost dim of the input (softmax over
-// dim 0 of a matrix), the rows are first made contiguous by a blocked
-// transposing copy (Copy.h) and the result copied back the same way: two
-// copies cost less than walking rows element by element. All of it runs in
-// queue order on the current stream.
-bool rows_are_strided(const at::Tensor& t, int64_t dim) { return t.dim() > 1 && t.size(dim) > 1 && t.stride(dim) != 1; }
+// Note [Softmax over a strided dim]: the kernel wants each row contiguous,
+// or, for a dim that is not the innermost, a contiguous innermost dim (it then
+// works on blocks of columns, Note [Softmax by columns]). Other layouts
+// (rows strided and no usable innermost dim) are first made contiguous along
+// `dim` by a blocked transposing copy (Copy.h) and the result copied back the
+// same way: two copies cost less than walking rows element by element. All of
+// it runs in queue order on the current stream.
+bool rows_are_strided(const at::Tensor& t, int64_t dim) {
+  if (t.dim() <= 1 || t.size(dim) <= 1 || t.stride(dim) == 1) return false;
+  const bool by_columns = dim != t.dim() - 1 && t.stride(-1) == 1 && t.size(-1) >= k::kSoftmaxMinColumns;
+  return !by_columns;
+}
 
 void launch_forward(const char* name, const at::Tensor& input, int64_t dim, const at::Tensor& output, bool log) {
   if (input.numel() == 0) return;

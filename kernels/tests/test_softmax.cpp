@@ -93,6 +93,58 @@ TEST_P(SoftmaxTest, MatchesReferenceOnRandomViews) {
   set_isa(saved);
 }
 
+// Softmax over a dim that is not the innermost, on layouts whose innermost
+// dim is contiguous (the column blocks, Note [Softmax by columns]): widths
+// around the block size, every dtype, converted outputs, in place.
+TEST_P(SoftmaxTest, ColumnBlocksMatchReference) {
+  if (GetParam() > detected_isa()) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam());
+  const Isa saved = active_isa();
+  set_isa(GetParam());
+  Rng rng(11);
+  const ScalarType types[] = {ScalarType::Float32, ScalarType::Float64, ScalarType::Float16, ScalarType::BFloat16};
+  const int64_t widths[] = {16, 17, 63, 64, 65, 130, 300};
+  for (int trial = 0; trial < 60; ++trial) {
+    Shape shape;
+    shape.ndim = chance(rng, 0.5) ? 2 : 3;
+    for (int d = 0; d < shape.ndim - 1; ++d) shape.sizes[d] = uniform(rng, 1, 40);
+    shape.sizes[shape.ndim - 1] = widths[uniform(rng, 0, 6)];
+    const int dim = static_cast<int>(uniform(rng, 0, shape.ndim - 2));
+    const ScalarType type = types[uniform(rng, 0, 3)];
+    const ScalarType out_type = type == ScalarType::Float16 && chance(rng, 0.3) ? ScalarType::Float32 : type;
+    const bool log = chance(rng, 0.5), in_place = out_type == type && chance(rng, 0.3);
+    Strides dense{};
+    for (int d = shape.ndim - 1, running = 1; d >= 0; running *= static_cast<int>(shape.sizes[d]), --d) {
+      dense.v[d] = running;
+    }
+    const int64_t n = numel(shape);
+    Buffer in(type, n), out(out_type, n), ref(out_type, n), grad(out_type, n), gin(type, n), gin_ref(type, n);
+    fill_normal(in, rng, 3);
+    fill_normal(grad, rng, 1);
+    if (type == ScalarType::Float32 && chance(rng, 0.3)) {
+      const float nan = NAN;  // one column becomes NaN
+      std::memcpy(in.element(uniform(rng, 0, n - 1)), &nan, 4);
+    }
+    const Operand x{in.data(), type, dense}, r{ref.data(), out_type, dense};
+    softmax_ref(shape, dim, r, x, log);
+    if (in_place) {
+      Buffer self = in;
+      const Operand z{self.data(), type, dense};
+      softmax(shape, dim, z, z, log);
+      ASSERT_TRUE(close_buffers(self, ref, tolerance(type))) << "in place " << describe(shape, dense) << " dim " << dim;
+    } else {
+      softmax(shape, dim, Operand{out.data(), out_type, dense}, x, log);
+      ASSERT_TRUE(close_buffers(out, ref, tolerance(type))) << describe(shape, dense) << " dim " << dim << " log "
+                                                            << log;
+    }
+    const Operand g{grad.data(), out_type, dense};
+    softmax_backward(shape, dim, Operand{gin.data(), type, dense}, g, r, log);
+    softmax_backward_ref(shape, dim, Operand{gin_ref.data(), type, dense}, g, r, log);
+    ASSERT_TRUE(close_buffers(gin, gin_ref, tolerance(type) * 10)) << "backward " << describe(shape, dense)
+                                                                   << " dim " << dim << " log " << log;
+  }
+  set_isa(saved);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, SoftmaxTest, ::testing::Values(Isa::Baseline, Isa::Avx2, Isa::Avx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 

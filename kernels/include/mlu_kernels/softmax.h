@@ -21,6 +21,12 @@
 
 namespace mlu::kernels {
 
+// Rows along a dim that is not the innermost one are done as blocks of
+// columns when the innermost dim is contiguous in every operand and at least
+// this wide (Note [Softmax by columns] in softmax_isa.cpp); other strided
+// rows go through row tiles, slower.
+constexpr int64_t kSoftmaxMinColumns = 16;
+
 void softmax(const Shape& shape, int dim, const Operand& out, const Operand& in, bool log);
 
 void softmax_backward(const Shape& shape, int dim, const Operand& grad_input, const Operand& grad,

@@ -1,11 +1,16 @@
-// The per-ISA softmax row routines (softmax_isa.cpp): contiguous rows in the
-// compute type; softmax.cpp moves rows of other layouts and dtypes through
-// buffers and splits rows over the compute threads.
+// The per-ISA softmax routines (softmax_isa.cpp), in the compute type:
+// contiguous rows, and blocks of up to kColumns contiguous columns (softmax
+// over a dim that is not the innermost one, Note [Softmax by columns]).
+// softmax.cpp moves other layouts and dtypes through buffers and splits the
+// work over the compute threads.
 #pragma once
 
 #include <cstdint>
 
 namespace mlu::kernels::detail {
+
+// Columns per block of the column routines.
+constexpr int64_t kColumns = 64;
 
 template <class T>
 struct SoftmaxRowFns {
@@ -13,6 +18,12 @@ struct SoftmaxRowFns {
   void (*forward)(T* out, const T* in, int64_t len, bool log);
   // grad_input may be grad.
   void (*backward)(T* grad_input, const T* grad, const T* output, int64_t len, bool log);
+  // The same over `width` <= kColumns independent columns: element j of
+  // column c at p + j * p_step + c. out may be in, grad_input may be grad.
+  void (*forward_columns)(T* out, int64_t out_step, const T* in, int64_t in_step, int64_t len, int64_t width,
+                          bool log);
+  void (*backward_columns)(T* grad_input, int64_t gi_step, const T* grad, int64_t grad_step, const T* output,
+                           int64_t out_step, int64_t len, int64_t width, bool log);
 };
 
 struct SoftmaxRows {

@@ -170,6 +170,77 @@ void for_each_row(const Shape& shape, int dim, const Operand* const (&ops)[N], R
   });
 }
 
+// Whether the rows are done as blocks of columns (Note [Softmax by columns]):
+// the softmax dim is not the innermost one, and the innermost remaining dim is
+// contiguous in every operand and wide enough to fill vectors.
+bool by_columns(const RowLayout& layout, int n_ops) {
+  const int last = layout.rest.ndim - 1;
+  if (last < 0 || layout.rest.sizes[last] < kSoftmaxMinColumns || layout.len < 2) return false;
+  for (int k = 0; k < n_ops; ++k) {
+    if (layout.strides[k].v[last] != 1 || layout.step[k] == 1) return false;
+  }
+  // A converted operand is buffered whole per block: keep that bounded.
+  return layout.len <= (int64_t{1} << 16);
+}
+
+// Runs `block(ptrs, steps, len, width)` on every block of up to kColumns
+// columns. An operand in the compute type is used in place (element j of
+// column c at ptr + j * step + c); others are converted into a per-thread
+// buffer (len x width) by one 2-D copy() and, for operand 0, back. Operand 0
+// is written, the others read.
+template <class T, int N, class Block>
+void for_each_column_block(const RowLayout& layout, const Operand* const (&ops)[N], Block&& block) {
+  constexpr int64_t kCols = detail::kColumns;
+  const int last = layout.rest.ndim - 1;
+  const int64_t inner = layout.rest.sizes[last], len = layout.len;
+  Shape outer = layout.rest;
+  outer.ndim = last;
+  const int64_t blocks_per_row = (inner + kCols - 1) / kCols;
+  const int64_t blocks = numel(outer) * blocks_per_row;
+  bool direct[N];
+  for (int k = 0; k < N; ++k) direct[k] = ops[k]->dtype == kCompute<T>;
+  parallel_for(0, blocks, std::max<int64_t>(1, 32768 / (len * kCols)), [&](int64_t begin, int64_t end) {
+    std::vector<T> buffers[N];
+    for (int k = 0; k < N; ++k) {
+      if (!direct[k]) buffers[k].resize(static_cast<size_t>(len * kCols));
+    }
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t o = b / blocks_per_row, c0 = (b % blocks_per_row) * kCols;
+      const int64_t width = std::min(kCols, inner - c0);
+      T* ptr[N];
+      int64_t step[N];
+      unsigned char* at[N];
+      Shape shape;
+      shape.ndim = 2;
+      shape.sizes[0] = len;
+      shape.sizes[1] = width;
+      Strides op_strides{}, buffer_strides{};
+      buffer_strides.v[0] = width;
+      buffer_strides.v[1] = 1;
+      for (int k = 0; k < N; ++k) {
+        const int64_t offset = detail::unravel_offset(o, outer, layout.strides[k]) + c0;
+        at[k] = static_cast<unsigned char*>(ops[k]->data) + offset * static_cast<int64_t>(element_size(ops[k]->dtype));
+        if (direct[k]) {
+          ptr[k] = reinterpret_cast<T*>(at[k]);
+          step[k] = layout.step[k];
+          continue;
+        }
+        ptr[k] = buffers[k].data();
+        step[k] = width;
+        op_strides.v[0] = layout.step[k];
+        op_strides.v[1] = 1;
+        if (k > 0) copy(ptr[k], kCompute<T>, buffer_strides, at[k], ops[k]->dtype, op_strides, shape);
+      }
+      block(ptr, step, len, width);
+      if (!direct[0]) {
+        op_strides.v[0] = layout.step[0];
+        op_strides.v[1] = 1;
+        copy(at[0], ops[0]->dtype, op_strides, ptr[0], kCompute<T>, buffer_strides, shape);
+      }
+    }
+  });
+}
+
 template <class T>
 const detail::SoftmaxRowFns<T>& row_fns() {
   if constexpr (std::is_same_v<T, double>) {
@@ -194,8 +265,15 @@ void softmax(const Shape& shape, int dim, const Operand& out, const Operand& in,
   const Operand* ops[2] = {&out, &in};
   dispatch_compute(out.dtype, in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const auto forward = row_fns<T>().forward;
-    for_each_row<T, 2>(shape, dim, ops, [&](T* const* p, int64_t len) { forward(p[0], p[1], len, log); });
+    const auto& fns = row_fns<T>();
+    const RowLayout layout = row_layout(shape, dim, ops, 2);
+    if (by_columns(layout, 2)) {
+      for_each_column_block<T, 2>(layout, ops, [&](T* const* p, const int64_t* step, int64_t len, int64_t width) {
+        fns.forward_columns(p[0], step[0], p[1], step[1], len, width, log);
+      });
+      return;
+    }
+    for_each_row<T, 2>(shape, dim, ops, [&](T* const* p, int64_t len) { fns.forward(p[0], p[1], len, log); });
   });
 }
 
@@ -204,8 +282,16 @@ void softmax_backward(const Shape& shape, int dim, const Operand& grad_input, co
   const Operand* ops[3] = {&grad_input, &grad, &output};
   dispatch_compute(grad_input.dtype, output.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const auto backward = row_fns<T>().backward;
-    for_each_row<T, 3>(shape, dim, ops, [&](T* const* p, int64_t len) { backward(p[0], p[1], p[2], len, log); });
+    const auto& fns = row_fns<T>();
+    const RowLayout layout = row_layout(shape, dim, ops, 3);
+    if (by_columns(layout, 3)) {
+      for_each_column_block<T, 3>(layout, ops, [&](T* const* p, const int64_t* step, int64_t len, int64_t width) {
+        fns.backward_columns(p[0], step[0], p[1], step[1], p[2], step[2], len, width, log);
+      });
+      return;
+    }
+    for_each_row<T, 3>(shape, dim, ops,
+                       [&](T* const* p, int64_t len) { fns.backward(p[0], p[1], p[2], len, log); });
   });
 }
 

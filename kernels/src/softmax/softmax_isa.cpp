@@ -98,10 +98,74 @@ void backward(T* grad_input, const T* grad, const T* output, int64_t len, bool l
   }
 }
 
+// Note [Softmax by columns]
+// Softmax over dim 0 of a contiguous matrix: every column is a softmax row,
+// its elements one matrix row apart. A block of up to kColumns neighbouring
+// columns is done together, each pass walking the block row by row over
+// contiguous segments (vectorised across the columns), as the CPU's
+// _vec_softmax does: the max, then exp(x - max) with its sum (stored for
+// softmax), then the scaling. Each column sums in order, like the CPU.
+template <class T>
+void forward_columns(T* out, int64_t out_step, const T* in, int64_t in_step, int64_t len, int64_t width, bool log) {
+  constexpr int64_t kCols = detail::kColumns;
+  T max[kCols], sum[kCols] = {}, e[kCols];
+  for (int64_t c = 0; c < width; ++c) max[c] = -std::numeric_limits<T>::infinity();
+  for (int64_t j = 0; j < len; ++j) {
+    const T* x = in + j * in_step;
+    for (int64_t c = 0; c < width; ++c) max[c] = ((x[c] != x[c]) | (x[c] > max[c])) ? x[c] : max[c];
+  }
+  for (int64_t j = 0; j < len; ++j) {
+    const T* x = in + j * in_step;
+    for (int64_t c = 0; c < width; ++c) e[c] = x[c] - max[c];
+    map1<T, Sleef<T>::exp>(width, e, e);
+    for (int64_t c = 0; c < width; ++c) sum[c] += e[c];
+    if (!log) std::copy_n(e, width, out + j * out_step);
+  }
+  if (log) {
+    for (int64_t c = 0; c < width; ++c) sum[c] = std::log(sum[c]);
+    for (int64_t j = 0; j < len; ++j) {
+      const T* x = in + j * in_step;
+      T* o = out + j * out_step;
+      for (int64_t c = 0; c < width; ++c) o[c] = x[c] - max[c] - sum[c];
+    }
+    return;
+  }
+  for (int64_t c = 0; c < width; ++c) sum[c] = T(1) / sum[c];
+  for (int64_t j = 0; j < len; ++j) {
+    T* o = out + j * out_step;
+    for (int64_t c = 0; c < width; ++c) o[c] *= sum[c];
+  }
+}
+
+template <class T>
+void backward_columns(T* grad_input, int64_t gi_step, const T* grad, int64_t grad_step, const T* output,
+                      int64_t out_step, int64_t len, int64_t width, bool log) {
+  constexpr int64_t kCols = detail::kColumns;
+  T sum[kCols] = {}, e[kCols];
+  for (int64_t j = 0; j < len; ++j) {
+    const T* g = grad + j * grad_step;
+    const T* o = output + j * out_step;
+    for (int64_t c = 0; c < width; ++c) sum[c] += log ? g[c] : g[c] * o[c];
+  }
+  for (int64_t j = 0; j < len; ++j) {
+    const T* g = grad + j * grad_step;
+    const T* o = output + j * out_step;
+    T* gi = grad_input + j * gi_step;
+    if (log) {
+      map1<T, Sleef<T>::exp>(width, e, o);
+      for (int64_t c = 0; c < width; ++c) gi[c] = g[c] - e[c] * sum[c];
+    } else {
+      for (int64_t c = 0; c < width; ++c) gi[c] = o[c] * (g[c] - sum[c]);
+    }
+  }
+}
+
 }  // namespace
 
 const detail::SoftmaxRows& softmax_rows() {
-  static const detail::SoftmaxRows rows{{&forward<float>, &backward<float>}, {&forward<double>, &backward<double>}};
+  static const detail::SoftmaxRows rows{
+      {&forward<float>, &backward<float>, &forward_columns<float>, &backward_columns<float>},
+      {&forward<double>, &backward<double>, &forward_columns<double>, &backward_columns<double>}};
   return rows;
 }
 
