@@ -107,6 +107,48 @@ template <> struct Sleef<double> {
 #undef MLU_SLEEF_F_MEMBER
 #undef MLU_SLEEF_D_MEMBER
 
+// Note [Fast float exp]
+// CPU PyTorch's contiguous float exp goes through MKL, about twice as fast as
+// SLEEF's 1-ulp expf (0.58 ns per float on AVX-512). On AVX-512, float exp is
+// computed here instead: k = round(x log2(e)), r = x - k ln(2) in two steps
+// (Cody-Waite; exact enough for |k| <= 150), exp(r) by its degree-7 Taylor
+// polynomial (truncation below 5e-9 for |r| <= ln(2)/2), and 2^k applied by
+// vscalefps, which also gives the overflow to inf and the gradual underflow to
+// denormals and 0 without branches. x is first clamped to [-104, 89], where
+// exp is already 0 / inf, so inf - inf never reaches r; NaN passes the clamp.
+// Within 2 ulp of exp (kernels test Pointwise.FastFloatExpWithinTwoUlps).
+// Other ISAs and double keep SLEEF (Exp<T>::fn below).
+#if defined(__AVX512F__)
+[[gnu::always_inline]] inline __m512 exp_avx512(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(89.0f), x));  // NaN: x
+  const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(k, _mm512_set1_ps(1.428606765330187045e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, k);
+}
+#endif
+
+// The vector exp for T (Note [Fast float exp]).
+template <class T>
+struct Exp {
+  static constexpr auto fn = Sleef<T>::exp;
+};
+#if defined(__AVX512F__)
+template <>
+struct Exp<float> {
+  static __m512 fn(__m512 x) { return exp_avx512(x); }
+};
+#endif
+
 // out[i] = fn(in[i]) for i < n (out may equal in).
 template <class T, auto Fn>
 inline void map1(int64_t n, T* out, const T* in) {
@@ -191,7 +233,7 @@ struct VectorBody {
 #define MLU_SLEEF_UNARY(Op, fn) \
   MLU_VECTOR_BODY(Op) { map1<T, Sleef<T>::fn>(n, o, in[0]); }
 
-MLU_SLEEF_UNARY(Exp, exp)
+MLU_VECTOR_BODY(Exp) { map1<T, Exp<T>::fn>(n, o, in[0]); }
 MLU_SLEEF_UNARY(Exp2, exp2)
 MLU_SLEEF_UNARY(Expm1, expm1)
 MLU_SLEEF_UNARY(Log, log)
@@ -278,13 +320,13 @@ MLU_VECTOR_BODY(PowScalar) {
 MLU_VECTOR_BODY(Sigmoid) {
   T t[kBlock];
   for (int64_t i = 0; i < n; ++i) t[i] = -in[0][i];
-  map1<T, Sleef<T>::exp>(n, t, t);
+  map1<T, Exp<T>::fn>(n, t, t);
   for (int64_t i = 0; i < n; ++i) o[i] = T(1) / (T(1) + t[i]);
 }
 MLU_VECTOR_BODY(Silu) {
   T t[kBlock];
   for (int64_t i = 0; i < n; ++i) t[i] = -in[0][i];
-  map1<T, Sleef<T>::exp>(n, t, t);
+  map1<T, Exp<T>::fn>(n, t, t);
   for (int64_t i = 0; i < n; ++i) o[i] = in[0][i] / (T(1) + t[i]);
 }
 // exp(-(x * x)) for the erf of gelu: the argument is never positive, and
@@ -339,7 +381,7 @@ MLU_VECTOR_BODY(GeluTanh) {
 }
 MLU_VECTOR_BODY(Mish) {
   T t[kBlock];
-  map1<T, Sleef<T>::exp>(n, t, in[0]);
+  map1<T, Exp<T>::fn>(n, t, in[0]);
   map1<T, Sleef<T>::log1p>(n, t, t);
   map1<T, Sleef<T>::tanh>(n, t, t);
   for (int64_t i = 0; i < n; ++i) o[i] = in[0][i] * t[i];
@@ -348,7 +390,7 @@ MLU_VECTOR_BODY(Softplus) {
   T t[kBlock];
   const T beta = ops::param<T>(p, 0), threshold = ops::param<T>(p, 1);
   for (int64_t i = 0; i < n; ++i) t[i] = in[0][i] * beta;
-  map1<T, Sleef<T>::exp>(n, t, t);
+  map1<T, Exp<T>::fn>(n, t, t);
   map1<T, Sleef<T>::log1p>(n, t, t);
   for (int64_t i = 0; i < n; ++i) {
     const T x = in[0][i];
@@ -368,7 +410,7 @@ MLU_VECTOR_BODY(Elu) {
 MLU_VECTOR_BODY(SiluBackward) {
   T t[kBlock];
   for (int64_t i = 0; i < n; ++i) t[i] = -in[1][i];
-  map1<T, Sleef<T>::exp>(n, t, t);
+  map1<T, Exp<T>::fn>(n, t, t);
   for (int64_t i = 0; i < n; ++i) {
     const T s = T(1) / (T(1) + t[i]);
     o[i] = in[0][i] * s * (T(1) + in[1][i] * (T(1) - s));
@@ -384,7 +426,7 @@ MLU_VECTOR_BODY(GeluBackward) {
     pdf[i] = x * x * T(-0.5);
   }
   gelu_erf_block(n, cdf);
-  map1<T, Sleef<T>::exp>(n, pdf, pdf);
+  map1<T, Exp<T>::fn>(n, pdf, pdf);
   for (int64_t i = 0; i < n; ++i) {
     // The scalar functor's order of operations (ops.h GeluBackward).
     const T x = in[1][i];

@@ -53,7 +53,7 @@ T exp_sum(T* out, const T* x, int64_t len, T max, bool keep) {
   for (int64_t b = 0; b < len; b += kBlock) {
     const int64_t n = std::min<int64_t>(kBlock, len - b);
     for (int64_t i = 0; i < n; ++i) block[i] = x[b + i] - max;
-    map1<T, Sleef<T>::exp>(n, block, block);
+    map1<T, Exp<T>::fn>(n, block, block);
     int64_t i = 0;
     for (; i + kLanes <= n; i += kLanes) {
       for (int l = 0; l < kLanes; ++l) acc[l] += block[i + l];
@@ -93,7 +93,7 @@ void backward(T* grad_input, const T* grad, const T* output, int64_t len, bool l
   T block[kBlock];
   for (int64_t b = 0; b < len; b += kBlock) {
     const int64_t n = std::min<int64_t>(kBlock, len - b);
-    map1<T, Sleef<T>::exp>(n, block, output + b);
+    map1<T, Exp<T>::fn>(n, block, output + b);
     for (int64_t k = 0; k < n; ++k) grad_input[b + k] = grad[b + k] - block[k] * sum;
   }
 }
@@ -117,7 +117,7 @@ void forward_columns(T* out, int64_t out_step, const T* in, int64_t in_step, int
   for (int64_t j = 0; j < len; ++j) {
     const T* x = in + j * in_step;
     for (int64_t c = 0; c < width; ++c) e[c] = x[c] - max[c];
-    map1<T, Sleef<T>::exp>(width, e, e);
+    map1<T, Exp<T>::fn>(width, e, e);
     for (int64_t c = 0; c < width; ++c) sum[c] += e[c];
     if (!log) std::copy_n(e, width, out + j * out_step);
   }
@@ -152,7 +152,7 @@ void backward_columns(T* grad_input, int64_t gi_step, const T* grad, int64_t gra
     const T* o = output + j * out_step;
     T* gi = grad_input + j * gi_step;
     if (log) {
-      map1<T, Sleef<T>::exp>(width, e, o);
+      map1<T, Exp<T>::fn>(width, e, o);
       for (int64_t c = 0; c < width; ++c) gi[c] = g[c] - e[c] * sum[c];
     } else {
       for (int64_t c = 0; c < width; ++c) gi[c] = o[c] * (g[c] - sum[c]);
