@@ -242,6 +242,46 @@ TEST(Pointwise, FastFloatExpWithinTwoUlps) {
   RecordProperty("worst_ulp", std::to_string(worst));
 }
 
+// Note [Fast float tanh] (AVX-512): every 61st float up to 10 in magnitude
+// (tanh is 1 in float beyond 9.1), both signs, and the special values,
+// against tanh in double: at most 2 ulp; -0 stays -0.
+TEST(Pointwise, FastFloatTanhWithinTwoUlps) {
+  if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+  const Isa saved = active_isa();
+  set_isa(Isa::Avx512);
+  std::vector<float> x;
+  for (uint32_t bits = 0; bits < 0x41200000u; bits += 61) {
+    x.push_back(std::bit_cast<float>(bits));
+    x.push_back(-std::bit_cast<float>(bits));
+  }
+  for (float v : {0.0f, -0.0f, 0.625f, -0.625f, 0.62499994f, 20.0f, -1e30f, INFINITY, -INFINITY, NAN}) x.push_back(v);
+  std::vector<float> y(x.size());
+  Shape shape;
+  shape.ndim = 1;
+  shape.sizes[0] = static_cast<int64_t>(x.size());
+  Strides unit{};
+  unit.v[0] = 1;
+  Operand ops[2] = {{y.data(), ScalarType::Float32, unit}, {x.data(), ScalarType::Float32, unit}};
+  pointwise(PointwiseOp::Tanh, ScalarType::Float32, shape, ops, OpParams{});
+  set_isa(saved);
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      ASSERT_TRUE(std::isnan(y[i]));
+      continue;
+    }
+    const double exact = std::tanh(static_cast<double>(x[i]));
+    const float rounded = static_cast<float>(exact);
+    const double ulp = std::max(static_cast<double>(std::nextafter(std::abs(rounded), INFINITY) - std::abs(rounded)),
+                                1.401298464e-45);
+    const double error = std::abs(y[i] - exact) / ulp;
+    worst = std::max(worst, error);
+    ASSERT_LE(error, 2.0) << "tanh(" << x[i] << ") = " << y[i] << ", exact " << exact;
+    ASSERT_EQ(std::signbit(y[i]), std::signbit(x[i])) << x[i];
+  }
+  RecordProperty("worst_ulp", std::to_string(worst));
+}
+
 TEST(Pointwise, IntegerDivisionByZeroWritesZero) {
   int32_t a[3] = {7, -7, 0}, b[3] = {0, 0, 0}, out[3] = {1, 1, 1};
   Shape shape;
