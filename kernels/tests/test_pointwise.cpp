@@ -282,6 +282,46 @@ TEST(Pointwise, FastFloatTanhWithinTwoUlps) {
   RecordProperty("worst_ulp", std::to_string(worst));
 }
 
+// Note [Fast float log] (AVX-512): every 61st positive float (denormals
+// included) and the special values against log in double: at most 2 ulp;
+// log(0) = -inf, log(negative) = NaN, log(inf) = inf.
+TEST(Pointwise, FastFloatLogWithinTwoUlps) {
+  if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+  const Isa saved = active_isa();
+  set_isa(Isa::Avx512);
+  std::vector<float> x;
+  for (uint32_t bits = 1; bits < 0x7f800000u; bits += 61) x.push_back(std::bit_cast<float>(bits));
+  const size_t n_finite = x.size();
+  for (float v : {0.0f, -0.0f, -1.0f, -1e-40f, INFINITY, -INFINITY, NAN}) x.push_back(v);
+  std::vector<float> y(x.size());
+  Shape shape;
+  shape.ndim = 1;
+  shape.sizes[0] = static_cast<int64_t>(x.size());
+  Strides unit{};
+  unit.v[0] = 1;
+  Operand ops[2] = {{y.data(), ScalarType::Float32, unit}, {x.data(), ScalarType::Float32, unit}};
+  pointwise(PointwiseOp::Log, ScalarType::Float32, shape, ops, OpParams{});
+  set_isa(saved);
+  double worst = 0;
+  for (size_t i = 0; i < n_finite; ++i) {
+    const double exact = std::log(static_cast<double>(x[i]));
+    const float rounded = std::abs(static_cast<float>(exact));
+    const double ulp = std::max(static_cast<double>(std::nextafter(rounded, INFINITY) - rounded), 1.401298464e-45);
+    const double error = std::abs(y[i] - exact) / ulp;
+    worst = std::max(worst, error);
+    ASSERT_LE(error, 2.0) << "log(" << x[i] << ") = " << y[i] << ", exact " << exact;
+  }
+  const float* special = y.data() + n_finite;
+  EXPECT_EQ(special[0], -INFINITY);
+  EXPECT_EQ(special[1], -INFINITY);
+  EXPECT_TRUE(std::isnan(special[2]));
+  EXPECT_TRUE(std::isnan(special[3]));
+  EXPECT_EQ(special[4], INFINITY);
+  EXPECT_TRUE(std::isnan(special[5]));
+  EXPECT_TRUE(std::isnan(special[6]));
+  RecordProperty("worst_ulp", std::to_string(worst));
+}
+
 TEST(Pointwise, IntegerDivisionByZeroWritesZero) {
   int32_t a[3] = {7, -7, 0}, b[3] = {0, 0, 0}, out[3] = {1, 1, 1};
   Shape shape;

@@ -17,6 +17,7 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numbers>
 
 #include "ops.h"
@@ -167,6 +168,39 @@ template <> struct Sleef<double> {
 }
 #endif
 
+// Note [Fast float log]
+// On AVX-512, float log as fdlibm's e_log.c arranges it: x = 2^k m with m in
+// [0.75, 1.5) (vgetmantps; vgetexpps gives k, plus one where the mantissa was
+// halved into range; both normalise denormals), f = m - 1, s = f / (2 + f),
+// log(1 + f) = f - (f^2/2 - s (f^2/2 + R)) with R = z (2/3 + z (2/5 + z (2/7 +
+// z 2/9))), z = s^2 (the atanh series; |s| <= 0.2, truncation below 1e-9),
+// and log(x) = k ln(2) + log(1 + f), ln(2) split in two so k ln(2) stays
+// exact. Zero gives -inf, negative numbers NaN (vgetmantps's sign control),
+// inf inf. Within 2 ulp of log (kernels test Pointwise.FastFloatLogWithinTwoUlps),
+// about twice as fast as SLEEF's 1-ulp logf.
+#if defined(__AVX512F__)
+[[gnu::always_inline]] inline __m512 log_avx512(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
+  const __m512 m = _mm512_getmant_ps(x, _MM_MANT_NORM_p75_1p5, _MM_MANT_SIGN_nan);
+  __m512 k = _mm512_getexp_ps(x);
+  k = _mm512_mask_add_ps(k, _mm512_cmp_ps_mask(m, one, _CMP_LT_OQ), k, one);
+  const __m512 f = _mm512_sub_ps(m, one);
+  const __m512 s = _mm512_div_ps(f, _mm512_add_ps(_mm512_set1_ps(2.0f), f));
+  const __m512 z = _mm512_mul_ps(s, s);
+  __m512 r = _mm512_set1_ps(2.0f / 9);
+  r = _mm512_fmadd_ps(r, z, _mm512_set1_ps(2.0f / 7));
+  r = _mm512_fmadd_ps(r, z, _mm512_set1_ps(2.0f / 5));
+  r = _mm512_fmadd_ps(r, z, _mm512_set1_ps(2.0f / 3));
+  r = _mm512_mul_ps(r, z);
+  const __m512 hfsq = _mm512_mul_ps(_mm512_mul_ps(half, f), f);
+  const __m512 log1pf = _mm512_sub_ps(f, _mm512_fnmadd_ps(s, _mm512_add_ps(hfsq, r), hfsq));
+  const __m512 result = _mm512_fmadd_ps(k, _mm512_set1_ps(0.693145751953125f),
+                                        _mm512_fmadd_ps(k, _mm512_set1_ps(1.428606765330187045e-06f), log1pf));
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), result,
+                              _mm512_set1_ps(-std::numeric_limits<float>::infinity()));
+}
+#endif
+
 // The vector exp for T (Note [Fast float exp]).
 template <class T>
 struct Exp {
@@ -176,6 +210,18 @@ struct Exp {
 template <>
 struct Exp<float> {
   static __m512 fn(__m512 x) { return exp_avx512(x); }
+};
+#endif
+
+// The vector log for T (Note [Fast float log]).
+template <class T>
+struct Log {
+  static constexpr auto fn = Sleef<T>::log;
+};
+#if defined(__AVX512F__)
+template <>
+struct Log<float> {
+  static __m512 fn(__m512 x) { return log_avx512(x); }
 };
 #endif
 
@@ -279,7 +325,7 @@ struct VectorBody {
 MLU_VECTOR_BODY(Exp) { map1<T, Exp<T>::fn>(n, o, in[0]); }
 MLU_SLEEF_UNARY(Exp2, exp2)
 MLU_SLEEF_UNARY(Expm1, expm1)
-MLU_SLEEF_UNARY(Log, log)
+MLU_VECTOR_BODY(Log) { map1<T, Log<T>::fn>(n, o, in[0]); }
 MLU_SLEEF_UNARY(Log2, log2)
 MLU_SLEEF_UNARY(Log10, log10)
 MLU_SLEEF_UNARY(Log1p, log1p)
