@@ -150,6 +150,55 @@ TEST(Reduce, EmptyReductionsGiveIdentities) {
   EXPECT_TRUE(std::isnan(out[0]));
 }
 
+// Writes v at p as a floating `type`.
+void put_floating(ScalarType type, unsigned char* p, double v) {
+  switch (type) {
+    case ScalarType::Float64: std::memcpy(p, &v, 8); break;
+    case ScalarType::Float32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+    case ScalarType::Float16: { const Half h = half_from_float(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    default: { const BFloat16 h = bfloat16_from_float(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+  }
+}
+
+// Contiguous floating rows of 16 and more take the vectorised search
+// (reduce_isa.cpp first_extreme): ties, signed zeros, infinities and NaN
+// must give the sequential scan's first index, on every ISA.
+TEST_P(ReduceTest, ArgReduceOfLongRowsKeepsTheFirstExtreme) {
+  set_isa(GetParam());
+  Rng rng(3);
+  const float pool[] = {1.5f, -2.0f, 0.0f, -0.0f, 7.0f, 7.0f, -INFINITY, INFINITY, NAN, -9.0f};
+  for (ScalarType type : {ScalarType::Float32, ScalarType::Float64, ScalarType::BFloat16, ScalarType::Float16}) {
+    for (int iter = 0; iter < 60; ++iter) {
+      Shape shape;
+      shape.ndim = 2;
+      shape.sizes[0] = testutil::uniform(rng, 1, 5);
+      shape.sizes[1] = testutil::uniform(rng, 16, 300);
+      Strides dense{}, rows{};
+      dense.v[0] = shape.sizes[1];
+      dense.v[1] = 1;
+      rows.v[0] = 1;
+      Buffer in(type, shape.sizes[0] * shape.sizes[1]);
+      const int specials = testutil::uniform(rng, 0, 9);  // values drawn from pool[0..specials]
+      for (int64_t i = 0; i < in.count(); ++i) {
+        const double v = pool[testutil::uniform(rng, 0, specials)];
+        put_floating(type, in.element(i), v);
+      }
+      for (bool is_max : {true, false}) {
+        Buffer vals(type, shape.sizes[0]), vals_ref(type, shape.sizes[0]);
+        Buffer idx(ScalarType::Int64, shape.sizes[0]), idx_ref(ScalarType::Int64, shape.sizes[0]);
+        const Operand input{in.data(), type, dense};
+        arg_reduce(is_max, shape, Operand{vals.data(), type, rows}, Operand{idx.data(), ScalarType::Int64, rows},
+                   input);
+        arg_reduce_ref(is_max, shape, Operand{vals_ref.data(), type, rows},
+                       Operand{idx_ref.data(), ScalarType::Int64, rows}, input);
+        ASSERT_EQ(std::memcmp(idx.data(), idx_ref.data(), idx.bytes()), 0) << "indices, max " << is_max;
+        ASSERT_EQ(std::memcmp(vals.data(), vals_ref.data(), vals.bytes()), 0) << "values, max " << is_max;
+      }
+    }
+  }
+  set_isa(Isa::Avx512);
+}
+
 TEST(Reduce, NanPropagatesThroughMaxAndArgmax) {
   float in[4] = {1, NAN, 3, NAN};
   float out[1];
