@@ -12,6 +12,8 @@
 //  - Outer mode (the fastest dim is kept): blocks of up to kBlock outputs
 //    along that dim fold every reduced position into an accumulator array,
 //    reading input rows contiguously (vectorised across outputs).
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -115,6 +117,22 @@ inline void lane_step(EightDoubles& a, const EightDoubles& x) {  // by reference
   }
 }
 
+// 8 floats at q as doubles. On AVX-512 one vcvtps2pd ymm -> zmm: GCC lowers
+// __builtin_convertvector to four 128-bit converts with inserts and
+// extracts, which made the whole fold 2x slower (perf annotate of sum).
+[[gnu::always_inline]] inline EightDoubles widen8(const float* q) {
+  EightDoubles wide;
+#if defined(__AVX512F__)
+  const __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(q));
+  std::memcpy(&wide, &d, sizeof wide);
+#else
+  EightFloats f;
+  std::memcpy(&f, q, sizeof f);
+  wide = __builtin_convertvector(f, EightDoubles);
+#endif
+  return wide;
+}
+
 // Folds n elements at p (stride s) into acc.
 template <class Op, class Acc, class S>
 inline Acc fold_row(Acc acc, const S* p, int64_t s, int64_t n, double param) {
@@ -138,9 +156,7 @@ inline Acc fold_row(Acc acc, const S* p, int64_t s, int64_t n, double param) {
       auto fold32 = [&](const auto* q) {  // 32 elements of float or double
         for (int v = 0; v < 4; ++v) {
           if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*q)>, float>) {
-            EightFloats f;
-            std::memcpy(&f, q + 8 * v, sizeof f);
-            lane_step<Op>(lanes[v], __builtin_convertvector(f, EightDoubles));
+            lane_step<Op>(lanes[v], widen8(q + 8 * v));
           } else {
             EightDoubles x;
             std::memcpy(&x, q + 8 * v, sizeof x);
