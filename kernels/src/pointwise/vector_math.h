@@ -361,9 +361,9 @@ MLU_VECTOR_BODY(Atan2) { map2<T, Sleef<T>::atan2>(n, o, in[0], in[1]); }
 template <class T>
 inline void fmod_block(int64_t n, T* out, const T* a, const T* b) {
   map2<T, Sleef<T>::fmod>(n, out, a, b);
-  bool redo = false;
-  for (int64_t i = 0; i < n; ++i) redo |= (out[i] != out[i]) & std::isfinite(a[i]) & (b[i] == b[i]) & (b[i] != T(0));
-  if (!redo) return;
+  int nan = 0;  // an int OR-reduction: GCC vectorises it; the lane test below it does not
+  for (int64_t i = 0; i < n; ++i) nan |= out[i] != out[i];
+  if (!nan) return;
   for (int64_t i = 0; i < n; ++i) {
     if (out[i] != out[i] && std::isfinite(a[i]) && b[i] == b[i] && b[i] != T(0)) out[i] = std::fmod(a[i], b[i]);
   }
