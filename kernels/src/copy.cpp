@@ -91,6 +91,8 @@ void copy_strided(To* dst, const Strides& dst_strides, const From* src,
     const From* s = src + offsets[1];
     if (ds == 1 && ss == 1) {
       copy_contiguous(d, s, n);
+    } else if (ds == 1 && ss == -1) {  // flip: constant strides let GCC vectorise with a permute
+      for (int64_t i = 0; i < n; ++i) d[i] = detail::convert<To>(s[-i]);
     } else {
       for (int64_t i = 0; i < n; ++i) d[i * ds] = detail::convert<To>(s[i * ss]);
     }
