@@ -219,6 +219,18 @@ def test_reduced_precision_scatters_accumulate_in_float_like_cpu(dtype):
     zeros = torch.zeros(2, 3, dtype=torch.long)
     check_native(lambda a, i, s: (a.scatter_add(0, i, s), a.scatter_reduce(0, i, s, "sum"),
                                   a.index_add(0, i[:, 0], s)), self_, zeros, src, rtol=0, atol=0)
+    # Long slices (the kernel's float rows), on dim 1 too; a 1-D index_add
+    # rounds after every update on the CPU (-1.3125), 1-D scatter_add once.
+    wide = torch.full((3, 300), 11.9375, dtype=dtype)
+    wide_src = torch.tensor([[-1.09375], [-12.1875], [0.5]], dtype=dtype).expand(3, 300).contiguous()
+    check_native(lambda a, s: (a.index_add(0, torch.tensor([0, 0, 2], device=a.device), s),
+                               a.t().contiguous().index_add(1, torch.tensor([1, 1, 1], device=a.device), s.t())),
+                 wide, wide_src, rtol=0, atol=0)
+    flat = torch.full((4,), 11.9375, dtype=dtype)
+    pair = torch.tensor([-1.09375, -12.1875], dtype=dtype)
+    check_native(lambda a, s: (a.index_add(0, torch.zeros(2, dtype=torch.long, device=a.device), s),
+                               a.scatter_add(0, torch.zeros(2, dtype=torch.long, device=a.device), s)),
+                 flat, pair, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("base", [2.0, 1, -0.5, True])

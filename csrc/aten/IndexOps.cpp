@@ -67,10 +67,10 @@ void launch_gather(const char* op, const k::Shape& shape, int dim, const k::Oper
 
 void launch_scatter(const char* op, k::ScatterOp kind, const k::Shape& shape, int dim, const k::Operand& self,
                     int64_t dim_size, const k::Operand& src, const k::Operand& index, double alpha,
-                    c10::Device device) {
+                    c10::Device device, bool round_each_update = false) {
   c10::DeviceGuard guard(device);
   launch_kernel(device.index(), op, [=](mlu::TaskContext& context) {
-    const k::IndexCheck check = k::scatter(kind, shape, dim, self, dim_size, src, index, alpha);
+    const k::IndexCheck check = k::scatter(kind, shape, dim, self, dim_size, src, index, alpha, round_each_update);
     if (!check.ok) context.fail(bounds_message(op, check.bad_index, dim, dim_size));
   });
 }
@@ -158,29 +158,6 @@ k::ScatterOp scatter_kind(c10::string_view reduce) {
   return k::ScatterOp::Assign;
 }
 
-// Note [Scatter accumulation in float]: the CPU accumulates float16 and
-// bfloat16 scatter_add / scatter_reduce / index_add in float and rounds once
-// at the end, so an element hit by several indices does not round after each
-// update. We do the same: the accumulating scatter runs on float copies of
-// the destination and source, and the result is converted back.
-bool accumulates_in_float(k::ScatterOp kind, at::ScalarType dtype) {
-  return (kind == k::ScatterOp::Add || kind == k::ScatterOp::Mul) &&
-         (dtype == at::kHalf || dtype == at::kBFloat16);
-}
-
-// Runs `scatter(destination, source)` on the destination `result` and the
-// source `src`, in float where Note [Scatter accumulation in float] asks.
-template <class Scatter>
-void scatter_accumulating(k::ScatterOp kind, const at::Tensor& result, const at::Tensor& src, Scatter&& scatter) {
-  if (!accumulates_in_float(kind, result.scalar_type())) {
-    scatter(result, src);
-    return;
-  }
-  const at::Tensor destination = result.to(at::kFloat);
-  scatter(destination, src.to(at::kFloat));
-  copy_on_device(result, destination);
-}
-
 // Writes src (a tensor, or a scalar when !src.defined()) into result, which
 // already holds self (functional / out) or is self (in-place).
 void scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, const at::Tensor& result, int64_t dim,
@@ -194,11 +171,11 @@ void scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, con
     source = at::empty({}, result.options());
     source.fill_(value);
   }
-  scatter_accumulating(kind, result, source, [&](const at::Tensor& destination, const at::Tensor& from) {
-    launch_scatter(op, kind, shape_of(index), static_cast<int>(dim), operand(destination, op),
-                   destination.dim() == 0 ? 1 : destination.size(dim), operand(from, op), operand(index, op), 1.0,
-                   self.device());
-  });
+  // Float16 / BFloat16 sums and products accumulate in float in the kernel
+  // (Note [Scatter accumulation in float], kernels/src/index.cpp).
+  launch_scatter(op, kind, shape_of(index), static_cast<int>(dim), operand(result, op),
+                 result.dim() == 0 ? 1 : result.size(dim), operand(source, op), operand(index, op), 1.0,
+                 self.device());
 }
 
 template <class Meta, class Fallback, class... A>
@@ -284,11 +261,11 @@ at::Tensor& index_scatter_impl(const char* op, k::ScatterOp kind, const at::Tens
   if (index.numel() == 0 || source.numel() == 0) return const_cast<at::Tensor&>(result);
   k::Operand idx{const_cast<void*>(index.const_data_ptr()), require_kernel_dtype(index.scalar_type(), op), {}};
   if (source.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
-  scatter_accumulating(kind, result, source, [&](const at::Tensor& destination, const at::Tensor& from) {
-    launch_scatter(op, kind, shape_of(from), static_cast<int>(from.dim() == 0 ? 0 : dim), operand(destination, op),
-                   destination.dim() == 0 ? 1 : destination.size(dim), operand(from, op), idx, alpha.toDouble(),
-                   self.device());
-  });
+  // The CPU's index_add of a 0-d or 1-d tensor rounds Float16 / BFloat16
+  // after every update; of larger tensors, once (kernels/include/mlu_kernels/index.h).
+  launch_scatter(op, kind, shape_of(source), static_cast<int>(source.dim() == 0 ? 0 : dim), operand(result, op),
+                 result.dim() == 0 ? 1 : result.size(dim), operand(source, op), idx, alpha.toDouble(), self.device(),
+                 /*round_each_update=*/result.dim() <= 1);
   return const_cast<at::Tensor&>(result);
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <type_traits>
+#include <vector>
 
 #include "convert.h"
 #include "dispatch.h"
@@ -224,13 +226,56 @@ void dispatch_scatter_kernel(ScatterOp op, ScalarType index_type, ScalarType typ
   });
 }
 
+// Note [Scatter accumulation in float]
+// The CPU accumulates Float16 / BFloat16 scatter_add, scatter_reduce
+// (sum, prod) and index_add in float and rounds once at the end, so an
+// element hit by several indices does not round after every update (11.9375
+// - 1.09375 - 12.1875 in bfloat16: -1.3125 rounded once, -1.34375 step by
+// step). These scatters keep float accumulators for the elements they touch:
+// loaded before the first update, stored (rounded) after the last, updates
+// in index order in between.
+template <class T, ScatterOp Op>
+inline constexpr bool kAccumulatesInFloat =
+    (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) && (Op == ScatterOp::Add || Op == ScatterOp::Mul);
+
+template <ScatterOp Op>
+inline void accumulate(float& acc, float v, float alpha) {
+  if constexpr (Op == ScatterOp::Add) {
+    acc = acc + alpha * v;
+  } else {
+    acc = acc * v;
+  }
+}
+
+template <class T>
+inline constexpr bool kFloating = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// The in-range positions j of a 1-D index (len values, `step` apart) as
+// (value, j), by value then j; out-of-range values are reported.
+template <class I>
+std::vector<std::pair<int64_t, int64_t>> sorted_positions(const void* index, int64_t step, int64_t len,
+                                                          int64_t dim_size, BadIndex& bad) {
+  std::vector<std::pair<int64_t, int64_t>> sorted;
+  sorted.reserve(static_cast<size_t>(len));
+  for (int64_t j = 0; j < len; ++j) {
+    const int64_t i = index_at<I>(index, j * step);
+    if (i < 0 || i >= dim_size) {
+      bad.report(i);
+      continue;
+    }
+    sorted.emplace_back(i, j);
+  }
+  std::sort(sorted.begin(), sorted.end());
+  return sorted;
+}
+
 // index_add / index_copy (the index varies along `dim` only): each index
 // value updates a whole slice. Threads split the slice, not the index, so
 // every element sees its updates in index order (deterministic) and a thread
 // walks contiguous spans. Returns false, doing nothing, when the slice does
 // not coalesce to one dim (the caller takes the generic path).
 bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& self, int64_t dim_size,
-                    const Operand& src, const Operand& index, double alpha, BadIndex& bad) {
+                    const Operand& src, const Operand& index, double alpha, bool round_each_update, BadIndex& bad) {
   Slice sl = drop_dim(shape, dim, self.strides, src.strides);
   Shape& rest = sl.shape;
   Strides &self_rest = sl.a, &src_rest = sl.b;
@@ -248,6 +293,72 @@ bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& se
     T* dst = static_cast<T*>(self.data);
     const T* from = static_cast<const T*>(src.data);
     const int64_t grain = std::max<int64_t>(256, kGrain / std::max<int64_t>(len, 1));
+    if constexpr (kFloating<T> && (kOp == ScatterOp::Add || kOp == ScatterOp::Mul)) {
+      // Sums and products of floating slices run on the pointwise engine (per
+      // ISA, converting in registers), one slice (span) per index position.
+      const PointwiseOp pointwise_op = kOp == ScatterOp::Add ? PointwiseOp::Add : PointwiseOp::Mul;
+      OpParams params;
+      params.f[0] = alpha;
+      Strides dst_step{}, src_step{}, unit{};
+      dst_step.v[0] = ds;
+      src_step.v[0] = vs;
+      unit.v[0] = 1;
+      if (kAccumulatesInFloat<T, kOp> && !round_each_update) {
+        const auto sorted = sorted_positions<I>(index.data, index_dim, len, dim_size, bad);
+        std::vector<size_t> group;  // where each value's positions start in `sorted`, then the end
+        for (size_t n = 0; n < sorted.size(); ++n) {
+          if (n == 0 || sorted[n].first != sorted[n - 1].first) group.push_back(n);
+        }
+        const int64_t groups = static_cast<int64_t>(group.size());
+        group.push_back(sorted.size());
+        if (groups < static_cast<int64_t>(sorted.size())) {
+          // Note [Scatter accumulation in float]: repeated values. Threads
+          // split the destination slices (one per value), each updated in
+          // index order through a float row: the first update reads the
+          // destination, the last writes it, rounding once. A slice hit once
+          // is updated in place.
+          Shape whole;
+          whole.ndim = 1;
+          whole.sizes[0] = slice;
+          parallel_for(0, groups, std::max<int64_t>(1, kGrain / std::max<int64_t>(slice, 1)),
+                       [&](int64_t gb, int64_t ge) {
+            std::vector<float> acc;
+            for (int64_t g = gb; g < ge; ++g) {
+              const size_t begin = group[static_cast<size_t>(g)], end = group[static_cast<size_t>(g) + 1];
+              const Operand d{dst + sorted[begin].first * self_dim, self.dtype, dst_step};
+              acc.resize(static_cast<size_t>(slice));
+              const Operand row{acc.data(), ScalarType::Float32, unit};
+              for (size_t n = begin; n < end; ++n) {
+                const Operand ops[3] = {n + 1 == end ? d : row, n == begin ? d : row,
+                                        {const_cast<T*>(from + sorted[n].second * src_dim), src.dtype, src_step}};
+                pointwise(pointwise_op, ScalarType::Float32, whole, ops, params);
+              }
+            }
+          });
+          return;
+        }
+      }
+      // Each element updated once (or rounding after every update): the
+      // engine's single rounding per update is the scalar loop's.
+      const ScalarType compute = self.dtype == ScalarType::Float64 ? ScalarType::Float64 : ScalarType::Float32;
+      parallel_for(0, slice, grain, [&](int64_t b, int64_t e) {
+        Shape span;
+        span.ndim = 1;
+        span.sizes[0] = e - b;
+        for (int64_t j = 0; j < len; ++j) {
+          const int64_t i = index_at<I>(index.data, j * index_dim);
+          if (i < 0 || i >= dim_size) {
+            bad.report(i);
+            continue;
+          }
+          const Operand ops[3] = {{dst + i * self_dim + b * ds, self.dtype, dst_step},
+                                  {dst + i * self_dim + b * ds, self.dtype, dst_step},
+                                  {const_cast<T*>(from + j * src_dim + b * vs), src.dtype, src_step}};
+          pointwise(pointwise_op, compute, span, ops, params);
+        }
+      });
+      return;
+    }
     parallel_for(0, slice, grain, [&](int64_t b, int64_t e) {
       for (int64_t j = 0; j < len; ++j) {
         const int64_t i = index_at<I>(index.data, j * index_dim);
@@ -267,11 +378,11 @@ bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& se
 }  // namespace
 
 IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& self, int64_t dim_size,
-                   const Operand& src, const Operand& index, double alpha) {
+                   const Operand& src, const Operand& index, double alpha, bool round_each_update) {
   BadIndex bad;
   if (numel(shape) == 0) return {};
   if (index_is_one_dim(shape, dim, index) &&
-      scatter_slices(op, shape, dim, self, dim_size, src, index, alpha, bad)) {
+      scatter_slices(op, shape, dim, self, dim_size, src, index, alpha, round_each_update, bad)) {
     return {!bad.seen.load(), bad.value.load()};
   }
   Strides ss = self.strides, sv = src.strides, sx = index.strides;
@@ -291,8 +402,45 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
     // elements instead of one row's far-apart ones. Contiguous rows (a
     // scatter along the last dim) go one at a time. Each row sees its own
     // updates in order either way.
+    const int64_t grain = std::max<int64_t>(1, kGrain / rows.len);
+    if constexpr (kAccumulatesInFloat<T, kOp>) {
+      if (!round_each_update) {
+        // Note [Scatter accumulation in float]: a float accumulator per element
+        // of the row's destination, set from the destination where an index
+        // first points at it, stored back once after the row's updates.
+        parallel_for(0, n_rows, grain, [&](int64_t b, int64_t e) {
+          std::unique_ptr<float[]> acc(new float[static_cast<size_t>(dim_size)]);  // only touched ones are read
+          const auto* idx_base = static_cast<const I*>(index.data);
+          for (int64_t r = b; r < e; ++r) {
+            int64_t off[3];
+            row_offsets(rows.outer, strides, r, off);
+            T* d = dst + off[0];
+            const T* v = from + off[1];
+            const I* idx = idx_base + off[2];
+            auto in_range = [&](int64_t i) { return static_cast<uint64_t>(i) < static_cast<uint64_t>(dim_size); };
+            for (int64_t j = 0; j < rows.len; ++j) {
+              const int64_t i = static_cast<int64_t>(idx[j * rx]);
+              if (in_range(i)) acc[static_cast<size_t>(i)] = detail::widen(d[i * rs]);
+            }
+            for (int64_t j = 0; j < rows.len; ++j) {
+              const int64_t i = static_cast<int64_t>(idx[j * rx]);
+              if (!in_range(i)) {
+                bad.report(i);
+                continue;
+              }
+              accumulate<kOp>(acc[static_cast<size_t>(i)], detail::widen(v[j * rv]), a);
+            }
+            for (int64_t j = 0; j < rows.len; ++j) {
+              const int64_t i = static_cast<int64_t>(idx[j * rx]);
+              if (in_range(i)) d[i * rs] = detail::convert<T>(acc[static_cast<size_t>(i)]);
+            }
+          }
+        });
+        return;
+      }
+    }
     const int64_t block = rx == 1 && rv == 1 ? 1 : 64;
-    parallel_for(0, n_rows, std::max<int64_t>(1, kGrain / rows.len), [&](int64_t b, int64_t e) {
+    parallel_for(0, n_rows, grain, [&](int64_t b, int64_t e) {
       int64_t off[64][3];
       for (int64_t r0 = b; r0 < e; r0 += block) {
         const int64_t m = std::min(block, e - r0);

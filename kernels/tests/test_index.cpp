@@ -1,4 +1,5 @@
 #include "mlu_kernels/index.h"
+#include "mlu_kernels/half.h"
 
 #include <gtest/gtest.h>
 
@@ -81,6 +82,50 @@ TEST(Index, ScatterAddAccumulatesDuplicatesInOrder) {
     EXPECT_EQ(self[r * 3 + 1], 2 * (2 + 5));
     EXPECT_EQ(self[r * 3 + 2], 2 * (3 + 6));
   }
+}
+
+// Note [Scatter accumulation in float]: BFloat16 sums hit by several indices
+// round once (11.9375 - 1.09375 - 12.1875: -1.34375; step by step -1.3125),
+// through index_add-style slices (values hit once, twice and three times,
+// with a bad index) and through full-index scatters; round_each_update
+// restores the step-by-step rounding.
+TEST(Index, ReducedPrecisionSumsRoundOnce) {
+  const auto bf = [](float v) { return bfloat16_from_float(v); };
+  const int64_t cols = 40;
+  const float row_values[5] = {-1.09375f, -12.1875f, 0.5f, 2.0f, 3.0f};
+  const int64_t index[5] = {0, 0, 2, 7, 1};  // 7 is out of range
+  for (bool round_each_update : {false, true}) {
+    std::vector<BFloat16> self(3 * cols, bf(11.9375f)), src(5 * cols);
+    for (int64_t r = 0; r < 5; ++r) {
+      for (int64_t c = 0; c < cols; ++c) src[r * cols + c] = bf(row_values[r]);
+    }
+    Strides index_strides{};
+    index_strides.v[0] = 1;  // the 1-D index along dim 0, broadcast along dim 1
+    const IndexCheck check = scatter(ScatterOp::Add, shape2(5, cols), 0,
+                                     Operand{self.data(), ScalarType::BFloat16, strides2(cols, 1)}, 3,
+                                     Operand{src.data(), ScalarType::BFloat16, strides2(cols, 1)},
+                                     Operand{const_cast<int64_t*>(index), ScalarType::Int64, index_strides}, 1.0,
+                                     round_each_update);
+    EXPECT_FALSE(check.ok);
+    EXPECT_EQ(check.bad_index, 7);
+    for (int64_t c = 0; c < cols; ++c) {
+      ASSERT_EQ(to_float(self[c]), round_each_update ? -1.3125f : -1.34375f) << c;
+      ASSERT_EQ(to_float(self[cols + c]), to_float(bf(11.9375f + 3.0f)));        // hit once
+      ASSERT_EQ(to_float(self[2 * cols + c]), to_float(bf(11.9375f + 0.5f)));    // hit once
+    }
+  }
+  // A full index along dim 1: every row sums two updates into element 0.
+  std::vector<BFloat16> self(4 * 2, bf(11.9375f)), src(4 * 2);
+  std::vector<int64_t> full(4 * 2, 0);
+  for (int64_t r = 0; r < 4; ++r) {
+    src[r * 2] = bf(-1.09375f);
+    src[r * 2 + 1] = bf(-12.1875f);
+  }
+  ASSERT_TRUE(scatter(ScatterOp::Add, shape2(4, 2), 1, Operand{self.data(), ScalarType::BFloat16, strides2(2, 1)}, 2,
+                      Operand{src.data(), ScalarType::BFloat16, strides2(2, 1)},
+                      Operand{full.data(), ScalarType::Int64, strides2(2, 1)})
+                  .ok);
+  for (int64_t r = 0; r < 4; ++r) EXPECT_EQ(to_float(self[r * 2]), -1.34375f) << r;
 }
 
 TEST(Index, ScatterAssignMaxMinWithBroadcastScalar) {

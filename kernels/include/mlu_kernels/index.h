@@ -12,6 +12,10 @@
 // some in-range element (gather). Positions that differ in a dim other
 // than `dim` never touch the same element, so scatters parallelise over
 // those and stay deterministic (each row runs in order).
+// Add and Mul on Float16 / BFloat16 accumulate each element in float and round
+// once, as the CPU does (Note [Scatter accumulation in float] in index.cpp),
+// unless round_each_update (the CPU's index_add of a 1-D tensor rounds after
+// every update).
 // Preconditions: out/self do not overlap in/src/index; dtypes of out and in
 // (self and src) are equal; index is Int64 or Int32.
 #pragma once
@@ -35,6 +39,6 @@ enum class ScatterOp : uint8_t { Assign, Add, Mul, Max, Min };
 
 // Add computes self + alpha * src (alpha = 1 for scatter_add).
 IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& self, int64_t dim_size,
-                   const Operand& src, const Operand& index, double alpha = 1.0);
+                   const Operand& src, const Operand& index, double alpha = 1.0, bool round_each_update = false);
 
 }  // namespace mlu::kernels
