@@ -150,6 +150,43 @@ TEST(Reduce, EmptyReductionsGiveIdentities) {
   EXPECT_TRUE(std::isnan(out[0]));
 }
 
+// Scans over a dim that is not the innermost, with a contiguous innermost
+// dim, go by blocks of columns (reduce_isa.cpp scan_typed): against the
+// reference for widths around the block size, 2-D and 3-D, several dtypes.
+TEST_P(ReduceTest, ScanByColumnsMatchesReference) {
+  set_isa(GetParam());
+  Rng rng(9);
+  for (ScalarType type : {ScalarType::Float32, ScalarType::BFloat16, ScalarType::Float64, ScalarType::Int32}) {
+    for (int64_t width : {16, 63, 64, 65, 130}) {
+      Shape shape;
+      shape.ndim = 3;
+      shape.sizes[0] = 3;
+      shape.sizes[1] = testutil::uniform(rng, 2, 12);  // products of values up to 127 stay finite in float
+      shape.sizes[2] = width;
+      Strides dense{};
+      dense.v[2] = 1;
+      dense.v[1] = width;
+      dense.v[0] = width * shape.sizes[1];
+      // Scan along dim 1: move it last, as the glue's Rows do (outer dims 0, 2).
+      Shape moved = shape;
+      moved.sizes[1] = width;
+      moved.sizes[2] = shape.sizes[1];
+      Strides moved_strides = dense;
+      moved_strides.v[1] = 1;
+      moved_strides.v[2] = width;
+      const int64_t n = numel(shape);
+      Buffer in(type, n), out(type, n), ref(type, n);
+      testutil::fill_random(in, rng, /*integer_safe=*/true);
+      for (ScanOp op : {ScanOp::Sum, ScanOp::Prod}) {
+        scan(op, moved, Operand{out.data(), type, moved_strides}, Operand{in.data(), type, moved_strides});
+        scan_ref(op, moved, Operand{ref.data(), type, moved_strides}, Operand{in.data(), type, moved_strides});
+        expect_close(out, ref, "scan by columns, width " + std::to_string(width));
+      }
+    }
+  }
+  set_isa(Isa::Avx512);
+}
+
 // Writes v at p as a floating `type`.
 void put_floating(ScalarType type, unsigned char* p, double v) {
   switch (type) {

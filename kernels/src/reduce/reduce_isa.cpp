@@ -453,14 +453,53 @@ void arg_reduce_impl(bool is_max, const Shape& shape, const Operand& values, con
   });
 }
 
+// Note [Scan accumulators]: the CPU's cumsum / cumprod accumulate in
+// at::acc_type: double for float and double, float for Float16 / BFloat16
+// (and int64 for integers), and so do these.
+template <class S>
+using scan_acc_t = std::conditional_t<std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>, float, ro::acc_t<S>>;
+
 template <class S>
 void scan_typed(ScanOp op, const Rows& rows, const S* src, int64_t s_in, const Operand& out, int64_t s_out) {
-  using Acc = ro::acc_t<S>;
+  using Acc = scan_acc_t<S>;
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(rows.len, 1));
+  const int last = rows.outer.n - 1;
+  // Strided rows whose neighbours are neighbours in memory (cumsum over dim 0
+  // of a matrix) go kColumns at a time, reading each step's contiguous span.
+  constexpr int64_t kColumns = 64;
+  const bool by_columns = last >= 0 && s_in != 1 && rows.outer.in[last] == 1 && rows.outer.out[last] == 1 &&
+                          rows.outer.size[last] >= 16;
   detail::dispatch(out.dtype, [&](auto out_tag) {
     using D = typename decltype(out_tag)::type;
     if constexpr (!detail::is_complex_v<D>) {
       D* dst = static_cast<D*>(out.data);
+      if (by_columns) {
+        const int64_t width = rows.outer.size[last];
+        const int64_t per_row = (width + kColumns - 1) / kColumns;
+        const int64_t blocks = rows.n_rows / width * per_row;
+        parallel_for(0, blocks, std::max<int64_t>(1, grain / kColumns), [&](int64_t b, int64_t e) {
+          for (int64_t blk = b; blk < e; ++blk) {
+            const int64_t c0 = (blk % per_row) * kColumns, w = std::min(kColumns, width - c0);
+            int64_t io, oo, unused;
+            row_offsets(rows, blk / per_row * width + c0, io, oo, unused);
+            const S* in = src + io;
+            D* o = dst + oo;
+            Acc acc[kColumns];
+            std::fill_n(acc, w, op == ScanOp::Sum ? Acc(0) : Acc(1));
+            for (int64_t i = 0; i < rows.len; ++i) {
+              const S* x = in + i * s_in;
+              D* y = o + i * s_out;
+              if (op == ScanOp::Sum) {
+                for (int64_t c = 0; c < w; ++c) acc[c] += ro::load<Acc>(x[c]);
+              } else {
+                for (int64_t c = 0; c < w; ++c) acc[c] *= ro::load<Acc>(x[c]);
+              }
+              for (int64_t c = 0; c < w; ++c) y[c] = detail::convert<D>(acc[c]);
+            }
+          }
+        });
+        return;
+      }
       parallel_for(0, rows.n_rows, grain, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
           int64_t io, oo, unused;
@@ -468,15 +507,22 @@ void scan_typed(ScanOp op, const Rows& rows, const S* src, int64_t s_in, const O
           const S* in = src + io;
           D* o = dst + oo;
           Acc acc = op == ScanOp::Sum ? Acc(0) : Acc(1);
-          if (op == ScanOp::Sum) {
-            for (int64_t i = 0; i < rows.len; ++i) {
-              acc += ro::load<Acc>(in[i * s_in]);
-              o[i * s_out] = detail::convert<D>(acc);
+          // The running values go through a block, so the conversions to D
+          // run as their own (vectorisable) loop, off the add's dependency chain.
+          Acc block[kBlock];
+          for (int64_t i0 = 0; i0 < rows.len; i0 += kBlock) {
+            const int64_t n = std::min(kBlock, rows.len - i0);
+            const S* x = in + i0 * s_in;
+            if (op == ScanOp::Sum) {
+              for (int64_t i = 0; i < n; ++i) block[i] = acc += ro::load<Acc>(x[i * s_in]);
+            } else {
+              for (int64_t i = 0; i < n; ++i) block[i] = acc *= ro::load<Acc>(x[i * s_in]);
             }
-          } else {
-            for (int64_t i = 0; i < rows.len; ++i) {
-              acc *= ro::load<Acc>(in[i * s_in]);
-              o[i * s_out] = detail::convert<D>(acc);
+            D* y = o + i0 * s_out;
+            if (s_out == 1) {
+              for (int64_t i = 0; i < n; ++i) y[i] = detail::convert<D>(block[i]);
+            } else {
+              for (int64_t i = 0; i < n; ++i) y[i * s_out] = detail::convert<D>(block[i]);
             }
           }
         }
