@@ -197,6 +197,55 @@ void put_floating(ScalarType type, unsigned char* p, double v) {
   }
 }
 
+// Arg-reductions over a dim that is not the innermost, with a contiguous
+// innermost dim, go by blocks of columns: ties, signed zeros, infinities and
+// NaN must give the reference's first index; outputs strided.
+TEST_P(ReduceTest, ArgReduceByColumnsKeepsTheFirstExtreme) {
+  set_isa(GetParam());
+  Rng rng(4);
+  const float pool[] = {1.5f, -2.0f, 0.0f, -0.0f, 7.0f, 7.0f, -INFINITY, INFINITY, NAN, -9.0f};
+  for (ScalarType type : {ScalarType::Float32, ScalarType::BFloat16, ScalarType::Float64, ScalarType::Int32}) {
+    for (int64_t width : {16, 64, 65, 130}) {
+      const int64_t len = testutil::uniform(rng, 1, 40);
+      Shape moved;  // rows: the columns of a len x width matrix
+      moved.ndim = 2;
+      moved.sizes[0] = width;
+      moved.sizes[1] = len;
+      Strides in_strides{}, out_strides{};
+      in_strides.v[0] = 1;
+      in_strides.v[1] = width;
+      out_strides.v[0] = 2;  // every other element
+      Buffer in(type, len * width);
+      const int specials = testutil::uniform(rng, 0, 9);
+      for (int64_t i = 0; i < in.count(); ++i) {
+        const double v = pool[testutil::uniform(rng, 0, specials)];
+        if (type == ScalarType::Int32) {
+          const int32_t k = std::isfinite(v) ? static_cast<int32_t>(v) : 3;
+          std::memcpy(in.element(i), &k, 4);
+        } else {
+          put_floating(type, in.element(i), v);
+        }
+      }
+      for (bool is_max : {true, false}) {
+        Buffer vals(type, 2 * width), vals_ref(type, 2 * width);
+        Buffer idx(ScalarType::Int64, 2 * width), idx_ref(ScalarType::Int64, 2 * width);
+        std::memset(vals.data(), 0, vals.bytes());
+        std::memset(vals_ref.data(), 0, vals_ref.bytes());
+        std::memset(idx.data(), 0, idx.bytes());
+        std::memset(idx_ref.data(), 0, idx_ref.bytes());
+        const Operand input{in.data(), type, in_strides};
+        arg_reduce(is_max, moved, Operand{vals.data(), type, out_strides},
+                   Operand{idx.data(), ScalarType::Int64, out_strides}, input);
+        arg_reduce_ref(is_max, moved, Operand{vals_ref.data(), type, out_strides},
+                       Operand{idx_ref.data(), ScalarType::Int64, out_strides}, input);
+        ASSERT_EQ(std::memcmp(idx.data(), idx_ref.data(), idx.bytes()), 0) << "width " << width << " max " << is_max;
+        ASSERT_EQ(std::memcmp(vals.data(), vals_ref.data(), vals.bytes()), 0) << "width " << width;
+      }
+    }
+  }
+  set_isa(Isa::Avx512);
+}
+
 // Contiguous floating rows of 16 and more take the vectorised search
 // (reduce_isa.cpp first_extreme): ties, signed zeros, infinities and NaN
 // must give the sequential scan's first index, on every ISA.

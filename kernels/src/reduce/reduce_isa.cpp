@@ -422,6 +422,46 @@ void arg_reduce_impl(bool is_max, const Shape& shape, const Operand& values, con
       using Acc = ro::acc_t<S>;
       const S* src = static_cast<const S*>(in.data);
       const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(rows.len, 1));
+      auto store = [&](int64_t oi, int64_t ov, const S* p, int64_t best_i) {
+        static_cast<int64_t*>(indices.data)[oi] = best_i;
+        if (values.data != nullptr) {
+          detail::dispatch(values.dtype, [&](auto out_tag) {
+            using D = typename decltype(out_tag)::type;
+            static_cast<D*>(values.data)[ov] = detail::convert<D>(p[best_i * s]);
+          });
+        }
+      };
+      const int last = rows.outer.n - 1;
+      if (last >= 0 && s != 1 && rows.outer.in[last] == 1 && rows.outer.size[last] >= 16) {
+        // Strided rows whose neighbours are neighbours in memory (max over
+        // dim 0 of a matrix): kColumns rows at a time, each step reading a
+        // contiguous span, each row keeping its first best as the scan does.
+        constexpr int64_t kColumns = 64;
+        const int64_t width = rows.outer.size[last], per_row = (width + kColumns - 1) / kColumns;
+        parallel_for(0, rows.n_rows / width * per_row, std::max<int64_t>(1, grain / kColumns), [&](int64_t b, int64_t e) {
+          for (int64_t blk = b; blk < e; ++blk) {
+            const int64_t c0 = (blk % per_row) * kColumns, w = std::min(kColumns, width - c0);
+            int64_t io, oi, ov;
+            row_offsets(rows, blk / per_row * width + c0, io, oi, ov);
+            const S* p = src + io;
+            Acc best[kColumns];
+            int64_t best_i[kColumns] = {};
+            for (int64_t c = 0; c < w; ++c) best[c] = ro::load<Acc>(p[c]);
+            for (int64_t i = 1; i < rows.len; ++i) {
+              const S* x = p + i * s;
+              for (int64_t c = 0; c < w; ++c) {
+                const Acc v = ro::load<Acc>(x[c]);
+                if (ro::better(is_max, v, best[c])) {
+                  best[c] = v;
+                  best_i[c] = i;
+                }
+              }
+            }
+            for (int64_t c = 0; c < w; ++c) store(oi + c * rows.outer.out[last], ov + c * rows.out2[last], p + c, best_i[c]);
+          }
+        });
+        return;
+      }
       parallel_for(0, rows.n_rows, grain, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) {
           int64_t io, oi, ov;
@@ -440,13 +480,7 @@ void arg_reduce_impl(bool is_max, const Shape& shape, const Operand& values, con
               }
             }
           }
-          static_cast<int64_t*>(indices.data)[oi] = best_i;
-          if (values.data != nullptr) {
-            detail::dispatch(values.dtype, [&](auto out_tag) {
-              using D = typename decltype(out_tag)::type;
-              static_cast<D*>(values.data)[ov] = detail::convert<D>(p[best_i * s]);
-            });
-          }
+          store(oi, ov, p, best_i);
         }
       });
     }
