@@ -1,6 +1,7 @@
 #include "mlu_kernels/index.h"
 
 #include <algorithm>
+#include <bit>
 #include <atomic>
 #include <memory>
 #include <type_traits>
@@ -418,9 +419,18 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
             const T* v = from + off[1];
             const I* idx = idx_base + off[2];
             auto in_range = [&](int64_t i) { return static_cast<uint64_t>(i) < static_cast<uint64_t>(dim_size); };
-            for (int64_t j = 0; j < rows.len; ++j) {
-              const int64_t i = static_cast<int64_t>(idx[j * rx]);
-              if (in_range(i)) acc[static_cast<size_t>(i)] = detail::widen(d[i * rs]);
+            // A contiguous destination row no longer than a few index rows is
+            // converted whole, both ways, in vectorisable loops; the way back
+            // keeps every element whose float did not change (exact, NaN
+            // payloads included). Otherwise only the touched elements move.
+            const bool whole_row = rs == 1 && dim_size <= 4 * rows.len;
+            if (whole_row) {
+              for (int64_t k = 0; k < dim_size; ++k) acc[static_cast<size_t>(k)] = detail::widen(d[k]);
+            } else {
+              for (int64_t j = 0; j < rows.len; ++j) {
+                const int64_t i = static_cast<int64_t>(idx[j * rx]);
+                if (in_range(i)) acc[static_cast<size_t>(i)] = detail::widen(d[i * rs]);
+              }
             }
             for (int64_t j = 0; j < rows.len; ++j) {
               const int64_t i = static_cast<int64_t>(idx[j * rx]);
@@ -430,9 +440,18 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
               }
               accumulate<kOp>(acc[static_cast<size_t>(i)], detail::widen(v[j * rv]), a);
             }
-            for (int64_t j = 0; j < rows.len; ++j) {
-              const int64_t i = static_cast<int64_t>(idx[j * rx]);
-              if (in_range(i)) d[i * rs] = detail::convert<T>(acc[static_cast<size_t>(i)]);
+            if (whole_row) {
+              for (int64_t k = 0; k < dim_size; ++k) {  // a select, then an unconditional store
+                const T before = d[k], after = detail::convert<T>(acc[static_cast<size_t>(k)]);
+                const bool same = std::bit_cast<uint32_t>(detail::widen(before)) ==
+                                  std::bit_cast<uint32_t>(acc[static_cast<size_t>(k)]);
+                d[k] = T{static_cast<uint16_t>(same ? before.x : after.x)};
+              }
+            } else {
+              for (int64_t j = 0; j < rows.len; ++j) {
+                const int64_t i = static_cast<int64_t>(idx[j * rx]);
+                if (in_range(i)) d[i * rs] = detail::convert<T>(acc[static_cast<size_t>(i)]);
+              }
             }
           }
         });

@@ -114,18 +114,25 @@ TEST(Index, ReducedPrecisionSumsRoundOnce) {
       ASSERT_EQ(to_float(self[2 * cols + c]), to_float(bf(11.9375f + 0.5f)));    // hit once
     }
   }
-  // A full index along dim 1: every row sums two updates into element 0.
-  std::vector<BFloat16> self(4 * 2, bf(11.9375f)), src(4 * 2);
+  // A full index along dim 1: every row sums two updates into element 0;
+  // element 2, never indexed, keeps its bits (a signaling NaN) through the
+  // whole-row conversion.
+  std::vector<BFloat16> self(4 * 3, bf(11.9375f)), src(4 * 2);
   std::vector<int64_t> full(4 * 2, 0);
   for (int64_t r = 0; r < 4; ++r) {
     src[r * 2] = bf(-1.09375f);
     src[r * 2 + 1] = bf(-12.1875f);
+    self[r * 3 + 2] = BFloat16{0x7F81};
   }
-  ASSERT_TRUE(scatter(ScatterOp::Add, shape2(4, 2), 1, Operand{self.data(), ScalarType::BFloat16, strides2(2, 1)}, 2,
+  ASSERT_TRUE(scatter(ScatterOp::Add, shape2(4, 2), 1, Operand{self.data(), ScalarType::BFloat16, strides2(3, 1)}, 3,
                       Operand{src.data(), ScalarType::BFloat16, strides2(2, 1)},
                       Operand{full.data(), ScalarType::Int64, strides2(2, 1)})
                   .ok);
-  for (int64_t r = 0; r < 4; ++r) EXPECT_EQ(to_float(self[r * 2]), -1.34375f) << r;
+  for (int64_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(to_float(self[r * 3]), -1.34375f) << r;
+    EXPECT_EQ(to_float(self[r * 3 + 1]), 11.9375f) << r;
+    EXPECT_EQ(self[r * 3 + 2].x, 0x7F81) << r;
+  }
 }
 
 TEST(Index, ScatterAssignMaxMinWithBroadcastScalar) {
