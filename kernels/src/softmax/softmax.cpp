@@ -186,7 +186,8 @@ bool by_columns(const RowLayout& layout, int n_ops) {
 // Runs `block(ptrs, steps, len, width)` on every block of up to kColumns
 // columns. An operand in the compute type is used in place (element j of
 // column c at ptr + j * step + c); others are converted into a per-thread
-// buffer (len x width) by one 2-D copy() and, for operand 0, back. Operand 0
+// buffer by one 2-D copy() and, for operand 0, back, spans of up to 4 blocks
+// at a time (about 1 MB per buffer: fewer, longer rows for copy()). Operand 0
 // is written, the others read.
 template <class T, int N, class Block>
 void for_each_column_block(const RowLayout& layout, const Operand* const (&ops)[N], Block&& block) {
@@ -195,18 +196,20 @@ void for_each_column_block(const RowLayout& layout, const Operand* const (&ops)[
   const int64_t inner = layout.rest.sizes[last], len = layout.len;
   Shape outer = layout.rest;
   outer.ndim = last;
-  const int64_t blocks_per_row = (inner + kCols - 1) / kCols;
-  const int64_t blocks = numel(outer) * blocks_per_row;
-  bool direct[N];
-  for (int k = 0; k < N; ++k) direct[k] = ops[k]->dtype == kCompute<T>;
-  parallel_for(0, blocks, std::max<int64_t>(1, 32768 / (len * kCols)), [&](int64_t begin, int64_t end) {
+  bool direct[N], all_direct = true;
+  for (int k = 0; k < N; ++k) all_direct &= direct[k] = ops[k]->dtype == kCompute<T>;
+  const int64_t fit = (int64_t{1} << 20) / (len * static_cast<int64_t>(sizeof(T))) / kCols * kCols;
+  const int64_t span = all_direct ? kCols : std::clamp<int64_t>(fit, kCols, 4 * kCols);
+  const int64_t spans_per_row = (inner + span - 1) / span;
+  const int64_t spans = numel(outer) * spans_per_row;
+  parallel_for(0, spans, std::max<int64_t>(1, 32768 / (len * span)), [&](int64_t begin, int64_t end) {
     std::vector<T> buffers[N];
     for (int k = 0; k < N; ++k) {
-      if (!direct[k]) buffers[k].resize(static_cast<size_t>(len * kCols));
+      if (!direct[k]) buffers[k].resize(static_cast<size_t>(len * span));
     }
     for (int64_t b = begin; b < end; ++b) {
-      const int64_t o = b / blocks_per_row, c0 = (b % blocks_per_row) * kCols;
-      const int64_t width = std::min(kCols, inner - c0);
+      const int64_t o = b / spans_per_row, c0 = (b % spans_per_row) * span;
+      const int64_t width = std::min(span, inner - c0);
       T* ptr[N];
       int64_t step[N];
       unsigned char* at[N];
@@ -231,7 +234,11 @@ void for_each_column_block(const RowLayout& layout, const Operand* const (&ops)[
         op_strides.v[1] = 1;
         if (k > 0) copy(ptr[k], kCompute<T>, buffer_strides, at[k], ops[k]->dtype, op_strides, shape);
       }
-      block(ptr, step, len, width);
+      for (int64_t c = 0; c < width; c += kCols) {
+        T* sub[N];
+        for (int k = 0; k < N; ++k) sub[k] = ptr[k] + c;
+        block(sub, step, len, std::min(kCols, width - c));
+      }
       if (!direct[0]) {
         op_strides.v[0] = layout.step[0];
         op_strides.v[1] = 1;
