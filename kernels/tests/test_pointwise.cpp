@@ -198,14 +198,28 @@ TEST(Pointwise, LargeTensorsSplitAcrossThreads) {
   set_num_threads(saved);
 }
 
+// y = op(x) for float x on the AVX-512 kernels (the caller checks the CPU has them).
+std::vector<float> run_float_avx512(PointwiseOp op, const std::vector<float>& x) {
+  const Isa saved = active_isa();
+  set_isa(Isa::Avx512);
+  std::vector<float> y(x.size());
+  Shape shape;
+  shape.ndim = 1;
+  shape.sizes[0] = static_cast<int64_t>(x.size());
+  Strides unit{};
+  unit.v[0] = 1;
+  Operand ops[2] = {{y.data(), ScalarType::Float32, unit}, {const_cast<float*>(x.data()), ScalarType::Float32, unit}};
+  pointwise(op, ScalarType::Float32, shape, ops, OpParams{});
+  set_isa(saved);
+  return y;
+}
+
 // Note [Fast float exp] (AVX-512): every 61st float from -104 to 89, and the
 // special values, against exp in double: at most 2 ulp of the float result
 // (denormal results: 2 units of the smallest denormal), 0 and inf where exp
 // underflows and overflows, NaN for NaN.
 TEST(Pointwise, FastFloatExpWithinTwoUlps) {
   if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
-  const Isa saved = active_isa();
-  set_isa(Isa::Avx512);
   std::vector<float> x;
   for (uint32_t bits = 0; bits < 0x7f800000u; bits += 61) {
     const float v = std::bit_cast<float>(bits);
@@ -215,15 +229,7 @@ TEST(Pointwise, FastFloatExpWithinTwoUlps) {
   for (float v : {0.0f, -0.0f, 88.72283f, 88.72284f, -87.33654f, -103.97f, -104.5f, INFINITY, -INFINITY, NAN}) {
     x.push_back(v);
   }
-  std::vector<float> y(x.size());
-  Shape shape;
-  shape.ndim = 1;
-  shape.sizes[0] = static_cast<int64_t>(x.size());
-  Strides unit{};
-  unit.v[0] = 1;
-  Operand ops[2] = {{y.data(), ScalarType::Float32, unit}, {x.data(), ScalarType::Float32, unit}};
-  pointwise(PointwiseOp::Exp, ScalarType::Float32, shape, ops, OpParams{});
-  set_isa(saved);
+  const std::vector<float> y = run_float_avx512(PointwiseOp::Exp, x);
   double worst = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     const double exact = std::exp(static_cast<double>(x[i]));
@@ -247,23 +253,13 @@ TEST(Pointwise, FastFloatExpWithinTwoUlps) {
 // against tanh in double: at most 2 ulp; -0 stays -0.
 TEST(Pointwise, FastFloatTanhWithinTwoUlps) {
   if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
-  const Isa saved = active_isa();
-  set_isa(Isa::Avx512);
   std::vector<float> x;
   for (uint32_t bits = 0; bits < 0x41200000u; bits += 61) {
     x.push_back(std::bit_cast<float>(bits));
     x.push_back(-std::bit_cast<float>(bits));
   }
   for (float v : {0.0f, -0.0f, 0.625f, -0.625f, 0.62499994f, 20.0f, -1e30f, INFINITY, -INFINITY, NAN}) x.push_back(v);
-  std::vector<float> y(x.size());
-  Shape shape;
-  shape.ndim = 1;
-  shape.sizes[0] = static_cast<int64_t>(x.size());
-  Strides unit{};
-  unit.v[0] = 1;
-  Operand ops[2] = {{y.data(), ScalarType::Float32, unit}, {x.data(), ScalarType::Float32, unit}};
-  pointwise(PointwiseOp::Tanh, ScalarType::Float32, shape, ops, OpParams{});
-  set_isa(saved);
+  const std::vector<float> y = run_float_avx512(PointwiseOp::Tanh, x);
   double worst = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x[i])) {
@@ -287,21 +283,11 @@ TEST(Pointwise, FastFloatTanhWithinTwoUlps) {
 // log(0) = -inf, log(negative) = NaN, log(inf) = inf.
 TEST(Pointwise, FastFloatLogWithinTwoUlps) {
   if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
-  const Isa saved = active_isa();
-  set_isa(Isa::Avx512);
   std::vector<float> x;
   for (uint32_t bits = 1; bits < 0x7f800000u; bits += 61) x.push_back(std::bit_cast<float>(bits));
   const size_t n_finite = x.size();
   for (float v : {0.0f, -0.0f, -1.0f, -1e-40f, INFINITY, -INFINITY, NAN}) x.push_back(v);
-  std::vector<float> y(x.size());
-  Shape shape;
-  shape.ndim = 1;
-  shape.sizes[0] = static_cast<int64_t>(x.size());
-  Strides unit{};
-  unit.v[0] = 1;
-  Operand ops[2] = {{y.data(), ScalarType::Float32, unit}, {x.data(), ScalarType::Float32, unit}};
-  pointwise(PointwiseOp::Log, ScalarType::Float32, shape, ops, OpParams{});
-  set_isa(saved);
+  const std::vector<float> y = run_float_avx512(PointwiseOp::Log, x);
   double worst = 0;
   for (size_t i = 0; i < n_finite; ++i) {
     const double exact = std::log(static_cast<double>(x[i]));
