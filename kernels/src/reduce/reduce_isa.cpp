@@ -292,8 +292,12 @@ void reduce_typed(const Dims& kept, const Dims& red, bool last_reduced, int64_t 
   for (int k = 0; k < outer.n; ++k) n_outer *= outer.size[k];
   const int64_t blocks = (len + kBlock - 1) / kBlock;
   const int64_t grain = std::max<int64_t>(1, kGrain / (n_red * std::min(len, kBlock)));
+  // Exact ops (max, min) keep floating accumulators in the input's own
+  // precision (float for Float16 / BFloat16): no widening per element.
+  using Lanes = std::conditional_t<ro::exact_v<Op> && ro::is_floating_v<S>,
+                                   std::conditional_t<std::is_same_v<S, double>, double, float>, Acc>;
   parallel_for(0, n_outer * blocks, grain, [&](int64_t b, int64_t e) {
-    Acc acc[kBlock];
+    Lanes acc[kBlock];
     for (int64_t w = b; w < e; ++w) {
       const int64_t o = w / blocks, j0 = (w % blocks) * kBlock;
       const int64_t m = std::min(kBlock, len - j0);
@@ -301,16 +305,16 @@ void reduce_typed(const Dims& kept, const Dims& red, bool last_reduced, int64_t 
       offsets_of(outer, o, io, oo);
       io += j0 * s_in;
       oo += j0 * s_out;
-      for (int64_t j = 0; j < m; ++j) acc[j] = Op::template init<Acc>();
+      for (int64_t j = 0; j < m; ++j) acc[j] = Op::template init<Lanes>();
       // Every reduced position, row-major over red.
       int64_t index[kMaxDims] = {};
       int64_t offset = 0;
       for (int64_t r = 0; r < n_red; ++r) {
         const S* row = in + io + offset;
         if (s_in == 1) {
-          for (int64_t j = 0; j < m; ++j) acc[j] = Op::step(acc[j], ro::load<Acc>(row[j]), p);
+          for (int64_t j = 0; j < m; ++j) acc[j] = Op::step(acc[j], ro::load<Lanes>(row[j]), p);
         } else {
-          for (int64_t j = 0; j < m; ++j) acc[j] = Op::step(acc[j], ro::load<Acc>(row[j * s_in]), p);
+          for (int64_t j = 0; j < m; ++j) acc[j] = Op::step(acc[j], ro::load<Lanes>(row[j * s_in]), p);
         }
         for (int k = red.n - 1; k >= 0; --k) {
           offset += red.in[k];
