@@ -239,6 +239,22 @@ void run_range(const Shape& shape, const Operand* operands, const OpParams& para
   for_each_segment<K>(shape, operands, begin, end, [&](const int64_t* offsets, int64_t len) {
     for (int64_t j = 0; j < len; j += kBlock) {
       const int64_t n = std::min(kBlock, len - j);
+      if constexpr (std::is_same_v<Op, ops::Copy>) {
+        // A conversion with one side already in the compute type converts
+        // straight between the operands (no copy through a block in between).
+        const int64_t out_at = offsets[0] + j * inner[0], in_at = offsets[1] + j * inner[1];
+        auto* out_base = static_cast<char*>(operands[0].data) + out_at * static_cast<int64_t>(element_size(operands[0].dtype));
+        const auto* in_base = static_cast<const char*>(operands[1].data) +
+                              in_at * static_cast<int64_t>(element_size(operands[1].dtype));
+        if (direct[0] && !direct[1]) {
+          load_block(reinterpret_cast<T*>(out_base), in_base, operands[1].dtype, inner[1], n);
+          continue;
+        }
+        if (direct[1] && !direct[0]) {
+          store_block(out_base, operands[0].dtype, inner[0], reinterpret_cast<const T*>(in_base), n);
+          continue;
+        }
+      }
       T buffers[N][kBlock];
       const T* in[N];
       for (int k = 0; k < N; ++k) {
