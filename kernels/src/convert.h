@@ -18,6 +18,11 @@ inline constexpr bool is_complex_v = false;
 template <class V>
 inline constexpr bool is_complex_v<std::complex<V>> = true;
 
+// The real floating element types: float, double, Half, BFloat16.
+template <class T>
+inline constexpr bool is_floating_v =
+    std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
 // The type arithmetic happens in: float for the 16-bit storage types.
 inline float widen(Half v) { return to_float(v); }
 inline float widen(BFloat16 v) { return to_float(v); }

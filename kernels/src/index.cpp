@@ -248,9 +248,6 @@ inline void accumulate(float& acc, float v, float alpha) {
   }
 }
 
-template <class T>
-inline constexpr bool kFloating = std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
 // The in-range positions j of a 1-D index (len values, `step` apart) as
 // (value, j), by value then j; out-of-range values are reported.
 template <class I>
@@ -294,7 +291,7 @@ bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& se
     T* dst = static_cast<T*>(self.data);
     const T* from = static_cast<const T*>(src.data);
     const int64_t grain = std::max<int64_t>(256, kGrain / std::max<int64_t>(len, 1));
-    if constexpr (kFloating<T> && (kOp == ScatterOp::Add || kOp == ScatterOp::Mul)) {
+    if constexpr (detail::is_floating_v<T> && (kOp == ScatterOp::Add || kOp == ScatterOp::Mul)) {
       // Sums and products of floating slices run on the pointwise engine (per
       // ISA, converting in registers), one slice (span) per index position.
       const PointwiseOp pointwise_op = kOp == ScatterOp::Add ? PointwiseOp::Add : PointwiseOp::Mul;

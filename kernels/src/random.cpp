@@ -22,9 +22,7 @@ using detail::convert;
 using detail::widen;
 using Block = std::array<uint32_t, 4>;
 
-template <class T>
-inline constexpr bool is_floating_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16> ||
-                                      std::is_same_v<T, float> || std::is_same_v<T, double>;
+using detail::is_floating_v;
 template <class T>
 inline constexpr bool is_integer_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 

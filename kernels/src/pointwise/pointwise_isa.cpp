@@ -11,7 +11,7 @@
 // when that is contiguous in the result type, else through a buffer and a
 // converting store. So any dtype mix and any strides take one code path, and
 // the common case (same dtype, contiguous) copies nothing.
-#include <immintrin.h>
+#include "../intrinsics.h"  // first: before anything that includes <immintrin.h>
 
 #include <algorithm>
 #include <limits>

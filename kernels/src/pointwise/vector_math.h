@@ -10,7 +10,8 @@
 // full vector, so results never depend on where a block or chunk ends.
 #pragma once
 
-#include <immintrin.h>
+#include "../intrinsics.h"  // first: before anything that includes <immintrin.h>
+
 #include <sleef.h>
 
 #include <algorithm>

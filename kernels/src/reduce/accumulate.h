@@ -18,9 +18,7 @@
 
 namespace mlu::kernels::reduce_ops {
 
-template <class S>
-inline constexpr bool is_floating_v = std::is_floating_point_v<S> || std::is_same_v<S, Half> ||
-                                      std::is_same_v<S, BFloat16>;
+using detail::is_floating_v;
 
 template <class S>
 using acc_t = std::conditional_t<is_floating_v<S>, double, int64_t>;

@@ -12,7 +12,7 @@
 //  - Outer mode (the fastest dim is kept): blocks of up to kBlock outputs
 //    along that dim fold every reduced position into an accumulator array,
 //    reading input rows contiguously (vectorised across outputs).
-#include <immintrin.h>
+#include "../intrinsics.h"  // first: before anything that includes <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
@@ -32,6 +32,9 @@ namespace ro = reduce_ops;
 
 constexpr int64_t kBlock = 256;
 constexpr int64_t kGrain = 32768;  // elements read per parallel chunk, at least
+// Rows walked together when rows are strided but their neighbours are
+// neighbours in memory (arg-reductions and scans over dim 0 of a matrix).
+constexpr int64_t kColumns = 64;
 
 struct Dims {
   int n = 0;
@@ -120,8 +123,7 @@ inline void lane_step(EightDoubles& a, const EightDoubles& x) {  // by reference
 // 8 floats at q as doubles. On AVX-512 one vcvtps2pd ymm -> zmm: GCC lowers
 // __builtin_convertvector to four 128-bit converts with inserts and
 // extracts, which made the whole fold 2x slower (perf annotate of sum).
-[[gnu::always_inline]] inline EightDoubles widen8(const float* q) {
-  EightDoubles wide;
+[[gnu::always_inline]] inline void widen8(const float* q, EightDoubles& wide) {  // by reference: no vector in the ABI
 #if defined(__AVX512F__)
   const __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(q));
   std::memcpy(&wide, &d, sizeof wide);
@@ -130,7 +132,6 @@ inline void lane_step(EightDoubles& a, const EightDoubles& x) {  // by reference
   std::memcpy(&f, q, sizeof f);
   wide = __builtin_convertvector(f, EightDoubles);
 #endif
-  return wide;
 }
 
 // Folds n elements at p (stride s) into acc.
@@ -150,13 +151,13 @@ inline Acc fold_row(Acc acc, const S* p, int64_t s, int64_t n, double param) {
       // below. Float and double convert in registers; other types a block at
       // a time through a buffer.
       EightDoubles lanes[4];
-      for (EightDoubles& l : lanes) {
-        for (int k = 0; k < 8; ++k) l[k] = Op::template init<double>();
-      }
+      for (EightDoubles& l : lanes) l = EightDoubles{} + Op::template init<double>();
       auto fold32 = [&](const auto* q) {  // 32 elements of float or double
         for (int v = 0; v < 4; ++v) {
           if constexpr (std::is_same_v<std::remove_cvref_t<decltype(*q)>, float>) {
-            lane_step<Op>(lanes[v], widen8(q + 8 * v));
+            EightDoubles x;
+            widen8(q + 8 * v, x);
+            lane_step<Op>(lanes[v], x);
           } else {
             EightDoubles x;
             std::memcpy(&x, q + 8 * v, sizeof x);
@@ -440,7 +441,6 @@ void arg_reduce_impl(bool is_max, const Shape& shape, const Operand& values, con
         // Strided rows whose neighbours are neighbours in memory (max over
         // dim 0 of a matrix): kColumns rows at a time, each step reading a
         // contiguous span, each row keeping its first best as the scan does.
-        constexpr int64_t kColumns = 64;
         const int64_t width = rows.outer.size[last], per_row = (width + kColumns - 1) / kColumns;
         parallel_for(0, rows.n_rows / width * per_row, std::max<int64_t>(1, grain / kColumns), [&](int64_t b, int64_t e) {
           for (int64_t blk = b; blk < e; ++blk) {
@@ -504,7 +504,6 @@ void scan_typed(ScanOp op, const Rows& rows, const S* src, int64_t s_in, const O
   const int last = rows.outer.n - 1;
   // Strided rows whose neighbours are neighbours in memory (cumsum over dim 0
   // of a matrix) go kColumns at a time, reading each step's contiguous span.
-  constexpr int64_t kColumns = 64;
   const bool by_columns = last >= 0 && s_in != 1 && rows.outer.in[last] == 1 && rows.outer.out[last] == 1 &&
                           rows.outer.size[last] >= 16;
   detail::dispatch(out.dtype, [&](auto out_tag) {

@@ -51,9 +51,6 @@ RowLayout row_layout(const Shape& shape, int dim, const Operand* const* ops, int
 template <class T>
 constexpr ScalarType kCompute = std::is_same_v<T, double> ? ScalarType::Float64 : ScalarType::Float32;
 
-template <class S>
-constexpr bool kFloating = std::is_floating_point_v<S> || std::is_same_v<S, Half> || std::is_same_v<S, BFloat16>;
-
 // Rows per tile (Note [Softmax row tiles]).
 constexpr int64_t kTile = 16;
 
@@ -95,7 +92,7 @@ void load_tile(T* tile_data, const Operand& op, const int64_t* offsets, int64_t 
   if (step == 1) return copy_rows<T>(tile_data, op.data, op, true, offsets, tile, len);
   detail::dispatch(op.dtype, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    if constexpr (kFloating<S>) {
+    if constexpr (detail::is_floating_v<S>) {
       const S* src = static_cast<const S*>(op.data);
       for (int64_t j0 = 0; j0 < len; j0 += kTile) {
         const int64_t span = std::min(kTile, len - j0);
@@ -116,7 +113,7 @@ void store_tile(const Operand& op, const int64_t* offsets, int64_t tile, int64_t
   if (step == 1) return copy_rows<T>(const_cast<T*>(tile_data), op.data, op, false, offsets, tile, len);
   detail::dispatch(op.dtype, [&](auto tag) {
     using D = typename decltype(tag)::type;
-    if constexpr (kFloating<D>) {
+    if constexpr (detail::is_floating_v<D>) {
       D* dst = static_cast<D*>(op.data);
       for (int64_t j = 0; j < len; ++j) {
         D* at = dst + j * step;
