@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "mlu_kernels/isa.h"
@@ -148,6 +150,39 @@ TEST(Reduce, EmptyReductionsGiveIdentities) {
   EXPECT_EQ(out[0], 1.0f);
   reduce(ReduceOp::Mean, shape, Operand{out, ScalarType::Float32, zero}, Operand{in, ScalarType::Float32, zero});
   EXPECT_TRUE(std::isnan(out[0]));
+}
+
+// Note [Float chunks in sums]: float sums fold in float only 16 steps per
+// accumulator before widening to double. Every element is 1 + 2^-20: a sum of
+// up to 16 of them is exact in float, so the result is exact (n + n * 2^-20,
+// a float here); an accumulator that stayed float for longer would drop the
+// 2^-20 parts once it passed 16 (n / 64 steps per lane: 16 ulp off at 2^20).
+TEST_P(ReduceTest, FloatSumsWidenEvery16Steps) {
+  set_isa(GetParam());
+  constexpr float kOne = 1.0f + 0x1.0p-20f;
+  // A row along the contiguous dim (inner mode) and columns (outer mode).
+  for (const auto& [rows, cols, reduced_dim] : {std::tuple<int64_t, int64_t, int>{1, int64_t{1} << 20, 1},
+                                               std::tuple<int64_t, int64_t, int>{int64_t{1} << 16, 16, 0}}) {
+    std::vector<float> in(static_cast<size_t>(rows * cols), kOne);
+    const int64_t n = reduced_dim == 1 ? cols : rows;
+    const int64_t outputs = reduced_dim == 1 ? rows : cols;
+    std::vector<float> out(static_cast<size_t>(outputs), -1.0f);
+    Shape shape;
+    shape.ndim = 2;
+    shape.sizes[0] = rows;
+    shape.sizes[1] = cols;
+    Strides out_strides{};
+    out_strides.v[1 - reduced_dim] = 1;
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Norm1, ReduceOp::Mean}) {
+      reduce(op, shape, Operand{out.data(), ScalarType::Float32, out_strides},
+             Operand{in.data(), ScalarType::Float32, Strides{{cols, 1}}});
+      const double exact = static_cast<double>(n) * kOne;
+      const float expected = static_cast<float>(op == ReduceOp::Mean ? exact / static_cast<double>(n) : exact);
+      EXPECT_EQ(std::count(out.begin(), out.end(), expected), outputs)
+          << "op " << static_cast<int>(op) << ", dim " << reduced_dim << ": " << out[0] << " vs " << expected;
+    }
+  }
+  set_isa(Isa::Avx512);
 }
 
 // Scans over a dim that is not the innermost, with a contiguous innermost

@@ -134,6 +134,76 @@ inline void lane_step(EightDoubles& a, const EightDoubles& x) {  // by reference
 #endif
 }
 
+// Note [Float chunks in sums]
+// The CPU folds float, Half and BFloat16 sums, norms and products in float
+// (at::opmath_type), in a cascade of vector accumulators. A contiguous row of
+// those types folds kChunk elements at a time into four float vectors of 16
+// lanes (kChunk / 64 = 16 steps per lane), and each chunk's partial results
+// then merge into the double lanes: the rounding error of a chunk is that of
+// 16 float steps, the error across chunks that of double, at the float rate
+// (converting every element to double made the fold compute-bound at half
+// the CPU's speed). Outer mode does the same along the reduced dims: 16
+// reduced rows into float accumulators, then merged into the double ones.
+// Products: a chunk's 16 float factors per lane can
+// overflow where the exact product would not; the CPU's float lanes (every
+// eighth factor of the whole row) overflow first.
+constexpr int64_t kChunk = 1024;
+
+template <class Op>
+inline void float_lane_step(FloatLanes& a, const FloatLanes& x) {  // by reference: no vector in the ABI
+  if constexpr (std::is_same_v<Op, ro::Prod>) {
+    a *= x;
+  } else if constexpr (std::is_same_v<Op, ro::Norm1>) {
+    a += x < 0.0f ? -x : x;
+  } else if constexpr (std::is_same_v<Op, ro::Norm2>) {
+    a += x * x;
+  } else {
+    a += x;
+  }
+}
+
+// Folds the whole chunks of 64 elements at p into lanes; returns how many
+// elements it folded.
+template <class Op, class S>
+int64_t fold_float_chunks(const S* p, int64_t n, EightDoubles (&lanes)[4]) {
+  float buffer[kChunk];
+  int64_t i = 0;
+  while (i + 64 <= n) {
+    const int64_t m = std::min(kChunk, (n - i) / 64 * 64);
+    const float* src;
+    if constexpr (std::is_same_v<S, float>) {
+      src = p + i;
+    } else {
+      for (int64_t j = 0; j < m; ++j) buffer[j] = ro::load<float>(p[i + j]);
+      src = buffer;
+    }
+    FloatLanes part[4];
+    for (FloatLanes& v : part) v = FloatLanes{} + Op::template init<float>();
+    for (int64_t j = 0; j < m; j += 64) {
+      for (int v = 0; v < 4; ++v) {
+        FloatLanes x;
+        std::memcpy(&x, src + j + 16 * v, sizeof x);
+        float_lane_step<Op>(part[v], x);
+      }
+    }
+    for (int v = 0; v < 4; ++v) {
+      float spill[16];
+      std::memcpy(spill, &part[v], sizeof spill);
+      for (int h = 0; h < 2; ++h) {
+        EightDoubles wide;
+        widen8(spill + 8 * h, wide);
+        if constexpr (std::is_same_v<Op, ro::Prod>) {
+          lanes[v] *= wide;
+        } else {
+          lanes[v] += wide;
+        }
+      }
+    }
+    i += m;
+  }
+  return i;
+}
+
 // Folds n elements at p (stride s) into acc.
 template <class Op, class Acc, class S>
 inline Acc fold_row(Acc acc, const S* p, int64_t s, int64_t n, double param) {
@@ -148,8 +218,8 @@ inline Acc fold_row(Acc acc, const S* p, int64_t s, int64_t n, double param) {
     if constexpr (kLaneStep<Op> && std::is_same_v<Acc, double>) {
       // Four independent vectors of 8 partial results (one chain would wait
       // for the add's latency every 8 elements), merged into the 8 partials
-      // below. Float and double convert in registers; other types a block at
-      // a time through a buffer.
+      // below. Double folds here; float, Half and BFloat16 fold in float chunks
+      // (Note [Float chunks in sums]) and only their tail widens here.
       EightDoubles lanes[4];
       for (EightDoubles& l : lanes) l = EightDoubles{} + Op::template init<double>();
       auto fold32 = [&](const auto* q) {  // 32 elements of float or double
@@ -165,16 +235,10 @@ inline Acc fold_row(Acc acc, const S* p, int64_t s, int64_t n, double param) {
           }
         }
       };
+      // (Acc is double: S is floating.)
+      if constexpr (!std::is_same_v<S, double>) i = fold_float_chunks<Op>(p, n, lanes);
       if constexpr (std::is_same_v<S, float> || std::is_same_v<S, double>) {
         for (; i + 32 <= n; i += 32) fold32(p + i);
-      } else {
-        double buffer[kBlock];
-        while (i + 32 <= n) {
-          const int64_t m = std::min(kBlock, (n - i) / 32 * 32);
-          for (int64_t j = 0; j < m; ++j) buffer[j] = ro::load<double>(p[i + j]);
-          for (int64_t j = 0; j < m; j += 32) fold32(buffer + j);
-          i += m;
-        }
       }
       for (int k = 0; k < 8; ++k) {
         part[k] = Op::merge(Op::merge(lanes[0][k], lanes[1][k]), Op::merge(lanes[2][k], lanes[3][k]));
@@ -297,8 +361,10 @@ void reduce_typed(const Dims& kept, const Dims& red, bool last_reduced, int64_t 
   // precision (float for Float16 / BFloat16): no widening per element.
   using Lanes = std::conditional_t<ro::exact_v<Op> && ro::is_floating_v<S>,
                                    std::conditional_t<std::is_same_v<S, double>, double, float>, Acc>;
+  constexpr bool kFloatChunks = kLaneStep<Op> && ro::is_floating_v<S> && !std::is_same_v<S, double>;
   parallel_for(0, n_outer * blocks, grain, [&](int64_t b, int64_t e) {
     Lanes acc[kBlock];
+    [[maybe_unused]] float chunk[kBlock];  // kFloatChunks only
     for (int64_t w = b; w < e; ++w) {
       const int64_t o = w / blocks, j0 = (w % blocks) * kBlock;
       const int64_t m = std::min(kBlock, len - j0);
@@ -312,7 +378,18 @@ void reduce_typed(const Dims& kept, const Dims& red, bool last_reduced, int64_t 
       int64_t offset = 0;
       for (int64_t r = 0; r < n_red; ++r) {
         const S* row = in + io + offset;
-        if (s_in == 1) {
+        if constexpr (kFloatChunks) {
+          // Note [Float chunks in sums]: 16 reduced rows in float, then merged.
+          if (r % 16 == 0) std::fill_n(chunk, m, Op::template init<float>());
+          if (s_in == 1) {
+            for (int64_t j = 0; j < m; ++j) chunk[j] = Op::step(chunk[j], ro::load<float>(row[j]), p);
+          } else {
+            for (int64_t j = 0; j < m; ++j) chunk[j] = Op::step(chunk[j], ro::load<float>(row[j * s_in]), p);
+          }
+          if (r % 16 == 15 || r == n_red - 1) {
+            for (int64_t j = 0; j < m; ++j) acc[j] = Op::merge(acc[j], static_cast<Lanes>(chunk[j]));
+          }
+        } else if (s_in == 1) {
           for (int64_t j = 0; j < m; ++j) acc[j] = Op::step(acc[j], ro::load<Lanes>(row[j]), p);
         } else {
           for (int64_t j = 0; j < m; ++j) acc[j] = Op::step(acc[j], ro::load<Lanes>(row[j * s_in]), p);
