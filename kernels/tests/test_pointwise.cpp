@@ -258,7 +258,12 @@ TEST(Pointwise, FastFloatTanhWithinTwoUlps) {
     x.push_back(std::bit_cast<float>(bits));
     x.push_back(-std::bit_cast<float>(bits));
   }
-  for (float v : {0.0f, -0.0f, 0.625f, -0.625f, 0.62499994f, 20.0f, -1e30f, INFINITY, -INFINITY, NAN}) x.push_back(v);
+  // Interval edges (0.125, binades, 9.5 where the result turns to 1), a
+  // denormal, and the special values.
+  for (float v : {0.0f, -0.0f, 0.125f, 0.12499999f, 0.15625f, 1.0f, 0.99999994f, 8.0f, 9.5f, 9.500001f, 10.0f,
+                  1e-40f, -1e-40f, 20.0f, -1e30f, INFINITY, -INFINITY, NAN}) {
+    x.push_back(v);
+  }
   const std::vector<float> y = run_float_avx512(PointwiseOp::Tanh, x);
   double worst = 0;
   for (size_t i = 0; i < x.size(); ++i) {
