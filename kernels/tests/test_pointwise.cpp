@@ -283,6 +283,39 @@ TEST(Pointwise, FastFloatTanhWithinTwoUlps) {
   RecordProperty("worst_ulp", std::to_string(worst));
 }
 
+// Note [Fast float erf] (AVX-512): every 61st float up to 4.5 in magnitude
+// (erf is 1 in float from 3.92 on), both signs, interval edges and the special
+// values, against erf in double: at most 2 ulp; -0 stays -0.
+TEST(Pointwise, FastFloatErfWithinTwoUlps) {
+  if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+  std::vector<float> x;
+  for (uint32_t bits = 0; bits < 0x40900000u; bits += 61) {
+    x.push_back(std::bit_cast<float>(bits));
+    x.push_back(-std::bit_cast<float>(bits));
+  }
+  for (float v : {0.0f, -0.0f, 0.125f, 0.12499999f, 1.0f, 0.99999994f, 3.9999998f, 4.0f, 1e-40f, -1e-40f, 20.0f,
+                  -1e30f, INFINITY, -INFINITY, NAN}) {
+    x.push_back(v);
+  }
+  const std::vector<float> y = run_float_avx512(PointwiseOp::Erf, x);
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      ASSERT_TRUE(std::isnan(y[i]));
+      continue;
+    }
+    const double exact = std::erf(static_cast<double>(x[i]));
+    const float rounded = static_cast<float>(exact);
+    const double ulp = std::max(static_cast<double>(std::nextafter(std::abs(rounded), INFINITY) - std::abs(rounded)),
+                                1.401298464e-45);
+    const double error = std::abs(y[i] - exact) / ulp;
+    worst = std::max(worst, error);
+    ASSERT_LE(error, 2.0) << "erf(" << x[i] << ") = " << y[i] << ", exact " << exact;
+    ASSERT_EQ(std::signbit(y[i]), std::signbit(x[i])) << x[i];
+  }
+  RecordProperty("worst_ulp", std::to_string(worst));
+}
+
 // Note [Fast float log] (AVX-512): every 61st positive float (denormals
 // included) and the special values against log in double: at most 2 ulp;
 // log(0) = -inf, log(negative) = NaN, log(inf) = inf.

@@ -22,7 +22,7 @@
 #include <numbers>
 
 #include "ops.h"
-#include "tanh_table.h"
+#include "polynomial_tables.h"
 
 namespace mlu::kernels::MLU_ISA_NS {
 
@@ -140,40 +140,61 @@ template <> struct Sleef<double> {
 }
 #endif
 
-// Note [Fast float tanh]
-// On AVX-512, float tanh from a table of polynomials: |x| picks one of 26
-// intervals ([0, 1/8), then each binade up to 8 in four by the exponent and
-// the top two mantissa bits, then [8, 10)), and the result is c0 + c1 t + ...
-// + c5 t^5 in t = |x| - (the interval's start), each lane's coefficients
-// fetched by vpermt2ps from two registers per power (tanh_table.h, fitted by
-// kernels/tools/fit_tanh.py). Interval 0 starts at 0 with c0 = 0, c1 = 1, so
-// small |x| (denormals too) come out exact in relative terms. Above 9.5 the
-// result is 1 (tanh rounds to 1 from 9.02 on); NaN reaches t and propagates;
-// the sign is put back last, so -0 stays -0. About 20 vector operations, half
-// of the earlier 1 - 2 / (exp(2|x|) + 1) with its vdivps; this machine issues
-// one 512-bit floating operation per cycle, so the count is the speed. Within
-// 2 ulp of tanh (kernels test Pointwise.FastFloatTanhWithinTwoUlps; 1.08
-// measured), against 3.5 for the SLEEF variant ATen uses; the composites
-// (gelu tanh, mish) take it too.
+// Note [Table-driven float functions]
+// On AVX-512, float tanh and erf are polynomials picked from a table: |x|
+// selects one of a few dozen intervals ([0, 1/8), then each binade from 1/8
+// on in four, by the exponent and the top two mantissa bits), and the result
+// is c0 + c1 t + ... + c5 t^5 in t = |x| - (the interval's start), each
+// lane's coefficients fetched by vpermt2ps from two registers per power
+// (polynomial_tables.h, fitted by kernels/tools/fit_tables.py). Interval 0
+// computes t + t (c1 + c2 t + ...) instead, so small |x| (denormals too) come
+// out exact in relative terms; NaN reaches t (interval 0) and propagates.
+// About 20 vector operations: this machine issues one 512-bit floating
+// operation per cycle, so the count is the speed (tanh as 1 - 2 / (exp(2|x|)
+// + 1) with a vdivps took ~40 and ran at a third of MKL's rate).
 #if defined(__AVX512F__)
-[[gnu::always_inline]] inline __m512 tanh_avx512(__m512 x) {
-  using detail::kTanhTable;
-  const __m512 sign = _mm512_set1_ps(-0.0f);
-  const __m512 a = _mm512_andnot_ps(sign, x);
+template <const auto& Table, int Last>
+[[gnu::always_inline]] inline __m512 table_polynomial(__m512 a) {  // a = |x|
   const __m512i bits = _mm512_castps_si512(a);
-  // Interval 1 + (binade - binade(1/8)) * 4 + top mantissa bits, at most 25;
-  // 0 (and start 0) below 1/8 or for NaN.
+  // Interval 1 + 4 (binade - binade(1/8)) + top mantissa bits, at most Last;
+  // 0, starting at 0, below 1/8 and for NaN.
   const __mmask16 above = _mm512_cmp_ps_mask(a, _mm512_set1_ps(0.125f), _CMP_GE_OQ);
   __m512i n = _mm512_maskz_sub_epi32(above, _mm512_srli_epi32(bits, 21), _mm512_set1_epi32((0x3E000000 >> 21) - 1));
-  n = _mm512_min_epi32(n, _mm512_set1_epi32(25));
+  n = _mm512_min_epi32(n, _mm512_set1_epi32(Last));
   const __m512 start = _mm512_castsi512_ps(_mm512_maskz_and_epi32(above, bits, _mm512_set1_epi32(~0x1FFFFF)));
   const __m512 t = _mm512_sub_ps(a, start);
   auto coefficient = [&](int k) {
-    return _mm512_permutex2var_ps(_mm512_load_ps(kTanhTable[k]), n, _mm512_load_ps(kTanhTable[k] + 16));
+    return _mm512_permutex2var_ps(_mm512_load_ps(Table[k]), n, _mm512_load_ps(Table[k] + 16));
   };
   __m512 r = coefficient(5);
-  for (int k = 4; k >= 0; --k) r = _mm512_fmadd_ps(r, t, coefficient(k));
+  for (int k = 4; k >= 1; --k) r = _mm512_fmadd_ps(r, t, coefficient(k));
+  return _mm512_fmadd_ps(r, t, _mm512_mask_blend_ps(above, t, coefficient(0)));
+}
+
+// Note [Fast float tanh]
+// Note [Table-driven float functions] over 26 intervals up to 10; 1 above 9.5
+// (tanh rounds to 1 from 9.02 on); the sign goes back last, so -0 stays -0.
+// Within 2 ulp of tanh (kernels test Pointwise.FastFloatTanhWithinTwoUlps;
+// 1.10 measured), against 3.5 for the SLEEF variant ATen uses; the
+// composites (gelu tanh, mish) take it too.
+[[gnu::always_inline]] inline __m512 tanh_avx512(__m512 x) {
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  const __m512 a = _mm512_andnot_ps(sign, x);
+  __m512 r = table_polynomial<detail::kTanhTable, detail::kTanhTableLast>(a);
   r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(9.5f), _CMP_GT_OQ), r, _mm512_set1_ps(1.0f));
+  return _mm512_or_ps(r, _mm512_and_ps(x, sign));
+}
+
+// Note [Fast float erf]
+// Note [Table-driven float functions] over 21 intervals up to 4; 1 from 4 on
+// (erf rounds to 1 from 3.92 on); the sign goes back last. Within 2 ulp of
+// erf (kernels test Pointwise.FastFloatErfWithinTwoUlps); the double rational
+// it replaces on AVX-512 cost four times as much.
+[[gnu::always_inline]] inline __m512 erf_avx512(__m512 x) {
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  const __m512 a = _mm512_andnot_ps(sign, x);
+  __m512 r = table_polynomial<detail::kErfTable, detail::kErfTableLast>(a);
+  r = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(4.0f), _CMP_GE_OQ), r, _mm512_set1_ps(1.0f));
   return _mm512_or_ps(r, _mm512_and_ps(x, sign));
 }
 #endif
@@ -276,7 +297,8 @@ inline void map2(int64_t n, T* out, const T* a, const T* b) {
   }
 }
 
-// erf. float: a rational minimax approximation in odd/even powers on x
+// erf. float on AVX-512: Note [Fast float erf]. Other float: a rational
+// minimax approximation in odd/even powers on x
 // clamped to [-4, 4] (beyond, erf rounds to +-1 in float; the coefficients
 // are the ones Eigen's fast float erf uses), evaluated in double: at most 1.6
 // ulp from the exact erf over [-5, 5] (2M points, measured against
@@ -287,6 +309,9 @@ inline void map2(int64_t n, T* out, const T* a, const T* b) {
 template <class T>
 inline void erf_block(int64_t n, T* out, const T* in) {
   if constexpr (std::is_same_v<T, float>) {
+#if defined(__AVX512F__)
+    map1<float, erf_avx512>(n, out, in);
+#else
     for (int64_t i = 0; i < n; ++i) {
       const double v = in[i];
       const double x = v < -4.0 ? -4.0 : (v > 4.0 ? 4.0 : v);  // NaN stays NaN
@@ -305,6 +330,7 @@ inline void erf_block(int64_t n, T* out, const T* in) {
       q = q * x2 + -1.42647390514189e-02;
       out[i] = static_cast<float>(p * x / q);
     }
+#endif
   } else {
     map1<T, Sleef<T>::erf>(n, out, in);
   }
