@@ -429,13 +429,22 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
                 if (in_range(i)) acc[static_cast<size_t>(i)] = detail::widen(d[i * rs]);
               }
             }
-            for (int64_t j = 0; j < rows.len; ++j) {
-              const int64_t i = static_cast<int64_t>(idx[j * rx]);
-              if (!in_range(i)) {
-                bad.report(i);
-                continue;
+            {
+              // Locals and restrict: the float stores could otherwise alias
+              // alpha and the captured sizes, reloaded every update.
+              float* __restrict into = acc.get();
+              const T* __restrict values = v;
+              const I* __restrict at = idx;
+              const int64_t len = rows.len, step_v = rv, step_x = rx, size = dim_size;
+              const float alpha = a;
+              for (int64_t j = 0; j < len; ++j) {
+                const int64_t i = static_cast<int64_t>(at[j * step_x]);
+                if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(size)) {
+                  bad.report(i);
+                  continue;
+                }
+                accumulate<kOp>(into[i], detail::widen(values[j * step_v]), alpha);
               }
-              accumulate<kOp>(acc[static_cast<size_t>(i)], detail::widen(v[j * rv]), a);
             }
             if (whole_row) {
               for (int64_t k = 0; k < dim_size; ++k) {  // a select, then an unconditional store
