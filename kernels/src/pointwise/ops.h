@@ -314,7 +314,8 @@ struct Logit {
 // the CPU's costs (SLEEF's 1-ulp erf is 2.5 ns per float). `exp_neg_x2` is
 // exp(-(x * x)), computed by the caller (vectorised in the ISA bodies).
 // Double keeps std::erf (ATen: SLEEF's 1-ulp erf). torch.erf itself does
-// not use this (vector_math.h erf_block, more accurate).
+// not use this (vector_math.h erf_block, more accurate), nor does gelu's
+// forward on AVX-512 (vector_math.h, MLU_VECTOR_BODY(Gelu)).
 [[gnu::always_inline]] inline float aten_float_erf(float x, float exp_neg_x2) {
   const float t = 1.0f / std::fma(0.3275911f, std::fabs(x), 1.0f);
   const float r = std::fma(std::fma(std::fma(std::fma(1.061405429f, t, -1.453152027f), t, 1.421413741f), t,
