@@ -1,6 +1,8 @@
 #include "mlu_kernels/sort.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -86,10 +88,83 @@ void for_rows(const Shape& shape, const Operand& values, const Operand& indices,
   });
 }
 
+// Note [Packed sort keys]
+// Rows of keys of 32 bits or fewer sort as uint64 words: an order-preserving
+// uint32 image of the key (its complement for descending order) above the
+// element's index. A plain std::sort of the words is then the stable sort
+// (equal keys order by index) with one integer compare per step instead of
+// two indirect, NaN-checking float compares. The image: floats by the sign
+// flip (x >= 0: bits | 2^31, x < 0: ~bits), with -0 made +0 (they compare
+// equal) and every NaN the same largest image (NaN sorts above everything,
+// NaNs tie); signed integers offset by 2^31; unsigned and bool as they are.
+template <class V>
+inline constexpr bool kPackable = sizeof(V) <= 4 && !std::is_same_v<V, double>;
+
+template <class V>
+uint32_t order_image(V v) {
+  if constexpr (std::is_same_v<V, float>) {
+    if (v != v) return 0xFFFFFFFFu;
+    const uint32_t bits = std::bit_cast<uint32_t>(v + 0.0f);  // -0 -> +0
+    return (bits & 0x80000000u) != 0 ? ~bits : bits | 0x80000000u;
+  } else if constexpr (std::is_signed_v<V>) {
+    return static_cast<uint32_t>(static_cast<int64_t>(v) + (int64_t{1} << 31));
+  } else {
+    return static_cast<uint32_t>(v);
+  }
+}
+
+// Sorts the words by their high 32 bits, stably: LSD radix sort, a byte per
+// pass, a pass skipped where every word has the same byte. No data-dependent
+// branches (std::sort mispredicted every other compare on random keys: ~70
+// us per row of 1024).
+void radix_sort_high_words(std::vector<uint64_t>& words, std::vector<uint64_t>& scratch) {
+  const size_t n = words.size();
+  scratch.resize(n);
+  uint64_t* src = words.data();
+  uint64_t* dst = scratch.data();
+  for (int shift = 32; shift < 64; shift += 8) {
+    size_t start[256] = {};
+    for (size_t j = 0; j < n; ++j) ++start[(src[j] >> shift) & 0xFF];
+    if (start[(src[0] >> shift) & 0xFF] == n) continue;
+    size_t sum = 0;
+    for (size_t& s : start) {
+      const size_t count = s;
+      s = sum;
+      sum += count;
+    }
+    for (size_t j = 0; j < n; ++j) dst[start[(src[j] >> shift) & 0xFF]++] = src[j];
+    std::swap(src, dst);
+  }
+  if (src != words.data()) std::copy(src, src + n, words.data());
+}
+
+// The first `count` positions of the row in (largest first if `descending`)
+// order, ties by index, into perm; all of them sorted when count < len too.
+template <class V>
+void packed_order(std::vector<int64_t>& perm, const std::vector<V>& keys, bool descending, int64_t count) {
+  thread_local std::vector<uint64_t> words, scratch;
+  words.resize(keys.size());
+  const uint32_t flip = descending ? 0xFFFFFFFFu : 0u;
+  for (size_t j = 0; j < keys.size(); ++j) words[j] = uint64_t{order_image(keys[j]) ^ flip} << 32 | j;
+  if (count < static_cast<int64_t>(words.size())) {
+    std::partial_sort(words.begin(), words.begin() + count, words.end());
+  } else if (words.size() >= 64) {
+    radix_sort_high_words(words, scratch);
+  } else {
+    std::sort(words.begin(), words.end());
+  }
+  for (int64_t j = 0; j < count; ++j) perm[static_cast<size_t>(j)] = static_cast<int64_t>(words[static_cast<size_t>(j)] & 0xFFFFFFFFu);
+}
+
 }  // namespace
 
 void sort(const Shape& shape, const Operand& values, const Operand& indices, const Operand& in, bool descending) {
-  for_rows(shape, values, indices, in, shape.sizes[shape.ndim - 1], [&](auto& perm, const auto& keys) {
+  const int64_t len = shape.sizes[shape.ndim - 1];
+  for_rows(shape, values, indices, in, len, [&](auto& perm, const auto& keys) {
+    using V = typename std::remove_cvref_t<decltype(keys)>::value_type;
+    if constexpr (kPackable<V>) {
+      if (len <= UINT32_MAX) return packed_order(perm, keys, descending, len);
+    }
     std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
       return descending ? less_nan_last(keys[static_cast<size_t>(b)], keys[static_cast<size_t>(a)])
                         : less_nan_last(keys[static_cast<size_t>(a)], keys[static_cast<size_t>(b)]);
@@ -100,7 +175,12 @@ void sort(const Shape& shape, const Operand& values, const Operand& indices, con
 void topk(const Shape& shape, int64_t k, const Operand& values, const Operand& indices, const Operand& in,
           bool largest, bool sorted) {
   (void)sorted;  // the first k come out sorted either way (a valid order for sorted=False too)
+  const int64_t len = shape.sizes[shape.ndim - 1];
   for_rows(shape, values, indices, in, k, [&](auto& perm, const auto& keys) {
+    using V = typename std::remove_cvref_t<decltype(keys)>::value_type;
+    if constexpr (kPackable<V>) {
+      if (len <= UINT32_MAX) return packed_order(perm, keys, largest, k);
+    }
     // Ties keep the lower index first, so results are deterministic.
     auto cmp = [&](int64_t a, int64_t b) {
       const auto ka = keys[static_cast<size_t>(a)], kb = keys[static_cast<size_t>(b)];

@@ -1,13 +1,17 @@
 // arange/linspace, sort/topk and stream compaction against direct loops.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <numeric>
 #include <vector>
 
 #include "mlu_kernels/parallel.h"
 #include "mlu_kernels/select.h"
 #include "mlu_kernels/sequence.h"
 #include "mlu_kernels/sort.h"
+#include "random_views.h"
 
 namespace mlu::kernels {
 namespace {
@@ -69,6 +73,64 @@ TEST(Sort, RowsSortStablyWithNanLast) {
   topk(s, 2, Operand{tv.data(), ScalarType::Float32, krows}, Operand{ti.data(), ScalarType::Int64, krows},
        Operand{in.data(), ScalarType::Float32, rows}, true, true);
   EXPECT_EQ(ti, (std::vector<int64_t>{1, 0, 0, 1}));  // indices within each row
+}
+
+// Note [Packed sort keys]: sort and topk of rows with ties, NaNs (both
+// signs), +-0, infinities and denormals, in every dtype with a packed path
+// (and float64, which keeps the comparison sort), both directions: the
+// indices equal a stable sort that compares the values as PyTorch does (NaN
+// above everything, NaNs and zeros tie).
+TEST(Sort, PackedKeysGiveTheStableOrder) {
+  testutil::Rng rng(5);
+  const int64_t rows = 6, len = 301;
+  Shape s;
+  s.ndim = 2;
+  s.sizes[0] = rows;
+  s.sizes[1] = len;
+  Strides contiguous{};
+  contiguous.v[0] = len;
+  contiguous.v[1] = 1;
+  for (ScalarType type : {ScalarType::Float32, ScalarType::BFloat16, ScalarType::Float16, ScalarType::Int32,
+                          ScalarType::Int16, ScalarType::Int8, ScalarType::UInt8, ScalarType::Bool,
+                          ScalarType::Float64}) {
+    testutil::Buffer in(type, rows * len);
+    testutil::fill_random(in, rng, /*integer_safe=*/false);
+    for (int64_t i = 0; i < rows * len; i += 3) {  // ties: copies of earlier elements
+      const int64_t from = testutil::uniform(rng, 0, i);
+      std::memcpy(in.element(i), in.element(from), element_size(type));
+    }
+    for (bool descending : {false, true}) {
+      std::vector<int64_t> want(static_cast<size_t>(rows * len));
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t* w = want.data() + r * len;
+        std::iota(w, w + len, 0);
+        auto value = [&](int64_t j) { return testutil::element_value(type, in.element(r * len + j)); };
+        auto less = [](double a, double b) { return !std::isnan(a) && (std::isnan(b) || a < b); };
+        std::stable_sort(w, w + len, [&](int64_t a, int64_t b) {
+          return descending ? less(value(b), value(a)) : less(value(a), value(b));
+        });
+      }
+      testutil::Buffer values(type, rows * len);
+      std::vector<int64_t> indices(static_cast<size_t>(rows * len));
+      sort(s, Operand{values.data(), type, contiguous}, Operand{indices.data(), ScalarType::Int64, contiguous},
+           Operand{in.data(), type, contiguous}, descending);
+      ASSERT_EQ(indices, want) << scalar_type_name(type) << (descending ? " descending" : " ascending");
+      for (int64_t k : {int64_t{1}, int64_t{7}, len}) {
+        Strides k_rows{};
+        k_rows.v[0] = k;
+        k_rows.v[1] = 1;
+        testutil::Buffer top(type, rows * k);
+        std::vector<int64_t> top_indices(static_cast<size_t>(rows * k));
+        topk(s, k, Operand{top.data(), type, k_rows}, Operand{top_indices.data(), ScalarType::Int64, k_rows},
+             Operand{in.data(), type, contiguous}, descending, true);
+        for (int64_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(std::vector<int64_t>(top_indices.begin() + r * k, top_indices.begin() + (r + 1) * k),
+                    std::vector<int64_t>(want.begin() + r * len, want.begin() + r * len + k))
+              << scalar_type_name(type) << " topk " << k << (descending ? " largest" : " smallest") << " row " << r;
+        }
+      }
+    }
+  }
 }
 
 TEST(Select, NonzeroAndMaskedSelectInRowMajorOrder) {
