@@ -79,6 +79,10 @@ KNOWN_FAILURES = [
     # --- the CPU reference is less accurate than mlu ---
     *[KF(op, "test_compare_cpu", ("bfloat16",), "xfail", _CPU_BF16_LOG_SOFTMAX)
       for op in ("log_softmax", "masked.log_softmax", "nn.functional.cross_entropy")],
+    KF("linalg.householder_product", "test_compare_cpu_grad", ("float32",), "xfail",
+       "differs by design: an ill-conditioned float32 gradient; mlu's float sums (Note [Float chunks in sums]) "
+       "round differently from the CPU's cascade and one element differs by 1.8e-3 relative (tolerance 1e-3); "
+       "against the float64 gradient, mlu is 0.027 off at most, the CPU 0.041"),
 
     # --- random numbers: mlu's Philox streams differ from the CPU's mt19937 by design ---
     KF("randn", "test_compare_cpu", None, "xfail", f"{RNG}: mlu draws from its Philox generator"),
