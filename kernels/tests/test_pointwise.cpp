@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -248,72 +249,53 @@ TEST(Pointwise, FastFloatExpWithinTwoUlps) {
   RecordProperty("worst_ulp", std::to_string(worst));
 }
 
-// Note [Fast float tanh] (AVX-512): every 61st float up to 10 in magnitude
-// (tanh is 1 in float beyond 9.1), both signs, and the special values,
-// against tanh in double: at most 2 ulp; -0 stays -0.
-TEST(Pointwise, FastFloatTanhWithinTwoUlps) {
-  if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+// An odd function's AVX-512 float kernel over every 61st float below `limit`
+// in magnitude, both signs, plus `extra` values: NaN stays NaN, the sign
+// follows the input's (so -0 stays -0), and every result is within 2 ulp of
+// `exact` in double. Records the worst error.
+void expect_odd_within_two_ulps(PointwiseOp op, double (*exact_fn)(double), uint32_t limit,
+                                std::initializer_list<float> extra) {
   std::vector<float> x;
-  for (uint32_t bits = 0; bits < 0x41200000u; bits += 61) {
+  for (uint32_t bits = 0; bits < limit; bits += 61) {
     x.push_back(std::bit_cast<float>(bits));
     x.push_back(-std::bit_cast<float>(bits));
   }
-  // Interval edges (0.125, binades, 9.5 where the result turns to 1), a
-  // denormal, and the special values.
-  for (float v : {0.0f, -0.0f, 0.125f, 0.12499999f, 0.15625f, 1.0f, 0.99999994f, 8.0f, 9.5f, 9.500001f, 10.0f,
-                  1e-40f, -1e-40f, 20.0f, -1e30f, INFINITY, -INFINITY, NAN}) {
-    x.push_back(v);
-  }
-  const std::vector<float> y = run_float_avx512(PointwiseOp::Tanh, x);
+  x.insert(x.end(), extra);
+  for (float v : {0.0f, -0.0f, 1e-40f, -1e-40f, 20.0f, -1e30f, INFINITY, -INFINITY, NAN}) x.push_back(v);
+  const std::vector<float> y = run_float_avx512(op, x);
   double worst = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x[i])) {
       ASSERT_TRUE(std::isnan(y[i]));
       continue;
     }
-    const double exact = std::tanh(static_cast<double>(x[i]));
+    const double exact = exact_fn(static_cast<double>(x[i]));
     const float rounded = static_cast<float>(exact);
     const double ulp = std::max(static_cast<double>(std::nextafter(std::abs(rounded), INFINITY) - std::abs(rounded)),
                                 1.401298464e-45);
     const double error = std::abs(y[i] - exact) / ulp;
     worst = std::max(worst, error);
-    ASSERT_LE(error, 2.0) << "tanh(" << x[i] << ") = " << y[i] << ", exact " << exact;
+    ASSERT_LE(error, 2.0) << pointwise_name(op) << "(" << x[i] << ") = " << y[i] << ", exact " << exact;
     ASSERT_EQ(std::signbit(y[i]), std::signbit(x[i])) << x[i];
   }
-  RecordProperty("worst_ulp", std::to_string(worst));
+  ::testing::Test::RecordProperty("worst_ulp", std::to_string(worst));
 }
 
-// Note [Fast float erf] (AVX-512): every 61st float up to 4.5 in magnitude
-// (erf is 1 in float from 3.92 on), both signs, interval edges and the special
-// values, against erf in double: at most 2 ulp; -0 stays -0.
+// Note [Fast float tanh] (AVX-512): up to 10 in magnitude (tanh is 1 in float
+// beyond 9.1), with the interval edges (0.125, binades, 9.5 where the result
+// turns to 1).
+TEST(Pointwise, FastFloatTanhWithinTwoUlps) {
+  if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+  expect_odd_within_two_ulps(PointwiseOp::Tanh, [](double v) { return std::tanh(v); }, 0x41200000u,
+                             {0.125f, 0.12499999f, 0.15625f, 1.0f, 0.99999994f, 8.0f, 9.5f, 9.500001f, 10.0f});
+}
+
+// Note [Fast float erf] (AVX-512): up to 4.5 in magnitude (erf is 1 in float
+// from 3.92 on), with the interval edges.
 TEST(Pointwise, FastFloatErfWithinTwoUlps) {
   if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
-  std::vector<float> x;
-  for (uint32_t bits = 0; bits < 0x40900000u; bits += 61) {
-    x.push_back(std::bit_cast<float>(bits));
-    x.push_back(-std::bit_cast<float>(bits));
-  }
-  for (float v : {0.0f, -0.0f, 0.125f, 0.12499999f, 1.0f, 0.99999994f, 3.9999998f, 4.0f, 1e-40f, -1e-40f, 20.0f,
-                  -1e30f, INFINITY, -INFINITY, NAN}) {
-    x.push_back(v);
-  }
-  const std::vector<float> y = run_float_avx512(PointwiseOp::Erf, x);
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i])) {
-      ASSERT_TRUE(std::isnan(y[i]));
-      continue;
-    }
-    const double exact = std::erf(static_cast<double>(x[i]));
-    const float rounded = static_cast<float>(exact);
-    const double ulp = std::max(static_cast<double>(std::nextafter(std::abs(rounded), INFINITY) - std::abs(rounded)),
-                                1.401298464e-45);
-    const double error = std::abs(y[i] - exact) / ulp;
-    worst = std::max(worst, error);
-    ASSERT_LE(error, 2.0) << "erf(" << x[i] << ") = " << y[i] << ", exact " << exact;
-    ASSERT_EQ(std::signbit(y[i]), std::signbit(x[i])) << x[i];
-  }
-  RecordProperty("worst_ulp", std::to_string(worst));
+  expect_odd_within_two_ulps(PointwiseOp::Erf, [](double v) { return std::erf(v); }, 0x40900000u,
+                             {0.125f, 0.12499999f, 1.0f, 0.99999994f, 3.9999998f, 4.0f});
 }
 
 // Note [Fast float log] (AVX-512): every 61st positive float (denormals

@@ -107,12 +107,13 @@ inline constexpr bool kLaneStep = std::is_same_v<Op, ro::Sum> || std::is_same_v<
 // Op::step of those ops on lanes, spelled out here rather than instantiating
 // accumulate.h's templates on a vector type: those would be one symbol shared
 // by the per-ISA builds of this file (an ODR hazard, and a psABI change).
-template <class Op>
-inline void lane_step(EightDoubles& a, const EightDoubles& x) {  // by reference: no vector in the ABI
+// V: EightDoubles, or FloatLanes (Note [Float chunks in sums]).
+template <class Op, class V>
+inline void lane_step(V& a, const V& x) {  // by reference: no vector in the ABI
   if constexpr (std::is_same_v<Op, ro::Prod>) {
     a *= x;
   } else if constexpr (std::is_same_v<Op, ro::Norm1>) {
-    a += x < 0.0 ? -x : x;
+    a += x < V{} ? -x : x;
   } else if constexpr (std::is_same_v<Op, ro::Norm2>) {
     a += x * x;
   } else {
@@ -149,19 +150,6 @@ inline void lane_step(EightDoubles& a, const EightDoubles& x) {  // by reference
 // eighth factor of the whole row) overflow first.
 constexpr int64_t kChunk = 1024;
 
-template <class Op>
-inline void float_lane_step(FloatLanes& a, const FloatLanes& x) {  // by reference: no vector in the ABI
-  if constexpr (std::is_same_v<Op, ro::Prod>) {
-    a *= x;
-  } else if constexpr (std::is_same_v<Op, ro::Norm1>) {
-    a += x < 0.0f ? -x : x;
-  } else if constexpr (std::is_same_v<Op, ro::Norm2>) {
-    a += x * x;
-  } else {
-    a += x;
-  }
-}
-
 // Folds the whole chunks of 64 elements at p into lanes; returns how many
 // elements it folded.
 template <class Op, class S>
@@ -183,7 +171,7 @@ int64_t fold_float_chunks(const S* p, int64_t n, EightDoubles (&lanes)[4]) {
       for (int v = 0; v < 4; ++v) {
         FloatLanes x;
         std::memcpy(&x, src + j + 16 * v, sizeof x);
-        float_lane_step<Op>(part[v], x);
+        lane_step<Op>(part[v], x);
       }
     }
     for (int v = 0; v < 4; ++v) {
