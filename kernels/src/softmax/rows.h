@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include "mlu_kernels/half.h"
+
 namespace mlu::kernels::detail {
 
 // Columns per block of the column routines.
@@ -26,9 +28,19 @@ struct SoftmaxRowFns {
                            int64_t out_step, int64_t len, int64_t width, bool log);
 };
 
+// The column routines on BFloat16 storage, computing in float (Note
+// [Softmax by columns]): no converted copies of the blocks.
+struct SoftmaxBFloat16Columns {
+  void (*forward_columns)(BFloat16* out, int64_t out_step, const BFloat16* in, int64_t in_step, int64_t len,
+                          int64_t width, bool log);
+  void (*backward_columns)(BFloat16* grad_input, int64_t gi_step, const BFloat16* grad, int64_t grad_step,
+                           const BFloat16* output, int64_t out_step, int64_t len, int64_t width, bool log);
+};
+
 struct SoftmaxRows {
   SoftmaxRowFns<float> f;
   SoftmaxRowFns<double> d;
+  SoftmaxBFloat16Columns bf16;
 };
 
 }  // namespace mlu::kernels::detail

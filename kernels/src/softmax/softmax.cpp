@@ -180,13 +180,16 @@ bool by_columns(const RowLayout& layout, int n_ops) {
   return layout.len <= (int64_t{1} << 16);
 }
 
+template <class S>
+constexpr ScalarType kStorage = std::is_same_v<S, BFloat16> ? ScalarType::BFloat16 : kCompute<S>;
+
 // Runs `block(ptrs, steps, len, width)` on every block of up to kColumns
-// columns. An operand in the compute type is used in place (element j of
-// column c at ptr + j * step + c); others are converted into a per-thread
-// buffer by one 2-D copy() and, for operand 0, back, spans of up to 4 blocks
-// at a time (about 1 MB per buffer: fewer, longer rows for copy()). Operand 0
-// is written, the others read.
-template <class T, int N, class Block>
+// columns, the block routine taking elements of type S. An operand of type S
+// is used in place (element j of column c at ptr + j * step + c); others are
+// converted into a per-thread buffer by one 2-D copy() and, for operand 0,
+// back, spans of up to 4 blocks at a time (about 1 MB per buffer: fewer,
+// longer rows for copy()). Operand 0 is written, the others read.
+template <class S, int N, class Block>
 void for_each_column_block(const RowLayout& layout, const Operand* const (&ops)[N], Block&& block) {
   constexpr int64_t kCols = detail::kColumns;
   const int last = layout.rest.ndim - 1;
@@ -194,20 +197,20 @@ void for_each_column_block(const RowLayout& layout, const Operand* const (&ops)[
   Shape outer = layout.rest;
   outer.ndim = last;
   bool direct[N], all_direct = true;
-  for (int k = 0; k < N; ++k) all_direct &= direct[k] = ops[k]->dtype == kCompute<T>;
-  const int64_t fit = (int64_t{1} << 20) / (len * static_cast<int64_t>(sizeof(T))) / kCols * kCols;
+  for (int k = 0; k < N; ++k) all_direct &= direct[k] = ops[k]->dtype == kStorage<S>;
+  const int64_t fit = (int64_t{1} << 20) / (len * static_cast<int64_t>(sizeof(S))) / kCols * kCols;
   const int64_t span = all_direct ? kCols : std::clamp<int64_t>(fit, kCols, 4 * kCols);
   const int64_t spans_per_row = (inner + span - 1) / span;
   const int64_t spans = numel(outer) * spans_per_row;
   parallel_for(0, spans, std::max<int64_t>(1, 32768 / (len * span)), [&](int64_t begin, int64_t end) {
-    std::vector<T> buffers[N];
+    std::vector<S> buffers[N];
     for (int k = 0; k < N; ++k) {
       if (!direct[k]) buffers[k].resize(static_cast<size_t>(len * span));
     }
     for (int64_t b = begin; b < end; ++b) {
       const int64_t o = b / spans_per_row, c0 = (b % spans_per_row) * span;
       const int64_t width = std::min(span, inner - c0);
-      T* ptr[N];
+      S* ptr[N];
       int64_t step[N];
       unsigned char* at[N];
       Shape shape;
@@ -221,7 +224,7 @@ void for_each_column_block(const RowLayout& layout, const Operand* const (&ops)[
         const int64_t offset = detail::unravel_offset(o, outer, layout.strides[k]) + c0;
         at[k] = static_cast<unsigned char*>(ops[k]->data) + offset * static_cast<int64_t>(element_size(ops[k]->dtype));
         if (direct[k]) {
-          ptr[k] = reinterpret_cast<T*>(at[k]);
+          ptr[k] = reinterpret_cast<S*>(at[k]);
           step[k] = layout.step[k];
           continue;
         }
@@ -229,20 +232,25 @@ void for_each_column_block(const RowLayout& layout, const Operand* const (&ops)[
         step[k] = width;
         op_strides.v[0] = layout.step[k];
         op_strides.v[1] = 1;
-        if (k > 0) copy(ptr[k], kCompute<T>, buffer_strides, at[k], ops[k]->dtype, op_strides, shape);
+        if (k > 0) copy(ptr[k], kStorage<S>, buffer_strides, at[k], ops[k]->dtype, op_strides, shape);
       }
       for (int64_t c = 0; c < width; c += kCols) {
-        T* sub[N];
+        S* sub[N];
         for (int k = 0; k < N; ++k) sub[k] = ptr[k] + c;
         block(sub, step, len, std::min(kCols, width - c));
       }
       if (!direct[0]) {
         op_strides.v[0] = layout.step[0];
         op_strides.v[1] = 1;
-        copy(at[0], ops[0]->dtype, op_strides, ptr[0], kCompute<T>, buffer_strides, shape);
+        copy(at[0], ops[0]->dtype, op_strides, ptr[0], kStorage<S>, buffer_strides, shape);
       }
     }
   });
+}
+
+template <int N>
+bool all_bfloat16(const Operand* const (&ops)[N]) {
+  return std::all_of(ops, ops + N, [](const Operand* op) { return op->dtype == ScalarType::BFloat16; });
 }
 
 template <class T>
@@ -272,6 +280,14 @@ void softmax(const Shape& shape, int dim, const Operand& out, const Operand& in,
     const auto& fns = row_fns<T>();
     const RowLayout layout = row_layout(shape, dim, ops, 2);
     if (by_columns(layout, 2)) {
+      if (all_bfloat16(ops)) {  // Note [Softmax by columns]: converted in the column routine
+        const auto& columns = active_rows().bf16;
+        for_each_column_block<BFloat16, 2>(
+            layout, ops, [&](BFloat16* const* p, const int64_t* step, int64_t len, int64_t width) {
+              columns.forward_columns(p[0], step[0], p[1], step[1], len, width, log);
+            });
+        return;
+      }
       for_each_column_block<T, 2>(layout, ops, [&](T* const* p, const int64_t* step, int64_t len, int64_t width) {
         fns.forward_columns(p[0], step[0], p[1], step[1], len, width, log);
       });
@@ -289,6 +305,14 @@ void softmax_backward(const Shape& shape, int dim, const Operand& grad_input, co
     const auto& fns = row_fns<T>();
     const RowLayout layout = row_layout(shape, dim, ops, 3);
     if (by_columns(layout, 3)) {
+      if (all_bfloat16(ops)) {
+        const auto& columns = active_rows().bf16;
+        for_each_column_block<BFloat16, 3>(
+            layout, ops, [&](BFloat16* const* p, const int64_t* step, int64_t len, int64_t width) {
+              columns.backward_columns(p[0], step[0], p[1], step[1], p[2], step[2], len, width, log);
+            });
+        return;
+      }
       for_each_column_block<T, 3>(layout, ops, [&](T* const* p, const int64_t* step, int64_t len, int64_t width) {
         fns.backward_columns(p[0], step[0], p[1], step[1], p[2], step[2], len, width, log);
       });

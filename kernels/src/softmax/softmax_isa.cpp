@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "../pointwise/vector_math.h"
 #include "rows.h"
@@ -105,57 +106,102 @@ void backward(T* grad_input, const T* grad, const T* output, int64_t len, bool l
 // contiguous segments (vectorised across the columns), as the CPU's
 // _vec_softmax does: the max, then exp(x - max) with its sum (stored for
 // softmax), then the scaling. Each column sums in order, like the CPU.
-template <class T>
-void forward_columns(T* out, int64_t out_step, const T* in, int64_t in_step, int64_t len, int64_t width, bool log) {
+//
+// The storage type S is T, or BFloat16 with T = float: then elements are
+// widened as they are loaded and rounded as they are stored, in the same
+// loops (no converted copy of the block), and softmax keeps its
+// exponentials in a per-thread float buffer, so each output is rounded once,
+// as on the CPU.
+template <class T, class S>
+inline T load(S x) {
+  if constexpr (std::is_same_v<S, T>) {
+    return x;
+  } else {
+    return to_float(x);
+  }
+}
+
+template <class S, class T>
+inline S store(T x) {
+  if constexpr (std::is_same_v<S, T>) {
+    return x;
+  } else {
+    return bfloat16_from_float(x);
+  }
+}
+
+template <class T, class S>
+void forward_columns(S* out, int64_t out_step, const S* in, int64_t in_step, int64_t len, int64_t width, bool log) {
   constexpr int64_t kCols = detail::kColumns;
+  constexpr bool kConverted = !std::is_same_v<S, T>;
   T max[kCols], sum[kCols] = {}, e[kCols];
   for (int64_t c = 0; c < width; ++c) max[c] = -std::numeric_limits<T>::infinity();
   for (int64_t j = 0; j < len; ++j) {
-    const T* x = in + j * in_step;
-    for (int64_t c = 0; c < width; ++c) max[c] = ((x[c] != x[c]) | (x[c] > max[c])) ? x[c] : max[c];
+    const S* x = in + j * in_step;
+    for (int64_t c = 0; c < width; ++c) {
+      const T v = load<T>(x[c]);
+      max[c] = ((v != v) | (v > max[c])) ? v : max[c];
+    }
+  }
+  // Softmax's exponentials: in the output, or for a converted output in a
+  // float buffer (len rows of `width`).
+  thread_local std::vector<T> exps;
+  T* kept = nullptr;
+  int64_t kept_step = 0;
+  if (!log) {
+    if constexpr (kConverted) {
+      if (exps.size() < static_cast<size_t>(len * width)) exps.resize(static_cast<size_t>(len * width));
+      kept = exps.data();
+      kept_step = width;
+    } else {
+      kept = out;
+      kept_step = out_step;
+    }
   }
   for (int64_t j = 0; j < len; ++j) {
-    const T* x = in + j * in_step;
-    for (int64_t c = 0; c < width; ++c) e[c] = x[c] - max[c];
+    const S* x = in + j * in_step;
+    for (int64_t c = 0; c < width; ++c) e[c] = load<T>(x[c]) - max[c];
     map1<T, Exp<T>::fn>(width, e, e);
     for (int64_t c = 0; c < width; ++c) sum[c] += e[c];
-    if (!log) std::copy_n(e, width, out + j * out_step);
+    if (!log) std::copy_n(e, width, kept + j * kept_step);
   }
   if (log) {
     for (int64_t c = 0; c < width; ++c) sum[c] = std::log(sum[c]);
     for (int64_t j = 0; j < len; ++j) {
-      const T* x = in + j * in_step;
-      T* o = out + j * out_step;
-      for (int64_t c = 0; c < width; ++c) o[c] = x[c] - max[c] - sum[c];
+      const S* x = in + j * in_step;
+      S* o = out + j * out_step;
+      for (int64_t c = 0; c < width; ++c) o[c] = store<S>(load<T>(x[c]) - max[c] - sum[c]);
     }
     return;
   }
   for (int64_t c = 0; c < width; ++c) sum[c] = T(1) / sum[c];
   for (int64_t j = 0; j < len; ++j) {
-    T* o = out + j * out_step;
-    for (int64_t c = 0; c < width; ++c) o[c] *= sum[c];
+    const T* k = kept + j * kept_step;
+    S* o = out + j * out_step;
+    for (int64_t c = 0; c < width; ++c) o[c] = store<S>(k[c] * sum[c]);
   }
 }
 
-template <class T>
-void backward_columns(T* grad_input, int64_t gi_step, const T* grad, int64_t grad_step, const T* output,
+template <class T, class S>
+void backward_columns(S* grad_input, int64_t gi_step, const S* grad, int64_t grad_step, const S* output,
                       int64_t out_step, int64_t len, int64_t width, bool log) {
   constexpr int64_t kCols = detail::kColumns;
-  T sum[kCols] = {}, e[kCols];
+  T sum[kCols] = {}, e[kCols], o[kCols];
   for (int64_t j = 0; j < len; ++j) {
-    const T* g = grad + j * grad_step;
-    const T* o = output + j * out_step;
-    for (int64_t c = 0; c < width; ++c) sum[c] += log ? g[c] : g[c] * o[c];
+    const S* g = grad + j * grad_step;
+    const S* y = output + j * out_step;
+    for (int64_t c = 0; c < width; ++c) sum[c] += log ? load<T>(g[c]) : load<T>(g[c]) * load<T>(y[c]);
   }
   for (int64_t j = 0; j < len; ++j) {
-    const T* g = grad + j * grad_step;
-    const T* o = output + j * out_step;
-    T* gi = grad_input + j * gi_step;
+    const S* g = grad + j * grad_step;
+    const S* y = output + j * out_step;
+    S* gi = grad_input + j * gi_step;
+    for (int64_t c = 0; c < width; ++c) o[c] = load<T>(y[c]);
     if (log) {
       map1<T, Exp<T>::fn>(width, e, o);
-      for (int64_t c = 0; c < width; ++c) gi[c] = g[c] - e[c] * sum[c];
+      for (int64_t c = 0; c < width; ++c) gi[c] = store<S>(load<T>(g[c]) - e[c] * sum[c]);
     } else {
-      for (int64_t c = 0; c < width; ++c) gi[c] = o[c] * (g[c] - sum[c]);
+      for (int64_t c = 0; c < width; ++c) gi[c] = store<S>(o[c] * (load<T>(g[c]) - sum[c]));
     }
   }
 }
@@ -164,8 +210,9 @@ void backward_columns(T* grad_input, int64_t gi_step, const T* grad, int64_t gra
 
 const detail::SoftmaxRows& softmax_rows() {
   static const detail::SoftmaxRows rows{
-      {&forward<float>, &backward<float>, &forward_columns<float>, &backward_columns<float>},
-      {&forward<double>, &backward<double>, &forward_columns<double>, &backward_columns<double>}};
+      {&forward<float>, &backward<float>, &forward_columns<float, float>, &backward_columns<float, float>},
+      {&forward<double>, &backward<double>, &forward_columns<double, double>, &backward_columns<double, double>},
+      {&forward_columns<float, BFloat16>, &backward_columns<float, BFloat16>}};
   return rows;
 }
 
