@@ -1,0 +1,119 @@
+"""Matrix products on mlu against stock PyTorch on the CPU (same machine, same run).
+
+Cases (issue 6's GEMM targets): torch.mm on square float32 and bfloat16 matrices of 256..4096,
+a batch of 64 small 64x64 products (torch.bmm), and the shapes a transformer and an MLP
+training step issue (linear forward/backward as mm with transposed operands, mv).
+
+Timing as in bench_ops.py: one warm-up call per device, then batches of k calls (mlu batches end
+with torch.mlu.synchronize()), the median batch per device; --repeat R runs the list R times and
+reports the median of the passes. The devices are timed one after the other. GFLOP/s = 2 m n k
+(times the batch) / time. ratio = cpu time / mlu time (above 1: mlu faster).
+
+    python benchmarks/bench_gemm.py [--cases 'mm_f32_*'] [--repeat 3] [--min-time 0.5]
+        [--out benchmarks/results/bench_gemm.json]
+"""
+import argparse
+import fnmatch
+import json
+import os
+import platform
+import statistics
+import time
+
+import torch
+
+import torch_mlu  # noqa: F401 - registers the mlu device
+
+
+def square(n, dtype):
+    return lambda: ((torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)), torch.mm, 2 * n ** 3)
+
+
+def shaped(fn, shapes, flops, dtype=torch.float32):
+    def build():
+        return tuple(s().to(dtype) if callable(s) else torch.randn(*s).to(dtype) for s in shapes), fn, flops
+    return build
+
+
+CASES = {}
+for n in (256, 512, 1024, 2048, 4096):
+    CASES[f"mm_f32_{n}"] = square(n, torch.float32)
+for n in (256, 512, 1024, 2048, 4096):
+    CASES[f"mm_bf16_{n}"] = square(n, torch.bfloat16)
+CASES["bmm_f32_64x64x64x64"] = shaped(torch.bmm, [(64, 64, 64), (64, 64, 64)], 2 * 64 ** 4)
+CASES["bmm_bf16_64x64x64x64"] = shaped(torch.bmm, [(64, 64, 64), (64, 64, 64)], 2 * 64 ** 4, torch.bfloat16)
+# A GPT-mini layer (batch 8 x seq 256 tokens, width 256, MLP 1024): forward, input and weight gradients.
+CASES["linear_fwd_2048x256x1024"] = shaped(lambda x, w: torch.nn.functional.linear(x, w),
+                                           [(2048, 256), (1024, 256)], 2 * 2048 * 256 * 1024)
+CASES["linear_dgrad_2048x1024x256"] = shaped(torch.mm, [(2048, 1024), (1024, 256)], 2 * 2048 * 1024 * 256)
+CASES["linear_wgrad_1024x2048x256"] = shaped(lambda g, x: torch.mm(g.t(), x), [(2048, 1024), (2048, 256)],
+                                             2 * 2048 * 1024 * 256)
+CASES["attn_scores_bmm_32x256x64x256"] = shaped(lambda q, k: torch.bmm(q, k.transpose(1, 2)),
+                                                [(32, 256, 64), (32, 256, 64)], 2 * 32 * 256 * 64 * 256)
+CASES["mv_f32_4096x4096"] = shaped(torch.mv, [(4096, 4096), (4096,)], 2 * 4096 * 4096)
+
+
+def measure(fn, args, sync, min_time, min_reps=5):
+    fn(*args)
+    sync()
+    start = time.perf_counter()
+    fn(*args)
+    sync()
+    single = max(time.perf_counter() - start, 1e-7)
+    k = max(1, min(10000, int(min_time / min_reps / single)))
+    runs = []
+    begin = time.perf_counter()
+    while len(runs) < min_reps or (time.perf_counter() - begin < min_time and len(runs) < 30):
+        t = time.perf_counter()
+        for _ in range(k):
+            fn(*args)
+        sync()
+        runs.append((time.perf_counter() - t) / k)
+    return statistics.median(runs)
+
+
+def run_case(name, build, min_time):
+    torch.manual_seed(0)
+    args, fn, flops = build()
+    cpu = measure(fn, args, lambda: None, min_time)
+    margs = tuple(a.to("mlu") for a in args)
+    torch_mlu.reset_fallback_report()
+    fn(*margs)
+    torch.mlu.synchronize()
+    fallback = torch_mlu.fallback_report()
+    mlu = measure(fn, margs, torch.mlu.synchronize, min_time)
+    return {"case": name, "cpu_us": cpu * 1e6, "mlu_us": mlu * 1e6, "ratio": cpu / mlu,
+            "cpu_gflops": flops / cpu / 1e9, "mlu_gflops": flops / mlu / 1e9, "native": not fallback}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default="*", help="comma-separated glob patterns over the case names")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--min-time", type=float, default=0.5, help="seconds per device and case")
+    parser.add_argument("--out", default="benchmarks/results/bench_gemm.json")
+    args = parser.parse_args()
+    patterns = args.cases.split(",")
+    names = [n for n in CASES if any(fnmatch.fnmatch(n, p) for p in patterns)]
+    passes = [[run_case(n, CASES[n], args.min_time) for n in names] for _ in range(args.repeat)]
+    results = []
+    for i, name in enumerate(names):
+        runs = [p[i] for p in passes]
+        case = dict(runs[0])
+        for key in ("cpu_us", "mlu_us", "ratio", "cpu_gflops", "mlu_gflops"):
+            case[key] = round(statistics.median(r[key] for r in runs), 4)
+        case["pass_ratios"] = [round(r["ratio"], 3) for r in runs]
+        results.append(case)
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
+                   "threads": torch.get_num_threads(), "repeat": args.repeat, "cases": results}, f, indent=1)
+    print(f"{'case':34s} {'cpu us':>11s} {'mlu us':>11s} {'cpu GF/s':>9s} {'mlu GF/s':>9s} {'ratio':>6s}")
+    for c in results:
+        print(f"{c['case']:34s} {c['cpu_us']:11.1f} {c['mlu_us']:11.1f} {c['cpu_gflops']:9.1f} "
+              f"{c['mlu_gflops']:9.1f} {c['ratio']:6.2f}{'' if c['native'] else '  (fallback)'}")
+    print(f"(ratio = cpu time / mlu time; medians of batches, median of {args.repeat} pass(es); written to {args.out})")
+
+
+if __name__ == "__main__":
+    main()

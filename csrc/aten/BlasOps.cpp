@@ -1,0 +1,299 @@
+// Matrix products on mlu (mlu_kernels/gemm.h): mm, bmm, addmm, baddbmm,
+// addmv (and through it mv), addbmm, dot / vdot. PyTorch's meta functions
+// check shapes and dtypes and size the results; the GEMM runs on the current
+// stream. matmul, linear, einsum, outer, inner and tensordot are composites
+// that lower to these. Other dtypes (integers, complex) take the CPU fallback.
+//
+// Note [addmm's self]
+// addmm(self, m1, m2, beta, alpha) = beta * self + alpha * m1 @ m2 with self
+// broadcast to the result: unless the result is self (in place), self is
+// first copied into the result (an mlu copy, in queue order), then the GEMM
+// scales it by beta. beta == 0 skips the copy and the GEMM does not read the
+// result, so NaN in self does not propagate (as on the CPU and CUDA).
+#include <ATen/ops/addbmm_native.h>
+#include <ATen/ops/addmm_meta.h>
+#include <ATen/ops/addmv_meta.h>
+#include <ATen/ops/baddbmm_meta.h>
+#include <ATen/ops/bmm_meta.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/mm_meta.h>
+#include <mlu_kernels/gemm.h>
+
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/aten/StructuredPointwise.h"
+
+namespace torch_mlu {
+namespace {
+
+namespace k = mlu::kernels;
+using T = const at::Tensor&;
+using S = const at::Scalar&;
+
+bool has_gemm(const at::Tensor& t) {
+  const auto type = kernel_dtype(t.scalar_type());
+  return type.has_value() && k::gemm_supports(*type);
+}
+
+template <class... Ts>
+bool all_have_gemm(const Ts&... ts) {
+  return (has_gemm(ts) && ...);
+}
+
+// The same device check PyTorch's CUDA kernels make (TensorIterator's text).
+void check_same_device(const char* op, std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors) {
+  const at::Tensor& first = tensors.begin()->get();
+  for (const at::Tensor& t : tensors) {
+    TORCH_CHECK(!t.defined() || t.device() == first.device(),
+                "Expected all tensors to be on the same device, but found at least two devices, ", first.device(),
+                " and ", t.device(), "! (when checking arguments for ", op, ")");
+  }
+}
+
+// Matrix i of a 2-D (i ignored) or 3-D tensor as a kernel view.
+k::MatrixView matrix(const at::Tensor& t) {
+  const int64_t d = t.dim();
+  return {const_cast<void*>(t.const_data_ptr()), t.stride(d - 2), t.stride(d - 1)};
+}
+
+int64_t batch_stride(const at::Tensor& t) { return t.dim() == 3 ? t.stride(0) : 0; }
+
+// result (2-D or 3-D) = beta * result + alpha * m1 @ m2, batched over dim 0
+// for 3-D operands.
+// The operands' dtypes must agree (the kernel reads all three as one dtype);
+// the checks and texts are the CPU's (some are in its impls, not its metas).
+void check_dtypes(const at::Tensor& result, const at::Tensor& m1, const at::Tensor& m2) {
+  if (result.dim() == 3) {
+    TORCH_CHECK(m1.scalar_type() == m2.scalar_type(), "expected scalar type ", m1.scalar_type(), " but found ",
+                m2.scalar_type());
+  } else {
+    TORCH_CHECK(m1.scalar_type() == m2.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
+                m1.dtype(), " != ", m2.dtype());
+  }
+  TORCH_CHECK(result.scalar_type() == m1.scalar_type(), "Expected out tensor to have dtype ", m1.dtype(),
+              ", but got ", result.dtype(), " instead");
+}
+
+void launch_gemm(const char* name, const at::Tensor& result, const at::Tensor& m1, const at::Tensor& m2,
+                 double beta, double alpha) {
+  check_dtypes(result, m1, m2);
+  if (result.numel() == 0) return;
+  k::GemmArgs args{};
+  args.dtype = require_kernel_dtype(result.scalar_type(), name);
+  const int64_t d = result.dim();
+  args.m = result.size(d - 2);
+  args.n = result.size(d - 1);
+  args.k = m1.size(-1);
+  args.alpha = alpha;
+  args.beta = beta;
+  args.a = matrix(m1);
+  args.b = matrix(m2);
+  args.c = matrix(result);
+  if (d == 3) {
+    args.batch = result.size(0);
+    args.batch_stride_a = batch_stride(m1);
+    args.batch_stride_b = batch_stride(m2);
+    args.batch_stride_c = batch_stride(result);
+  }
+  launch_kernel(result.device().index(), name, [=] { k::gemm(args); });
+}
+
+// Note [addmm's self]
+void add_product(const char* name, const at::Tensor& result, const at::Tensor& self, const at::Tensor& m1,
+                 const at::Tensor& m2, S beta, S alpha, bool in_place) {
+  const double b = beta.toDouble();
+  if (b != 0 && !in_place && result.numel() > 0) result.copy_(self.expand(result.sizes()));
+  launch_gemm(name, result, m1, m2, b, alpha.toDouble());
+}
+
+// Functional, in-place and out= forms of a structured op whose impl is
+// add_product(name, result, self, m1, m2, beta, alpha).
+template <class Meta>
+at::Tensor product(const char* name, T self, T m1, T m2, S beta, S alpha) {
+  c10::OptionalDeviceGuard guard(m1.device());
+  MLUFunctional<Meta> meta;
+  meta.meta(self, m1, m2, beta, alpha);
+  add_product(name, meta.output(), self, m1, m2, beta, alpha, false);
+  return std::move(meta.output());
+}
+
+template <class Meta>
+at::Tensor& product_(const char* name, at::Tensor& self, T m1, T m2, S beta, S alpha) {
+  c10::OptionalDeviceGuard guard(m1.device());
+  MLUInplace<Meta> meta(self);
+  meta.meta(self, m1, m2, beta, alpha);
+  add_product(name, self, self, m1, m2, beta, alpha, true);
+  return self;
+}
+
+template <class Meta>
+at::Tensor& product_out(const char* name, T self, T m1, T m2, S beta, S alpha, at::Tensor& out) {
+  c10::OptionalDeviceGuard guard(m1.device());
+  MLUOut<Meta> meta(out);
+  meta.meta(self, m1, m2, beta, alpha);
+  const at::Tensor& result = meta.maybe_get_output(0);
+  add_product(name, result, self, m1, m2, beta, alpha, result.is_same(self));
+  meta.finish();
+  return out;
+}
+
+// mm / bmm: the product alone (beta = 0: the result is not read).
+template <class Meta>
+at::Tensor plain_product(const char* name, T self, T mat2) {
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUFunctional<Meta> meta;
+  meta.meta(self, mat2);
+  launch_gemm(name, meta.output(), self, mat2, 0.0, 1.0);
+  return std::move(meta.output());
+}
+
+template <class Meta>
+at::Tensor& plain_product_out(const char* name, T self, T mat2, at::Tensor& out) {
+  c10::OptionalDeviceGuard guard(self.device());
+  MLUOut<Meta> meta(out);
+  meta.meta(self, mat2);
+  launch_gemm(name, meta.maybe_get_output(0), self, mat2, 0.0, 1.0);
+  meta.finish();
+  return out;
+}
+
+// addmv: result (n) = beta * self + alpha * mat (n x m) @ vec (m), as a GEMM
+// with one column.
+void add_matrix_vector(const at::Tensor& result, const at::Tensor& self, const at::Tensor& mat,
+                       const at::Tensor& vec, S beta, S alpha) {
+  add_product("addmv", result.unsqueeze(1), self.dim() == 1 ? self.unsqueeze(1) : self, mat, vec.unsqueeze(1),
+              beta, alpha, result.is_same(self));
+}
+
+// dot / vdot on real dtypes: a 1 x 1 GEMM, checked as on the CPU.
+at::Tensor dot(const char* name, T self, T other) {
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
+              other.dim(), "D tensors");
+  TORCH_CHECK(self.scalar_type() == other.scalar_type(), name,
+              " : expected both vectors to have same dtype, but found ", self.scalar_type(), " and ",
+              other.scalar_type());
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
+              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(),
+              " and ", other.numel(), " elements respectively");
+  check_same_device(name, {self, other});
+  c10::OptionalDeviceGuard guard(self.device());
+  at::Tensor result = at::empty({}, self.options());
+  launch_gemm(name, result.view({1, 1}), self.unsqueeze(0), other.unsqueeze(1), 0.0, 1.0);
+  return result;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("mm", [](T self, T mat2) {
+    if (!all_have_gemm(self, mat2)) return cpu_fallback<at::Tensor(T, T)>("aten::mm", self, mat2);
+    check_same_device("mm", {self, mat2});
+    return plain_product<at::meta::structured_mm>("mm", self, mat2);
+  });
+  m.impl("mm.out", [](T self, T mat2, at::Tensor& out) -> at::Tensor& {
+    if (!all_have_gemm(self, mat2, out)) return cpu_fallback<at::Tensor&(T, T, at::Tensor&)>("aten::mm.out", self, mat2, out);
+    check_same_device("mm", {self, mat2, out});
+    return plain_product_out<at::meta::structured_mm>("mm", self, mat2, out);
+  });
+  m.impl("bmm", [](T self, T mat2) {
+    if (!all_have_gemm(self, mat2)) return cpu_fallback<at::Tensor(T, T)>("aten::bmm", self, mat2);
+    check_same_device("bmm", {self, mat2});
+    return plain_product<at::meta::structured_bmm>("bmm", self, mat2);
+  });
+  m.impl("bmm.out", [](T self, T mat2, at::Tensor& out) -> at::Tensor& {
+    if (!all_have_gemm(self, mat2, out)) return cpu_fallback<at::Tensor&(T, T, at::Tensor&)>("aten::bmm.out", self, mat2, out);
+    check_same_device("bmm", {self, mat2, out});
+    return plain_product_out<at::meta::structured_bmm>("bmm", self, mat2, out);
+  });
+  m.impl("addmm", [](T self, T m1, T m2, S beta, S alpha) {
+    if (!all_have_gemm(self, m1, m2)) {
+      return cpu_fallback<at::Tensor(T, T, T, S, S)>("aten::addmm", self, m1, m2, beta, alpha);
+    }
+    check_same_device("addmm", {self, m1, m2});
+    return product<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha);
+  });
+  m.impl("addmm_", [](at::Tensor& self, T m1, T m2, S beta, S alpha) -> at::Tensor& {
+    if (!all_have_gemm(self, m1, m2)) {
+      return cpu_fallback<at::Tensor&(at::Tensor&, T, T, S, S)>("aten::addmm_", self, m1, m2, beta, alpha);
+    }
+    check_same_device("addmm_", {self, m1, m2});
+    return product_<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha);
+  });
+  m.impl("addmm.out", [](T self, T m1, T m2, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
+    if (!all_have_gemm(self, m1, m2, out)) {
+      return cpu_fallback<at::Tensor&(T, T, T, S, S, at::Tensor&)>("aten::addmm.out", self, m1, m2, beta, alpha, out);
+    }
+    check_same_device("addmm", {self, m1, m2, out});
+    return product_out<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha, out);
+  });
+  m.impl("baddbmm", [](T self, T b1, T b2, S beta, S alpha) {
+    if (!all_have_gemm(self, b1, b2)) {
+      return cpu_fallback<at::Tensor(T, T, T, S, S)>("aten::baddbmm", self, b1, b2, beta, alpha);
+    }
+    check_same_device("baddbmm", {self, b1, b2});
+    return product<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha);
+  });
+  m.impl("baddbmm_", [](at::Tensor& self, T b1, T b2, S beta, S alpha) -> at::Tensor& {
+    if (!all_have_gemm(self, b1, b2)) {
+      return cpu_fallback<at::Tensor&(at::Tensor&, T, T, S, S)>("aten::baddbmm_", self, b1, b2, beta, alpha);
+    }
+    check_same_device("baddbmm_", {self, b1, b2});
+    return product_<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha);
+  });
+  m.impl("baddbmm.out", [](T self, T b1, T b2, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
+    if (!all_have_gemm(self, b1, b2, out)) {
+      return cpu_fallback<at::Tensor&(T, T, T, S, S, at::Tensor&)>("aten::baddbmm.out", self, b1, b2, beta, alpha,
+                                                                   out);
+    }
+    check_same_device("baddbmm", {self, b1, b2, out});
+    return product_out<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha, out);
+  });
+  m.impl("addmv", [](T self, T mat, T vec, S beta, S alpha) {
+    if (!all_have_gemm(self, mat, vec)) {
+      return cpu_fallback<at::Tensor(T, T, T, S, S)>("aten::addmv", self, mat, vec, beta, alpha);
+    }
+    check_same_device("addmv", {self, mat, vec});
+    c10::OptionalDeviceGuard guard(mat.device());
+    MLUFunctional<at::meta::structured_addmv> meta;
+    meta.meta(self, mat, vec, beta, alpha);
+    add_matrix_vector(meta.output(), self, mat, vec, beta, alpha);
+    return std::move(meta.output());
+  });
+  m.impl("addmv_", [](at::Tensor& self, T mat, T vec, S beta, S alpha) -> at::Tensor& {
+    if (!all_have_gemm(self, mat, vec)) {
+      return cpu_fallback<at::Tensor&(at::Tensor&, T, T, S, S)>("aten::addmv_", self, mat, vec, beta, alpha);
+    }
+    check_same_device("addmv_", {self, mat, vec});
+    c10::OptionalDeviceGuard guard(mat.device());
+    MLUInplace<at::meta::structured_addmv> meta(self);
+    meta.meta(self, mat, vec, beta, alpha);
+    add_matrix_vector(self, self, mat, vec, beta, alpha);
+    return self;
+  });
+  m.impl("addmv.out", [](T self, T mat, T vec, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
+    if (!all_have_gemm(self, mat, vec, out)) {
+      return cpu_fallback<at::Tensor&(T, T, T, S, S, at::Tensor&)>("aten::addmv.out", self, mat, vec, beta, alpha, out);
+    }
+    check_same_device("addmv", {self, mat, vec, out});
+    c10::OptionalDeviceGuard guard(mat.device());
+    MLUOut<at::meta::structured_addmv> meta(out);
+    meta.meta(self, mat, vec, beta, alpha);
+    add_matrix_vector(meta.maybe_get_output(0), self, mat, vec, beta, alpha);
+    meta.finish();
+    return out;
+  });
+  // addbmm: PyTorch's device-generic implementation (beta * self, then one
+  // addmm_ per batch, which lands on the native addmm_ above).
+  m.impl("addbmm", TORCH_FN(at::native::addbmm));
+  m.impl("addbmm_", TORCH_FN(at::native::addbmm_));
+  m.impl("addbmm.out", TORCH_FN(at::native::addbmm_out));
+  m.impl("dot", [](T self, T other) {
+    if (!all_have_gemm(self, other)) return cpu_fallback<at::Tensor(T, T)>("aten::dot", self, other);
+    return dot("dot", self, other);
+  });
+  m.impl("vdot", [](T self, T other) {  // vdot conjugates self: the same as dot on real dtypes
+    if (!all_have_gemm(self, other)) return cpu_fallback<at::Tensor(T, T)>("aten::vdot", self, other);
+    return dot("vdot", self, other);
+  });
+}
+
+}  // namespace torch_mlu

@@ -1,0 +1,49 @@
+// Matrix multiplication: C = alpha * A B + beta * C, one matrix or a batch.
+//
+// A is m x k, B is k x n, C is m x n, each a strided view (element strides
+// per row and per column, any sign, so transposes are views). A, B and C
+// share one dtype: Float32 and Float64 compute in their own type, Float16 and
+// BFloat16 in float (products and sums in float, C rounded once at the end,
+// like the CPU's mm). As in BLAS: beta == 0 never reads C (NaN there does
+// not leak into the result), and alpha == 0 or k == 0 gives beta * C without
+// reading A and B (the CPU's addmm and cuBLAS do the same; the CPU's baddbmm
+// would propagate a NaN of A or B). C must not overlap A or B.
+//
+// The optimised path (src/gemm/) is BLIS-shaped: B packed into k x NR
+// column panels and A into MR x k row panels, per cache block, feeding a
+// register-blocked micro-kernel per instruction set; threads split the rows
+// and columns of C, or the batch. gemm_ref is the scalar oracle.
+#pragma once
+
+#include <cstdint>
+
+#include "mlu_kernels/dtype.h"
+
+namespace mlu::kernels {
+
+struct MatrixView {
+  void* data;
+  int64_t row_stride;  // elements between (i, j) and (i + 1, j)
+  int64_t col_stride;  // elements between (i, j) and (i, j + 1)
+};
+
+struct GemmArgs {
+  ScalarType dtype;  // of A, B and C
+  int64_t m, n, k;
+  double alpha, beta;
+  MatrixView a, b, c;
+  // A batch: matrix t of X starts t * batch_stride_x elements after X's data.
+  int64_t batch = 1;
+  int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_c = 0;
+};
+
+// Whether gemm supports `dtype` (Float32, Float64, Float16, BFloat16).
+bool gemm_supports(ScalarType dtype);
+
+void gemm(const GemmArgs& args);
+
+// The scalar reference: each element a long double dot product, then
+// alpha/beta in double, rounded once.
+void gemm_ref(const GemmArgs& args);
+
+}  // namespace mlu::kernels

@@ -1,0 +1,305 @@
+#include "mlu_kernels/gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "../convert.h"
+#include "../dispatch.h"
+#include "microkernel.h"
+#include "mlu_kernels/isa.h"
+#include "mlu_kernels/parallel.h"
+
+namespace mlu::kernels {
+namespace {
+
+const detail::GemmKernels& active_kernels() {
+  switch (active_isa()) {
+    case Isa::Avx512: return isa_avx512::gemm_kernels();
+    case Isa::Avx2: return isa_avx2::gemm_kernels();
+    case Isa::Baseline: break;
+  }
+  return isa_baseline::gemm_kernels();
+}
+
+template <class T>
+const detail::GemmKernel<T>& kernel_for() {
+  if constexpr (std::is_same_v<T, double>) {
+    return active_kernels().d;
+  } else {
+    return active_kernels().f;
+  }
+}
+
+// A or B of one problem: dtype-erased, with element strides.
+struct Source {
+  const char* data;
+  int64_t rs, cs;
+};
+
+// Problems below this many multiply-adds run on one thread: waking the
+// others costs more than it saves.
+constexpr int64_t kSerialMacs = int64_t{1} << 18;
+
+// Per-thread packing buffers, grown as needed and kept (a fresh allocation
+// per call would page-fault its way through megabytes every time).
+template <class T>
+T* scratch(std::vector<T>& buffer, int64_t size) {
+  if (buffer.size() < static_cast<size_t>(size)) buffer.resize(static_cast<size_t>(size));
+  return buffer.data();
+}
+
+// Runs the micro-kernel over the A panels [panel_begin, panel_end) of a
+// packed A block (kc deep) against every panel of a packed B block (cols
+// columns), into C at c. Edge tiles go through a local tile and are merged
+// element by element.
+template <class T>
+void macro_kernel(const detail::GemmKernel<T>& kr, int64_t rows, int64_t cols, int64_t kc, const T* ap, const T* bp,
+                  T* c, int64_t ldc, T alpha, T beta, int64_t panel_begin, int64_t panel_end) {
+  const int mr = kr.mr, nr = kr.nr;
+  T tile[16 * 64];
+  for (int64_t pa = panel_begin; pa < panel_end; ++pa) {
+    const int64_t ir = pa * mr, tile_rows = std::min<int64_t>(mr, rows - ir);
+    const T* a = ap + ir * kc;
+    for (int64_t j = 0; j < cols; j += nr) {
+      const int64_t tile_cols = std::min<int64_t>(nr, cols - j);
+      const T* b = bp + j * kc;
+      T* out = c + ir * ldc + j;
+      if (tile_rows == mr && tile_cols == nr) {
+        kr.micro(kc, a, b, out, ldc, alpha, beta);
+        continue;
+      }
+      kr.micro(kc, a, b, tile, nr, T(1), T(0));
+      for (int64_t i = 0; i < tile_rows; ++i) {
+        for (int64_t jj = 0; jj < tile_cols; ++jj) {
+          T& o = out[i * ldc + jj];
+          o = beta == T(0) ? alpha * tile[i * nr + jj] : alpha * tile[i * nr + jj] + beta * o;
+        }
+      }
+    }
+  }
+}
+
+// Note [GEMM blocking]
+// The BLIS loop nest, in this orientation (vectors run along C's rows, so
+// A's mr-row panels are the small ones): for each block of up to mc rows of
+// A (in L3) and kc-deep slice of the depth, the A block is packed once, by
+// all threads, into mr-row panels. Then each thread takes blocks of up to nc
+// columns of B, packs one (kc x nc, in its own L2) and sweeps it: per A panel
+// (in L1), every nr-column B panel. Column blocks are as many as a multiple
+// of the threads; when there are fewer than threads, the A panels are split
+// as well (each thread then packs the B block it uses). beta applies at the
+// first depth slice, later slices add. C is in the compute type T with
+// column stride 1 (gemm_one arranges that).
+template <class T>
+void gemm_blocked(int64_t m, int64_t n, int64_t k, T alpha, T beta, ScalarType type, const Source& a,
+                  const Source& b, T* c, int64_t ldc) {
+  const detail::GemmKernel<T>& kr = kernel_for<T>();
+  const int64_t es = static_cast<int64_t>(element_size(type));
+  const int threads = m * n * k < kSerialMacs ? 1 : num_threads();
+  const int64_t b_panels = (n + kr.nr - 1) / kr.nr;
+  const int64_t wanted = (n + kr.nc - 1) / kr.nc;
+  const int64_t even = std::min<int64_t>((wanted + threads - 1) / threads * threads, b_panels);
+  const int64_t nc = (b_panels + even - 1) / even * kr.nr;
+  const int64_t n_blocks = (n + nc - 1) / nc;
+  thread_local std::vector<T> a_buffer;
+  for (int64_t ic = 0; ic < m; ic += kr.mc) {
+    const int64_t rows = std::min<int64_t>(kr.mc, m - ic);
+    const int64_t a_panels = (rows + kr.mr - 1) / kr.mr;
+    const int64_t m_parts = std::clamp<int64_t>(threads / n_blocks, 1, a_panels);
+    for (int64_t pc = 0; pc < k; pc += kr.kc) {
+      const int64_t kc = std::min<int64_t>(kr.kc, k - pc);
+      T* ap = scratch(a_buffer, a_panels * kr.mr * kc);
+      const char* a_block = a.data + (ic * a.rs + pc * a.cs) * es;
+      const int64_t pack_grain = threads == 1 ? a_panels : std::max<int64_t>(1, a_panels / (4 * threads));
+      parallel_for(0, a_panels, pack_grain, [&](int64_t lo, int64_t hi) {
+        kr.pack_a(ap + lo * kr.mr * kc, a_block + lo * kr.mr * a.rs * es, type, a.rs, a.cs,
+                  std::min(rows, hi * kr.mr) - lo * kr.mr, kc);
+      });
+      const T beta_here = pc == 0 ? beta : T(1);
+      const int64_t tasks = n_blocks * m_parts;
+      parallel_for(0, tasks, threads == 1 ? tasks : 1, [&](int64_t lo, int64_t hi) {
+        thread_local std::vector<T> b_buffer;
+        T* bp = scratch(b_buffer, nc * kc);
+        int64_t packed = -1;
+        for (int64_t t = lo; t < hi; ++t) {
+          const int64_t jb = t / m_parts, part = t % m_parts;
+          const int64_t jc = jb * nc, cols = std::min(nc, n - jc);
+          if (packed != jb) {
+            kr.pack_b(bp, b.data + (pc * b.rs + jc * b.cs) * es, type, b.rs, b.cs, kc, cols);
+            packed = jb;
+          }
+          macro_kernel(kr, rows, cols, kc, ap, bp, c + ic * ldc + jc, ldc, alpha, beta_here,
+                       part * a_panels / m_parts, (part + 1) * a_panels / m_parts);
+        }
+      });
+    }
+  }
+}
+
+// C = beta * C, element by element (k == 0 or alpha == 0).
+template <class T>
+void scale_c(ScalarType type, int64_t m, int64_t n, const MatrixView& c, char* base, double beta) {
+  detail::dispatch(type, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if constexpr (detail::is_floating_v<S>) {
+      S* p = reinterpret_cast<S*>(base);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          S& e = p[i * c.row_stride + j * c.col_stride];
+          e = detail::convert<S>(beta == 0 ? T(0) : static_cast<T>(beta) * detail::convert<T>(e));
+        }
+      }
+    }
+  });
+}
+
+// Moves C between its own dtype/strides and a row-major T workspace.
+template <class T>
+void c_to_workspace(ScalarType type, int64_t m, int64_t n, const MatrixView& c, const char* base, T* w, bool in) {
+  detail::dispatch(type, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if constexpr (detail::is_floating_v<S>) {
+      S* p = reinterpret_cast<S*>(const_cast<char*>(base));
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          S& e = p[i * c.row_stride + j * c.col_stride];
+          if (in) {
+            w[i * n + j] = detail::convert<T>(e);
+          } else {
+            e = detail::convert<S>(w[i * n + j]);
+          }
+        }
+      }
+    }
+  });
+}
+
+// C with one column (or one row): a matrix-vector product, no packing. The
+// row case is the column case of C^T = B^T A^T.
+template <class T>
+void gemm_vector(ScalarType type, int64_t m, int64_t n, int64_t k, T alpha, T beta, const Source& a,
+                 const Source& b, const MatrixView& c, char* c_base) {
+  const detail::GemmKernel<T>& kr = kernel_for<T>();
+  const int64_t es = static_cast<int64_t>(element_size(type));
+  const bool column = n == 1;
+  const int64_t rows = column ? m : n;
+  const Source matrix = column ? a : Source{b.data, b.cs, b.rs};
+  const Source vector = column ? Source{b.data, b.rs, 0} : Source{a.data, a.cs, 0};
+  const int64_t c_step = column ? c.row_stride : c.col_stride;
+  thread_local std::vector<T> y_buffer;
+  T* y = scratch(y_buffer, rows);
+  const int64_t grain = std::max<int64_t>(1, kSerialMacs / std::max<int64_t>(k, 1));
+  parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
+    kr.gemv(y + lo, matrix.data + lo * matrix.rs * es, vector.data, type, matrix.rs, matrix.cs, vector.rs, hi - lo, k);
+  });
+  detail::dispatch(type, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if constexpr (detail::is_floating_v<S>) {
+      S* out = reinterpret_cast<S*>(c_base);
+      for (int64_t i = 0; i < rows; ++i) {
+        S& e = out[i * c_step];
+        e = detail::convert<S>(beta == T(0) ? alpha * y[i] : alpha * y[i] + beta * detail::convert<T>(e));
+      }
+    }
+  });
+}
+
+// One matrix of the batch.
+template <class T>
+void gemm_one(const GemmArgs& args, int64_t t) {
+  const int64_t es = static_cast<int64_t>(element_size(args.dtype));
+  int64_t m = args.m, n = args.n;
+  Source a{static_cast<const char*>(args.a.data) + t * args.batch_stride_a * es, args.a.row_stride,
+           args.a.col_stride};
+  Source b{static_cast<const char*>(args.b.data) + t * args.batch_stride_b * es, args.b.row_stride,
+           args.b.col_stride};
+  MatrixView c = args.c;
+  char* c_base = static_cast<char*>(c.data) + t * args.batch_stride_c * es;
+  if (args.k == 0 || args.alpha == 0) {
+    scale_c<T>(args.dtype, m, n, c, c_base, args.beta);
+    return;
+  }
+  const T alpha = static_cast<T>(args.alpha), beta = static_cast<T>(args.beta);
+  if (n == 1 || m == 1) {
+    gemm_vector<T>(args.dtype, m, n, args.k, alpha, beta, a, b, c, c_base);
+    return;
+  }
+  const bool compute_type = args.dtype == (std::is_same_v<T, double> ? ScalarType::Float64 : ScalarType::Float32);
+  if (compute_type && c.col_stride != 1 && c.row_stride == 1) {
+    // A column-major C: compute C^T = B^T A^T into it, which is row-major.
+    std::swap(m, n);
+    std::swap(a, b);
+    std::swap(a.rs, a.cs);
+    std::swap(b.rs, b.cs);
+    std::swap(c.row_stride, c.col_stride);
+  }
+  if (compute_type && c.col_stride == 1) {
+    gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, reinterpret_cast<T*>(c_base), c.row_stride);
+    return;
+  }
+  // C in another dtype (rounded once, at the end) or with no unit stride.
+  thread_local std::vector<T> c_buffer;
+  T* w = scratch(c_buffer, m * n);
+  if (beta != T(0)) c_to_workspace<T>(args.dtype, m, n, c, c_base, w, true);
+  gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, w, n);
+  c_to_workspace<T>(args.dtype, m, n, c, c_base, w, false);
+}
+
+}  // namespace
+
+bool gemm_supports(ScalarType dtype) {
+  return dtype == ScalarType::Float32 || dtype == ScalarType::Float64 || dtype == ScalarType::Float16 ||
+         dtype == ScalarType::BFloat16;
+}
+
+void gemm(const GemmArgs& args) {
+  if (args.m <= 0 || args.n <= 0 || args.batch <= 0) return;
+  const auto run = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const int64_t macs = args.m * args.n * std::max<int64_t>(args.k, 1);
+    // Note [Batched GEMM]: many small products go one per thread; larger
+    // ones one after another, each split over the threads.
+    if (args.batch > 1 && args.batch >= num_threads() && macs < kSerialMacs * 64) {
+      parallel_for(0, args.batch, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t t = lo; t < hi; ++t) gemm_one<T>(args, t);
+      });
+      return;
+    }
+    for (int64_t t = 0; t < args.batch; ++t) gemm_one<T>(args, t);
+  };
+  if (args.dtype == ScalarType::Float64) {
+    run(std::type_identity<double>{});
+  } else {
+    run(std::type_identity<float>{});
+  }
+}
+
+void gemm_ref(const GemmArgs& args) {
+  if (args.m <= 0 || args.n <= 0) return;
+  detail::dispatch(args.dtype, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if constexpr (detail::is_floating_v<S>) {
+      for (int64_t t = 0; t < args.batch; ++t) {
+        const S* a = static_cast<const S*>(args.a.data) + t * args.batch_stride_a;
+        const S* b = static_cast<const S*>(args.b.data) + t * args.batch_stride_b;
+        S* c = static_cast<S*>(args.c.data) + t * args.batch_stride_c;
+        for (int64_t i = 0; i < args.m; ++i) {
+          for (int64_t j = 0; j < args.n; ++j) {
+            long double acc = 0;
+            for (int64_t p = 0; p < (args.alpha == 0 ? 0 : args.k); ++p) {
+              acc += static_cast<long double>(detail::widen(a[i * args.a.row_stride + p * args.a.col_stride])) *
+                     detail::widen(b[p * args.b.row_stride + j * args.b.col_stride]);
+            }
+            S& e = c[i * args.c.row_stride + j * args.c.col_stride];
+            const double old = args.beta == 0 ? 0.0 : args.beta * static_cast<double>(detail::widen(e));
+            e = detail::convert<S>(args.alpha * static_cast<double>(acc) + old);
+          }
+        }
+      }
+    }
+  });
+}
+
+}  // namespace mlu::kernels

@@ -1,0 +1,51 @@
+// The per-ISA pieces of the GEMM (gemm_isa.cpp): the register-blocked
+// micro-kernel and the packing routines that feed it, with the block sizes
+// they were chosen for. gemm.cpp drives them (Note [GEMM blocking]).
+#pragma once
+
+#include <cstdint>
+
+#include "mlu_kernels/dtype.h"
+
+namespace mlu::kernels::detail {
+
+template <class T>
+struct GemmKernel {
+  // Register block: the micro-kernel computes an mr x nr tile of C.
+  int mr, nr;
+  // Cache blocks: rows of A per packed block (a multiple of mr), depth per
+  // packed slice, columns of B per packed block (a multiple of nr).
+  int64_t mc, kc, nc;
+  // c[i * ldc + j] = alpha * sum_p a[p * mr + i] * b[p * nr + j] + beta * c
+  // over the whole tile; beta == 0 does not read c. `a` is a packed A panel
+  // (k steps of mr values), `b` a packed B panel (k steps of nr values).
+  void (*micro)(int64_t k, const T* a, const T* b, T* c, int64_t ldc, T alpha, T beta);
+  // Packs rows [0, rows) x depth [0, depth) of the matrix at `src` (dtype
+  // `type`, element (i, p) at src + i * rs + p * cs) into ceil(rows / mr)
+  // panels of depth x mr, rows past `rows` zero. pack_b is the same for B's
+  // columns: element (p, j) at src + p * rs + j * cs, panels of depth x nr.
+  void (*pack_a)(T* dst, const void* src, ScalarType type, int64_t rs, int64_t cs, int64_t rows, int64_t depth);
+  void (*pack_b)(T* dst, const void* src, ScalarType type, int64_t rs, int64_t cs, int64_t depth, int64_t cols);
+  // Matrix-vector product for a C with one column (or, transposed, one row):
+  // y[i] = sum_p A(i, p) * x(p), A(i, p) at a + i * rs + p * cs and x(p) at
+  // x + p * xs, dtype `type`; y contiguous in T.
+  void (*gemv)(T* y, const void* a, const void* x, ScalarType type, int64_t rs, int64_t cs, int64_t xs,
+               int64_t rows, int64_t depth);
+};
+
+struct GemmKernels {
+  GemmKernel<float> f;
+  GemmKernel<double> d;
+};
+
+}  // namespace mlu::kernels::detail
+
+namespace mlu::kernels::isa_baseline {
+const detail::GemmKernels& gemm_kernels();
+}
+namespace mlu::kernels::isa_avx2 {
+const detail::GemmKernels& gemm_kernels();
+}
+namespace mlu::kernels::isa_avx512 {
+const detail::GemmKernels& gemm_kernels();
+}

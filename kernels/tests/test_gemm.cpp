@@ -1,0 +1,208 @@
+// gemm against gemm_ref on every ISA: random sizes around the register and
+// cache blocks, every dtype, transposed / strided / column-major operands,
+// alpha and beta (beta == 0 must not read C), batches with broadcast
+// operands, and the thread splits.
+#include "mlu_kernels/gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "mlu_kernels/isa.h"
+#include "mlu_kernels/parallel.h"
+#include "random_views.h"
+
+namespace mlu::kernels {
+namespace {
+
+using namespace testutil;
+
+void put(ScalarType type, unsigned char* p, double v) {
+  switch (type) {
+    case ScalarType::Float64: std::memcpy(p, &v, 8); break;
+    case ScalarType::Float32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+    case ScalarType::Float16: { const Half h = half_from_float(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    default: { const BFloat16 h = bfloat16_from_float(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+  }
+}
+
+double epsilon(ScalarType type) {
+  switch (type) {
+    case ScalarType::Float64: return std::numeric_limits<double>::epsilon();
+    case ScalarType::Float16: return 1.0 / 1024;
+    case ScalarType::BFloat16: return 1.0 / 128;
+    default: return std::numeric_limits<float>::epsilon();
+  }
+}
+
+// A rows x cols matrix stored row-major, column-major or with padded rows,
+// in a buffer of `count` matrices `batch_stride` apart (0: one, broadcast).
+struct Stored {
+  Buffer buffer;
+  MatrixView view;
+  int64_t batch_stride;
+};
+
+Stored random_matrix(Rng& rng, ScalarType type, int64_t rows, int64_t cols, int64_t count, bool broadcast) {
+  const int layout = static_cast<int>(uniform(rng, 0, 2));
+  const int64_t pad = uniform(rng, 0, 3);
+  int64_t rs = cols + pad, cs = 1;
+  if (layout == 1) {
+    rs = 1;
+    cs = rows + pad;
+  }
+  const int64_t span = layout == 1 ? cs * std::max<int64_t>(cols, 1) : rs * std::max<int64_t>(rows, 1);
+  const int64_t stride = broadcast ? 0 : span;
+  Stored s{Buffer(type, span * (broadcast ? 1 : count)), {nullptr, rs, cs}, stride};
+  std::normal_distribution<double> normal(0, 1);
+  for (int64_t i = 0; i < s.buffer.count(); ++i) put(type, s.buffer.element(i), normal(rng));
+  s.view.data = s.buffer.data();
+  return s;
+}
+
+class GemmTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (GetParam() > detected_isa()) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam());
+    saved_ = active_isa();
+    set_isa(GetParam());
+  }
+  void TearDown() override { set_isa(saved_); }
+  Isa saved_ = Isa::Baseline;
+};
+
+// |C - ref| <= (k + 2) * eps(compute) * sum |alpha a b| + |beta c| terms,
+// plus half an ulp of C's dtype for the final rounding.
+::testing::AssertionResult close_to_reference(const GemmArgs& args, const Stored& a, const Stored& b,
+                                              const Buffer& c_before, const Buffer& got, const Buffer& want) {
+  const ScalarType t = args.dtype;
+  const double eps = t == ScalarType::Float64 ? epsilon(t) : epsilon(ScalarType::Float32);
+  const int64_t es = static_cast<int64_t>(element_size(t));
+  for (int64_t bt = 0; bt < args.batch; ++bt) {
+    for (int64_t i = 0; i < args.m; ++i) {
+      for (int64_t j = 0; j < args.n; ++j) {
+        double magnitude = 0;
+        for (int64_t p = 0; p < args.k; ++p) {
+          const int64_t ai = bt * a.batch_stride + i * a.view.row_stride + p * a.view.col_stride;
+          const int64_t bi = bt * b.batch_stride + p * b.view.row_stride + j * b.view.col_stride;
+          magnitude += std::abs(element_value(t, a.buffer.data() + ai * es) * element_value(t, b.buffer.data() + bi * es));
+        }
+        const int64_t ci = bt * args.batch_stride_c + i * args.c.row_stride + j * args.c.col_stride;
+        const double old = args.beta == 0 ? 0 : std::abs(args.beta * element_value(t, c_before.data() + ci * es));
+        const double x = element_value(t, got.data() + ci * es), y = element_value(t, want.data() + ci * es);
+        const double bound = (args.k + 2) * eps * (std::abs(args.alpha) * magnitude + old) +
+                             epsilon(t) * std::abs(y) + 1e-300;
+        if (!(std::abs(x - y) <= bound)) {
+          return ::testing::AssertionFailure() << "batch " << bt << " element (" << i << ", " << j << "): " << x
+                                               << " vs " << y << " (bound " << bound << ")";
+        }
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST_P(GemmTest, MatchesReferenceOnRandomProblems) {
+  Rng rng(5);
+  const ScalarType types[] = {ScalarType::Float32, ScalarType::Float64, ScalarType::Float16, ScalarType::BFloat16};
+  // Around the register blocks (4/6/12 rows, 8..64 columns) and the depth block (256).
+  const int64_t sizes[] = {0, 1, 2, 5, 11, 12, 13, 17, 31, 33, 64, 97, 130};
+  const int64_t depths[] = {0, 1, 3, 16, 255, 256, 257, 300};
+  for (int trial = 0; trial < 80; ++trial) {
+    GemmArgs args{};
+    args.dtype = types[uniform(rng, 0, 3)];
+    args.m = sizes[uniform(rng, 0, 12)];
+    args.n = sizes[uniform(rng, 0, 12)];
+    args.k = depths[uniform(rng, 0, 7)];
+    args.batch = chance(rng, 0.3) ? uniform(rng, 2, 5) : 1;
+    const double alphas[] = {1, -0.5, 2, 0};
+    const double betas[] = {0, 1, 0.25};
+    args.alpha = alphas[uniform(rng, 0, 3)];
+    args.beta = betas[uniform(rng, 0, 2)];
+    Stored a = random_matrix(rng, args.dtype, args.m, args.k, args.batch, chance(rng, 0.2));
+    Stored b = random_matrix(rng, args.dtype, args.k, args.n, args.batch, chance(rng, 0.2));
+    Stored c = random_matrix(rng, args.dtype, args.m, args.n, args.batch, false);
+    if (args.beta == 0) {  // must not be read
+      for (int64_t i = 0; i < c.buffer.count(); ++i) put(args.dtype, c.buffer.element(i), NAN);
+    }
+    args.a = a.view;
+    args.b = b.view;
+    args.c = c.view;
+    args.batch_stride_a = a.batch_stride;
+    args.batch_stride_b = b.batch_stride;
+    args.batch_stride_c = c.batch_stride;
+    const Buffer before = c.buffer;
+    Buffer want = c.buffer;
+    GemmArgs ref = args;
+    ref.c.data = want.data();
+    gemm_ref(ref);
+    gemm(args);
+    ASSERT_TRUE(close_to_reference(args, a, b, before, c.buffer, want))
+        << scalar_type_name(args.dtype) << " m " << args.m << " n " << args.n << " k " << args.k << " batch "
+        << args.batch << " alpha " << args.alpha << " beta " << args.beta << " A strides " << a.view.row_stride
+        << "," << a.view.col_stride << " B strides " << b.view.row_stride << "," << b.view.col_stride
+        << " C strides " << c.view.row_stride << "," << c.view.col_stride;
+  }
+}
+
+// Large enough for several cache blocks in every direction and both thread
+// splits (row blocks; B panels when there are fewer row blocks than threads).
+TEST_P(GemmTest, ManyBlocksAndThreadSplits) {
+  Rng rng(6);
+  const int saved_threads = num_threads();
+  const int64_t shapes[][3] = {{200, 1100, 300}, {7, 2100, 40}, {300, 24, 520}};
+  for (const auto& s : shapes) {
+    for (int threads : {1, 2, 3}) {
+      set_num_threads(threads);
+      GemmArgs args{};
+      args.dtype = ScalarType::Float32;
+      args.m = s[0];
+      args.n = s[1];
+      args.k = s[2];
+      args.alpha = 1.5;
+      args.beta = 0.5;
+      Stored a = random_matrix(rng, args.dtype, args.m, args.k, 1, false);
+      Stored b = random_matrix(rng, args.dtype, args.k, args.n, 1, false);
+      Stored c = random_matrix(rng, args.dtype, args.m, args.n, 1, false);
+      args.a = a.view;
+      args.b = b.view;
+      args.c = c.view;
+      const Buffer before = c.buffer;
+      Buffer want = c.buffer;
+      GemmArgs ref = args;
+      ref.c.data = want.data();
+      gemm_ref(ref);
+      gemm(args);
+      ASSERT_TRUE(close_to_reference(args, a, b, before, c.buffer, want))
+          << "m " << args.m << " n " << args.n << " k " << args.k << " threads " << threads;
+    }
+  }
+  set_num_threads(saved_threads);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, GemmTest, ::testing::Values(Isa::Baseline, Isa::Avx2, Isa::Avx512),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+// BLAS's rules: beta == 0 does not read C, alpha == 0 does not read A and B.
+TEST(Gemm, ZeroScalarsDoNotReadOperands) {
+  const float nan = NAN;
+  std::vector<float> a(6, 1.0f), b(6, 1.0f), c(4, nan);
+  GemmArgs args{ScalarType::Float32, 2, 2, 3, 1.0, 0.0, {a.data(), 3, 1}, {b.data(), 2, 1}, {c.data(), 2, 1}};
+  gemm(args);
+  for (float v : c) EXPECT_EQ(v, 3.0f);
+  a[0] = nan;
+  args.alpha = 0;
+  args.beta = 2;
+  gemm(args);
+  for (float v : c) EXPECT_EQ(v, 6.0f);
+  args.beta = 0;
+  gemm(args);
+  for (float v : c) EXPECT_EQ(v, 0.0f);
+}
+
+}  // namespace
+}  // namespace mlu::kernels

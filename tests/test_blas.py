@@ -1,0 +1,194 @@
+"""Matrix products run natively on mlu (mlu_kernels/gemm.h) and agree with the CPU.
+
+mm, bmm, addmm, baddbmm, addbmm, addmv / mv, dot / vdot natively, and the composites that lower to
+them (matmul of every rank combination, linear, einsum, outer, inner, tensordot); transposed and
+strided operands, out= and in-place forms, beta == 0 not reading self, autograd, errors.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mlu
+
+torch.manual_seed(0)
+
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
+
+
+def tolerances(dtype, k):
+    # A k-term dot product in float (or double): rounding grows like k * eps.
+    if dtype == torch.float64:
+        return dict(rtol=1e-12, atol=1e-12 * k)
+    if dtype == torch.float32:
+        return dict(rtol=1e-5, atol=2e-6 * k)
+    return dict(rtol=1.6e-2, atol=2e-3 * k)  # results rounded to 8 or 11 bits
+
+
+def run_native(fn, *args):
+    expected = fn(*args)
+    torch_mlu.reset_fallback_report()
+    actual = fn(*[a.to("mlu") if isinstance(a, torch.Tensor) else a for a in args])
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    return expected, actual
+
+
+def check(fn, *args, k=64):
+    expected, actual = run_native(fn, *args)
+    expected = expected if isinstance(expected, (tuple, list)) else [expected]
+    actual = actual if isinstance(actual, (tuple, list)) else [actual]
+    for e, a in zip(expected, actual):
+        assert a.device.type == "mlu" and a.dtype == e.dtype and a.shape == e.shape
+        torch.testing.assert_close(a.cpu(), e, **tolerances(e.dtype, k))
+
+
+def rand(*shape, dtype=torch.float32):
+    return torch.randn(*shape).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ta", [False, True], ids=["A", "At"])
+@pytest.mark.parametrize("tb", [False, True], ids=["B", "Bt"])
+def test_mm_layouts(dtype, ta, tb):
+    a = rand(70, 45, dtype=dtype) if not ta else rand(45, 70, dtype=dtype).t()
+    b = rand(45, 83, dtype=dtype) if not tb else rand(83, 45, dtype=dtype).t()
+    check(torch.mm, a, b, k=45)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (1, 300, 1), (300, 1, 5), (1, 7, 300), (5, 0, 3), (0, 4, 2),
+                                   (4, 3, 0), (13, 33, 257), (130, 2, 129), (2, 130, 129)])
+def test_mm_edge_shapes(shape):
+    m, k, n = shape
+    check(torch.mm, rand(m, k), rand(k, n), k=max(k, 1))
+
+
+def test_mm_large_splits_over_blocks_and_threads():
+    check(torch.mm, rand(300, 600), rand(600, 1100), k=600)
+    check(torch.mm, rand(600, 300).t(), rand(1100, 600).t(), k=600)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bmm_and_baddbmm(dtype):
+    a, b = rand(6, 20, 33, dtype=dtype), rand(6, 33, 17, dtype=dtype)
+    check(torch.bmm, a, b, k=33)
+    check(torch.bmm, a.transpose(1, 2).contiguous().transpose(1, 2), b[:, :, :9], k=33)
+    check(torch.bmm, rand(33, 20, dtype=dtype).expand(6, 33, 20).transpose(1, 2), b, k=33)  # batch stride 0
+    c = rand(6, 20, 17, dtype=dtype)
+    check(lambda c, a, b: torch.baddbmm(c, a, b, beta=0.5, alpha=-2), c, a, b, k=33)
+    check(lambda c, a, b: torch.baddbmm(c, a, b), rand(17, dtype=dtype), a, b, k=33)  # broadcast self
+    check(lambda c, a, b: c.clone().baddbmm_(a, b, alpha=3), c, a, b, k=33)
+
+
+def test_many_small_batched_products():
+    check(torch.bmm, rand(64, 64, 64), rand(64, 64, 64))
+    check(torch.bmm, rand(500, 3, 5), rand(500, 5, 2), k=5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_addmm_forms(dtype):
+    bias, a, b = rand(40, dtype=dtype), rand(30, 50, dtype=dtype), rand(50, 40, dtype=dtype)
+    check(torch.addmm, bias, a, b, k=50)
+    check(lambda s, a, b: torch.addmm(s, a, b, beta=0.25, alpha=1.5), rand(30, 40, dtype=dtype), a, b, k=50)
+    check(lambda s, a, b: s.clone().addmm_(a, b, beta=-1), rand(30, 40, dtype=dtype), a, b, k=50)
+    check(lambda s, a, b: s.clone().t().addmm_(b.t(), a.t()), rand(30, 40, dtype=dtype), a, b, k=50)
+
+    def out_form(s, a, b):
+        out = torch.empty(0, dtype=dtype, device=a.device)
+        return torch.addmm(s, a, b, alpha=2, out=out), out
+    check(out_form, bias, a, b, k=50)
+
+    def strided_out(s, a, b):  # out= a transposed view: C written column by column
+        out = torch.zeros(40, 30, dtype=dtype, device=a.device).t()
+        torch.addmm(s, a, b, out=out)
+        return out
+    check(strided_out, bias, a, b, k=50)
+
+
+def test_beta_zero_does_not_read_self():
+    nan = torch.full((8, 5), float("nan"))
+    check(lambda s, a, b: torch.addmm(s, a, b, beta=0), nan, rand(8, 3), rand(3, 5), k=3)
+    check(lambda s, a, b: torch.baddbmm(s, a, b, beta=0), nan.expand(2, 8, 5), rand(2, 8, 3), rand(2, 3, 5), k=3)
+    check(lambda s, a, b: torch.addmv(s, a, b, beta=0), nan[:, 0], rand(8, 3), rand(3), k=3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_addbmm_addmv_mv_dot(dtype):
+    s, b1, b2 = rand(9, 11, dtype=dtype), rand(4, 9, 13, dtype=dtype), rand(4, 13, 11, dtype=dtype)
+    check(lambda s, a, b: torch.addbmm(s, a, b, beta=0.5, alpha=2), s, b1, b2, k=52)
+    check(lambda s, a, b: s.clone().addbmm_(a, b), s, b1, b2, k=52)
+    m, v = rand(300, 70, dtype=dtype), rand(70, dtype=dtype)
+    check(torch.mv, m, v, k=70)
+    check(torch.mv, rand(70, 300, dtype=dtype).t(), v, k=70)
+    check(torch.mv, m, rand(140, dtype=dtype)[::2], k=70)
+    check(lambda s, m, v: torch.addmv(s, m, v, beta=2, alpha=0.5), rand(300, dtype=dtype), m, v, k=70)
+    check(lambda s, m, v: s.clone().addmv_(m, v), rand(300, dtype=dtype), m, v, k=70)
+    x, y = rand(1000, dtype=dtype), rand(1000, dtype=dtype)
+    check(torch.dot, x, y, k=1000)
+    check(torch.vdot, x[:999:3], y[1::3], k=333)
+    check(torch.dot, x[:0], y[:0], k=1)
+
+
+def test_large_dot_and_mv():
+    check(torch.dot, rand(1 << 20), rand(1 << 20), k=1 << 20)
+    check(torch.mv, rand(3000, 2000), rand(2000), k=2000)
+    check(lambda a, b: a @ b, rand(2000), rand(2000, 3000), k=2000)  # one-row product
+
+
+@pytest.mark.parametrize("shapes", [((5,), (5,)), ((3, 5), (5,)), ((5,), (5, 4)), ((3, 5), (5, 4)),
+                                    ((2, 3, 5), (5,)), ((5,), (2, 5, 4)), ((2, 3, 5), (5, 4)), ((3, 5), (2, 5, 4)),
+                                    ((2, 1, 3, 5), (4, 5, 6)), ((7, 2, 3, 5), (7, 2, 5, 4))])
+def test_matmul_rank_combinations(shapes):
+    check(torch.matmul, rand(*shapes[0]), rand(*shapes[1]), k=5)
+
+
+def test_composites_lower_to_native_products():
+    x, w, b = rand(16, 10, 32), rand(24, 32), rand(24)
+    check(F.linear, x, w, b, k=32)
+    check(F.linear, x, w, k=32)
+    check(lambda a, b: torch.einsum("bij,bjk->bik", a, b), rand(3, 4, 5), rand(3, 5, 6), k=5)
+    check(lambda a, b: torch.einsum("ij,kj->ik", a, b), rand(4, 5), rand(6, 5), k=5)
+    check(torch.outer, rand(7), rand(9), k=1)
+    check(torch.inner, rand(3, 5), rand(4, 5), k=5)
+    check(lambda a, b: torch.tensordot(a, b, dims=([1, 2], [0, 1])), rand(3, 4, 5), rand(4, 5, 6), k=20)
+
+
+def test_autograd_through_linear_and_bmm():
+    def loss(x, w, b, q):
+        x, w, b, q = (t.clone().requires_grad_() for t in (x, w, b, q))
+        y = torch.bmm(F.linear(x, w, b), q)
+        y.square().sum().backward()
+        return y, x.grad, w.grad, b.grad, q.grad
+    check(loss, rand(3, 7, 12), rand(9, 12), rand(9), rand(3, 9, 5), k=40)
+
+
+def test_integer_and_complex_products_fall_back_visibly():
+    a, b = torch.randint(-5, 5, (4, 6)), torch.randint(-5, 5, (6, 3))
+    torch_mlu.reset_fallback_report()
+    assert torch.equal(torch.mm(a.to("mlu"), b.to("mlu")).cpu(), a @ b)
+    assert torch_mlu.fallback_report() == {"aten::mm": 1}
+
+
+def test_errors_match_the_cpu():
+    a = rand(3, 4).to("mlu")
+    with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied"):
+        torch.mm(a, rand(5, 2).to("mlu"))
+    with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype, but got: float != double"):
+        torch.mm(a, rand(4, 2).double().to("mlu"))
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        torch.bmm(a[None], rand(1, 4, 2).double().to("mlu"))
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        torch.baddbmm(rand(1, 3, 2).to("mlu"), a[None], rand(1, 4, 2).double().to("mlu"))
+    with pytest.raises(RuntimeError, match="Expected out tensor to have dtype float, but got double instead"):
+        torch.mm(a, a.t(), out=torch.empty(0, dtype=torch.float64, device="mlu"))
+    with pytest.raises(RuntimeError, match="self and mat2 must have the same dtype"):
+        torch.addmm(rand(3, 2).double().to("mlu"), a, rand(4, 2).to("mlu"))
+    with pytest.raises(RuntimeError, match="addmv input tensors must have the same dtype"):
+        torch.addmv(rand(3).to("mlu"), a, rand(4).double().to("mlu"))
+    with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+        torch.mm(a, rand(4, 2))
+    with pytest.raises(RuntimeError, match="1D tensors expected"):
+        torch.dot(a, a)
+    with pytest.raises(RuntimeError, match="inconsistent tensor size"):
+        torch.dot(rand(3).to("mlu"), rand(4).to("mlu"))
+    with pytest.raises(RuntimeError, match="batch1 must be a 3D tensor"):
+        torch.bmm(a, a)
+    assert torch.mm(a, a.t()).shape == (3, 3)  # still working
