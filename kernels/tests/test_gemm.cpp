@@ -184,6 +184,52 @@ TEST_P(GemmTest, ManyBlocksAndThreadSplits) {
   set_num_threads(saved_threads);
 }
 
+// Small single-threaded products of row-major operands skip packing (Note
+// [Unpacked small products]): every row count around the register block,
+// padded rows, batches split over threads.
+TEST_P(GemmTest, UnpackedSmallProducts) {
+  Rng rng(7);
+  for (int64_t m : {1, 4, 11, 12, 13, 25}) {
+    for (int64_t n : {64, 128}) {
+      for (int64_t k : {1, 7, 64, 300}) {
+        for (int64_t batch : {1, 6}) {
+          GemmArgs args{};
+          args.dtype = ScalarType::Float32;
+          args.m = m;
+          args.n = n;
+          args.k = k;
+          args.alpha = -1.5;
+          args.beta = batch == 1 ? 0.0 : 2.0;
+          args.batch = batch;
+          const int64_t lda = k + 3, ldb = n + 5, ldc = n + 1;
+          Stored a{Buffer(args.dtype, batch * m * lda), {nullptr, lda, 1}, m * lda};
+          Stored b{Buffer(args.dtype, batch * k * ldb), {nullptr, ldb, 1}, k * ldb};
+          Stored c{Buffer(args.dtype, batch * m * ldc), {nullptr, ldc, 1}, m * ldc};
+          std::normal_distribution<double> normal(0, 1);
+          for (Stored* s : {&a, &b, &c}) {
+            for (int64_t i = 0; i < s->buffer.count(); ++i) put(args.dtype, s->buffer.element(i), normal(rng));
+            s->view.data = s->buffer.data();
+          }
+          args.a = a.view;
+          args.b = b.view;
+          args.c = c.view;
+          args.batch_stride_a = a.batch_stride;
+          args.batch_stride_b = b.batch_stride;
+          args.batch_stride_c = c.batch_stride;
+          const Buffer before = c.buffer;
+          Buffer want = c.buffer;
+          GemmArgs ref = args;
+          ref.c.data = want.data();
+          gemm_ref(ref);
+          gemm(args);
+          ASSERT_TRUE(close_to_reference(args, a, b, before, c.buffer, want))
+              << "m " << m << " n " << n << " k " << k << " batch " << batch;
+        }
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, GemmTest, ::testing::Values(Isa::Baseline, Isa::Avx2, Isa::Avx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 

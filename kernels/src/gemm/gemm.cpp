@@ -41,6 +41,14 @@ struct Source {
 // Problems below this many multiply-adds run on one thread: waking the
 // others costs more than it saves.
 constexpr int64_t kSerialMacs = int64_t{1} << 18;
+// Single-threaded products up to this many multiply-adds may skip packing
+// (Note [Unpacked small products]).
+constexpr int64_t kDirectMacs = int64_t{1} << 21;
+
+template <class T>
+constexpr ScalarType compute_type() {
+  return std::is_same_v<T, double> ? ScalarType::Float64 : ScalarType::Float32;
+}
 
 // Per-thread packing buffers, grown as needed and kept (a fresh allocation
 // per call would page-fault its way through megabytes every time).
@@ -52,25 +60,27 @@ T* scratch(std::vector<T>& buffer, int64_t size) {
 
 // Runs the micro-kernel over the A panels [panel_begin, panel_end) of a
 // packed A block (kc deep) against every panel of a packed B block (cols
-// columns), into C at c. Edge tiles go through a local tile and are merged
-// element by element.
+// columns), into C at c. The last rows take the micro-kernel for that many
+// rows; a tile with fewer than nr columns goes through a local tile and is
+// merged element by element.
 template <class T>
-void macro_kernel(const detail::GemmKernel<T>& kr, int64_t rows, int64_t cols, int64_t kc, const T* ap, const T* bp,
-                  T* c, int64_t ldc, T alpha, T beta, int64_t panel_begin, int64_t panel_end) {
+void macro_kernel(const detail::GemmKernel<T>& kr, int layout, int64_t rows, int64_t cols, int64_t kc, const T* ap,
+                  const T* bp, T* c, int64_t ldc, T alpha, T beta, int64_t panel_begin, int64_t panel_end) {
   const int mr = kr.mr, nr = kr.nr;
-  T tile[16 * 64];
+  const auto& micro = kr.micro[layout];
+  T tile[detail::kMaxGemmRows * 64];
   for (int64_t pa = panel_begin; pa < panel_end; ++pa) {
     const int64_t ir = pa * mr, tile_rows = std::min<int64_t>(mr, rows - ir);
-    const T* a = ap + ir * kc;
+    const T* a = ap + ir * kr.kc;
     for (int64_t j = 0; j < cols; j += nr) {
       const int64_t tile_cols = std::min<int64_t>(nr, cols - j);
       const T* b = bp + j * kc;
       T* out = c + ir * ldc + j;
-      if (tile_rows == mr && tile_cols == nr) {
-        kr.micro(kc, a, b, out, ldc, alpha, beta);
+      if (tile_cols == nr) {
+        micro[tile_rows](kc, a, b, out, ldc, alpha, beta);
         continue;
       }
-      kr.micro(kc, a, b, tile, nr, T(1), T(0));
+      micro[tile_rows](kc, a, b, tile, nr, T(1), T(0));
       for (int64_t i = 0; i < tile_rows; ++i) {
         for (int64_t jj = 0; jj < tile_cols; ++jj) {
           T& o = out[i * ldc + jj];
@@ -94,15 +104,35 @@ void macro_kernel(const detail::GemmKernel<T>& kr, int64_t rows, int64_t cols, i
 // column stride 1 (gemm_one arranges that).
 template <class T>
 void gemm_blocked(int64_t m, int64_t n, int64_t k, T alpha, T beta, ScalarType type, const Source& a,
-                  const Source& b, T* c, int64_t ldc) {
+                  const Source& b, T* c, int64_t ldc, bool serial) {
   const detail::GemmKernel<T>& kr = kernel_for<T>();
   const int64_t es = static_cast<int64_t>(element_size(type));
-  const int threads = m * n * k < kSerialMacs ? 1 : num_threads();
+  const int threads = serial || m * n * k < kSerialMacs ? 1 : num_threads();
+  // Note [Unpacked small products]
+  // Packing copies m k + k n elements to save cache misses in m n k
+  // multiply-adds; for a small product on one thread the copies are a large
+  // share and the operands are in cache anyway. Row-major A and B in the
+  // compute type are read in place: B's rows are the micro-kernel's vectors
+  // (so n must be a multiple of nr: no partial vectors past a row's end), A's
+  // rows are broadcast from.
+  if (threads == 1 && m * n * k <= kDirectMacs && type == compute_type<T>() && a.cs == 1 && b.cs == 1 &&
+      n % kr.nr == 0) {
+    const T* ad = reinterpret_cast<const T*>(a.data);
+    const T* bd = reinterpret_cast<const T*>(b.data);
+    for (int64_t ir = 0; ir < m; ir += kr.mr) {
+      const int64_t rows = std::min<int64_t>(kr.mr, m - ir);
+      for (int64_t j = 0; j < n; j += kr.nr) {
+        kr.micro_direct[rows](k, ad + ir * a.rs, a.rs, bd + j, b.rs, c + ir * ldc + j, ldc, alpha, beta);
+      }
+    }
+    return;
+  }
   const int64_t b_panels = (n + kr.nr - 1) / kr.nr;
   const int64_t wanted = (n + kr.nc - 1) / kr.nc;
   const int64_t even = std::min<int64_t>((wanted + threads - 1) / threads * threads, b_panels);
   const int64_t nc = (b_panels + even - 1) / even * kr.nr;
   const int64_t n_blocks = (n + nc - 1) / nc;
+  const bool row_panels = a.cs == 1 && a.rs != 1;  // Note [A panel layouts]
   thread_local std::vector<T> a_buffer;
   for (int64_t ic = 0; ic < m; ic += kr.mc) {
     const int64_t rows = std::min<int64_t>(kr.mc, m - ic);
@@ -110,12 +140,12 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, T alpha, T beta, ScalarType t
     const int64_t m_parts = std::clamp<int64_t>(threads / n_blocks, 1, a_panels);
     for (int64_t pc = 0; pc < k; pc += kr.kc) {
       const int64_t kc = std::min<int64_t>(kr.kc, k - pc);
-      T* ap = scratch(a_buffer, a_panels * kr.mr * kc);
+      T* ap = scratch(a_buffer, a_panels * kr.mr * kr.kc);
       const char* a_block = a.data + (ic * a.rs + pc * a.cs) * es;
       const int64_t pack_grain = threads == 1 ? a_panels : std::max<int64_t>(1, a_panels / (4 * threads));
       parallel_for(0, a_panels, pack_grain, [&](int64_t lo, int64_t hi) {
-        kr.pack_a(ap + lo * kr.mr * kc, a_block + lo * kr.mr * a.rs * es, type, a.rs, a.cs,
-                  std::min(rows, hi * kr.mr) - lo * kr.mr, kc);
+        kr.pack_a(ap + lo * kr.mr * kr.kc, a_block + lo * kr.mr * a.rs * es, type, a.rs, a.cs,
+                  std::min(rows, hi * kr.mr) - lo * kr.mr, kc, row_panels);
       });
       const T beta_here = pc == 0 ? beta : T(1);
       const int64_t tasks = n_blocks * m_parts;
@@ -130,7 +160,7 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, T alpha, T beta, ScalarType t
             kr.pack_b(bp, b.data + (pc * b.rs + jc * b.cs) * es, type, b.rs, b.cs, kc, cols);
             packed = jb;
           }
-          macro_kernel(kr, rows, cols, kc, ap, bp, c + ic * ldc + jc, ldc, alpha, beta_here,
+          macro_kernel(kr, row_panels ? 1 : 0, rows, cols, kc, ap, bp, c + ic * ldc + jc, ldc, alpha, beta_here,
                        part * a_panels / m_parts, (part + 1) * a_panels / m_parts);
         }
       });
@@ -207,8 +237,9 @@ void gemm_vector(ScalarType type, int64_t m, int64_t n, int64_t k, T alpha, T be
 }
 
 // One matrix of the batch.
+// serial: run on the calling thread (one item of a batch split over threads).
 template <class T>
-void gemm_one(const GemmArgs& args, int64_t t) {
+void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   const int64_t es = static_cast<int64_t>(element_size(args.dtype));
   int64_t m = args.m, n = args.n;
   Source a{static_cast<const char*>(args.a.data) + t * args.batch_stride_a * es, args.a.row_stride,
@@ -226,8 +257,8 @@ void gemm_one(const GemmArgs& args, int64_t t) {
     gemm_vector<T>(args.dtype, m, n, args.k, alpha, beta, a, b, c, c_base);
     return;
   }
-  const bool compute_type = args.dtype == (std::is_same_v<T, double> ? ScalarType::Float64 : ScalarType::Float32);
-  if (compute_type && c.col_stride != 1 && c.row_stride == 1) {
+  const bool in_compute_type = args.dtype == compute_type<T>();
+  if (in_compute_type && c.col_stride != 1 && c.row_stride == 1) {
     // A column-major C: compute C^T = B^T A^T into it, which is row-major.
     std::swap(m, n);
     std::swap(a, b);
@@ -235,15 +266,16 @@ void gemm_one(const GemmArgs& args, int64_t t) {
     std::swap(b.rs, b.cs);
     std::swap(c.row_stride, c.col_stride);
   }
-  if (compute_type && c.col_stride == 1) {
-    gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, reinterpret_cast<T*>(c_base), c.row_stride);
+  if (in_compute_type && c.col_stride == 1) {
+    gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, reinterpret_cast<T*>(c_base), c.row_stride,
+                    serial);
     return;
   }
   // C in another dtype (rounded once, at the end) or with no unit stride.
   thread_local std::vector<T> c_buffer;
   T* w = scratch(c_buffer, m * n);
   if (beta != T(0)) c_to_workspace<T>(args.dtype, m, n, c, c_base, w, true);
-  gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, w, n);
+  gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, w, n, serial);
   c_to_workspace<T>(args.dtype, m, n, c, c_base, w, false);
 }
 
@@ -263,11 +295,11 @@ void gemm(const GemmArgs& args) {
     // ones one after another, each split over the threads.
     if (args.batch > 1 && args.batch >= num_threads() && macs < kSerialMacs * 64) {
       parallel_for(0, args.batch, 1, [&](int64_t lo, int64_t hi) {
-        for (int64_t t = lo; t < hi; ++t) gemm_one<T>(args, t);
+        for (int64_t t = lo; t < hi; ++t) gemm_one<T>(args, t, true);
       });
       return;
     }
-    for (int64_t t = 0; t < args.batch; ++t) gemm_one<T>(args, t);
+    for (int64_t t = 0; t < args.batch; ++t) gemm_one<T>(args, t, false);
   };
   if (args.dtype == ScalarType::Float64) {
     run(std::type_identity<double>{});

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "../convert.h"
 #include "../dispatch.h"
@@ -72,11 +73,20 @@ inline V broadcast(T x) {
   }
 }
 
-template <class T>
-void micro(int64_t k, const T* __restrict a, const T* __restrict b, T* __restrict c, int64_t ldc, T alpha,
-           T beta) {
+// Depth of a packed slice (kc); also the row stride of row-major A panels.
+constexpr int64_t kDepth = 384;
+
+// The register-blocked product: the first R rows (R <= kRows) of a tile,
+// A(i, p) at a[i * a_row + p * a_step], B's row p (kCols values) at
+// b + p * b_step; c[i * ldc + j] = alpha * sum + beta * c (beta == 0: c is
+// not read). R < kRows serves the last rows of a matrix whose row count is
+// not a multiple of kRows, at no wasted multiply-adds.
+template <class T, int R>
+[[gnu::always_inline]] inline void micro_body(int64_t k, const T* __restrict a, int64_t a_row, int64_t a_step,
+                                              const T* __restrict b, int64_t b_step, T* __restrict c,
+                                              int64_t ldc, T alpha, T beta) {
   constexpr int W = kVectorBytes / static_cast<int>(sizeof(T));
-  constexpr int MR = kRows, NV = kVectorsPerRow, NR = kCols<T>;
+  constexpr int MR = R, NV = kVectorsPerRow;
   typedef T V __attribute__((vector_size(kVectorBytes)));
   V acc[MR][NV];
   // C's tile is read and written only after the depth loop: start fetching
@@ -84,7 +94,7 @@ void micro(int64_t k, const T* __restrict a, const T* __restrict b, T* __restric
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
     __builtin_prefetch(c + i * ldc, 1);
-    __builtin_prefetch(c + i * ldc + NR - 1, 1);
+    __builtin_prefetch(c + i * ldc + NV * W - 1, 1);
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
@@ -97,12 +107,12 @@ void micro(int64_t k, const T* __restrict a, const T* __restrict b, T* __restric
     for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], b + v * W, sizeof(V));
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {
-      const V av = broadcast<V>(a[i]);
+      const V av = broadcast<V>(a[i * a_row]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) acc[i][v] += av * bv[v];
     }
-    a += MR;
-    b += NR;
+    a += a_step;
+    b += b_step;
   }
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) {
@@ -120,16 +130,34 @@ void micro(int64_t k, const T* __restrict a, const T* __restrict b, T* __restric
   }
 }
 
+// On packed panels: B's panel kCols values per step; A's panel depth-major
+// (kRows values per step) or, with kRowPanel, row-major (row i at
+// a + i * kDepth: Note [A panel layouts]).
+template <class T, int R, bool kRowPanel>
+void micro(int64_t k, const T* a, const T* b, T* c, int64_t ldc, T alpha, T beta) {
+  micro_body<T, R>(k, a, kRowPanel ? kDepth : 1, kRowPanel ? 1 : kRows, b, kCols<T>, c, ldc, alpha, beta);
+}
+
+// On unpacked row-major operands (Note [Unpacked small products]): A(i, p)
+// at a[i * lda + p], B's row p at b + p * ldb.
+template <class T, int R>
+void micro_direct(int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, T alpha,
+                  T beta) {
+  micro_body<T, R>(k, a, lda, 1, b, ldb, c, ldc, alpha, beta);
+}
+
 // Packs `width` lines (element j of depth step p at src + j * ws + p * ds)
-// into panels of P lines: panel q holds depth steps of P values, lines past
-// `width` zero. Element conversion to T happens here, once per element.
+// into panels of P lines, panel_stride elements apart: a panel holds depth
+// steps of P values, lines past `width` zero. Element conversion to T
+// happens here, once per element.
 template <class T, int P>
-void pack(T* dst, const void* src, ScalarType type, int64_t ws, int64_t ds, int64_t width, int64_t depth) {
+void pack(T* dst, const void* src, ScalarType type, int64_t ws, int64_t ds, int64_t width, int64_t depth,
+          int64_t panel_stride) {
   detail::dispatch(type, [&](auto tag) {
     using S = typename decltype(tag)::type;
     if constexpr (detail::is_floating_v<S>) {
       const S* s = static_cast<const S*>(src);
-      for (int64_t w0 = 0; w0 < width; w0 += P, dst += depth * P) {
+      for (int64_t w0 = 0; w0 < width; w0 += P, dst += panel_stride) {
         const int64_t n = std::min<int64_t>(P, width - w0);
         const S* line = s + w0 * ws;
         if (n == P && ws == 1) {  // lines side by side: P contiguous values per step
@@ -150,14 +178,37 @@ void pack(T* dst, const void* src, ScalarType type, int64_t ws, int64_t ds, int6
   });
 }
 
+// Note [A panel layouts]
+// The micro-kernel broadcasts one A value per row and step, so an A panel
+// need not be depth-major: a row-major A (unit stride along the depth, the
+// common case: mm of row-major matrices, linear's input) is packed as
+// row-major panels, kRows plain row copies kDepth apart, instead of being
+// transposed element by element (which cost a fifth of a 64x64x64 batched
+// product); the micro-kernel then reads row i at a fixed offset i * kDepth.
+// Other A layouts are packed depth-major.
 template <class T>
-void pack_a(T* dst, const void* src, ScalarType type, int64_t rs, int64_t cs, int64_t rows, int64_t depth) {
-  pack<T, kRows>(dst, src, type, rs, cs, rows, depth);
+void pack_a(T* dst, const void* src, ScalarType type, int64_t rs, int64_t cs, int64_t rows, int64_t depth,
+            bool row_panels) {
+  if (!row_panels) {
+    pack<T, kRows>(dst, src, type, rs, cs, rows, depth, kRows * kDepth);
+    return;
+  }
+  detail::dispatch(type, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if constexpr (detail::is_floating_v<S>) {
+      const S* s = static_cast<const S*>(src);
+      for (int64_t i = 0; i < rows; ++i) {
+        T* d = dst + (i / kRows) * kRows * kDepth + (i % kRows) * kDepth;
+        const S* row = s + i * rs;
+        for (int64_t p = 0; p < depth; ++p) d[p] = detail::convert<T>(row[p]);
+      }
+    }
+  });
 }
 
 template <class T>
 void pack_b(T* dst, const void* src, ScalarType type, int64_t rs, int64_t cs, int64_t depth, int64_t cols) {
-  pack<T, kCols<T>>(dst, src, type, cs, rs, cols, depth);
+  pack<T, kCols<T>>(dst, src, type, cs, rs, cols, depth, depth * kCols<T>);
 }
 
 // y[i] = sum_p A(i, p) * x(p) for rows [0, rows), A(i, p) at a + i * rs + p * cs,
@@ -211,12 +262,27 @@ void gemv(T* y, const void* a, const void* x, ScalarType type, int64_t rs, int64
 // Block sizes (Note [GEMM blocking] in gemm.cpp): an A panel (kRows x kc)
 // stays in L1, a packed B block (kc x nc, about 1 MB) in L2, the packed A
 // block (mc x kc, a few MB) in L3.
+template <class T, int... R>
+void fill_micro(detail::GemmKernel<T>& kernel, std::integer_sequence<int, R...>) {
+  ((kernel.micro[0][R + 1] = &micro<T, R + 1, false>), ...);
+  ((kernel.micro[1][R + 1] = &micro<T, R + 1, true>), ...);
+  ((kernel.micro_direct[R + 1] = &micro_direct<T, R + 1>), ...);
+}
+
 template <class T>
 detail::GemmKernel<T> kernel() {
-  constexpr int64_t kc = 384;
-  constexpr int64_t nc = (int64_t{1} << 20) / (kc * static_cast<int64_t>(sizeof(T))) / kCols<T> * kCols<T>;
-  constexpr int64_t mc = 2040 / kRows * kRows;
-  return {kRows, kCols<T>, mc, kc, nc, &micro<T>, &pack_a<T>, &pack_b<T>, &gemv<T>};
+  constexpr int64_t kc = kDepth;
+  detail::GemmKernel<T> kernel{};
+  kernel.mr = kRows;
+  kernel.nr = kCols<T>;
+  kernel.kc = kc;
+  kernel.nc = (int64_t{1} << 20) / (kc * static_cast<int64_t>(sizeof(T))) / kCols<T> * kCols<T>;
+  kernel.mc = 2040 / kRows * kRows;
+  fill_micro(kernel, std::make_integer_sequence<int, kRows>{});
+  kernel.pack_a = &pack_a<T>;
+  kernel.pack_b = &pack_b<T>;
+  kernel.gemv = &gemv<T>;
+  return kernel;
 }
 
 }  // namespace
