@@ -64,6 +64,9 @@ def test_mm_edge_shapes(shape):
 def test_mm_large_splits_over_blocks_and_threads():
     check(torch.mm, rand(300, 600), rand(600, 1100), k=600)
     check(torch.mm, rand(600, 300).t(), rand(1100, 600).t(), k=600)
+    for dtype in (torch.bfloat16, torch.float16):  # bfloat16: AMX tiles where the CPU has them
+        check(torch.mm, rand(128, 608, dtype=dtype), rand(608, 96, dtype=dtype), k=608)
+        check(torch.mm, rand(130, 600, dtype=dtype), rand(600, 70, dtype=dtype).t().contiguous().t(), k=600)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -230,6 +230,48 @@ TEST_P(GemmTest, UnpackedSmallProducts) {
   }
 }
 
+// BFloat16 shapes for the AMX path (Note [AMX tiles]; the other ISAs take
+// them too): row-major A with whole 32-row, 32-deep panels is tile-loaded in
+// place, other A is packed; depths over one 512-deep slice; beta and alpha.
+TEST_P(GemmTest, BFloat16TilePanels) {
+  Rng rng(8);
+  const int64_t shapes[][3] = {{64, 48, 64}, {96, 100, 544}, {32, 32, 1056}, {70, 40, 96}, {64, 33, 40}};
+  for (const auto& s : shapes) {
+    for (bool transposed_a : {false, true}) {
+      for (double beta : {0.0, 0.5}) {
+        GemmArgs args{};
+        args.dtype = ScalarType::BFloat16;
+        args.m = s[0];
+        args.n = s[1];
+        args.k = s[2];
+        args.alpha = beta == 0 ? 1.0 : 2.0;
+        args.beta = beta;
+        const int64_t lda = transposed_a ? args.m : args.k;
+        Stored a{Buffer(args.dtype, args.m * args.k), {nullptr, transposed_a ? 1 : lda, transposed_a ? lda : 1}, 0};
+        Stored b{Buffer(args.dtype, args.k * args.n), {nullptr, args.n, 1}, 0};
+        Stored c{Buffer(args.dtype, args.m * args.n), {nullptr, args.n, 1}, 0};
+        std::normal_distribution<double> normal(0, 1);
+        for (Stored* st : {&a, &b, &c}) {
+          for (int64_t i = 0; i < st->buffer.count(); ++i) put(args.dtype, st->buffer.element(i), normal(rng));
+          st->view.data = st->buffer.data();
+        }
+        args.a = a.view;
+        args.b = b.view;
+        args.c = c.view;
+        const Buffer before = c.buffer;
+        Buffer want = c.buffer;
+        GemmArgs ref = args;
+        ref.c.data = want.data();
+        gemm_ref(ref);
+        gemm(args);
+        ASSERT_TRUE(close_to_reference(args, a, b, before, c.buffer, want))
+            << "m " << args.m << " n " << args.n << " k " << args.k << " transposed A " << transposed_a << " beta "
+            << beta;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, GemmTest, ::testing::Values(Isa::Baseline, Isa::Avx2, Isa::Avx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 

@@ -1,13 +1,21 @@
 #include "mlu_kernels/gemm.h"
 
 #include <algorithm>
+
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include <cmath>
 #include <utility>
 #include <vector>
 
 #include "../convert.h"
 #include "../dispatch.h"
+#include "gemm_amx.h"
 #include "microkernel.h"
+#include "mlu_kernels/copy.h"
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 
@@ -185,9 +193,11 @@ void scale_c(ScalarType type, int64_t m, int64_t n, const MatrixView& c, char* b
   });
 }
 
-// Moves C between its own dtype/strides and a row-major T workspace.
+// Moves C between its own dtype/strides and a row-major T workspace (row
+// stride ldw), multiplying by `scale` on the way.
 template <class T>
-void c_to_workspace(ScalarType type, int64_t m, int64_t n, const MatrixView& c, const char* base, T* w, bool in) {
+void c_to_workspace(ScalarType type, int64_t m, int64_t n, const MatrixView& c, const char* base, T* w, int64_t ldw,
+                    T scale, bool in) {
   detail::dispatch(type, [&](auto tag) {
     using S = typename decltype(tag)::type;
     if constexpr (detail::is_floating_v<S>) {
@@ -196,9 +206,9 @@ void c_to_workspace(ScalarType type, int64_t m, int64_t n, const MatrixView& c, 
         for (int64_t j = 0; j < n; ++j) {
           S& e = p[i * c.row_stride + j * c.col_stride];
           if (in) {
-            w[i * n + j] = detail::convert<T>(e);
+            w[i * ldw + j] = scale * detail::convert<T>(e);
           } else {
-            e = detail::convert<S>(w[i * n + j]);
+            e = detail::convert<S>(scale * w[i * ldw + j]);
           }
         }
       }
@@ -273,13 +283,62 @@ void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   }
   // C in another dtype (rounded once, at the end) or with no unit stride.
   thread_local std::vector<T> c_buffer;
+  if constexpr (std::is_same_v<T, float>) {
+    if (args.dtype == ScalarType::BFloat16 && active_isa() == Isa::Avx512 && detail::amx_bf16_usable()) {
+      // Note [AMX tiles]: w = (beta / alpha) C, w += A B on tiles, C = alpha w.
+      // w is padded to whole 32 x 32 blocks, which the tiles load and store.
+      const int64_t ldw = (n + detail::kAmxBlock - 1) / detail::kAmxBlock * detail::kAmxBlock;
+      const int64_t rows = (m + detail::kAmxBlock - 1) / detail::kAmxBlock * detail::kAmxBlock;
+      T* w = scratch(c_buffer, rows * ldw);
+      if (beta != T(0)) c_to_workspace<T>(args.dtype, m, n, c, c_base, w, ldw, beta / alpha, true);
+      detail::gemm_amx_bf16_accumulate(m, n, args.k, reinterpret_cast<const BFloat16*>(a.data), a.rs, a.cs,
+                                       reinterpret_cast<const BFloat16*>(b.data), b.rs, b.cs, w, ldw, beta != T(0),
+                                       serial);
+      if (alpha != T(1)) {
+        c_to_workspace<T>(args.dtype, m, n, c, c_base, w, ldw, alpha, false);
+        return;
+      }
+      Shape shape;  // the rounding to BFloat16: the per-ISA converting copy
+      shape.ndim = 2;
+      shape.sizes[0] = m;
+      shape.sizes[1] = n;
+      Strides c_strides{}, w_strides{};
+      c_strides.v[0] = c.row_stride;
+      c_strides.v[1] = c.col_stride;
+      w_strides.v[0] = ldw;
+      w_strides.v[1] = 1;
+      copy(c_base, args.dtype, c_strides, w, ScalarType::Float32, w_strides, shape);
+      return;
+    }
+  }
   T* w = scratch(c_buffer, m * n);
-  if (beta != T(0)) c_to_workspace<T>(args.dtype, m, n, c, c_base, w, true);
+  if (beta != T(0)) c_to_workspace<T>(args.dtype, m, n, c, c_base, w, n, T(1), true);
   gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, w, n, serial);
-  c_to_workspace<T>(args.dtype, m, n, c, c_base, w, false);
+  c_to_workspace<T>(args.dtype, m, n, c, c_base, w, n, T(1), false);
 }
 
 }  // namespace
+
+namespace detail {
+
+bool amx_bf16_usable() {
+  static const bool usable = [] {
+#if defined(__x86_64__) && defined(__linux__)
+    // CPUID.(7, 0):EDX bit 22 is AMX-BF16, bit 24 AMX-TILE; the kernel must
+    // then grant the tile data state (XFEATURE_XTILEDATA = 18) to the process.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    if (((edx >> 22) & 1) == 0 || ((edx >> 24) & 1) == 0) return false;
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return usable;
+}
+
+}  // namespace detail
 
 bool gemm_supports(ScalarType dtype) {
   return dtype == ScalarType::Float32 || dtype == ScalarType::Float64 || dtype == ScalarType::Float16 ||

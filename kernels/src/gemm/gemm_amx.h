@@ -1,0 +1,41 @@
+// BFloat16 GEMM on Intel AMX tiles (gemm_amx.cpp, compiled with -mamx-tile
+// -mamx-bf16 only: nothing in it runs unless amx_bf16_usable()).
+//
+// Note [AMX tiles]
+// TDPBF16PS multiplies a 16 x 32 BFloat16 tile of A by a 32 x 16 tile of B
+// (stored as 16 rows of 16 column pairs: "VNNI" order, two depth steps per
+// column) into a 16 x 16 float tile: 8192 multiply-adds per instruction,
+// about 1 TFLOP/s per core on this host against 0.17 for AVX-512 FMA. The
+// kernel keeps a 32 x 32 block of C in four tiles, with two A and two B
+// tiles per 32-deep step. B is packed in that order; A is packed into
+// 32-row panels unless it is row-major with whole panels (rows and depth
+// multiples of 32), when its tiles load in place (a tile row is 64
+// contiguous bytes of a matrix row). Products are exact in float and summed in float
+// (the CPU's bf16 mm does the same on AMX through oneDNN); the caller rounds
+// C once.
+#pragma once
+
+#include <cstdint>
+
+#include "mlu_kernels/half.h"
+
+namespace mlu::kernels::detail {
+
+// Whether this CPU has AMX-BF16 and the kernel let this process use the
+// tile registers (Linux's arch_prctl(ARCH_REQ_XCOMP_PERM), asked once).
+bool amx_bf16_usable();
+
+// Rows and columns of C are processed in blocks of this many.
+constexpr int64_t kAmxBlock = 32;
+
+// w = A B (w += A B with `accumulate`) for m x n, depth k >= 1: A(i, p) at
+// a[i * a_rs + p * a_cs], B(p, j) at b[p * b_rs + j * b_cs], both BFloat16.
+// w is float, row-major with row stride ldw, and padded: rows and columns up
+// to the next multiple of kAmxBlock exist (the tiles load and store whole
+// blocks; what lands in the padding is meaningless). `serial`: run on the
+// calling thread only. Requires amx_bf16_usable().
+void gemm_amx_bf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t a_rs, int64_t a_cs,
+                              const BFloat16* b, int64_t b_rs, int64_t b_cs, float* w, int64_t ldw, bool accumulate,
+                              bool serial);
+
+}  // namespace mlu::kernels::detail
