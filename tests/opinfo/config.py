@@ -78,7 +78,8 @@ CI_COMPARE_OPS = [
     "index_select", "index_add", "index_put", "masked_select", "take", "__getitem__", "nonzero", "clone",
     "diagonal",
     # linear algebra
-    "mm", "bmm", "matmul", "addmm", "mv", "dot", "outer", "einsum", "linalg.det",
+    "mm", "bmm", "matmul", "addmm", "baddbmm", "addbmm", "addmv", "mv", "dot", "vdot", "outer", "inner", "tensordot",
+    "einsum", "linalg.det",
     # neural-network functional
     "nn.functional.relu", "nn.functional.gelu", "nn.functional.silu", "nn.functional.leaky_relu",
     "nn.functional.hardtanh", "nn.functional.softplus", "nn.functional.linear", "nn.functional.layer_norm",
