@@ -9,6 +9,11 @@ with torch.mlu.synchronize()), the median batch per device; --repeat R runs the 
 reports the median of the passes. The devices are timed one after the other. GFLOP/s = 2 m n k
 (times the batch) / time. ratio = cpu time / mlu time (above 1: mlu faster).
 
+The machine's peak comes from build/kernels/mlu_gemm_peak (kernels/tools/gemm_peak.cpp): the
+float32 micro-kernel on panels resident in L1 (the FMA units' rate), and where the CPU has AMX a
+chain of TDPBF16PS on resident tiles, one thread and all threads, best of three. "% peak" is the
+mlu GFLOP/s over the all-threads peak of the case's dtype (bfloat16 against AMX where present).
+
     python benchmarks/bench_gemm.py [--cases 'mm_f32_*'] [--repeat 3] [--min-time 0.5]
         [--out benchmarks/results/bench_gemm.json]
 """
@@ -18,6 +23,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import time
 
 import torch
@@ -86,6 +92,22 @@ def run_case(name, build, min_time):
             "cpu_gflops": flops / cpu / 1e9, "mlu_gflops": flops / mlu / 1e9, "native": not fallback}
 
 
+def machine_peak():
+    """The peak probe's JSON (see the module docstring), or {} when it is not built."""
+    probe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "kernels", "mlu_gemm_peak")
+    if not os.path.exists(probe):
+        return {}
+    out = subprocess.run([probe, "0.3"], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def percent_of_peak(case, peak):
+    key = "amx_bf16_gflops_all" if "bf16" in case["case"] and "amx_bf16_gflops_all" in peak else "float32_gflops_all"
+    if "f64" in case["case"] or key not in peak or ("bf16" in case["case"] and key == "float32_gflops_all"):
+        return None
+    return 100.0 * case["mlu_gflops"] / peak[key]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default="*", help="comma-separated glob patterns over the case names")
@@ -95,6 +117,7 @@ def main():
     args = parser.parse_args()
     patterns = args.cases.split(",")
     names = [n for n in CASES if any(fnmatch.fnmatch(n, p) for p in patterns)]
+    peak = machine_peak()
     passes = [[run_case(n, CASES[n], args.min_time) for n in names] for _ in range(args.repeat)]
     results = []
     for i, name in enumerate(names):
@@ -103,15 +126,21 @@ def main():
         for key in ("cpu_us", "mlu_us", "ratio", "cpu_gflops", "mlu_gflops"):
             case[key] = round(statistics.median(r[key] for r in runs), 4)
         case["pass_ratios"] = [round(r["ratio"], 3) for r in runs]
+        share = percent_of_peak(case, peak)
+        case["mlu_percent_of_peak"] = None if share is None else round(share, 1)
         results.append(case)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
-                   "threads": torch.get_num_threads(), "repeat": args.repeat, "cases": results}, f, indent=1)
-    print(f"{'case':34s} {'cpu us':>11s} {'mlu us':>11s} {'cpu GF/s':>9s} {'mlu GF/s':>9s} {'ratio':>6s}")
+                   "threads": torch.get_num_threads(), "repeat": args.repeat, "peak": peak, "cases": results}, f,
+                  indent=1)
+    if peak:
+        print("peak (GFLOP/s, mlu_gemm_peak): " + ", ".join(f"{k} {v}" for k, v in peak.items()))
+    print(f"{'case':34s} {'cpu us':>11s} {'mlu us':>11s} {'cpu GF/s':>9s} {'mlu GF/s':>9s} {'% peak':>7s} {'ratio':>6s}")
     for c in results:
+        share = "" if c["mlu_percent_of_peak"] is None else f"{c['mlu_percent_of_peak']:.0f}%"
         print(f"{c['case']:34s} {c['cpu_us']:11.1f} {c['mlu_us']:11.1f} {c['cpu_gflops']:9.1f} "
-              f"{c['mlu_gflops']:9.1f} {c['ratio']:6.2f}{'' if c['native'] else '  (fallback)'}")
+              f"{c['mlu_gflops']:9.1f} {share:>7s} {c['ratio']:6.2f}{'' if c['native'] else '  (fallback)'}")
     print(f"(ratio = cpu time / mlu time; medians of batches, median of {args.repeat} pass(es); written to {args.out})")
 
 
