@@ -1,0 +1,183 @@
+// Convolutions on mlu: PyTorch routes every conv (conv1d/2d/3d, transposed,
+// grouped, "same" padding) on a device it has no backend for to
+// convolution_overrideable and convolution_backward_overrideable; both run
+// the kernel library's im2col + GEMM convolutions (mlu_kernels/conv.h) on the
+// current stream. at::convolution has already checked the arguments and
+// added the batch dim. Operands are made contiguous for the kernels; results
+// come back in the memory format the CPU would give (channels_last when the
+// input or the weight is).
+#include <ATen/ops/empty.h>
+#include <ATen/ops/sum.h>
+#include <mlu_kernels/conv.h>
+#include <mlu_kernels/gemm.h>
+
+#include "csrc/aten/KernelArgs.h"
+
+namespace torch_mlu {
+namespace {
+
+namespace k = mlu::kernels;
+
+k::ScalarType conv_dtype(const at::Tensor& t) {
+  const auto type = kernel_dtype(t.scalar_type());
+  TORCH_CHECK(type.has_value() && k::gemm_supports(*type) && !t.is_complex(),
+              "convolution on mlu supports float32, float64, float16 and bfloat16 tensors, got ", t.scalar_type(),
+              "; convert the input and weight (e.g. .float()) first");
+  return *type;
+}
+
+void check_devices(const at::Tensor& a, const at::Tensor& b, const at::Tensor* c = nullptr) {
+  for (const at::Tensor* t : {&b, c}) {
+    if (t == nullptr || !t->defined()) continue;
+    TORCH_CHECK(t->device() == a.device(), "Expected all tensors to be on the same device, but found at least two "
+                "devices, ", a.device(), " and ", t->device(), "! (when checking arguments for convolution)");
+  }
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "Input type (", a.scalar_type(), ") and weight type (",
+              b.scalar_type(), ") should be the same");
+}
+
+at::MemoryFormat result_format(const at::Tensor& input, const at::Tensor& weight) {
+  const auto cl = input.dim() == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
+  if (input.dim() >= 4 && (input.suggest_memory_format() == cl || weight.suggest_memory_format() == cl)) return cl;
+  return at::MemoryFormat::Contiguous;
+}
+
+// The regular convolution from `small`-side (output) and `big`-side (input)
+// tensors: big [N, C_in, *in], weight [C_out, C_in / groups, *k], small
+// [N, C_out, *out].
+k::ConvShape conv_shape(const at::Tensor& big, const at::Tensor& weight, at::IntArrayRef small_spatial,
+                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
+  k::ConvShape s;
+  s.dims = static_cast<int>(big.dim() - 2);
+  TORCH_CHECK(s.dims >= 1 && s.dims <= 3, "convolution on mlu: expected 1 to 3 spatial dims, got ", s.dims);
+  s.batch = big.size(0);
+  s.in_channels = big.size(1);
+  s.out_channels = weight.size(0);
+  s.groups = groups;
+  for (int d = 0; d < s.dims; ++d) {
+    s.in_size[d] = big.size(d + 2);
+    s.out_size[d] = small_spatial[d];
+    s.kernel[d] = weight.size(d + 2);
+    s.stride[d] = stride[stride.size() == 1 ? 0 : d];
+    s.padding[d] = padding[padding.size() == 1 ? 0 : d];
+    s.dilation[d] = dilation[dilation.size() == 1 ? 0 : d];
+  }
+  return s;
+}
+
+void* ptr(const at::Tensor& t) { return t.defined() ? const_cast<void*>(t.const_data_ptr()) : nullptr; }
+
+at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, const std::optional<at::Tensor>& bias_,
+                       at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                       at::IntArrayRef output_padding, int64_t groups) {
+  const at::Tensor bias_given = bias_.has_value() ? *bias_ : at::Tensor();
+  check_devices(input_, weight_, &bias_given);
+  const k::ScalarType type = conv_dtype(input_);
+  c10::DeviceGuard guard(input_.device());
+  const at::Tensor input = input_.contiguous(), weight = weight_.contiguous();
+  const at::Tensor bias = bias_given.defined() ? bias_given.contiguous() : at::Tensor();
+  const int dims = static_cast<int>(input.dim() - 2);
+  auto at_dim = [](at::IntArrayRef v, int d) { return v[v.size() == 1 ? 0 : d]; };
+  std::vector<int64_t> out_sizes{input.size(0), transposed ? weight.size(1) * groups : weight.size(0)};
+  for (int d = 0; d < dims; ++d) {
+    const int64_t in = input.size(d + 2), kernel = weight.size(d + 2);
+    const int64_t span = at_dim(dilation, d) * (kernel - 1);
+    out_sizes.push_back(transposed ? (in - 1) * at_dim(stride, d) - 2 * at_dim(padding, d) + span +
+                                         at_dim(output_padding, d) + 1
+                                   : (in + 2 * at_dim(padding, d) - span - 1) / at_dim(stride, d) + 1);
+  }
+  at::Tensor output = at::empty(out_sizes, input.options());
+  if (output.numel() > 0) {
+    if (!transposed) {
+      const k::ConvShape s = conv_shape(input, weight, at::IntArrayRef(out_sizes).slice(2), stride, padding, dilation,
+                                        groups);
+      void *in = ptr(input), *w = ptr(weight), *b = ptr(bias), *out = ptr(output);
+      launch_kernel(input.device().index(), "convolution", [=] { k::conv_forward(s, type, in, w, b, out); });
+    } else {
+      // The transposed convolution is the backward-input op of the regular
+      // convolution from `output` to `input`.
+      const k::ConvShape s = conv_shape(output, weight, input.sizes().slice(2), stride, padding, dilation, groups);
+      void *in = ptr(input), *w = ptr(weight), *out = ptr(output);
+      launch_kernel(input.device().index(), "convolution_transpose",
+                    [=] { k::conv_backward_input(s, type, in, w, out); });
+      if (bias.defined()) {
+        std::vector<int64_t> shape(output.dim(), 1);
+        shape[1] = bias.numel();
+        output.add_(bias.view(shape));
+      }
+    }
+  }
+  const at::MemoryFormat format = result_format(input_, weight_);
+  return format == at::MemoryFormat::Contiguous ? output : output.contiguous(format);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
+    const at::Tensor& grad_output_, const at::Tensor& input_, const at::Tensor& weight_, at::IntArrayRef stride,
+    at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
+    int64_t groups, std::array<bool, 3> mask) {
+  (void)output_padding;  // the sizes of grad_output already include it
+  check_devices(input_, weight_, &grad_output_);
+  const k::ScalarType type = conv_dtype(input_);
+  c10::DeviceGuard guard(input_.device());
+  const at::Tensor grad_output = grad_output_.contiguous(), input = input_.contiguous(), weight = weight_.contiguous();
+  at::Tensor grad_input, grad_weight, grad_bias;
+  const int device = input.device().index();
+  if (mask[0]) grad_input = at::empty(input.sizes(), input.options());
+  if (mask[1]) grad_weight = at::empty(weight.sizes(), weight.options());
+  if (mask[2]) grad_bias = at::empty({grad_output.size(1)}, grad_output.options());
+  const bool empty = grad_output.numel() == 0 || input.numel() == 0;
+  if (!transposed) {
+    const k::ConvShape s = conv_shape(input, weight, grad_output.sizes().slice(2), stride, padding, dilation, groups);
+    void *go = ptr(grad_output), *in = ptr(input), *w = ptr(weight);
+    if (mask[0] && !empty) {
+      void* gi = ptr(grad_input);
+      launch_kernel(device, "convolution_backward_input", [=] { k::conv_backward_input(s, type, go, w, gi); });
+    }
+    if (mask[1] && !empty) {
+      void *gw = ptr(grad_weight), *gb = mask[2] ? ptr(grad_bias) : nullptr;
+      launch_kernel(device, "convolution_backward_weight",
+                    [=] { k::conv_backward_weight(s, type, go, in, gw, gb); });
+    }
+  } else {
+    // input -> grad_output is the backward-input op of the regular
+    // convolution s from grad_output's side to input's side.
+    const k::ConvShape s = conv_shape(grad_output, weight, input.sizes().slice(2), stride, padding, dilation, groups);
+    void *go = ptr(grad_output), *in = ptr(input), *w = ptr(weight);
+    if (mask[0] && !empty) {
+      void* gi = ptr(grad_input);
+      launch_kernel(device, "convolution_transpose_backward_input",
+                    [=] { k::conv_forward(s, type, go, w, nullptr, gi); });
+    }
+    if (mask[1] && !empty) {
+      void* gw = ptr(grad_weight);
+      launch_kernel(device, "convolution_transpose_backward_weight",
+                    [=] { k::conv_backward_weight(s, type, in, go, gw, nullptr); });
+    }
+  }
+  if (empty) {
+    if (mask[0]) grad_input.zero_();
+    if (mask[1]) grad_weight.zero_();
+  }
+  if (mask[2] && (transposed || !mask[1] || empty)) {
+    std::vector<int64_t> dims{0};
+    for (int64_t d = 2; d < grad_output.dim(); ++d) dims.push_back(d);
+    grad_bias = at::sum(grad_output, dims);
+  }
+  const at::MemoryFormat format = result_format(input_, weight_);
+  if (format != at::MemoryFormat::Contiguous) {
+    if (grad_input.defined()) grad_input = grad_input.contiguous(format);
+    if (grad_weight.defined() && weight_.suggest_memory_format() == format) {
+      grad_weight = grad_weight.contiguous(format);
+    }
+  }
+  return {grad_input, grad_weight, grad_bias};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("convolution_overrideable", TORCH_FN(convolution));
+  m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward));
+}
+
+}  // namespace torch_mlu

@@ -1,0 +1,52 @@
+// Convolution (1-, 2- and 3-D, grouped, strided, padded, dilated) and its
+// backward ops, as GEMMs over unfolded patches (im2col / col2im).
+//
+// Tensors are contiguous: input [N, C_in, *in_size], weight [C_out,
+// C_in / groups, *kernel], output [N, C_out, *out_size], all of one dtype
+// (a dtype gemm_supports). For one sample and group, the patches of the input
+// unfold into a (C_in / groups * prod(kernel)) x prod(out_size) matrix
+// (a view of the input for 1x1 kernels with stride 1 and no padding), and
+//   output = weight x patches (+ bias),
+//   grad_patches = weight^T x grad_output, folded back (summed) into grad_input,
+//   grad_weight = sum over samples of grad_output x patches^T,
+// the last as one GEMM over all samples (depth N * prod(out_size)), so
+// Float16/BFloat16 results are rounded once. A transposed convolution is the
+// backward-input op of the convolution it transposes, and vice versa.
+#pragma once
+
+#include <cstdint>
+
+#include "mlu_kernels/dtype.h"
+
+namespace mlu::kernels {
+
+struct ConvShape {
+  int dims = 2;  // spatial dims, 1..3
+  int64_t batch = 1, in_channels = 1, out_channels = 1, groups = 1;
+  int64_t in_size[3] = {1, 1, 1}, out_size[3] = {1, 1, 1}, kernel[3] = {1, 1, 1};
+  int64_t stride[3] = {1, 1, 1}, padding[3] = {0, 0, 0}, dilation[3] = {1, 1, 1};
+};
+
+// output = conv(input, weight) + bias (bias [C_out] or nullptr).
+void conv_forward(const ConvShape& shape, ScalarType type, const void* input, const void* weight, const void* bias,
+                  void* output);
+
+// grad_input (overwritten) from grad_output [N, C_out, *out_size].
+void conv_backward_input(const ConvShape& shape, ScalarType type, const void* grad_output, const void* weight,
+                         void* grad_input);
+
+// grad_weight (overwritten) and, unless nullptr, grad_bias [C_out]
+// (overwritten: the sum of grad_output over samples and positions).
+void conv_backward_weight(const ConvShape& shape, ScalarType type, const void* grad_output, const void* input,
+                          void* grad_weight, void* grad_bias);
+
+// Scalar references: direct loops over every output and kernel position,
+// sums in long double.
+void conv_forward_ref(const ConvShape& shape, ScalarType type, const void* input, const void* weight,
+                      const void* bias, void* output);
+void conv_backward_input_ref(const ConvShape& shape, ScalarType type, const void* grad_output, const void* weight,
+                             void* grad_input);
+void conv_backward_weight_ref(const ConvShape& shape, ScalarType type, const void* grad_output, const void* input,
+                              void* grad_weight, void* grad_bias);
+
+}  // namespace mlu::kernels

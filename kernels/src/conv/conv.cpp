@@ -1,0 +1,384 @@
+#include "mlu_kernels/conv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "../convert.h"
+#include "../dispatch.h"
+#include "mlu_kernels/gemm.h"
+#include "mlu_kernels/parallel.h"
+
+namespace mlu::kernels {
+namespace {
+
+// The shape with its spatial dims right-aligned into 3 (leading dims of
+// size 1), and the sizes the GEMMs need.
+struct Geometry {
+  int64_t in[3], out[3], kernel[3], stride[3], padding[3], dilation[3];
+  int64_t in_plane, out_plane, taps;  // prod(in), prod(out) = L, prod(kernel) = K
+  int64_t group_in, group_out;         // channels per group
+  bool identity;                       // 1x1 kernel, stride 1, no padding: patches are the input
+};
+
+Geometry geometry(const ConvShape& s) {
+  Geometry g;
+  const int lead = 3 - s.dims;
+  for (int d = 0; d < 3; ++d) {
+    const int src = d - lead;
+    const bool real = src >= 0;
+    g.in[d] = real ? s.in_size[src] : 1;
+    g.out[d] = real ? s.out_size[src] : 1;
+    g.kernel[d] = real ? s.kernel[src] : 1;
+    g.stride[d] = real ? s.stride[src] : 1;
+    g.padding[d] = real ? s.padding[src] : 0;
+    g.dilation[d] = real ? s.dilation[src] : 1;
+  }
+  g.in_plane = g.in[0] * g.in[1] * g.in[2];
+  g.out_plane = g.out[0] * g.out[1] * g.out[2];
+  g.taps = g.kernel[0] * g.kernel[1] * g.kernel[2];
+  g.group_in = s.in_channels / s.groups;
+  g.group_out = s.out_channels / s.groups;
+  g.identity = g.taps == 1 && g.in_plane == g.out_plane;
+  for (int d = 0; d < 3; ++d) g.identity = g.identity && g.stride[d] == 1 && g.padding[d] == 0;
+  return g;
+}
+
+// Output positions o in [0, n) whose input position o * stride + offset lies
+// in [0, size): [first, last).
+void valid_range(int64_t n, int64_t stride, int64_t offset, int64_t size, int64_t& first, int64_t& last) {
+  first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  last = size - offset <= 0 ? 0 : std::min(n, (size - offset + stride - 1) / stride);
+  first = std::min(first, last);
+}
+
+// Walks the output positions of kernel tap `tap` along each output row (the
+// last dim): run(l, at, count) for a run of `count` positions from l whose
+// input elements start at plane index `at` (stride[2] apart), zero(l, count)
+// for positions whose input lies in the padding.
+template <class Run, class Zero>
+void walk_row(const Geometry& g, int64_t tap, Run run, Zero zero) {
+  const int64_t kw = tap % g.kernel[2], kh = (tap / g.kernel[2]) % g.kernel[1], kd = tap / (g.kernel[2] * g.kernel[1]);
+  const int64_t off_d = kd * g.dilation[0] - g.padding[0], off_h = kh * g.dilation[1] - g.padding[1],
+                off_w = kw * g.dilation[2] - g.padding[2];
+  int64_t w_first, w_last;
+  valid_range(g.out[2], g.stride[2], off_w, g.in[2], w_first, w_last);
+  for (int64_t od = 0; od < g.out[0]; ++od) {
+    const int64_t id = od * g.stride[0] + off_d;
+    for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+      const int64_t ih = oh * g.stride[1] + off_h;
+      const int64_t l = (od * g.out[1] + oh) * g.out[2];
+      if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+        zero(l, g.out[2]);
+        continue;
+      }
+      zero(l, w_first);
+      run(l + w_first, (id * g.in[1] + ih) * g.in[2] + w_first * g.stride[2] + off_w, w_last - w_first);
+      zero(l + w_last, g.out[2] - w_last);
+    }
+  }
+}
+
+// Unfolds `channels` channels of one sample (planes of in_plane elements at
+// in) into patch rows c * taps + tap, row r at col + r * row_stride, L
+// elements each. E: the element's bits (copies only).
+template <class E>
+void im2col(const Geometry& g, int64_t channels, const E* in, E* col, int64_t row_stride) {
+  const int64_t rows = channels * g.taps;
+  parallel_for(0, rows, std::max<int64_t>(1, 32768 / std::max<int64_t>(g.out_plane, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) {
+      const E* plane = in + (r / g.taps) * g.in_plane;
+      E* dst = col + r * row_stride;
+      const int64_t sw = g.stride[2];
+      walk_row(
+          g, r % g.taps,
+          [&](int64_t l, int64_t at, int64_t count) {
+            if (sw == 1) {
+              std::memcpy(dst + l, plane + at, static_cast<size_t>(count) * sizeof(E));
+            } else {
+              for (int64_t i = 0; i < count; ++i) dst[l + i] = plane[at + i * sw];
+            }
+          },
+          [&](int64_t l, int64_t count) { std::fill_n(dst + l, count, E(0)); });
+    }
+  });
+}
+
+// The adjoint: adds patch rows (dtype T at col, row stride L) into `channels`
+// planes of A at acc (already zeroed). Threads split the channels, so no two
+// write one plane.
+template <class T, class A>
+void col2im(const Geometry& g, int64_t channels, const T* col, A* acc) {
+  parallel_for(0, channels, std::max<int64_t>(1, 32768 / std::max<int64_t>(g.taps * g.out_plane, 1)),
+               [&](int64_t lo, int64_t hi) {
+                 for (int64_t c = lo; c < hi; ++c) {
+                   A* plane = acc + c * g.in_plane;
+                   for (int64_t tap = 0; tap < g.taps; ++tap) {
+                     const T* src = col + (c * g.taps + tap) * g.out_plane;
+                     const int64_t sw = g.stride[2];
+                     walk_row(
+                         g, tap,
+                         [&](int64_t l, int64_t at, int64_t count) {
+                           for (int64_t i = 0; i < count; ++i) plane[at + i * sw] += detail::convert<A>(src[l + i]);
+                         },
+                         [](int64_t, int64_t) {});
+                   }
+                 }
+               });
+}
+
+// Per-thread scratch, grown as needed and kept (one conv's patches can be tens
+// of MB; allocating them per call would page-fault through them every time).
+template <class E>
+E* scratch(int64_t n) {
+  thread_local std::vector<E> buffer;
+  if (buffer.size() < static_cast<size_t>(n)) buffer.resize(static_cast<size_t>(n));
+  return buffer.data();
+}
+
+template <class F>
+void dispatch_floating(ScalarType type, F&& f) {
+  detail::dispatch(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (detail::is_floating_v<T>) f(tag);
+  });
+}
+
+// One storage-bits type per element size, for the copies.
+template <class T>
+using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+
+}  // namespace
+
+void conv_forward(const ConvShape& s, ScalarType type, const void* input, const void* weight, const void* bias,
+                  void* output) {
+  const Geometry g = geometry(s);
+  dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using E = Bits<T>;
+    const int64_t rows = g.group_in * g.taps, L = g.out_plane;
+    for (int64_t n = 0; n < s.batch; ++n) {
+      const E* in = static_cast<const E*>(input) + n * s.in_channels * g.in_plane;
+      T* out = static_cast<T*>(output) + n * s.out_channels * L;
+      const E* patches = in;
+      if (!g.identity) {
+        E* col = scratch<E>(s.in_channels * g.taps * L);
+        im2col(g, s.in_channels, in, col, L);
+        patches = col;
+      }
+      if (bias != nullptr) {
+        const T* b = static_cast<const T*>(bias);
+        for (int64_t o = 0; o < s.out_channels; ++o) std::fill_n(out + o * L, L, b[o]);
+      }
+      // Per group: out[g] (group_out x L) = weight[g] (group_out x rows) x patches[g] (rows x L).
+      GemmArgs args{};
+      args.dtype = type;
+      args.m = g.group_out;
+      args.n = L;
+      args.k = rows;
+      args.alpha = 1;
+      args.beta = bias != nullptr ? 1 : 0;
+      args.a = {const_cast<void*>(weight), rows, 1};
+      args.b = {const_cast<E*>(patches), L, 1};
+      args.c = {out, L, 1};
+      args.batch = s.groups;
+      args.batch_stride_a = g.group_out * rows;
+      args.batch_stride_b = rows * L;
+      args.batch_stride_c = g.group_out * L;
+      gemm(args);
+    }
+  });
+}
+
+void conv_backward_input(const ConvShape& s, ScalarType type, const void* grad_output, const void* weight,
+                         void* grad_input) {
+  const Geometry g = geometry(s);
+  dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const int64_t rows = g.group_in * g.taps, L = g.out_plane;
+    for (int64_t n = 0; n < s.batch; ++n) {
+      const T* gout = static_cast<const T*>(grad_output) + n * s.out_channels * L;
+      T* gin = static_cast<T*>(grad_input) + n * s.in_channels * g.in_plane;
+      // Per group: patches[g] (rows x L) = weight[g]^T (rows x group_out) x gout[g] (group_out x L);
+      // for the identity unfolding the patches are grad_input itself.
+      T* col = g.identity ? gin : scratch<T>(s.in_channels * g.taps * L);
+      GemmArgs args{};
+      args.dtype = type;
+      args.m = rows;
+      args.n = L;
+      args.k = g.group_out;
+      args.alpha = 1;
+      args.beta = 0;
+      args.a = {const_cast<void*>(weight), 1, rows};
+      args.b = {const_cast<T*>(gout), L, 1};
+      args.c = {col, L, 1};
+      args.batch = s.groups;
+      args.batch_stride_a = g.group_out * rows;
+      args.batch_stride_b = g.group_out * L;
+      args.batch_stride_c = rows * L;
+      gemm(args);
+      if (g.identity) continue;
+      if constexpr (std::is_same_v<T, A>) {
+        std::fill_n(gin, s.in_channels * g.in_plane, T(0));
+        col2im<T, A>(g, s.in_channels, col, gin);
+      } else {  // sums of overlapping patches in float, rounded once
+        A* acc = scratch<A>(s.in_channels * g.in_plane);
+        std::fill_n(acc, s.in_channels * g.in_plane, A(0));
+        col2im<T, A>(g, s.in_channels, col, acc);
+        for (int64_t i = 0; i < s.in_channels * g.in_plane; ++i) gin[i] = detail::convert<T>(acc[i]);
+      }
+    }
+  });
+}
+
+void conv_backward_weight(const ConvShape& s, ScalarType type, const void* grad_output, const void* input,
+                          void* grad_weight, void* grad_bias) {
+  const Geometry g = geometry(s);
+  dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using E = Bits<T>;
+    const int64_t rows = g.group_in * g.taps, L = g.out_plane, depth = s.batch * L;
+    // Patches of every sample side by side: row r holds sample n's L values at
+    // r * depth + n * L; grad_output regrouped by channel, [C_out][N][L].
+    E* col = scratch<E>(s.in_channels * g.taps * depth);
+    std::vector<T> regrouped(static_cast<size_t>(s.out_channels * depth));
+    T* gout = regrouped.data();
+    for (int64_t n = 0; n < s.batch; ++n) {
+      const E* in = static_cast<const E*>(input) + n * s.in_channels * g.in_plane;
+      im2col(g, s.in_channels, in, col + n * L, depth);
+      const T* src = static_cast<const T*>(grad_output) + n * s.out_channels * L;
+      for (int64_t o = 0; o < s.out_channels; ++o) std::copy_n(src + o * L, L, gout + o * depth + n * L);
+    }
+    // Per group: grad_weight[g] (group_out x rows) = gout[g] (group_out x depth) x patches[g]^T (depth x rows).
+    GemmArgs args{};
+    args.dtype = type;
+    args.m = g.group_out;
+    args.n = rows;
+    args.k = depth;
+    args.alpha = 1;
+    args.beta = 0;
+    args.a = {gout, depth, 1};
+    args.b = {col, 1, depth};
+    args.c = {grad_weight, rows, 1};
+    args.batch = s.groups;
+    args.batch_stride_a = g.group_out * depth;
+    args.batch_stride_b = rows * depth;
+    args.batch_stride_c = g.group_out * rows;
+    gemm(args);
+    if (grad_bias != nullptr) {
+      using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      T* gb = static_cast<T*>(grad_bias);
+      parallel_for(0, s.out_channels, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t o = lo; o < hi; ++o) {
+          double sum = 0;
+          for (int64_t i = 0; i < depth; ++i) sum += static_cast<double>(detail::convert<A>(gout[o * depth + i]));
+          gb[o] = detail::convert<T>(static_cast<A>(sum));
+        }
+      });
+    }
+  });
+}
+
+// ---- references ------------------------------------------------------------------------------
+
+namespace {
+
+// Calls f(n, o, out_index, in_index, weight_index) for every (output element,
+// kernel tap, input channel of its group) whose input position is inside.
+template <class F>
+void for_each_product(const ConvShape& s, F&& f) {
+  const Geometry g = geometry(s);
+  for (int64_t n = 0; n < s.batch; ++n) {
+    for (int64_t o = 0; o < s.out_channels; ++o) {
+      const int64_t group = o / g.group_out;
+      for (int64_t l = 0; l < g.out_plane; ++l) {
+        const int64_t od = l / (g.out[1] * g.out[2]), oh = (l / g.out[2]) % g.out[1], ow = l % g.out[2];
+        const int64_t out_index = (n * s.out_channels + o) * g.out_plane + l;
+        for (int64_t ci = 0; ci < g.group_in; ++ci) {
+          const int64_t c = group * g.group_in + ci;
+          for (int64_t tap = 0; tap < g.taps; ++tap) {
+            const int64_t kw = tap % g.kernel[2], kh = (tap / g.kernel[2]) % g.kernel[1],
+                          kd = tap / (g.kernel[2] * g.kernel[1]);
+            const int64_t id = od * g.stride[0] - g.padding[0] + kd * g.dilation[0];
+            const int64_t ih = oh * g.stride[1] - g.padding[1] + kh * g.dilation[1];
+            const int64_t iw = ow * g.stride[2] - g.padding[2] + kw * g.dilation[2];
+            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2]) continue;
+            const int64_t in_index = (n * s.in_channels + c) * g.in_plane + (id * g.in[1] + ih) * g.in[2] + iw;
+            const int64_t w_index = (o * g.group_in + ci) * g.taps + tap;
+            f(out_index, in_index, w_index);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void conv_forward_ref(const ConvShape& s, ScalarType type, const void* input, const void* weight, const void* bias,
+                      void* output) {
+  const Geometry g = geometry(s);
+  dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* in = static_cast<const T*>(input);
+    const T* w = static_cast<const T*>(weight);
+    const int64_t total = s.batch * s.out_channels * g.out_plane;
+    std::vector<long double> acc(static_cast<size_t>(total), 0.0L);
+    for_each_product(s, [&](int64_t out, int64_t i, int64_t k) {
+      acc[out] += static_cast<long double>(detail::widen(in[i])) * detail::widen(w[k]);
+    });
+    T* o = static_cast<T*>(output);
+    for (int64_t i = 0; i < total; ++i) {
+      const int64_t channel = (i / g.out_plane) % s.out_channels;
+      const long double b = bias == nullptr ? 0.0L : detail::widen(static_cast<const T*>(bias)[channel]);
+      o[i] = detail::convert<T>(static_cast<double>(acc[i] + b));
+    }
+  });
+}
+
+void conv_backward_input_ref(const ConvShape& s, ScalarType type, const void* grad_output, const void* weight,
+                             void* grad_input) {
+  const Geometry g = geometry(s);
+  dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* go = static_cast<const T*>(grad_output);
+    const T* w = static_cast<const T*>(weight);
+    const int64_t total = s.batch * s.in_channels * g.in_plane;
+    std::vector<long double> acc(static_cast<size_t>(total), 0.0L);
+    for_each_product(s, [&](int64_t out, int64_t i, int64_t k) {
+      acc[i] += static_cast<long double>(detail::widen(go[out])) * detail::widen(w[k]);
+    });
+    T* gi = static_cast<T*>(grad_input);
+    for (int64_t i = 0; i < total; ++i) gi[i] = detail::convert<T>(static_cast<double>(acc[i]));
+  });
+}
+
+void conv_backward_weight_ref(const ConvShape& s, ScalarType type, const void* grad_output, const void* input,
+                              void* grad_weight, void* grad_bias) {
+  const Geometry g = geometry(s);
+  dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* go = static_cast<const T*>(grad_output);
+    const T* in = static_cast<const T*>(input);
+    const int64_t total = s.out_channels * g.group_in * g.taps;
+    std::vector<long double> acc(static_cast<size_t>(total), 0.0L);
+    for_each_product(s, [&](int64_t out, int64_t i, int64_t k) {
+      acc[k] += static_cast<long double>(detail::widen(go[out])) * detail::widen(in[i]);
+    });
+    T* gw = static_cast<T*>(grad_weight);
+    for (int64_t i = 0; i < total; ++i) gw[i] = detail::convert<T>(static_cast<double>(acc[i]));
+    if (grad_bias != nullptr) {
+      T* gb = static_cast<T*>(grad_bias);
+      for (int64_t o = 0; o < s.out_channels; ++o) {
+        long double sum = 0;
+        for (int64_t n = 0; n < s.batch; ++n) {
+          for (int64_t l = 0; l < g.out_plane; ++l) sum += detail::widen(go[(n * s.out_channels + o) * g.out_plane + l]);
+        }
+        gb[o] = detail::convert<T>(static_cast<double>(sum));
+      }
+    }
+  });
+}
+
+}  // namespace mlu::kernels

@@ -1,0 +1,110 @@
+// conv_forward / conv_backward_input / conv_backward_weight against their
+// direct-loop references: 1-, 2- and 3-D, groups (depthwise too), strides,
+// padding, dilation, 1x1 identity patches, bias, every dtype.
+#include "mlu_kernels/conv.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "random_views.h"
+
+namespace mlu::kernels {
+namespace {
+
+using namespace testutil;
+
+void fill(Buffer& b, Rng& rng) {
+  std::normal_distribution<double> normal(0, 1);
+  for (int64_t i = 0; i < b.count(); ++i) {
+    const double v = normal(rng);
+    switch (b.type()) {
+      case ScalarType::Float64: std::memcpy(b.element(i), &v, 8); break;
+      case ScalarType::Float32: { const float f = static_cast<float>(v); std::memcpy(b.element(i), &f, 4); break; }
+      case ScalarType::Float16: { const Half h = half_from_float(static_cast<float>(v)); std::memcpy(b.element(i), &h, 2); break; }
+      default: { const BFloat16 h = bfloat16_from_float(static_cast<float>(v)); std::memcpy(b.element(i), &h, 2); break; }
+    }
+  }
+}
+
+// Within rtol of the reference, relative to the largest reference element.
+::testing::AssertionResult close(const Buffer& got, const Buffer& want, double rtol) {
+  double scale = 1e-30;
+  for (int64_t i = 0; i < want.count(); ++i) {
+    scale = std::max(scale, std::abs(element_value(want.type(), want.data() + i * element_size(want.type()))));
+  }
+  for (int64_t i = 0; i < got.count(); ++i) {
+    const double x = element_value(got.type(), got.data() + i * element_size(got.type()));
+    const double y = element_value(want.type(), want.data() + i * element_size(want.type()));
+    if (!(std::abs(x - y) <= rtol * (std::abs(y) + scale))) {
+      return ::testing::AssertionFailure() << "element " << i << ": " << x << " vs " << y;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(Conv, MatchesReferenceOnRandomShapes) {
+  Rng rng(9);
+  const ScalarType types[] = {ScalarType::Float32, ScalarType::Float64, ScalarType::BFloat16, ScalarType::Float16};
+  for (int trial = 0; trial < 60; ++trial) {
+    ConvShape s;
+    s.dims = static_cast<int>(uniform(rng, 1, 3));
+    s.batch = uniform(rng, 1, 3);
+    s.groups = chance(rng, 0.3) ? uniform(rng, 2, 3) : 1;
+    s.in_channels = s.groups * uniform(rng, 1, 4);
+    s.out_channels = s.groups * uniform(rng, 1, 4);
+    if (chance(rng, 0.15)) s.out_channels = s.in_channels = s.groups = uniform(rng, 2, 5);  // depthwise
+    const bool one_by_one = chance(rng, 0.2);
+    for (int d = 0; d < s.dims; ++d) {
+      s.in_size[d] = uniform(rng, s.dims == 3 ? 3 : 5, s.dims == 3 ? 6 : 12);
+      s.kernel[d] = one_by_one ? 1 : uniform(rng, 1, 3);
+      s.stride[d] = one_by_one ? 1 : uniform(rng, 1, 2);
+      s.padding[d] = one_by_one ? 0 : uniform(rng, 0, 2);
+      s.dilation[d] = one_by_one ? 1 : uniform(rng, 1, 2);
+      const int64_t span = s.dilation[d] * (s.kernel[d] - 1) + 1;
+      if (s.in_size[d] + 2 * s.padding[d] < span) s.padding[d] = span;
+      s.out_size[d] = (s.in_size[d] + 2 * s.padding[d] - span) / s.stride[d] + 1;
+    }
+    const ScalarType type = types[uniform(rng, 0, 3)];
+    int64_t in_plane = 1, out_plane = 1, taps = 1;
+    for (int d = 0; d < s.dims; ++d) {
+      in_plane *= s.in_size[d];
+      out_plane *= s.out_size[d];
+      taps *= s.kernel[d];
+    }
+    Buffer input(type, s.batch * s.in_channels * in_plane), weight(type, s.out_channels * s.in_channels / s.groups * taps),
+        bias(type, s.out_channels), gout(type, s.batch * s.out_channels * out_plane);
+    fill(input, rng);
+    fill(weight, rng);
+    fill(bias, rng);
+    fill(gout, rng);
+    const bool with_bias = chance(rng, 0.5);
+    const double rtol = type == ScalarType::Float64 ? 1e-12 : type == ScalarType::Float32 ? 2e-6 : 1e-2;
+    std::string what = "dims " + std::to_string(s.dims) + " groups " + std::to_string(s.groups) + " type " +
+                       scalar_type_name(type);
+
+    Buffer out(type, gout.count()), out_ref(type, gout.count());
+    conv_forward(s, type, input.data(), weight.data(), with_bias ? bias.data() : nullptr, out.data());
+    conv_forward_ref(s, type, input.data(), weight.data(), with_bias ? bias.data() : nullptr, out_ref.data());
+    ASSERT_TRUE(close(out, out_ref, rtol)) << "forward " << what;
+
+    Buffer gin(type, input.count()), gin_ref(type, input.count());
+    conv_backward_input(s, type, gout.data(), weight.data(), gin.data());
+    conv_backward_input_ref(s, type, gout.data(), weight.data(), gin_ref.data());
+    ASSERT_TRUE(close(gin, gin_ref, rtol)) << "backward input " << what;
+
+    Buffer gw(type, weight.count()), gw_ref(type, weight.count()), gb(type, s.out_channels), gb_ref(type, s.out_channels);
+    conv_backward_weight(s, type, gout.data(), input.data(), gw.data(), with_bias ? gb.data() : nullptr);
+    conv_backward_weight_ref(s, type, gout.data(), input.data(), gw_ref.data(), with_bias ? gb_ref.data() : nullptr);
+    ASSERT_TRUE(close(gw, gw_ref, rtol)) << "backward weight " << what;
+    if (with_bias) {
+      ASSERT_TRUE(close(gb, gb_ref, rtol)) << "backward bias " << what;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mlu::kernels

@@ -1,0 +1,132 @@
+"""Convolutions run natively on mlu (mlu_kernels/conv.h) and agree with the CPU.
+
+conv1d/2d/3d and conv_transpose1d/2d/3d with stride, padding (including "same"), dilation, groups
+(depthwise too) and bias, forward and all three gradients, both memory formats (the result keeps
+the CPU's format), float32/float64/bfloat16, and the errors a user can hit.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mlu
+
+torch.manual_seed(0)
+
+
+def run(fn, args, dtype):
+    """fn(*args) on the CPU and on mlu; returns (cpu outputs, mlu outputs) incl. the gradients."""
+    def one(device):
+        leaves = [a.detach().to(device=device, dtype=dtype).requires_grad_() if a is not None else None for a in args]
+        out = fn(*leaves)
+        torch.manual_seed(1)
+        grad = torch.randn(out.shape).to(device=device, dtype=dtype)
+        out.backward(grad)
+        return [out] + [leaf.grad for leaf in leaves if leaf is not None]
+    expected = one("cpu")
+    torch_mlu.reset_fallback_report()
+    actual = one("mlu")
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    return expected, actual
+
+
+def check(fn, args, dtype=torch.float32, **tol):
+    expected, actual = run(fn, args, dtype)
+    tol = tol or ({"rtol": 2e-2, "atol": 5e-2} if dtype == torch.bfloat16 else {"rtol": 1e-4, "atol": 1e-4})
+    for e, a in zip(expected, actual):
+        assert a.device.type == "mlu"
+        torch.testing.assert_close(a.cpu(), e, **tol)
+
+
+CONV2D = [
+    dict(),
+    dict(stride=2, padding=1),
+    dict(padding=2, dilation=2),
+    dict(padding="same", dilation=(1, 2)),
+    dict(stride=(2, 1), padding=(0, 1), groups=2),
+]
+
+
+@pytest.mark.parametrize("kwargs", CONV2D, ids=str)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv2d(kwargs, bias):
+    x, w = torch.randn(2, 4, 11, 9), torch.randn(6, 4 // kwargs.get("groups", 1), 3, 3)
+    b = torch.randn(6) if bias else None
+    check(lambda x, w, *b: F.conv2d(x, w, b[0] if b else None, **kwargs), [x, w] + ([b] if bias else []))
+
+
+def test_depthwise_and_pointwise():
+    check(lambda x, w, b: F.conv2d(x, w, b, padding=1, groups=8), [torch.randn(2, 8, 10, 10), torch.randn(8, 1, 3, 3),
+                                                                   torch.randn(8)])
+    check(lambda x, w: F.conv2d(x, w), [torch.randn(3, 16, 7, 7), torch.randn(32, 16, 1, 1)])  # 1x1: no unfolding
+    check(lambda x, w: F.conv2d(x, w, stride=2), [torch.randn(3, 16, 7, 7), torch.randn(32, 16, 1, 1)])
+
+
+def test_conv1d_conv3d_and_unbatched():
+    check(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=3, dilation=2),
+          [torch.randn(3, 5, 40), torch.randn(7, 5, 4), torch.randn(7)])
+    check(lambda x, w, b: F.conv3d(x, w, b, padding=1, stride=(1, 2, 1)),
+          [torch.randn(2, 3, 6, 7, 5), torch.randn(4, 3, 3, 3, 3), torch.randn(4)])
+    check(lambda x, w: F.conv2d(x, w, padding=1), [torch.randn(4, 9, 9), torch.randn(5, 4, 3, 3)])
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(stride=2, padding=1, output_padding=1), dict(groups=2, dilation=2)],
+                         ids=str)
+def test_conv_transpose(kwargs):
+    x, w, b = torch.randn(2, 4, 7, 6), torch.randn(4, 6 // kwargs.get("groups", 1), 3, 3), torch.randn(6)
+    check(lambda x, w, b: F.conv_transpose2d(x, w, b, **kwargs), [x, w, b])
+    check(lambda x, w: F.conv_transpose1d(x, w, stride=3), [torch.randn(2, 3, 9), torch.randn(3, 2, 4)])
+    check(lambda x, w: F.conv_transpose3d(x, w, padding=1), [torch.randn(1, 2, 4, 5, 3), torch.randn(2, 3, 3, 3, 3)])
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_dtypes(dtype):
+    check(lambda x, w, b: F.conv2d(x, w, b, padding=1), [torch.randn(2, 8, 12, 12), torch.randn(16, 8, 3, 3),
+                                                         torch.randn(16)], dtype=dtype)
+
+
+def test_channels_last_is_preserved():
+    x = torch.randn(2, 8, 10, 10).to(memory_format=torch.channels_last)
+    w = torch.randn(4, 8, 3, 3)
+    expected = F.conv2d(x, w, padding=1)
+    got = F.conv2d(x.to("mlu"), w.to("mlu"), padding=1)
+    assert got.is_contiguous(memory_format=torch.channels_last) == expected.is_contiguous(
+        memory_format=torch.channels_last)
+    torch.testing.assert_close(got.cpu(), expected, rtol=1e-4, atol=1e-4)
+    check(lambda x, w: F.conv2d(x, w, padding=1), [x, w])
+
+
+def test_modules_train():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, stride=2),
+                              torch.nn.ConvTranspose2d(8, 4, 2, stride=2))
+    cpu = [p.detach().clone() for p in net.parameters()]
+    x = torch.randn(2, 3, 12, 12)
+    net.to("mlu")
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for _ in range(3):
+        opt.zero_grad()
+        net(x.to("mlu")).square().mean().backward()
+        opt.step()
+    ref = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3, stride=2),
+                              torch.nn.ConvTranspose2d(8, 4, 2, stride=2))
+    with torch.no_grad():
+        for p, c in zip(ref.parameters(), cpu):
+            p.copy_(c)
+    ref_opt = torch.optim.SGD(ref.parameters(), lr=0.1)
+    for _ in range(3):
+        ref_opt.zero_grad()
+        ref(x).square().mean().backward()
+        ref_opt.step()
+    for p, r in zip(net.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.detach().cpu(), r.detach(), rtol=1e-4, atol=1e-5)
+
+
+def test_errors():
+    x, w = torch.randn(1, 3, 8, 8).to("mlu"), torch.randn(4, 3, 3, 3).to("mlu")
+    with pytest.raises(RuntimeError, match="convolution on mlu supports float32"):
+        F.conv2d(x.long(), w.long())
+    with pytest.raises(RuntimeError, match="same device"):
+        F.conv2d(x, w.cpu())
+    with pytest.raises(RuntimeError):
+        F.conv2d(x, torch.randn(4, 5, 3, 3).to("mlu"))  # channel mismatch: PyTorch's own check
+    assert F.conv2d(x, w).shape == (1, 4, 6, 6)
