@@ -97,14 +97,9 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
       // The transposed convolution is the backward-input op of the regular
       // convolution from `output` to `input`.
       const k::ConvShape s = conv_shape(output, weight, input.sizes().slice(2), stride, padding, dilation, groups);
-      void *in = ptr(input), *w = ptr(weight), *out = ptr(output);
+      void *in = ptr(input), *w = ptr(weight), *b = ptr(bias), *out = ptr(output);
       launch_kernel(input.device().index(), "convolution_transpose",
-                    [=] { k::conv_backward_input(s, type, in, w, out); });
-      if (bias.defined()) {
-        std::vector<int64_t> shape(output.dim(), 1);
-        shape[1] = bias.numel();
-        output.add_(bias.view(shape));
-      }
+                    [=] { k::conv_backward_input(s, type, in, w, b, out); });
     }
   }
   const at::MemoryFormat format = result_format(input_, weight_);
@@ -131,7 +126,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     void *go = ptr(grad_output), *in = ptr(input), *w = ptr(weight);
     if (mask[0] && !empty) {
       void* gi = ptr(grad_input);
-      launch_kernel(device, "convolution_backward_input", [=] { k::conv_backward_input(s, type, go, w, gi); });
+      launch_kernel(device, "convolution_backward_input",
+                    [=] { k::conv_backward_input(s, type, go, w, nullptr, gi); });
     }
     if (mask[1] && !empty) {
       void *gw = ptr(grad_weight), *gb = mask[2] ? ptr(grad_bias) : nullptr;

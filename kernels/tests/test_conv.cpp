@@ -91,9 +91,12 @@ TEST(Conv, MatchesReferenceOnRandomShapes) {
     conv_forward_ref(s, type, input.data(), weight.data(), with_bias ? bias.data() : nullptr, out_ref.data());
     ASSERT_TRUE(close(out, out_ref, rtol)) << "forward " << what;
 
-    Buffer gin(type, input.count()), gin_ref(type, input.count());
-    conv_backward_input(s, type, gout.data(), weight.data(), gin.data());
-    conv_backward_input_ref(s, type, gout.data(), weight.data(), gin_ref.data());
+    // With a bias over the input channels: the transposed convolution's.
+    Buffer gin(type, input.count()), gin_ref(type, input.count()), in_bias(type, s.in_channels);
+    fill(in_bias, rng);
+    const void* b = with_bias ? in_bias.data() : nullptr;
+    conv_backward_input(s, type, gout.data(), weight.data(), b, gin.data());
+    conv_backward_input_ref(s, type, gout.data(), weight.data(), b, gin_ref.data());
     ASSERT_TRUE(close(gin, gin_ref, rtol)) << "backward input " << what;
 
     Buffer gw(type, weight.count()), gw_ref(type, weight.count()), gb(type, s.out_channels), gb_ref(type, s.out_channels);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -267,6 +268,43 @@ TEST_P(GemmTest, BFloat16TilePanels) {
         ASSERT_TRUE(close_to_reference(args, a, b, before, c.buffer, want))
             << "m " << args.m << " n " << args.n << " k " << args.k << " transposed A " << transposed_a << " beta "
             << beta;
+      }
+    }
+  }
+}
+
+// float_c: Float16/BFloat16 operands, float results (not rounded to 16 bits).
+TEST_P(GemmTest, FloatResultsOfHalfOperands) {
+  Rng rng(10);
+  for (ScalarType type : {ScalarType::BFloat16, ScalarType::Float16}) {
+    for (const auto& s : {std::array<int64_t, 3>{64, 64, 96}, std::array<int64_t, 3>{13, 70, 300},
+                          std::array<int64_t, 3>{1, 50, 20}, std::array<int64_t, 3>{40, 1, 33}}) {
+      GemmArgs args{};
+      args.dtype = type;
+      args.float_c = true;
+      args.m = s[0];
+      args.n = s[1];
+      args.k = s[2];
+      args.alpha = 1;
+      args.beta = 0.5;
+      Stored a = random_matrix(rng, type, args.m, args.k, 1, false);
+      Stored b = random_matrix(rng, type, args.k, args.n, 1, false);
+      Stored c = random_matrix(rng, ScalarType::Float32, args.m, args.n, 1, false);
+      args.a = a.view;
+      args.b = b.view;
+      args.c = c.view;
+      Buffer want = c.buffer;
+      GemmArgs ref = args;
+      ref.c.data = want.data();
+      gemm_ref(ref);
+      gemm(args);
+      for (int64_t i = 0; i < args.m; ++i) {
+        for (int64_t j = 0; j < args.n; ++j) {
+          const int64_t at = i * c.view.row_stride + j * c.view.col_stride;
+          const double x = element_value(ScalarType::Float32, c.buffer.data() + at * 4);
+          const double y = element_value(ScalarType::Float32, want.data() + at * 4);
+          ASSERT_NEAR(x, y, 1e-4 * (1 + std::abs(y))) << scalar_type_name(type) << " m " << args.m << " n " << args.n;
+        }
       }
     }
   }

@@ -58,8 +58,7 @@ GRAD_DTYPES = {torch.float32}
 # elementwise unary/binary/ternary math, comparisons, reductions, shape/view/indexing, matmul family,
 # activations, normalization, pooling, losses, factories, sorting, cumulative ops. A few cases are there
 # for the harness's own checks in test_opinfo.py: dropout and empty_like (op_db skips), erfinv and
-# test_out bmm (op_db tolerance overrides), test_out cumsum (op_db expectedFailure), conv2d (a known
-# failure).
+# test_out bmm (op_db tolerance overrides), test_out cumsum (op_db expectedFailure).
 CI_COMPARE_OPS = [
     # elementwise unary
     "abs", "neg", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tan",
@@ -86,7 +85,7 @@ CI_COMPARE_OPS = [
     "nn.functional.group_norm", "nn.functional.embedding", "nn.functional.cross_entropy",
     "nn.functional.nll_loss", "nn.functional.mse_loss", "nn.functional.binary_cross_entropy_with_logits",
     "nn.functional.max_pool2d", "nn.functional.avg_pool2d", "nn.functional.adaptive_avg_pool2d",
-    "nn.functional.conv2d", "nn.functional.pad.constant", "nn.functional.interpolate.nearest",
+    "nn.functional.conv2d", "nn.functional.conv_transpose2d", "nn.functional.conv1d", "nn.functional.pad.constant", "nn.functional.interpolate.nearest",
     "nn.functional.one_hot", "nn.functional.dropout",
     # factories, conversions, sorting
     "zeros_like", "full_like", "empty_like", "arange", "linspace", "eye", "sort", "topk", "argsort", "unique",

@@ -44,8 +44,6 @@ def KF(op, test, dtypes, kind, reason):
 
 # Reasons that several entries share.
 _COMPLEX32 = f"{COMPLEX}: complex32 (ComplexHalf) tensors cannot be created on mlu (copy_ rejects the dtype)"
-_CONV = (f"{NO_KERNEL}: PrivateUse1 convolution dispatches to aten::convolution_overrideable, which has no CPU "
-         f"kernel for the fallback to call (NotImplementedError)")
 _SPARSE = "sparse layouts not supported on mlu: no SparsePrivateUse1 kernels (to_sparse, CSR/COO construction)"
 _OUT_OVERLAP = (f"{BUG}: out= overlapping an input is not rejected ('unsupported operation: ... single memory "
                 f"location'): the CPU fallback runs the out= op on host copies, where no overlap exists")
@@ -56,6 +54,13 @@ _OUT_OVERLAP = (f"{BUG}: out= overlapping an input is not rejected ('unsupported
 _CPU_BF16_LOG_SOFTMAX = ("differs by design: the CPU's bfloat16 log_softmax rounds intermediates (up to 128 ulp "
                          "off where it cancels); mlu rounds once, <= 0.5 ulp from float64")
 
+# The CPU's Float16/BFloat16 transposed convolution rounds its unfolded patches before summing them; mlu sums
+# them in float and rounds once. On op_db's grouped, dilated, output-padded sample (the one that differs), max
+# |error| against float64: conv_transpose2d bf16 mlu 0.25 / CPU 0.56, f16 0.031 / 0.086; conv_transpose3d bf16
+# 0.39-0.45 / 0.64-0.75, f16 0.061 / 0.096-0.12 (/tmp-style script over op.reference_inputs, 2026-11-30).
+_CPU_HALF_CONV_TRANSPOSE = ("differs by design: the CPU's 16-bit transposed convolution rounds unfolded patches "
+                            "before summing; mlu sums in float and rounds once, 2-3x closer to float64")
+
 KNOWN_FAILURES = [
     # --- dtypes mlu does not support ---
     KF("chalf", "*", None, "xfail", _COMPLEX32),
@@ -63,11 +68,6 @@ KNOWN_FAILURES = [
        "unsigned 64-bit dtype not supported on mlu: hash_tensor's out= is uint64 and fill_ rejects UInt64"),
 
     # --- crashes (segfaults kill the interpreter: not run in-process) ---
-    *[KF(op, test, None, "xfail", _CONV)
-      for op in ("nn.functional.conv1d", "nn.functional.conv2d", "nn.functional.conv3d",
-                 "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d",
-                 "nn.functional.conv_transpose3d")
-      for test in ("test_compare_cpu", "test_compare_cpu_grad", "test_noncontiguous_samples", "test_out")],
     KF("mode", "test_out", None, "xfail",
        f"{NO_KERNEL}: aten::mode.values (out=) checks the device type itself ('mode only supports CPU, CUDA "
        f"and XPU device type, got: mlu') before any kernel; the functional mode falls back fine"),
@@ -77,6 +77,8 @@ KNOWN_FAILURES = [
       for test in ("test_compare_cpu", "test_compare_cpu_grad")],
 
     # --- the CPU reference is less accurate than mlu ---
+    *[KF(op, "test_compare_cpu", ("bfloat16", "float16"), "xfail", _CPU_HALF_CONV_TRANSPOSE)
+      for op in ("nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d")],
     *[KF(op, "test_compare_cpu", ("bfloat16",), "xfail", _CPU_BF16_LOG_SOFTMAX)
       for op in ("log_softmax", "masked.log_softmax", "nn.functional.cross_entropy")],
     KF("linalg.householder_product", "test_compare_cpu_grad", ("float32",), "xfail",

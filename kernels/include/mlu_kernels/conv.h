@@ -31,9 +31,11 @@ struct ConvShape {
 void conv_forward(const ConvShape& shape, ScalarType type, const void* input, const void* weight, const void* bias,
                   void* output);
 
-// grad_input (overwritten) from grad_output [N, C_out, *out_size].
+// grad_input (overwritten) from grad_output [N, C_out, *out_size], plus
+// bias[c] on every element of channel c unless bias is nullptr (a transposed
+// convolution's bias, added before the one rounding of Float16/BFloat16).
 void conv_backward_input(const ConvShape& shape, ScalarType type, const void* grad_output, const void* weight,
-                         void* grad_input);
+                         const void* bias, void* grad_input);
 
 // grad_weight (overwritten) and, unless nullptr, grad_bias [C_out]
 // (overwritten: the sum of grad_output over samples and positions).
@@ -45,7 +47,7 @@ void conv_backward_weight(const ConvShape& shape, ScalarType type, const void* g
 void conv_forward_ref(const ConvShape& shape, ScalarType type, const void* input, const void* weight,
                       const void* bias, void* output);
 void conv_backward_input_ref(const ConvShape& shape, ScalarType type, const void* grad_output, const void* weight,
-                             void* grad_input);
+                             const void* bias, void* grad_input);
 void conv_backward_weight_ref(const ConvShape& shape, ScalarType type, const void* grad_output, const void* input,
                               void* grad_weight, void* grad_bias);
 

@@ -35,6 +35,10 @@ struct GemmArgs {
   // A batch: matrix t of X starts t * batch_stride_x elements after X's data.
   int64_t batch = 1;
   int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_c = 0;
+  // C is Float32 instead of `dtype` (for Float16/BFloat16 A and B): the
+  // float results, not rounded to the 16-bit type (partial sums a caller
+  // adds up further, e.g. overlapping convolution patches).
+  bool float_c = false;
 };
 
 // Whether gemm supports `dtype` (Float32, Float64, Float16, BFloat16).

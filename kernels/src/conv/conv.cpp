@@ -129,7 +129,8 @@ void col2im(const Geometry& g, int64_t channels, const T* col, A* acc) {
 
 // Per-thread scratch, grown as needed and kept (one conv's patches can be tens
 // of MB; allocating them per call would page-fault through them every time).
-template <class E>
+// Tag tells apart two buffers of one element type.
+template <class E, class Tag = void>
 E* scratch(int64_t n) {
   thread_local std::vector<E> buffer;
   if (buffer.size() < static_cast<size_t>(n)) buffer.resize(static_cast<size_t>(n));
@@ -191,7 +192,7 @@ void conv_forward(const ConvShape& s, ScalarType type, const void* input, const 
 }
 
 void conv_backward_input(const ConvShape& s, ScalarType type, const void* grad_output, const void* weight,
-                         void* grad_input) {
+                         const void* bias, void* grad_input) {
   const Geometry g = geometry(s);
   dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -201,8 +202,10 @@ void conv_backward_input(const ConvShape& s, ScalarType type, const void* grad_o
       const T* gout = static_cast<const T*>(grad_output) + n * s.out_channels * L;
       T* gin = static_cast<T*>(grad_input) + n * s.in_channels * g.in_plane;
       // Per group: patches[g] (rows x L) = weight[g]^T (rows x group_out) x gout[g] (group_out x L);
-      // for the identity unfolding the patches are grad_input itself.
-      T* col = g.identity ? gin : scratch<T>(s.in_channels * g.taps * L);
+      // for the identity unfolding (and no bias to add) the patches are grad_input itself.
+      const bool direct = g.identity && bias == nullptr;
+      // The patches in A (float for Float16/BFloat16: summed before rounding).
+      A* col = direct ? reinterpret_cast<A*>(gin) : scratch<A>(s.in_channels * g.taps * L);
       GemmArgs args{};
       args.dtype = type;
       args.m = rows;
@@ -212,20 +215,28 @@ void conv_backward_input(const ConvShape& s, ScalarType type, const void* grad_o
       args.beta = 0;
       args.a = {const_cast<void*>(weight), 1, rows};
       args.b = {const_cast<T*>(gout), L, 1};
-      args.c = {col, L, 1};
+      args.c = {direct ? static_cast<void*>(gin) : static_cast<void*>(col), L, 1};
+      args.float_c = !direct && !std::is_same_v<T, A>;
       args.batch = s.groups;
       args.batch_stride_a = g.group_out * rows;
       args.batch_stride_b = g.group_out * L;
       args.batch_stride_c = rows * L;
       gemm(args);
-      if (g.identity) continue;
+      if (direct) continue;
+      // Sums of overlapping patches (and the bias) in A: for Float16 and
+      // BFloat16 in a float plane, rounded once.
+      A* acc = nullptr;
       if constexpr (std::is_same_v<T, A>) {
-        std::fill_n(gin, s.in_channels * g.in_plane, T(0));
-        col2im<T, A>(g, s.in_channels, col, gin);
-      } else {  // sums of overlapping patches in float, rounded once
-        A* acc = scratch<A>(s.in_channels * g.in_plane);
-        std::fill_n(acc, s.in_channels * g.in_plane, A(0));
-        col2im<T, A>(g, s.in_channels, col, acc);
+        acc = gin;
+      } else {
+        acc = scratch<A, struct Plane>(s.in_channels * g.in_plane);
+      }
+      for (int64_t c = 0; c < s.in_channels; ++c) {
+        const A start = bias == nullptr ? A(0) : detail::convert<A>(static_cast<const T*>(bias)[c]);
+        std::fill_n(acc + c * g.in_plane, g.in_plane, start);
+      }
+      col2im<A, A>(g, s.in_channels, col, acc);
+      if constexpr (!std::is_same_v<T, A>) {
         for (int64_t i = 0; i < s.in_channels * g.in_plane; ++i) gin[i] = detail::convert<T>(acc[i]);
       }
     }
@@ -338,7 +349,7 @@ void conv_forward_ref(const ConvShape& s, ScalarType type, const void* input, co
 }
 
 void conv_backward_input_ref(const ConvShape& s, ScalarType type, const void* grad_output, const void* weight,
-                             void* grad_input) {
+                             const void* bias, void* grad_input) {
   const Geometry g = geometry(s);
   dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -350,7 +361,11 @@ void conv_backward_input_ref(const ConvShape& s, ScalarType type, const void* gr
       acc[i] += static_cast<long double>(detail::widen(go[out])) * detail::widen(w[k]);
     });
     T* gi = static_cast<T*>(grad_input);
-    for (int64_t i = 0; i < total; ++i) gi[i] = detail::convert<T>(static_cast<double>(acc[i]));
+    for (int64_t i = 0; i < total; ++i) {
+      const int64_t channel = (i / g.in_plane) % s.in_channels;
+      const long double b = bias == nullptr ? 0.0L : detail::widen(static_cast<const T*>(bias)[channel]);
+      gi[i] = detail::convert<T>(static_cast<double>(acc[i] + b));
+    }
   });
 }
 

@@ -219,8 +219,8 @@ void c_to_workspace(ScalarType type, int64_t m, int64_t n, const MatrixView& c, 
 // C with one column (or one row): a matrix-vector product, no packing. The
 // row case is the column case of C^T = B^T A^T.
 template <class T>
-void gemm_vector(ScalarType type, int64_t m, int64_t n, int64_t k, T alpha, T beta, const Source& a,
-                 const Source& b, const MatrixView& c, char* c_base) {
+void gemm_vector(ScalarType type, ScalarType c_type, int64_t m, int64_t n, int64_t k, T alpha, T beta,
+                 const Source& a, const Source& b, const MatrixView& c, char* c_base) {
   const detail::GemmKernel<T>& kr = kernel_for<T>();
   const int64_t es = static_cast<int64_t>(element_size(type));
   const bool column = n == 1;
@@ -234,7 +234,7 @@ void gemm_vector(ScalarType type, int64_t m, int64_t n, int64_t k, T alpha, T be
   parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
     kr.gemv(y + lo, matrix.data + lo * matrix.rs * es, vector.data, type, matrix.rs, matrix.cs, vector.rs, hi - lo, k);
   });
-  detail::dispatch(type, [&](auto tag) {
+  detail::dispatch(c_type, [&](auto tag) {
     using S = typename decltype(tag)::type;
     if constexpr (detail::is_floating_v<S>) {
       S* out = reinterpret_cast<S*>(c_base);
@@ -251,23 +251,24 @@ void gemm_vector(ScalarType type, int64_t m, int64_t n, int64_t k, T alpha, T be
 template <class T>
 void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   const int64_t es = static_cast<int64_t>(element_size(args.dtype));
+  const ScalarType c_type = args.float_c ? ScalarType::Float32 : args.dtype;
   int64_t m = args.m, n = args.n;
   Source a{static_cast<const char*>(args.a.data) + t * args.batch_stride_a * es, args.a.row_stride,
            args.a.col_stride};
   Source b{static_cast<const char*>(args.b.data) + t * args.batch_stride_b * es, args.b.row_stride,
            args.b.col_stride};
   MatrixView c = args.c;
-  char* c_base = static_cast<char*>(c.data) + t * args.batch_stride_c * es;
+  char* c_base = static_cast<char*>(c.data) + t * args.batch_stride_c * static_cast<int64_t>(element_size(c_type));
   if (args.k == 0 || args.alpha == 0) {
-    scale_c<T>(args.dtype, m, n, c, c_base, args.beta);
+    scale_c<T>(c_type, m, n, c, c_base, args.beta);
     return;
   }
   const T alpha = static_cast<T>(args.alpha), beta = static_cast<T>(args.beta);
   if (n == 1 || m == 1) {
-    gemm_vector<T>(args.dtype, m, n, args.k, alpha, beta, a, b, c, c_base);
+    gemm_vector<T>(args.dtype, c_type, m, n, args.k, alpha, beta, a, b, c, c_base);
     return;
   }
-  const bool in_compute_type = args.dtype == compute_type<T>();
+  const bool in_compute_type = c_type == compute_type<T>();
   if (in_compute_type && c.col_stride != 1 && c.row_stride == 1) {
     // A column-major C: compute C^T = B^T A^T into it, which is row-major.
     std::swap(m, n);
@@ -290,12 +291,12 @@ void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
       const int64_t ldw = (n + detail::kAmxBlock - 1) / detail::kAmxBlock * detail::kAmxBlock;
       const int64_t rows = (m + detail::kAmxBlock - 1) / detail::kAmxBlock * detail::kAmxBlock;
       T* w = scratch(c_buffer, rows * ldw);
-      if (beta != T(0)) c_to_workspace<T>(args.dtype, m, n, c, c_base, w, ldw, beta / alpha, true);
+      if (beta != T(0)) c_to_workspace<T>(c_type, m, n, c, c_base, w, ldw, beta / alpha, true);
       detail::gemm_amx_bf16_accumulate(m, n, args.k, reinterpret_cast<const BFloat16*>(a.data), a.rs, a.cs,
                                        reinterpret_cast<const BFloat16*>(b.data), b.rs, b.cs, w, ldw, beta != T(0),
                                        serial);
       if (alpha != T(1)) {
-        c_to_workspace<T>(args.dtype, m, n, c, c_base, w, ldw, alpha, false);
+        c_to_workspace<T>(c_type, m, n, c, c_base, w, ldw, alpha, false);
         return;
       }
       Shape shape;  // the rounding to BFloat16: the per-ISA converting copy
@@ -307,14 +308,14 @@ void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
       c_strides.v[1] = c.col_stride;
       w_strides.v[0] = ldw;
       w_strides.v[1] = 1;
-      copy(c_base, args.dtype, c_strides, w, ScalarType::Float32, w_strides, shape);
+      copy(c_base, c_type, c_strides, w, ScalarType::Float32, w_strides, shape);
       return;
     }
   }
   T* w = scratch(c_buffer, m * n);
-  if (beta != T(0)) c_to_workspace<T>(args.dtype, m, n, c, c_base, w, n, T(1), true);
+  if (beta != T(0)) c_to_workspace<T>(c_type, m, n, c, c_base, w, n, T(1), true);
   gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, w, n, serial);
-  c_to_workspace<T>(args.dtype, m, n, c, c_base, w, n, T(1), false);
+  c_to_workspace<T>(c_type, m, n, c, c_base, w, n, T(1), false);
 }
 
 }  // namespace
@@ -375,7 +376,8 @@ void gemm_ref(const GemmArgs& args) {
       for (int64_t t = 0; t < args.batch; ++t) {
         const S* a = static_cast<const S*>(args.a.data) + t * args.batch_stride_a;
         const S* b = static_cast<const S*>(args.b.data) + t * args.batch_stride_b;
-        S* c = static_cast<S*>(args.c.data) + t * args.batch_stride_c;
+        char* c_base = static_cast<char*>(args.c.data) +
+                       t * args.batch_stride_c * static_cast<int64_t>(element_size(args.float_c ? ScalarType::Float32 : args.dtype));
         for (int64_t i = 0; i < args.m; ++i) {
           for (int64_t j = 0; j < args.n; ++j) {
             long double acc = 0;
@@ -383,9 +385,16 @@ void gemm_ref(const GemmArgs& args) {
               acc += static_cast<long double>(detail::widen(a[i * args.a.row_stride + p * args.a.col_stride])) *
                      detail::widen(b[p * args.b.row_stride + j * args.b.col_stride]);
             }
-            S& e = c[i * args.c.row_stride + j * args.c.col_stride];
-            const double old = args.beta == 0 ? 0.0 : args.beta * static_cast<double>(detail::widen(e));
-            e = detail::convert<S>(args.alpha * static_cast<double>(acc) + old);
+            const int64_t at = i * args.c.row_stride + j * args.c.col_stride;
+            if (args.float_c) {
+              float& e = reinterpret_cast<float*>(c_base)[at];
+              const double old = args.beta == 0 ? 0.0 : args.beta * static_cast<double>(e);
+              e = static_cast<float>(args.alpha * static_cast<double>(acc) + old);
+            } else {
+              S& e = reinterpret_cast<S*>(c_base)[at];
+              const double old = args.beta == 0 ? 0.0 : args.beta * static_cast<double>(detail::widen(e));
+              e = detail::convert<S>(args.alpha * static_cast<double>(acc) + old);
+            }
           }
         }
       }
