@@ -158,20 +158,36 @@ void conv_forward(const ConvShape& s, ScalarType type, const void* input, const 
     using T = typename decltype(tag)::type;
     using E = Bits<T>;
     const int64_t rows = g.group_in * g.taps, L = g.out_plane;
-    for (int64_t n = 0; n < s.batch; ++n) {
-      const E* in = static_cast<const E*>(input) + n * s.in_channels * g.in_plane;
-      T* out = static_cast<T*>(output) + n * s.out_channels * L;
-      const E* patches = in;
-      if (!g.identity) {
-        E* col = scratch<E>(s.in_channels * g.taps * L);
-        im2col(g, s.in_channels, in, col, L);
+    const int64_t patch_size = s.in_channels * g.taps * L;
+    // Note [Convolution batches]: without groups, every sample's patches are
+    // unfolded first and one GEMM batched over the samples runs (many small
+    // products then split over the threads as a batch); with groups, sample
+    // by sample, batched over the groups.
+    const bool by_sample = s.groups > 1;
+    const int64_t unfolded = by_sample ? 1 : s.batch;
+    const E* patches = static_cast<const E*>(input);
+    int64_t patch_stride = s.in_channels * g.in_plane;  // between samples' patches
+    E* col = nullptr;
+    if (!g.identity) {
+      col = scratch<E>(unfolded * patch_size);
+      patch_stride = patch_size;
+    }
+    if (bias != nullptr) {
+      const T* b = static_cast<const T*>(bias);
+      T* out = static_cast<T*>(output);
+      for (int64_t n = 0; n < s.batch; ++n) {
+        for (int64_t o = 0; o < s.out_channels; ++o) std::fill_n(out + (n * s.out_channels + o) * L, L, b[o]);
+      }
+    }
+    for (int64_t n0 = 0; n0 < s.batch; n0 += unfolded) {
+      const E* in = static_cast<const E*>(input) + n0 * s.in_channels * g.in_plane;
+      if (col != nullptr) {
+        for (int64_t i = 0; i < unfolded; ++i) im2col(g, s.in_channels, in + i * s.in_channels * g.in_plane, col + i * patch_size, L);
         patches = col;
+      } else {
+        patches = in;
       }
-      if (bias != nullptr) {
-        const T* b = static_cast<const T*>(bias);
-        for (int64_t o = 0; o < s.out_channels; ++o) std::fill_n(out + o * L, L, b[o]);
-      }
-      // Per group: out[g] (group_out x L) = weight[g] (group_out x rows) x patches[g] (rows x L).
+      // out[n][g] (group_out x L) = weight[g] (group_out x rows) x patches[n][g] (rows x L).
       GemmArgs args{};
       args.dtype = type;
       args.m = g.group_out;
@@ -181,11 +197,18 @@ void conv_forward(const ConvShape& s, ScalarType type, const void* input, const 
       args.beta = bias != nullptr ? 1 : 0;
       args.a = {const_cast<void*>(weight), rows, 1};
       args.b = {const_cast<E*>(patches), L, 1};
-      args.c = {out, L, 1};
-      args.batch = s.groups;
-      args.batch_stride_a = g.group_out * rows;
-      args.batch_stride_b = rows * L;
-      args.batch_stride_c = g.group_out * L;
+      args.c = {static_cast<T*>(output) + n0 * s.out_channels * L, L, 1};
+      if (by_sample) {
+        args.batch = s.groups;
+        args.batch_stride_a = g.group_out * rows;
+        args.batch_stride_b = rows * L;
+        args.batch_stride_c = g.group_out * L;
+      } else {
+        args.batch = s.batch;
+        args.batch_stride_a = 0;
+        args.batch_stride_b = patch_stride;
+        args.batch_stride_c = s.out_channels * L;
+      }
       gemm(args);
     }
   });

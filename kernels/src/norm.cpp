@@ -1,0 +1,130 @@
+#include "mlu_kernels/norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "convert.h"
+#include "dispatch.h"
+#include "mlu_kernels/parallel.h"
+
+namespace mlu::kernels {
+namespace {
+
+constexpr int kLanes = 16;  // independent partial sums, so the loops vectorise
+
+template <class A, class F>
+A lane_sum(int64_t n, F term) {
+  A lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] += term(i + l);
+  }
+  A tail = 0;
+  for (; i < n; ++i) tail += term(i);
+  for (int l = 0; l < kLanes; ++l) tail += lanes[l];
+  return tail;
+}
+
+template <class F>
+void dispatch_floating(ScalarType type, F&& f) {
+  detail::dispatch(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (detail::is_floating_v<T>) f(tag);
+  });
+}
+
+int64_t grain_rows(int64_t cols) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)); }
+
+}  // namespace
+
+void layer_norm(ScalarType type, int64_t rows, int64_t cols, const void* x, const void* weight, const void* bias,
+                double eps, void* y, void* mean, void* rstd) {
+  dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const T* X = static_cast<const T*>(x);
+    const A* W = static_cast<const A*>(weight);
+    const A* B = static_cast<const A*>(bias);
+    T* Y = static_cast<T*>(y);
+    A* M = static_cast<A*>(mean);
+    A* R = static_cast<A*>(rstd);
+    parallel_for(0, rows, grain_rows(cols), [&](int64_t lo, int64_t hi) {
+      std::vector<A> row(static_cast<size_t>(cols));
+      for (int64_t r = lo; r < hi; ++r) {
+        const T* xr = X + r * cols;
+        for (int64_t j = 0; j < cols; ++j) row[j] = detail::convert<A>(xr[j]);
+        const A mu = lane_sum<A>(cols, [&](int64_t j) { return row[j]; }) / static_cast<A>(cols);
+        const A var = lane_sum<A>(cols, [&](int64_t j) { return (row[j] - mu) * (row[j] - mu); }) / static_cast<A>(cols);
+        const A inv = A(1) / std::sqrt(var + static_cast<A>(eps));
+        M[r] = mu;
+        R[r] = inv;
+        T* yr = Y + r * cols;
+        for (int64_t j = 0; j < cols; ++j) {
+          A v = (row[j] - mu) * inv;
+          if (W != nullptr) v *= W[j];
+          if (B != nullptr) v += B[j];
+          yr[j] = detail::convert<T>(v);
+        }
+      }
+    });
+  });
+}
+
+void layer_norm_backward(ScalarType type, int64_t rows, int64_t cols, const void* grad_y, const void* x,
+                         const void* mean, const void* rstd, const void* weight, void* grad_input, void* grad_weight,
+                         void* grad_bias) {
+  dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const T* dY = static_cast<const T*>(grad_y);
+    const T* X = static_cast<const T*>(x);
+    const A* M = static_cast<const A*>(mean);
+    const A* R = static_cast<const A*>(rstd);
+    const A* W = static_cast<const A*>(weight);
+    if (grad_input != nullptr) {
+      T* dX = static_cast<T*>(grad_input);
+      const A scale = A(1) / static_cast<A>(cols);
+      parallel_for(0, rows, grain_rows(cols), [&](int64_t lo, int64_t hi) {
+        std::vector<A> dyw(static_cast<size_t>(cols)), xs(static_cast<size_t>(cols));
+        for (int64_t r = lo; r < hi; ++r) {
+          const T* dyr = dY + r * cols;
+          const T* xr = X + r * cols;
+          for (int64_t j = 0; j < cols; ++j) {
+            dyw[j] = detail::convert<A>(dyr[j]) * (W != nullptr ? W[j] : A(1));
+            xs[j] = detail::convert<A>(xr[j]);
+          }
+          const A ds = lane_sum<A>(cols, [&](int64_t j) { return dyw[j] * xs[j]; });
+          const A db = lane_sum<A>(cols, [&](int64_t j) { return dyw[j]; });
+          const A a = R[r];
+          const A b = (db * M[r] - ds) * a * a * a * scale;
+          const A c = -b * M[r] - db * a * scale;
+          T* dxr = dX + r * cols;
+          for (int64_t j = 0; j < cols; ++j) dxr[j] = detail::convert<T>(a * dyw[j] + b * xs[j] + c);
+        }
+      });
+    }
+    if (grad_weight == nullptr && grad_bias == nullptr) return;
+    A* dW = static_cast<A*>(grad_weight);
+    A* dB = static_cast<A*>(grad_bias);
+    // Threads take blocks of columns; each column sums over the rows in order.
+    parallel_for(0, cols, std::max<int64_t>(16, 16384 / std::max<int64_t>(rows, 1)), [&](int64_t lo, int64_t hi) {
+      const int64_t width = hi - lo;
+      std::vector<A> sw(static_cast<size_t>(width), A(0)), sb(static_cast<size_t>(width), A(0));
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* dyr = dY + r * cols + lo;
+        const T* xr = X + r * cols + lo;
+        const A mu = M[r], inv = R[r];
+        for (int64_t j = 0; j < width; ++j) {
+          const A dy = detail::convert<A>(dyr[j]);
+          sw[j] += dy * (detail::convert<A>(xr[j]) - mu) * inv;
+          sb[j] += dy;
+        }
+      }
+      if (dW != nullptr) std::copy(sw.begin(), sw.end(), dW + lo);
+      if (dB != nullptr) std::copy(sb.begin(), sb.end(), dB + lo);
+    });
+  });
+}
+
+}  // namespace mlu::kernels

@@ -1,0 +1,103 @@
+"""layer_norm runs natively on mlu (mlu_kernels/norm.h), forward and backward, and agrees with the CPU.
+
+Shapes with one or more normalized dims, with and without weight / bias, float32 / float64 /
+bfloat16 / float16 and bfloat16 input with float parameters (mixed precision), empty inputs, the
+module training, and a transformer layer's step with no op on the CPU fallback.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mlu
+
+torch.manual_seed(0)
+
+TOL = {torch.float32: dict(rtol=1e-5, atol=1e-5), torch.float64: dict(rtol=1e-12, atol=1e-12),
+       torch.bfloat16: dict(rtol=1.6e-2, atol=2e-2), torch.float16: dict(rtol=1e-3, atol=2e-3)}
+
+
+def run(x, shape, w, b):
+    leaves = [t.clone().requires_grad_() if t is not None else None for t in (x, w, b)]
+    y = F.layer_norm(leaves[0], shape, leaves[1], leaves[2], eps=1e-5)
+    torch.manual_seed(3)
+    y.backward(torch.randn(y.shape).to(y.dtype).to(y.device))
+    return [y] + [t.grad for t in leaves if t is not None]
+
+
+def check(x, shape, w=None, b=None, tol=None):
+    expected = run(x, shape, w, b)
+    bounds = {}
+    if x.dtype in (torch.bfloat16, torch.float16) and w is not None:
+        # The CPU sums the 16-bit weight / bias gradients in 16 bits (bfloat16 on (6, 10, 96): 0.17 off
+        # float64, mlu 0.08): the oracle is float64. Both use the saved mean / rstd, which are rounded to
+        # the input's dtype (as on the CPU), so the bound is eps(dtype) times the sum of |terms| per column.
+        wide = run(x.double(), shape, *(t.double() if t is not None else None for t in (w, b)))
+        eps = torch.finfo(x.dtype).eps
+        torch.manual_seed(3)
+        dy = torch.randn(x.shape).to(x.dtype).double().reshape(-1, w.numel())
+        xs = x.double().reshape(-1, w.numel())
+        xhat = (xs - xs.mean(1, keepdim=True)) / xs.var(1, unbiased=False, keepdim=True).add(1e-5).sqrt()
+        bounds = {2: 4 * eps * (dy * xhat).abs().sum(0).reshape(w.shape) + eps * wide[2].abs()}
+        if b is not None:
+            bounds[3] = 4 * eps * dy.abs().sum(0).reshape(w.shape) + eps * wide[3].abs()
+        expected = [r if i in bounds else e for i, (e, r) in enumerate(zip(expected, wide))]
+    torch_mlu.reset_fallback_report()
+    actual = run(*(t.to("mlu") if t is not None else None for t in (x,)), shape,
+                 *(t.to("mlu") if t is not None else None for t in (w, b)))
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    for i, (e, a) in enumerate(zip(expected, actual)):
+        assert a.device.type == "mlu" and a.shape == e.shape
+        if i in bounds:
+            assert ((a.cpu().double() - e).abs() <= bounds[i]).all(), ((a.cpu().double() - e).abs() / bounds[i]).max()
+            continue
+        assert a.dtype == e.dtype
+        torch.testing.assert_close(a.cpu(), e, **(tol or TOL[e.dtype]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm(dtype, affine):
+    x = (torch.randn(6, 10, 96) * 3 + 1).to(dtype)
+    w, b = (torch.randn(96).to(dtype), torch.randn(96).to(dtype)) if affine else (None, None)
+    check(x, [96], w, b)
+
+
+def test_several_normalized_dims_and_weight_only():
+    check(torch.randn(3, 5, 7, 11), [7, 11], torch.randn(7, 11), torch.randn(7, 11))
+    check(torch.randn(4, 33), [33], torch.randn(33))
+
+
+def test_mixed_precision_parameters():
+    x = torch.randn(8, 64).bfloat16()
+    stats_cpu = torch.native_layer_norm(x, [64], torch.randn(64), torch.randn(64), 1e-5)
+    stats_mlu = torch.native_layer_norm(x.to("mlu"), [64], torch.randn(64).to("mlu"), torch.randn(64).to("mlu"), 1e-5)
+    assert [t.dtype for t in stats_mlu] == [t.dtype for t in stats_cpu]  # bfloat16 out, float mean / rstd
+    check(x, [64], torch.randn(64), torch.randn(64), tol=TOL[torch.bfloat16])
+
+
+def test_empty_and_long_rows():
+    check(torch.randn(0, 16), [16], torch.randn(16), torch.randn(16))
+    got = torch.native_layer_norm(torch.randn(3, 0).to("mlu"), [0], None, None, 1e-5)
+    want = torch.native_layer_norm(torch.randn(3, 0), [0], None, None, 1e-5)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.cpu(), w, equal_nan=True)
+    check(torch.randn(3, 50000), [50000], torch.randn(50000), torch.randn(50000))
+
+
+def test_bad_shapes_raise_as_on_the_cpu():
+    x = torch.randn(4, 8).to("mlu")
+    with pytest.raises(RuntimeError, match="Given normalized_shape="):
+        F.layer_norm(x, [7])
+    with pytest.raises(RuntimeError, match="Expected weight to be of same shape"):
+        F.layer_norm(x, [8], torch.randn(7).to("mlu"))
+    assert F.layer_norm(x, [8]).shape == (4, 8)
+
+
+def test_transformer_step_runs_natively_but_dropout():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, dropout=0.0).to("mlu")
+    x = torch.randn(2, 10, 32).to("mlu")
+    torch_mlu.reset_fallback_report()
+    layer(x).square().mean().backward()
+    report = torch_mlu.fallback_report()
+    assert not any("layer_norm" in op or "batch_norm" in op for op in report), report
