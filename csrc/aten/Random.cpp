@@ -300,6 +300,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("multinomial", TORCH_FN(multinomial_mlu));
   m.impl("multinomial.out", TORCH_FN(multinomial_out_mlu));
   m.impl("native_dropout", TORCH_FN(native_dropout_mlu));
+  // The CPU's definition, grad * mask * scale, on the native element-wise ops.
+  m.impl("native_dropout_backward", [](const at::Tensor& grad, const at::Tensor& mask, double scale) {
+    return at::mul(at::mul(grad, mask), scale);
+  });
 }
 
 }  // namespace torch_mlu

@@ -83,6 +83,10 @@ KNOWN_FAILURES = [
        "(bfloat16: 0.023 at 1.08 on op_db's (2, 6, 3) sample)"),
 
     # --- the CPU reference is less accurate than mlu ---
+    KF("nn.functional.nll_loss", "test_compare_cpu", ("float16",), "xfail",
+       "differs by design: the CPU's float16 nll_loss2d (4-D inputs) sums the losses in float16; mlu sums in float "
+       "and rounds once (op_db's (2, 3, 2, 2) sum samples: CPU -28.140625 / mlu -28.15625 / float64 -28.1538; "
+       "CPU 130.875 / mlu 130.75 / float64 130.794)"),
     *[KF(op, "test_compare_cpu", ("bfloat16", "float16"), "xfail", _CPU_HALF_CONV_TRANSPOSE)
       for op in ("nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d")],
     *[KF(op, "test_compare_cpu", ("bfloat16",), "xfail", _CPU_BF16_LOG_SOFTMAX)

@@ -1,0 +1,186 @@
+// nll_loss (the loss part of cross_entropy) and its backward op on mlu
+// (mlu_kernels/loss.h), on the current stream; nll_loss2d (per-position
+// losses of [N, C, H, W] inputs) as nll_loss over the positions. PyTorch's meta functions
+// check the arguments and size the results; an out-of-range target is a
+// device-side error naming the op, raised at the next synchronisation, like
+// an out-of-range gather index.
+#include <ATen/native/Resize.h>
+#include <ATen/ops/nll_loss_backward.h>
+#include <ATen/ops/nll_loss_backward_meta.h>
+#include <ATen/ops/nll_loss_forward.h>
+#include <ATen/ops/nll_loss_forward_meta.h>
+#include <mlu_kernels/loss.h>
+
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/aten/Structured.h"
+#include "csrc/aten/StructuredPointwise.h"
+
+namespace torch_mlu {
+namespace {
+
+namespace k = mlu::kernels;
+using T = const at::Tensor&;
+using W = const std::optional<at::Tensor>&;
+
+bool has_loss_kernel(const at::Tensor& self, const std::optional<at::Tensor>& weight) {
+  const bool floating = at::isFloatingType(self.scalar_type()) && kernel_dtype(self.scalar_type()).has_value();
+  return floating && (!weight.has_value() || !weight->defined() || weight->scalar_type() == self.scalar_type());
+}
+
+at::OptionalTensorRef optional_ref(const std::optional<at::Tensor>& t) {
+  return t.has_value() && t->defined() ? at::OptionalTensorRef(*t) : at::OptionalTensorRef();
+}
+
+void* ptr(const at::Tensor& t) { return t.defined() ? const_cast<void*>(t.const_data_ptr()) : nullptr; }
+
+std::string target_message(const char* op, int64_t bad) {
+  return std::string(op) + "(): Target " + std::to_string(bad) + " is out of bounds.";
+}
+
+void launch_forward(T self, T target_, W weight_opt, int64_t reduction, int64_t ignore_index, T output,
+                    T total_weight) {
+  const at::Tensor input = self.contiguous(), target = target_.to(at::kLong).contiguous();
+  const at::Tensor weight = weight_opt.has_value() && weight_opt->defined() ? weight_opt->contiguous() : at::Tensor();
+  const int64_t n = input.dim() == 1 ? 1 : input.size(0), classes = input.size(-1);
+  const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "nll_loss");
+  const void *x = ptr(input), *w = ptr(weight);
+  const auto* t = static_cast<const int64_t*>(ptr(target));
+  void *out = ptr(output), *tw = ptr(total_weight);
+  const auto red = static_cast<k::LossReduction>(reduction);
+  const bool per_sample = reduction == 0 && input.dim() == 2;
+  launch_kernel(self.device().index(), "nll_loss", [=](mlu::TaskContext& context) {
+    // A 1-D input with reduction None gives a 0-dim loss: the Sum of one sample.
+    const k::IndexCheck check =
+        k::nll_loss_forward(type, n, classes, x, t, w, per_sample ? red : (red == k::LossReduction::None
+                                                                             ? k::LossReduction::Sum : red),
+                            ignore_index, out, tw);
+    if (!check.ok) context.fail(target_message("nll_loss", check.bad_index));
+  });
+}
+
+void launch_backward(T grad_output_, T self, T target_, W weight_opt, int64_t reduction, int64_t ignore_index,
+                     T total_weight_, T grad_input) {
+  const at::Tensor grad_output = grad_output_.contiguous(), target = target_.to(at::kLong).contiguous();
+  const at::Tensor total_weight = total_weight_.contiguous();
+  const at::Tensor weight = weight_opt.has_value() && weight_opt->defined() ? weight_opt->contiguous() : at::Tensor();
+  const int64_t n = self.dim() == 1 ? 1 : self.size(0), classes = self.size(-1);
+  const k::ScalarType type = require_kernel_dtype(self.scalar_type(), "nll_loss_backward");
+  const void *g = ptr(grad_output), *w = ptr(weight), *tw = ptr(total_weight);
+  const auto* t = static_cast<const int64_t*>(ptr(target));
+  void* gi = ptr(grad_input);
+  const bool per_sample = reduction == 0 && self.dim() == 2;
+  const auto red = per_sample ? k::LossReduction::None
+                              : (reduction == 0 ? k::LossReduction::Sum : static_cast<k::LossReduction>(reduction));
+  launch_kernel(self.device().index(), "nll_loss_backward", [=](mlu::TaskContext& context) {
+    const k::IndexCheck check = k::nll_loss_backward(type, n, classes, g, t, w, red, ignore_index, tw, gi);
+    if (!check.ok) context.fail(target_message("nll_loss_backward", check.bad_index));
+  });
+}
+
+// nll_loss2d: the loss per spatial position, as nll_loss over the positions
+// (input [N, C, *] with the classes moved last, target flattened).
+void check_spatial(T self, T target) {
+  TORCH_CHECK(target.dim() == 3, "only batches of spatial targets supported (3D tensors) but got targets of "
+              "dimension: ", target.dim());
+  TORCH_CHECK(self.dim() == 4, "only batches of spatial inputs supported (4D tensors), but got input of dimension: ",
+              self.dim());
+  TORCH_CHECK(self.size(0) == target.size(0) && self.size(2) == target.size(1) && self.size(3) == target.size(2),
+              "input and target batch or spatial sizes don't match: target ", target.sizes(), ", input ",
+              self.sizes());
+}
+
+at::Tensor positions(T self) { return self.movedim(1, -1).reshape({-1, self.size(1)}); }
+
+std::tuple<at::Tensor, at::Tensor> spatial_nll_loss(T self, T target, W weight, int64_t reduction, int64_t ignore_index) {
+  check_spatial(self, target);
+  auto [output, total_weight] = at::nll_loss_forward(positions(self), target.reshape(-1), weight, reduction,
+                                                     ignore_index);
+  if (reduction == 0) output = output.reshape(target.sizes());
+  return {output, total_weight};
+}
+
+at::Tensor spatial_nll_loss_backward(T grad_output, T self, T target, W weight, int64_t reduction, int64_t ignore_index,
+                               T total_weight) {
+  check_spatial(self, target);
+  const at::Tensor grad = at::nll_loss_backward(reduction == 0 ? grad_output.reshape(-1) : grad_output,
+                                                positions(self), target.reshape(-1), weight, reduction,
+                                                ignore_index, total_weight);
+  return grad.reshape({self.size(0), self.size(2), self.size(3), self.size(1)}).movedim(-1, 1).contiguous();
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("nll_loss2d_forward", TORCH_FN(spatial_nll_loss));
+  m.impl("nll_loss2d_forward.output", [](T self, T target, W weight, int64_t reduction, int64_t ignore_index,
+                                         at::Tensor& output, at::Tensor& total_weight) {
+    auto [out, tw] = spatial_nll_loss(self, target, weight, reduction, ignore_index);
+    at::native::resize_output(output, out.sizes());
+    at::native::resize_output(total_weight, tw.sizes());
+    output.copy_(out);
+    total_weight.copy_(tw);
+    return std::tuple<at::Tensor&, at::Tensor&>(output, total_weight);
+  });
+  m.impl("nll_loss2d_backward", TORCH_FN(spatial_nll_loss_backward));
+  m.impl("nll_loss2d_backward.grad_input", [](T grad_output, T self, T target, W weight, int64_t reduction,
+                                              int64_t ignore_index, T total_weight, at::Tensor& grad_input)
+                                               -> at::Tensor& {
+    const at::Tensor grad = spatial_nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index,
+                                                total_weight);
+    at::native::resize_output(grad_input, grad.sizes());
+    return grad_input.copy_(grad);
+  });
+  m.impl("nll_loss_forward", [](T self, T target, W weight, int64_t reduction, int64_t ignore_index) {
+    if (!has_loss_kernel(self, weight)) {
+      return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(T, T, W, int64_t, int64_t)>(
+          "aten::nll_loss_forward", self, target, weight, reduction, ignore_index);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUFunctional<at::meta::structured_nll_loss_forward, 2> meta;
+    meta.meta(self, target, optional_ref(weight), reduction, ignore_index);
+    launch_forward(self, target, weight, reduction, ignore_index, meta.output(0), meta.output(1));
+    return std::make_tuple(std::move(meta.output(0)), std::move(meta.output(1)));
+  });
+  m.impl("nll_loss_forward.output", [](T self, T target, W weight, int64_t reduction, int64_t ignore_index,
+                                       at::Tensor& output, at::Tensor& total_weight) {
+    if (!has_loss_kernel(self, weight)) {
+      return cpu_fallback<std::tuple<at::Tensor&, at::Tensor&>(T, T, W, int64_t, int64_t, at::Tensor&, at::Tensor&)>(
+          "aten::nll_loss_forward.output", self, target, weight, reduction, ignore_index, output, total_weight);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUOut<at::meta::structured_nll_loss_forward, 2> meta(output, total_weight);
+    meta.meta(self, target, optional_ref(weight), reduction, ignore_index);
+    launch_forward(self, target, weight, reduction, ignore_index, meta.maybe_get_output(0), meta.maybe_get_output(1));
+    meta.finish();
+    return std::tuple<at::Tensor&, at::Tensor&>(output, total_weight);
+  });
+  m.impl("nll_loss_backward", [](T grad_output, T self, T target, W weight, int64_t reduction,
+                                 int64_t ignore_index, T total_weight) {
+    if (!has_loss_kernel(self, weight)) {
+      return cpu_fallback<at::Tensor(T, T, T, W, int64_t, int64_t, T)>(
+          "aten::nll_loss_backward", grad_output, self, target, weight, reduction, ignore_index, total_weight);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUFunctional<at::meta::structured_nll_loss_backward> meta;
+    meta.meta(grad_output, self, target, optional_ref(weight), reduction, ignore_index, total_weight);
+    launch_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight, meta.output());
+    return std::move(meta.output());
+  });
+  m.impl("nll_loss_backward.grad_input", [](T grad_output, T self, T target, W weight, int64_t reduction,
+                                            int64_t ignore_index, T total_weight, at::Tensor& grad_input) -> at::Tensor& {
+    if (!has_loss_kernel(self, weight)) {
+      return cpu_fallback<at::Tensor&(T, T, T, W, int64_t, int64_t, T, at::Tensor&)>(
+          "aten::nll_loss_backward.grad_input", grad_output, self, target, weight, reduction, ignore_index,
+          total_weight, grad_input);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUOut<at::meta::structured_nll_loss_backward> meta(grad_input);
+    meta.meta(grad_output, self, target, optional_ref(weight), reduction, ignore_index, total_weight);
+    launch_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight,
+                    meta.maybe_get_output(0));
+    meta.finish();
+    return grad_input;
+  });
+}
+
+}  // namespace torch_mlu

@@ -1,0 +1,81 @@
+"""nll_loss / cross_entropy run natively on mlu (mlu_kernels/loss.h) and agree with the CPU.
+
+Every reduction, class weights, ignore_index (including every target ignored), label smoothing and
+probability targets (composites over the same ops), 1-D input, float32/float64/bfloat16, gradients,
+and an out-of-range target as a device-side error after which the device keeps working.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mlu
+
+torch.manual_seed(0)
+
+
+def check(fn, x, *rest, dtype=torch.float32, tol=None):
+    def one(device):
+        leaf = x.detach().clone().to(dtype).to(device).requires_grad_()
+        args = [r.to(device) if isinstance(r, torch.Tensor) else r for r in rest]
+        out = fn(leaf, *args)
+        out.sum().backward()
+        return out, leaf.grad
+    expected = one("cpu")
+    torch_mlu.reset_fallback_report()
+    actual = one("mlu")
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    tol = tol or ({"rtol": 2e-2, "atol": 2e-2} if dtype == torch.bfloat16 else {})
+    for e, a in zip(expected, actual):
+        assert a.device.type == "mlu" and a.dtype == e.dtype and a.shape == e.shape
+        torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tol)
+
+
+X = torch.randn(12, 7)
+T = torch.tensor([0, 3, 6, 1, 1, 2, -100, 4, 5, 0, 6, 3])
+WEIGHT = torch.rand(7) + 0.5
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_nll_loss(reduction, weighted, dtype):
+    w = WEIGHT.to(dtype) if weighted else None
+    check(lambda x, t: F.nll_loss(F.log_softmax(x, 1), t, weight=None if w is None else w.to(x.device),
+                                  reduction=reduction), X, T, dtype=dtype)
+
+
+def test_ignore_index_and_all_ignored():
+    check(lambda x, t: F.nll_loss(x, t, ignore_index=3), X, T.clamp(min=0))
+    all_ignored = torch.full((12,), -100)
+    check(lambda x, t: F.nll_loss(x, t), X, all_ignored)  # 0 / 0: NaN, like the CPU
+    check(lambda x, t: F.nll_loss(x, t, reduction="sum"), X, all_ignored)
+
+
+def test_cross_entropy_variants():
+    check(lambda x, t: F.cross_entropy(x, t), X, T)
+    check(lambda x, t: F.cross_entropy(x, t, label_smoothing=0.1, weight=WEIGHT.to(x.device)), X, T.clamp(min=0))
+    check(lambda x, t: F.cross_entropy(x, t), X, torch.softmax(torch.randn(12, 7), 1))  # probabilities
+    check(lambda x, t: F.cross_entropy(x, t), torch.randn(7), torch.tensor(2))  # unbatched
+    check(lambda x, t: F.cross_entropy(x, t, reduction="none"), torch.randn(4, 5, 3, 3),
+          torch.randint(0, 5, (4, 3, 3)))  # spatial targets: nll_loss2d
+    check(lambda x, t: F.cross_entropy(x, t, weight=WEIGHT[:5].to(x.device), ignore_index=1), torch.randn(2, 5, 4, 3),
+          torch.randint(0, 5, (2, 4, 3)))
+
+
+def test_out_of_range_target_is_a_device_error():
+    x = torch.randn(3, 4).to("mlu")
+    with pytest.raises(RuntimeError, match="Target 7 is out of bounds"):
+        F.nll_loss(x, torch.tensor([0, 7, 1]).to("mlu"))
+        torch.mlu.synchronize()
+    assert F.nll_loss(x, torch.tensor([0, 3, 1]).to("mlu")).isfinite().item()  # the device keeps working
+
+
+def test_dropout_backward_is_native():
+    x = torch.randn(50, 40).to("mlu").requires_grad_()
+    torch_mlu.reset_fallback_report()
+    y = F.dropout(x, 0.3, training=True)
+    y.backward(torch.ones_like(y))
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    kept = y.detach() != 0
+    torch.testing.assert_close(x.grad[kept].cpu(), torch.full((int(kept.sum()),), 1 / 0.7))
+    assert (x.grad[~kept] == 0).all()
