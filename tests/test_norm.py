@@ -101,3 +101,62 @@ def test_transformer_step_runs_natively_but_dropout():
     layer(x).square().mean().backward()
     report = torch_mlu.fallback_report()
     assert not any("layer_norm" in op or "batch_norm" in op for op in report), report
+
+
+def bn_run(x, w, b, rm, rv, training, device):
+    leaves = [t.detach().clone().to(device).requires_grad_() if t is not None else None for t in (x, w, b)]
+    rm = rm.clone().to(device) if rm is not None else None
+    rv = rv.clone().to(device) if rv is not None else None
+    y = F.batch_norm(leaves[0], rm, rv, leaves[1], leaves[2], training=training, momentum=0.2, eps=1e-5)
+    torch.manual_seed(4)
+    y.backward(torch.randn(y.shape).to(y.dtype).to(device))
+    return [y] + [t.grad for t in leaves if t is not None] + [t for t in (rm, rv) if t is not None]
+
+
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("shape", [(6, 5), (4, 3, 7), (2, 8, 5, 6), (2, 3, 2, 3, 4)], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_batch_norm(training, shape, dtype):
+    c = shape[1]
+    x = (torch.randn(shape) * 2 + 0.5).to(dtype)
+    w, b = torch.rand(c).to(dtype) + 0.5, torch.randn(c).to(dtype)
+    rm, rv = torch.randn(c).to(dtype), torch.rand(c).to(dtype) + 0.5
+    expected = bn_run(x, w, b, rm, rv, training, "cpu")
+    torch_mlu.reset_fallback_report()
+    actual = bn_run(x, w, b, rm, rv, training, "mlu")
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    for e, a in zip(expected, actual):
+        assert a.dtype == e.dtype and a.shape == e.shape
+        torch.testing.assert_close(a.cpu(), e, **TOL[dtype])
+
+
+def test_batch_norm_without_affine_or_running_stats_and_bfloat16():
+    x = torch.randn(4, 6, 5, 5)
+    expected = bn_run(x, None, None, None, None, True, "cpu")
+    actual = bn_run(x, None, None, None, None, True, "mlu")
+    for e, a in zip(expected, actual):
+        torch.testing.assert_close(a.cpu(), e, rtol=1e-5, atol=1e-5)
+    xb = x.bfloat16()
+    w, b, rm, rv = torch.ones(6), torch.zeros(6), torch.zeros(6), torch.ones(6)  # float parameters
+    expected = bn_run(xb, w, b, rm, rv, True, "cpu")
+    actual = bn_run(xb, w, b, rm, rv, True, "mlu")
+    for e, a in zip(expected, actual):
+        assert a.dtype == e.dtype
+        torch.testing.assert_close(a.cpu(), e, rtol=2e-2, atol=5e-2)
+
+
+def test_batch_norm_module_and_channels_last():
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm2d(8)
+    x = torch.randn(4, 8, 6, 6).to(memory_format=torch.channels_last)
+    ref = bn(x)
+    bn_mlu = torch.nn.BatchNorm2d(8).to("mlu")
+    got = bn_mlu(x.to("mlu"))
+    assert got.is_contiguous(memory_format=torch.channels_last) == ref.is_contiguous(memory_format=torch.channels_last)
+    torch.testing.assert_close(got.cpu(), ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(bn_mlu.running_mean.cpu(), bn.running_mean)
+    torch.testing.assert_close(bn_mlu.running_var.cpu(), bn.running_var)
+    assert bn_mlu.num_batches_tracked.item() == 1
+    bn.eval()
+    bn_mlu.eval()
+    torch.testing.assert_close(bn_mlu(x.to("mlu")).cpu(), bn(x), rtol=1e-5, atol=1e-5)

@@ -1,5 +1,7 @@
-// native_layer_norm and its backward op on mlu (mlu_kernels/norm.h), fused
-// per row on the current stream. Without these, PyTorch's composite layer
+// native_layer_norm, native_batch_norm and their backward ops on mlu
+// (mlu_kernels/norm.h), fused per row / per channel on the current stream;
+// batch norm's running statistics are updated with the native element-wise
+// ops, in queue order. Without these, PyTorch's composite layer
 // norm would run through batch_norm on the CPU fallback. The kernel takes
 // weight / bias and returns mean / rstd and the parameter gradients in the
 // accumulation type (float for Float16/BFloat16, like the CPU computes); the
@@ -8,8 +10,10 @@
 // input's (mixed precision), else in the input's.
 #include <limits>
 
+#include <ATen/TensorOperators.h>
 #include <ATen/native/layer_norm.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/rsqrt.h>
 #include <ATen/ops/zeros.h>
 #include <mlu_kernels/norm.h>
 
@@ -101,11 +105,137 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(
   return {grad_input, grad_weight, grad_bias};
 }
 
+// ---- batch norm ----
+
+struct ChannelLayout {
+  int64_t n, channels, spatial;
+};
+
+ChannelLayout channel_layout(const at::Tensor& input) {
+  TORCH_CHECK(input.dim() >= 2, "batch_norm: expected an input with a batch and a channel dim, got ", input.dim(),
+              " dims");
+  const int64_t n = input.size(0), channels = input.size(1);
+  return {n, channels, n * channels == 0 ? 0 : input.numel() / (n * channels)};
+}
+
+at::Tensor optional(const std::optional<at::Tensor>& t) { return t.has_value() ? *t : at::Tensor(); }
+
+// The dtype of save_mean / save_invstd and of the parameter gradients, as on the CPU.
+at::ScalarType batch_stat_type(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& running_mean) {
+  const at::Tensor& param = weight.defined() ? weight : running_mean;
+  return param.defined() && param.scalar_type() != input.scalar_type() ? param.scalar_type() : input.scalar_type();
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
+    const at::Tensor& input_, const std::optional<at::Tensor>& weight_opt, const std::optional<at::Tensor>& bias_opt,
+    const std::optional<at::Tensor>& running_mean_opt, const std::optional<at::Tensor>& running_var_opt,
+    bool training, double momentum, double eps) {
+  const at::Tensor weight_ = optional(weight_opt), bias_ = optional(bias_opt);
+  const at::Tensor running_mean = optional(running_mean_opt), running_var = optional(running_var_opt);
+  TORCH_CHECK(training || (running_mean.defined() && running_var.defined()),
+              "batch_norm on mlu: running_mean and running_var are needed outside training");
+  TORCH_CHECK(at::isFloatingType(input_.scalar_type()) && kernel_dtype(input_.scalar_type()).has_value(),
+              "batch_norm on mlu supports float32, float64, float16 and bfloat16 inputs, got ", input_.scalar_type());
+  c10::DeviceGuard guard(input_.device());
+  const ChannelLayout l = channel_layout(input_);
+  for (const at::Tensor* t : {&weight_, &bias_, &running_mean, &running_var}) {
+    TORCH_CHECK(!t->defined() || t->numel() == l.channels, "batch_norm: expected a parameter of ", l.channels,
+                " elements (the channels), got ", t->numel());
+  }
+  const at::ScalarType acc = accumulate_type(input_.scalar_type());
+  const at::Tensor input = input_.contiguous();
+  const at::Tensor weight = in_accumulate_type(weight_, acc), bias = in_accumulate_type(bias_, acc);
+  const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "batch_norm");
+  const int device = input.device().index();
+  at::Tensor mean, invstd;
+  if (training) {
+    mean = at::empty({l.channels}, input.options().dtype(acc));
+    at::Tensor var = at::empty({l.channels}, input.options().dtype(acc));
+    if (l.n * l.spatial > 0) {
+      const void* x = ptr(input);
+      void *m = ptr(mean), *v = ptr(var);
+      launch_kernel(device, "batch_norm_statistics",
+                    [=] { k::batch_norm_statistics(type, l.n, l.channels, l.spatial, x, m, v); });
+    } else {
+      mean.fill_(std::numeric_limits<double>::quiet_NaN());
+      var.fill_(std::numeric_limits<double>::quiet_NaN());
+    }
+    invstd = at::rsqrt(var + eps);
+    const int64_t count = l.n * l.spatial;
+    if (running_mean.defined()) running_mean.copy_(mean * momentum + running_mean.to(acc) * (1 - momentum));
+    if (running_var.defined()) {
+      const at::Tensor unbiased = var * (static_cast<double>(count) / std::max<int64_t>(count - 1, 1));
+      running_var.copy_(unbiased * momentum + running_var.to(acc) * (1 - momentum));
+    }
+  } else {
+    mean = running_mean.to(acc).contiguous();
+    invstd = at::rsqrt(running_var.to(acc) + eps);
+  }
+  at::Tensor output = at::empty(input.sizes(), input.options());
+  if (input.numel() > 0) {
+    const void *x = ptr(input), *m = ptr(mean), *i = ptr(invstd), *w = ptr(weight), *b = ptr(bias);
+    void* y = ptr(output);
+    launch_kernel(device, "batch_norm", [=] { k::batch_norm_apply(type, l.n, l.channels, l.spatial, x, m, i, w, b, y); });
+  }
+  const at::ScalarType stats = batch_stat_type(input_, weight_, running_mean);
+  const at::MemoryFormat format = input_.suggest_memory_format();
+  if (format != at::MemoryFormat::Contiguous) output = output.contiguous(format);
+  if (!training) {
+    return {output, at::empty({0}, input.options().dtype(stats)), at::empty({0}, input.options().dtype(stats))};
+  }
+  return {output, mean.to(stats), invstd.to(stats)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
+    const at::Tensor& grad_out_, const at::Tensor& input_, const std::optional<at::Tensor>& weight_opt,
+    const std::optional<at::Tensor>& running_mean_opt, const std::optional<at::Tensor>& running_var_opt,
+    const std::optional<at::Tensor>& save_mean_opt, const std::optional<at::Tensor>& save_invstd_opt, bool training,
+    double eps, std::array<bool, 3> mask) {
+  const at::Tensor weight_ = optional(weight_opt), running_mean = optional(running_mean_opt),
+                   running_var = optional(running_var_opt);
+  c10::DeviceGuard guard(input_.device());
+  const ChannelLayout l = channel_layout(input_);
+  const at::ScalarType acc = accumulate_type(input_.scalar_type());
+  const at::Tensor input = input_.contiguous(), grad_out = grad_out_.contiguous();
+  const at::Tensor weight = in_accumulate_type(weight_, acc);
+  at::Tensor mean, invstd;
+  if (training) {
+    mean = optional(save_mean_opt).to(acc).contiguous();
+    invstd = optional(save_invstd_opt).to(acc).contiguous();
+  } else {
+    mean = running_mean.to(acc).contiguous();
+    invstd = at::rsqrt(running_var.to(acc) + eps);
+  }
+  at::Tensor grad_input, grad_weight, grad_bias;
+  if (mask[0]) grad_input = at::empty(input.sizes(), input.options());
+  if (mask[1]) grad_weight = at::empty({l.channels}, input.options().dtype(acc));
+  if (mask[2]) grad_bias = at::empty({l.channels}, input.options().dtype(acc));
+  if (input.numel() > 0) {
+    const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "batch_norm_backward");
+    const void *dy = ptr(grad_out), *x = ptr(input), *m = ptr(mean), *i = ptr(invstd), *w = ptr(weight);
+    void *dx = ptr(grad_input), *dw = ptr(grad_weight), *db = ptr(grad_bias);
+    launch_kernel(input.device().index(), "batch_norm_backward", [=] {
+      k::batch_norm_backward(type, l.n, l.channels, l.spatial, dy, x, m, i, w, training, dx, dw, db);
+    });
+  } else {
+    if (grad_weight.defined()) grad_weight.zero_();
+    if (grad_bias.defined()) grad_bias.zero_();
+  }
+  const at::ScalarType params = weight_.defined() ? weight_.scalar_type() : input_.scalar_type();
+  if (grad_weight.defined()) grad_weight = grad_weight.to(params);
+  if (grad_bias.defined()) grad_bias = grad_bias.to(params);
+  const at::MemoryFormat format = input_.suggest_memory_format();
+  if (grad_input.defined() && format != at::MemoryFormat::Contiguous) grad_input = grad_input.contiguous(format);
+  return {grad_input, grad_weight, grad_bias};
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_layer_norm", TORCH_FN(layer_norm));
   m.impl("native_layer_norm_backward", TORCH_FN(layer_norm_backward));
+  m.impl("native_batch_norm", TORCH_FN(batch_norm));
+  m.impl("native_batch_norm_backward", TORCH_FN(batch_norm_backward));
 }
 
 }  // namespace torch_mlu

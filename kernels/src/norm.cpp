@@ -127,4 +127,109 @@ void layer_norm_backward(ScalarType type, int64_t rows, int64_t cols, const void
   });
 }
 
+namespace {
+
+// Calls f(plane) for the n planes (spatial elements each) of channel c.
+template <class T, class F>
+void for_each_plane(const T* base, int64_t n, int64_t channels, int64_t spatial, int64_t c, F f) {
+  for (int64_t i = 0; i < n; ++i) f(base + (i * channels + c) * spatial, i);
+}
+
+int64_t grain_channels(int64_t n, int64_t spatial) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(n * spatial, 1));
+}
+
+}  // namespace
+
+void batch_norm_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, void* mean,
+                           void* var) {
+  dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const T* X = static_cast<const T*>(x);
+    A* M = static_cast<A*>(mean);
+    A* V = static_cast<A*>(var);
+    const A count = static_cast<A>(n * spatial);
+    parallel_for(0, channels, grain_channels(n, spatial), [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c) {
+        A sum = 0;
+        for_each_plane(X, n, channels, spatial, c, [&](const T* p, int64_t) {
+          sum += lane_sum<A>(spatial, [&](int64_t j) { return detail::convert<A>(p[j]); });
+        });
+        const A mu = sum / count;
+        A squares = 0;
+        for_each_plane(X, n, channels, spatial, c, [&](const T* p, int64_t) {
+          squares += lane_sum<A>(spatial, [&](int64_t j) {
+            const A d = detail::convert<A>(p[j]) - mu;
+            return d * d;
+          });
+        });
+        M[c] = mu;
+        V[c] = squares / count;
+      }
+    });
+  });
+}
+
+void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, const void* mean,
+                      const void* invstd, const void* weight, const void* bias, void* y) {
+  dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const T* X = static_cast<const T*>(x);
+    const A *M = static_cast<const A*>(mean), *I = static_cast<const A*>(invstd);
+    const A *W = static_cast<const A*>(weight), *B = static_cast<const A*>(bias);
+    T* Y = static_cast<T*>(y);
+    parallel_for(0, n * channels, grain_channels(1, spatial), [&](int64_t lo, int64_t hi) {
+      for (int64_t plane = lo; plane < hi; ++plane) {
+        const int64_t c = plane % channels;
+        // y = x * scale + shift, as the CPU's batch_norm_cpu_transform_input does
+        const A scale = I[c] * (W != nullptr ? W[c] : A(1));
+        const A shift = (B != nullptr ? B[c] : A(0)) - M[c] * scale;
+        const T* xp = X + plane * spatial;
+        T* yp = Y + plane * spatial;
+        for (int64_t j = 0; j < spatial; ++j) yp[j] = detail::convert<T>(detail::convert<A>(xp[j]) * scale + shift);
+      }
+    });
+  });
+}
+
+void batch_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* grad_y,
+                         const void* x, const void* mean, const void* invstd, const void* weight, bool training,
+                         void* grad_input, void* grad_weight, void* grad_bias) {
+  dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const T *dY = static_cast<const T*>(grad_y), *X = static_cast<const T*>(x);
+    const A *M = static_cast<const A*>(mean), *I = static_cast<const A*>(invstd), *W = static_cast<const A*>(weight);
+    T* dX = static_cast<T*>(grad_input);
+    A *dW = static_cast<A*>(grad_weight), *dB = static_cast<A*>(grad_bias);
+    const A count = static_cast<A>(n * spatial);
+    parallel_for(0, channels, grain_channels(n, spatial), [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c) {
+        const A mu = M[c], inv = I[c], w = W != nullptr ? W[c] : A(1);
+        A sum_dy = 0, dot = 0;  // sum(dy), sum(dy * (x - mean))
+        for_each_plane(dY, n, channels, spatial, c, [&](const T* g, int64_t i) {
+          const T* xp = X + (i * channels + c) * spatial;
+          sum_dy += lane_sum<A>(spatial, [&](int64_t j) { return detail::convert<A>(g[j]); });
+          dot += lane_sum<A>(spatial, [&](int64_t j) { return detail::convert<A>(g[j]) * (detail::convert<A>(xp[j]) - mu); });
+        });
+        if (dB != nullptr) dB[c] = sum_dy;
+        if (dW != nullptr) dW[c] = dot * inv;
+        if (dX == nullptr) continue;
+        const A k = training ? dot * inv * inv / count : A(0);
+        const A mean_dy = training ? sum_dy / count : A(0);
+        for_each_plane(dY, n, channels, spatial, c, [&](const T* g, int64_t i) {
+          const T* xp = X + (i * channels + c) * spatial;
+          T* dxp = dX + (i * channels + c) * spatial;
+          for (int64_t j = 0; j < spatial; ++j) {
+            const A d = detail::convert<A>(g[j]) - (detail::convert<A>(xp[j]) - mu) * k - mean_dy;
+            dxp[j] = detail::convert<T>(d * inv * w);
+          }
+        });
+      }
+    });
+  });
+}
+
 }  // namespace mlu::kernels

@@ -83,6 +83,13 @@ KNOWN_FAILURES = [
        "(bfloat16: 0.023 at 1.08 on op_db's (2, 6, 3) sample)"),
 
     # --- the CPU reference is less accurate than mlu ---
+    *[KF(op, "test_compare_cpu", dtypes, "xfail",
+         "differs by design: the CPU's 16-bit batch / instance norm round intermediates (statistics, scale) to the "
+         "16-bit type; mlu keeps them in float and rounds once. Max |error| against float64 over op_db's reference "
+         "inputs that differ: batch_norm bf16 mlu 0.062 / 0.027 / 0.025 vs CPU 0.075 / 0.036 / 0.052; instance_norm "
+         "bf16 mlu 0.030 / 0.049 vs CPU 0.043 / 0.094, f16 0.0069 vs 0.0087")
+      for op, dtypes in (("nn.functional.batch_norm", ("bfloat16",)), ("native_batch_norm", ("bfloat16",)),
+                         ("nn.functional.instance_norm", ("bfloat16", "float16")))],
     KF("nn.functional.nll_loss", "test_compare_cpu", ("float16",), "xfail",
        "differs by design: the CPU's float16 nll_loss2d (4-D inputs) sums the losses in float16; mlu sums in float "
        "and rounds once (op_db's (2, 3, 2, 2) sum samples: CPU -28.140625 / mlu -28.15625 / float64 -28.1538; "

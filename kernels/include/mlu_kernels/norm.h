@@ -1,5 +1,5 @@
-// Layer normalisation over the last `cols` elements of `rows` contiguous rows,
-// and its backward op, in the order of operations of PyTorch's CPU kernel
+// Layer and batch normalisation. Layer: over the last `cols` elements of
+// `rows` contiguous rows, and its backward op, in the order of operations of PyTorch's CPU kernel
 // (LayerNormKernel.cpp). x, y and the gradients of x / y have dtype `type`;
 // everything else is in the accumulation type A (double for Float64, float
 // otherwise): weight / bias (optional, `cols` long), mean / rstd (`rows`
@@ -22,5 +22,24 @@ void layer_norm(ScalarType type, int64_t rows, int64_t cols, const void* x, cons
 void layer_norm_backward(ScalarType type, int64_t rows, int64_t cols, const void* grad_y, const void* x,
                          const void* mean, const void* rstd, const void* weight, void* grad_input, void* grad_weight,
                          void* grad_bias);
+
+// Batch normalisation of x [n, channels, spatial] (contiguous), per channel
+// over the n * spatial elements, in the same accumulation type A. Statistics
+// for training: mean and the biased variance (two passes).
+void batch_norm_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, void* mean,
+                           void* var);
+
+// y = (x - mean[c]) * invstd[c] * weight[c] + bias[c] (weight / bias optional).
+void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, const void* mean,
+                      const void* invstd, const void* weight, const void* bias, void* y);
+
+// With m = n * spatial, xhat = (x - mean) * invstd, per channel:
+//   grad_bias = sum(dy), grad_weight = sum(dy * xhat),
+//   grad_input = (dy - sum(dy) / m - xhat * sum(dy * xhat) / m) * invstd * weight   (training: batch statistics)
+//   grad_input = dy * invstd * weight                                                (eval: running statistics)
+// Any output may be nullptr; weight may be nullptr (ones).
+void batch_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* grad_y,
+                         const void* x, const void* mean, const void* invstd, const void* weight, bool training,
+                         void* grad_input, void* grad_weight, void* grad_bias);
 
 }  // namespace mlu::kernels
