@@ -1,0 +1,139 @@
+// max_pool2d_with_indices and its backward op on mlu (mlu_kernels/pool.h):
+// PyTorch's meta functions check the arguments and size the results (ceil
+// mode included, and the memory format: channels_last stays channels_last);
+// the kernels work on contiguous planes, results are copied into other
+// layouts. max_pool1d lowers to these.
+#include <ATen/ops/empty.h>
+#include <ATen/ops/max_pool2d_with_indices_backward_meta.h>
+#include <ATen/ops/max_pool2d_with_indices_meta.h>
+#include <mlu_kernels/pool.h>
+
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/aten/Structured.h"
+#include "csrc/aten/StructuredPointwise.h"
+
+namespace torch_mlu {
+namespace {
+
+namespace k = mlu::kernels;
+using T = const at::Tensor&;
+using A = at::IntArrayRef;
+
+bool has_pool_kernel(const at::Tensor& self) {
+  return at::isFloatingType(self.scalar_type()) && kernel_dtype(self.scalar_type()).has_value();
+}
+
+void* ptr(const at::Tensor& t) { return const_cast<void*>(t.const_data_ptr()); }
+
+int64_t pick(A v, int i, int64_t fallback) { return v.empty() ? fallback : v[v.size() == 1 ? 0 : i]; }
+
+k::Pool2dShape pool_shape(const at::Tensor& input, const at::Tensor& output, A kernel, A stride, A padding, A dilation) {
+  k::Pool2dShape s;
+  const int64_t d = input.dim();
+  s.planes = input.numel() == 0 ? 0 : input.numel() / (input.size(d - 2) * input.size(d - 1));
+  s.in_h = input.size(d - 2);
+  s.in_w = input.size(d - 1);
+  s.out_h = output.size(d - 2);
+  s.out_w = output.size(d - 1);
+  s.kernel_h = pick(kernel, 0, 1);
+  s.kernel_w = pick(kernel, 1, 1);
+  s.stride_h = pick(stride, 0, s.kernel_h);
+  s.stride_w = pick(stride, 1, s.kernel_w);
+  s.pad_h = pick(padding, 0, 0);
+  s.pad_w = pick(padding, 1, 0);
+  s.dilation_h = pick(dilation, 0, 1);
+  s.dilation_w = pick(dilation, 1, 1);
+  return s;
+}
+
+// Runs the forward kernel into `output` / `indices` of any layout.
+void launch_max_pool(T self, A kernel, A stride, A padding, A dilation, T output, T indices) {
+  if (output.numel() == 0) return;
+  const at::Tensor input = self.contiguous();
+  const bool direct = output.is_contiguous() && indices.is_contiguous();
+  const at::Tensor out = direct ? output : at::empty(output.sizes(), output.options());
+  const at::Tensor idx = direct ? indices : at::empty(indices.sizes(), indices.options());
+  const k::Pool2dShape s = pool_shape(input, out, kernel, stride, padding, dilation);
+  const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "max_pool2d");
+  void *x = ptr(input), *y = ptr(out);
+  auto* i = static_cast<int64_t*>(ptr(idx));
+  launch_kernel(self.device().index(), "max_pool2d", [=] { k::max_pool2d(s, type, x, y, i); });
+  if (!direct) {
+    output.copy_(out);
+    indices.copy_(idx);
+  }
+}
+
+void launch_max_pool_backward(T grad_output, T self, A kernel, A stride, A padding, A dilation, T indices,
+                              T grad_input) {
+  if (grad_input.numel() == 0) return;
+  const at::Tensor go = grad_output.contiguous(), idx = indices.contiguous();
+  const bool direct = grad_input.is_contiguous();
+  const at::Tensor gi = direct ? grad_input : at::empty(grad_input.sizes(), grad_input.options());
+  const k::Pool2dShape s = pool_shape(self, go, kernel, stride, padding, dilation);
+  const k::ScalarType type = require_kernel_dtype(self.scalar_type(), "max_pool2d_backward");
+  void *g = ptr(go), *out = ptr(gi);
+  const auto* i = static_cast<const int64_t*>(ptr(idx));
+  launch_kernel(self.device().index(), "max_pool2d_backward", [=] { k::max_pool2d_backward(s, type, g, i, out); });
+  if (!direct) grad_input.copy_(gi);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("max_pool2d_with_indices", [](T self, A kernel, A stride, A padding, A dilation, bool ceil_mode) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(T, A, A, A, A, bool)>(
+          "aten::max_pool2d_with_indices", self, kernel, stride, padding, dilation, ceil_mode);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUFunctional<at::meta::structured_max_pool2d_with_indices, 2> meta;
+    meta.meta(self, kernel, stride, padding, dilation, ceil_mode);
+    launch_max_pool(self, kernel, stride, padding, dilation, meta.output(0), meta.output(1));
+    return std::make_tuple(std::move(meta.output(0)), std::move(meta.output(1)));
+  });
+  m.impl("max_pool2d_with_indices.out", [](T self, A kernel, A stride, A padding, A dilation, bool ceil_mode,
+                                           at::Tensor& out, at::Tensor& indices) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<std::tuple<at::Tensor&, at::Tensor&>(T, A, A, A, A, bool, at::Tensor&, at::Tensor&)>(
+          "aten::max_pool2d_with_indices.out", self, kernel, stride, padding, dilation, ceil_mode, out, indices);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUOut<at::meta::structured_max_pool2d_with_indices, 2> meta(out, indices);
+    meta.meta(self, kernel, stride, padding, dilation, ceil_mode);
+    launch_max_pool(self, kernel, stride, padding, dilation, meta.maybe_get_output(0), meta.maybe_get_output(1));
+    meta.finish();
+    return std::tuple<at::Tensor&, at::Tensor&>(out, indices);
+  });
+  m.impl("max_pool2d_with_indices_backward", [](T grad_output, T self, A kernel, A stride, A padding, A dilation,
+                                                bool ceil_mode, T indices) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T, A, A, A, A, bool, T)>("aten::max_pool2d_with_indices_backward",
+                                                                grad_output, self, kernel, stride, padding,
+                                                                dilation, ceil_mode, indices);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUFunctional<at::meta::structured_max_pool2d_with_indices_backward> meta;
+    meta.meta(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
+    launch_max_pool_backward(grad_output, self, kernel, stride, padding, dilation, indices, meta.output());
+    return std::move(meta.output());
+  });
+  m.impl("max_pool2d_with_indices_backward.grad_input",
+         [](T grad_output, T self, A kernel, A stride, A padding, A dilation, bool ceil_mode, T indices,
+            at::Tensor& grad_input) -> at::Tensor& {
+           if (!has_pool_kernel(self)) {
+             return cpu_fallback<at::Tensor&(T, T, A, A, A, A, bool, T, at::Tensor&)>(
+                 "aten::max_pool2d_with_indices_backward.grad_input", grad_output, self, kernel, stride, padding,
+                 dilation, ceil_mode, indices, grad_input);
+           }
+           c10::OptionalDeviceGuard guard(self.device());
+           MLUOut<at::meta::structured_max_pool2d_with_indices_backward> meta(grad_input);
+           meta.meta(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
+           launch_max_pool_backward(grad_output, self, kernel, stride, padding, dilation, indices,
+                                    meta.maybe_get_output(0));
+           meta.finish();
+           return grad_input;
+         });
+}
+
+}  // namespace torch_mlu
