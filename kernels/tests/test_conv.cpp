@@ -109,5 +109,31 @@ TEST(Conv, MatchesReferenceOnRandomShapes) {
   }
 }
 
+// Outputs of >= 1024 positions per sample take the per-sample batched GEMM
+// instead of the wide one (Note [Convolution batches]): both, with bias.
+TEST(Conv, LargeOutputsBatchedPerSample) {
+  Rng rng(12);
+  for (int64_t side : {20, 40}) {
+    ConvShape s;
+    s.dims = 2;
+    s.batch = 2;
+    s.in_channels = 3;
+    s.out_channels = 4;
+    s.in_size[0] = s.in_size[1] = side;
+    s.kernel[0] = s.kernel[1] = 3;
+    s.padding[0] = s.padding[1] = 1;
+    s.out_size[0] = s.out_size[1] = side;
+    const ScalarType type = ScalarType::Float32;
+    Buffer input(type, 2 * 3 * side * side), weight(type, 4 * 3 * 9), bias(type, 4), out(type, 2 * 4 * side * side),
+        ref(type, 2 * 4 * side * side);
+    fill(input, rng);
+    fill(weight, rng);
+    fill(bias, rng);
+    conv_forward(s, type, input.data(), weight.data(), bias.data(), out.data());
+    conv_forward_ref(s, type, input.data(), weight.data(), bias.data(), ref.data());
+    ASSERT_TRUE(close(out, ref, 2e-6)) << "side " << side;
+  }
+}
+
 }  // namespace
 }  // namespace mlu::kernels
