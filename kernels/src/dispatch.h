@@ -51,4 +51,18 @@ void dispatch_bits(size_t element_size, F&& f) {
   }
 }
 
+// Like dispatch, for kernels defined on the real floating types only (Half,
+// BFloat16, float, double): f is not instantiated for the others, and
+// nothing runs for them (the callers' preconditions exclude them).
+template <class F>
+void dispatch_floating(ScalarType type, F&& f) {
+  switch (type) {
+    case ScalarType::Float16: f(std::type_identity<Half>{}); break;
+    case ScalarType::BFloat16: f(std::type_identity<BFloat16>{}); break;
+    case ScalarType::Float32: f(std::type_identity<float>{}); break;
+    case ScalarType::Float64: f(std::type_identity<double>{}); break;
+    default: break;
+  }
+}
+
 }  // namespace mlu::kernels::detail

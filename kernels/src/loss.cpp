@@ -8,23 +8,11 @@
 #include "dispatch.h"
 
 namespace mlu::kernels {
-namespace {
-
-template <class F>
-void dispatch_floating(ScalarType type, F&& f) {
-  detail::dispatch(type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (detail::is_floating_v<T>) f(tag);
-  });
-}
-
-}  // namespace
-
 IndexCheck nll_loss_forward(ScalarType type, int64_t n, int64_t classes, const void* input, const int64_t* target,
                             const void* weight, LossReduction reduction, int64_t ignore_index, void* output,
                             void* total_weight) {
   IndexCheck check;
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* x = static_cast<const T*>(input);
@@ -65,7 +53,7 @@ IndexCheck nll_loss_backward(ScalarType type, int64_t n, int64_t classes, const 
                              const int64_t* target, const void* weight, LossReduction reduction,
                              int64_t ignore_index, const void* total_weight, void* grad_input) {
   IndexCheck check;
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* g = static_cast<const T*>(grad_output);

@@ -26,21 +26,13 @@ A lane_sum(int64_t n, F term) {
   return tail;
 }
 
-template <class F>
-void dispatch_floating(ScalarType type, F&& f) {
-  detail::dispatch(type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (detail::is_floating_v<T>) f(tag);
-  });
-}
-
 int64_t grain_rows(int64_t cols) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)); }
 
 }  // namespace
 
 void layer_norm(ScalarType type, int64_t rows, int64_t cols, const void* x, const void* weight, const void* bias,
                 double eps, void* y, void* mean, void* rstd) {
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* X = static_cast<const T*>(x);
@@ -74,7 +66,7 @@ void layer_norm(ScalarType type, int64_t rows, int64_t cols, const void* x, cons
 void layer_norm_backward(ScalarType type, int64_t rows, int64_t cols, const void* grad_y, const void* x,
                          const void* mean, const void* rstd, const void* weight, void* grad_input, void* grad_weight,
                          void* grad_bias) {
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* dY = static_cast<const T*>(grad_y);
@@ -143,7 +135,7 @@ int64_t grain_channels(int64_t n, int64_t spatial) {
 
 void batch_norm_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, void* mean,
                            void* var) {
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* X = static_cast<const T*>(x);
@@ -173,7 +165,7 @@ void batch_norm_statistics(ScalarType type, int64_t n, int64_t channels, int64_t
 
 void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, const void* mean,
                       const void* invstd, const void* weight, const void* bias, void* y) {
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* X = static_cast<const T*>(x);
@@ -197,7 +189,7 @@ void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spat
 void batch_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* grad_y,
                          const void* x, const void* mean, const void* invstd, const void* weight, bool training,
                          void* grad_input, void* grad_weight, void* grad_bias) {
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T *dY = static_cast<const T*>(grad_y), *X = static_cast<const T*>(x);

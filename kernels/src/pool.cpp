@@ -11,14 +11,6 @@
 namespace mlu::kernels {
 namespace {
 
-template <class F>
-void dispatch_floating(ScalarType type, F&& f) {
-  detail::dispatch(type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (detail::is_floating_v<T>) f(tag);
-  });
-}
-
 int64_t grain_planes(const Pool2dShape& s) {
   return std::max<int64_t>(1, 16384 / std::max<int64_t>(s.out_h * s.out_w * s.kernel_h * s.kernel_w, 1));
 }
@@ -26,7 +18,7 @@ int64_t grain_planes(const Pool2dShape& s) {
 }  // namespace
 
 void max_pool2d(const Pool2dShape& s, ScalarType type, const void* input, void* output, int64_t* indices) {
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* in = static_cast<const T*>(input);
@@ -66,7 +58,7 @@ void max_pool2d(const Pool2dShape& s, ScalarType type, const void* input, void* 
 
 void max_pool2d_backward(const Pool2dShape& s, ScalarType type, const void* grad_output, const int64_t* indices,
                          void* grad_input) {
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* go = static_cast<const T*>(grad_output);

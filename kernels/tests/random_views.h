@@ -170,6 +170,23 @@ inline void fill_random(Buffer& buffer, Rng& rng, bool integer_safe) {
   for (int64_t i = 0; i < buffer.count(); ++i) random_element(buffer.type(), rng, integer_safe, buffer.element(i));
 }
 
+// Writes the double v at p as a floating `type` (rounded as the dtype's
+// conversion does).
+inline void put_real(ScalarType type, unsigned char* p, double v) {
+  switch (type) {
+    case ScalarType::Float64: std::memcpy(p, &v, 8); break;
+    case ScalarType::Float32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+    case ScalarType::Float16: { const Half h = half_from_float(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    default: { const BFloat16 h = bfloat16_from_float(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+  }
+}
+
+// Normal(0, scale) values into a floating buffer.
+inline void fill_normal(Buffer& b, Rng& rng, double scale = 1) {
+  std::normal_distribution<double> normal(0, scale);
+  for (int64_t i = 0; i < b.count(); ++i) put_real(b.type(), b.element(i), normal(rng));
+}
+
 // One element of `type` at p as a double (the real part of a complex).
 inline double element_value(ScalarType type, const unsigned char* p) {
   auto load = [p](auto v) { std::memcpy(&v, p, sizeof(v)); return v; };

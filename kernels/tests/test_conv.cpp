@@ -17,19 +17,6 @@ namespace {
 
 using namespace testutil;
 
-void fill(Buffer& b, Rng& rng) {
-  std::normal_distribution<double> normal(0, 1);
-  for (int64_t i = 0; i < b.count(); ++i) {
-    const double v = normal(rng);
-    switch (b.type()) {
-      case ScalarType::Float64: std::memcpy(b.element(i), &v, 8); break;
-      case ScalarType::Float32: { const float f = static_cast<float>(v); std::memcpy(b.element(i), &f, 4); break; }
-      case ScalarType::Float16: { const Half h = half_from_float(static_cast<float>(v)); std::memcpy(b.element(i), &h, 2); break; }
-      default: { const BFloat16 h = bfloat16_from_float(static_cast<float>(v)); std::memcpy(b.element(i), &h, 2); break; }
-    }
-  }
-}
-
 // Within rtol of the reference, relative to the largest reference element.
 ::testing::AssertionResult close(const Buffer& got, const Buffer& want, double rtol) {
   double scale = 1e-30;
@@ -77,10 +64,10 @@ TEST(Conv, MatchesReferenceOnRandomShapes) {
     }
     Buffer input(type, s.batch * s.in_channels * in_plane), weight(type, s.out_channels * s.in_channels / s.groups * taps),
         bias(type, s.out_channels), gout(type, s.batch * s.out_channels * out_plane);
-    fill(input, rng);
-    fill(weight, rng);
-    fill(bias, rng);
-    fill(gout, rng);
+    fill_normal(input, rng);
+    fill_normal(weight, rng);
+    fill_normal(bias, rng);
+    fill_normal(gout, rng);
     const bool with_bias = chance(rng, 0.5);
     const double rtol = type == ScalarType::Float64 ? 1e-12 : type == ScalarType::Float32 ? 2e-6 : 1e-2;
     std::string what = "dims " + std::to_string(s.dims) + " groups " + std::to_string(s.groups) + " type " +
@@ -93,7 +80,7 @@ TEST(Conv, MatchesReferenceOnRandomShapes) {
 
     // With a bias over the input channels: the transposed convolution's.
     Buffer gin(type, input.count()), gin_ref(type, input.count()), in_bias(type, s.in_channels);
-    fill(in_bias, rng);
+    fill_normal(in_bias, rng);
     const void* b = with_bias ? in_bias.data() : nullptr;
     conv_backward_input(s, type, gout.data(), weight.data(), b, gin.data());
     conv_backward_input_ref(s, type, gout.data(), weight.data(), b, gin_ref.data());
@@ -126,9 +113,9 @@ TEST(Conv, LargeOutputsBatchedPerSample) {
     const ScalarType type = ScalarType::Float32;
     Buffer input(type, 2 * 3 * side * side), weight(type, 4 * 3 * 9), bias(type, 4), out(type, 2 * 4 * side * side),
         ref(type, 2 * 4 * side * side);
-    fill(input, rng);
-    fill(weight, rng);
-    fill(bias, rng);
+    fill_normal(input, rng);
+    fill_normal(weight, rng);
+    fill_normal(bias, rng);
     conv_forward(s, type, input.data(), weight.data(), bias.data(), out.data());
     conv_forward_ref(s, type, input.data(), weight.data(), bias.data(), ref.data());
     ASSERT_TRUE(close(out, ref, 2e-6)) << "side " << side;

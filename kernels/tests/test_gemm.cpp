@@ -22,15 +22,6 @@ namespace {
 
 using namespace testutil;
 
-void put(ScalarType type, unsigned char* p, double v) {
-  switch (type) {
-    case ScalarType::Float64: std::memcpy(p, &v, 8); break;
-    case ScalarType::Float32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
-    case ScalarType::Float16: { const Half h = half_from_float(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-    default: { const BFloat16 h = bfloat16_from_float(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-  }
-}
-
 double epsilon(ScalarType type) {
   switch (type) {
     case ScalarType::Float64: return std::numeric_limits<double>::epsilon();
@@ -59,8 +50,7 @@ Stored random_matrix(Rng& rng, ScalarType type, int64_t rows, int64_t cols, int6
   const int64_t span = layout == 1 ? cs * std::max<int64_t>(cols, 1) : rs * std::max<int64_t>(rows, 1);
   const int64_t stride = broadcast ? 0 : span;
   Stored s{Buffer(type, span * (broadcast ? 1 : count)), {nullptr, rs, cs}, stride};
-  std::normal_distribution<double> normal(0, 1);
-  for (int64_t i = 0; i < s.buffer.count(); ++i) put(type, s.buffer.element(i), normal(rng));
+  fill_normal(s.buffer, rng);
   s.view.data = s.buffer.data();
   return s;
 }
@@ -107,6 +97,18 @@ class GemmTest : public ::testing::TestWithParam<Isa> {
   return ::testing::AssertionSuccess();
 }
 
+// Runs gemm(args) on c's buffer and gemm_ref on a copy; compares them.
+::testing::AssertionResult gemm_matches_reference(const GemmArgs& args, const Stored& a, const Stored& b,
+                                                  Stored& c) {
+  const Buffer before = c.buffer;
+  Buffer want = c.buffer;
+  GemmArgs ref = args;
+  ref.c.data = want.data();
+  gemm_ref(ref);
+  gemm(args);
+  return close_to_reference(args, a, b, before, c.buffer, want);
+}
+
 TEST_P(GemmTest, MatchesReferenceOnRandomProblems) {
   Rng rng(5);
   const ScalarType types[] = {ScalarType::Float32, ScalarType::Float64, ScalarType::Float16, ScalarType::BFloat16};
@@ -128,7 +130,7 @@ TEST_P(GemmTest, MatchesReferenceOnRandomProblems) {
     Stored b = random_matrix(rng, args.dtype, args.k, args.n, args.batch, chance(rng, 0.2));
     Stored c = random_matrix(rng, args.dtype, args.m, args.n, args.batch, false);
     if (args.beta == 0) {  // must not be read
-      for (int64_t i = 0; i < c.buffer.count(); ++i) put(args.dtype, c.buffer.element(i), NAN);
+      for (int64_t i = 0; i < c.buffer.count(); ++i) put_real(args.dtype, c.buffer.element(i), NAN);
     }
     args.a = a.view;
     args.b = b.view;
@@ -136,13 +138,7 @@ TEST_P(GemmTest, MatchesReferenceOnRandomProblems) {
     args.batch_stride_a = a.batch_stride;
     args.batch_stride_b = b.batch_stride;
     args.batch_stride_c = c.batch_stride;
-    const Buffer before = c.buffer;
-    Buffer want = c.buffer;
-    GemmArgs ref = args;
-    ref.c.data = want.data();
-    gemm_ref(ref);
-    gemm(args);
-    ASSERT_TRUE(close_to_reference(args, a, b, before, c.buffer, want))
+    ASSERT_TRUE(gemm_matches_reference(args, a, b, c))
         << scalar_type_name(args.dtype) << " m " << args.m << " n " << args.n << " k " << args.k << " batch "
         << args.batch << " alpha " << args.alpha << " beta " << args.beta << " A strides " << a.view.row_stride
         << "," << a.view.col_stride << " B strides " << b.view.row_stride << "," << b.view.col_stride
@@ -172,13 +168,7 @@ TEST_P(GemmTest, ManyBlocksAndThreadSplits) {
       args.a = a.view;
       args.b = b.view;
       args.c = c.view;
-      const Buffer before = c.buffer;
-      Buffer want = c.buffer;
-      GemmArgs ref = args;
-      ref.c.data = want.data();
-      gemm_ref(ref);
-      gemm(args);
-      ASSERT_TRUE(close_to_reference(args, a, b, before, c.buffer, want))
+      ASSERT_TRUE(gemm_matches_reference(args, a, b, c))
           << "m " << args.m << " n " << args.n << " k " << args.k << " threads " << threads;
     }
   }
@@ -206,9 +196,8 @@ TEST_P(GemmTest, UnpackedSmallProducts) {
           Stored a{Buffer(args.dtype, batch * m * lda), {nullptr, lda, 1}, m * lda};
           Stored b{Buffer(args.dtype, batch * k * ldb), {nullptr, ldb, 1}, k * ldb};
           Stored c{Buffer(args.dtype, batch * m * ldc), {nullptr, ldc, 1}, m * ldc};
-          std::normal_distribution<double> normal(0, 1);
           for (Stored* s : {&a, &b, &c}) {
-            for (int64_t i = 0; i < s->buffer.count(); ++i) put(args.dtype, s->buffer.element(i), normal(rng));
+            fill_normal(s->buffer, rng);
             s->view.data = s->buffer.data();
           }
           args.a = a.view;
@@ -217,13 +206,7 @@ TEST_P(GemmTest, UnpackedSmallProducts) {
           args.batch_stride_a = a.batch_stride;
           args.batch_stride_b = b.batch_stride;
           args.batch_stride_c = c.batch_stride;
-          const Buffer before = c.buffer;
-          Buffer want = c.buffer;
-          GemmArgs ref = args;
-          ref.c.data = want.data();
-          gemm_ref(ref);
-          gemm(args);
-          ASSERT_TRUE(close_to_reference(args, a, b, before, c.buffer, want))
+          ASSERT_TRUE(gemm_matches_reference(args, a, b, c))
               << "m " << m << " n " << n << " k " << k << " batch " << batch;
         }
       }
@@ -251,21 +234,14 @@ TEST_P(GemmTest, BFloat16TilePanels) {
         Stored a{Buffer(args.dtype, args.m * args.k), {nullptr, transposed_a ? 1 : lda, transposed_a ? lda : 1}, 0};
         Stored b{Buffer(args.dtype, args.k * args.n), {nullptr, args.n, 1}, 0};
         Stored c{Buffer(args.dtype, args.m * args.n), {nullptr, args.n, 1}, 0};
-        std::normal_distribution<double> normal(0, 1);
         for (Stored* st : {&a, &b, &c}) {
-          for (int64_t i = 0; i < st->buffer.count(); ++i) put(args.dtype, st->buffer.element(i), normal(rng));
+          fill_normal(st->buffer, rng);
           st->view.data = st->buffer.data();
         }
         args.a = a.view;
         args.b = b.view;
         args.c = c.view;
-        const Buffer before = c.buffer;
-        Buffer want = c.buffer;
-        GemmArgs ref = args;
-        ref.c.data = want.data();
-        gemm_ref(ref);
-        gemm(args);
-        ASSERT_TRUE(close_to_reference(args, a, b, before, c.buffer, want))
+        ASSERT_TRUE(gemm_matches_reference(args, a, b, c))
             << "m " << args.m << " n " << args.n << " k " << args.k << " transposed A " << transposed_a << " beta "
             << beta;
       }

@@ -22,19 +22,6 @@ double tolerance(ScalarType t) {
   return t == ScalarType::Float64 ? 1e-12 : t == ScalarType::Float32 ? 2e-5 : 2e-2;
 }
 
-void fill_normal(Buffer& b, Rng& rng, double scale) {
-  std::normal_distribution<double> normal(0, scale);
-  for (int64_t i = 0; i < b.count(); ++i) {
-    const double v = normal(rng);
-    switch (b.type()) {
-      case ScalarType::Float64: std::memcpy(b.element(i), &v, 8); break;
-      case ScalarType::Float32: { const float f = static_cast<float>(v); std::memcpy(b.element(i), &f, 4); break; }
-      case ScalarType::Float16: { const Half h = half_from_float(static_cast<float>(v)); std::memcpy(b.element(i), &h, 2); break; }
-      default: { const BFloat16 h = bfloat16_from_float(static_cast<float>(v)); std::memcpy(b.element(i), &h, 2); break; }
-    }
-  }
-}
-
 ::testing::AssertionResult close_buffers(const Buffer& a, const Buffer& b, double rtol) {
   for (int64_t i = 0; i < a.count(); ++i) {
     const double x = element_value(a.type(), a.data() + i * element_size(a.type()));

@@ -137,14 +137,6 @@ E* scratch(int64_t n) {
   return buffer.data();
 }
 
-template <class F>
-void dispatch_floating(ScalarType type, F&& f) {
-  detail::dispatch(type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if constexpr (detail::is_floating_v<T>) f(tag);
-  });
-}
-
 // Outputs with fewer positions than this per sample are computed by one
 // GEMM over all samples (Note [Convolution batches]).
 constexpr int64_t kWideBelow = 1024;
@@ -158,7 +150,7 @@ using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<siz
 void conv_forward(const ConvShape& s, ScalarType type, const void* input, const void* weight, const void* bias,
                   void* output) {
   const Geometry g = geometry(s);
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using E = Bits<T>;
     const int64_t rows = g.group_in * g.taps, L = g.out_plane;
@@ -257,7 +249,7 @@ void conv_forward(const ConvShape& s, ScalarType type, const void* input, const 
 void conv_backward_input(const ConvShape& s, ScalarType type, const void* grad_output, const void* weight,
                          const void* bias, void* grad_input) {
   const Geometry g = geometry(s);
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const int64_t rows = g.group_in * g.taps, L = g.out_plane;
@@ -309,7 +301,7 @@ void conv_backward_input(const ConvShape& s, ScalarType type, const void* grad_o
 void conv_backward_weight(const ConvShape& s, ScalarType type, const void* grad_output, const void* input,
                           void* grad_weight, void* grad_bias) {
   const Geometry g = geometry(s);
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using E = Bits<T>;
     const int64_t rows = g.group_in * g.taps, L = g.out_plane, depth = s.batch * L;
@@ -393,7 +385,7 @@ void for_each_product(const ConvShape& s, F&& f) {
 void conv_forward_ref(const ConvShape& s, ScalarType type, const void* input, const void* weight, const void* bias,
                       void* output) {
   const Geometry g = geometry(s);
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* in = static_cast<const T*>(input);
     const T* w = static_cast<const T*>(weight);
@@ -414,7 +406,7 @@ void conv_forward_ref(const ConvShape& s, ScalarType type, const void* input, co
 void conv_backward_input_ref(const ConvShape& s, ScalarType type, const void* grad_output, const void* weight,
                              const void* bias, void* grad_input) {
   const Geometry g = geometry(s);
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* go = static_cast<const T*>(grad_output);
     const T* w = static_cast<const T*>(weight);
@@ -435,7 +427,7 @@ void conv_backward_input_ref(const ConvShape& s, ScalarType type, const void* gr
 void conv_backward_weight_ref(const ConvShape& s, ScalarType type, const void* grad_output, const void* input,
                               void* grad_weight, void* grad_bias) {
   const Geometry g = geometry(s);
-  dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* go = static_cast<const T*>(grad_output);
     const T* in = static_cast<const T*>(input);
