@@ -54,3 +54,45 @@ def test_module_and_errors():
     with pytest.raises(RuntimeError, match="pad should be at most half"):
         F.max_pool2d(x.to("mlu"), 2, padding=2)
     assert F.max_pool2d(x.to("mlu"), 2).shape == (1, 2, 2, 2)
+
+
+def check_plain(fn, x, dtype=torch.float32, **tol):
+    """fn(x) and its gradient on the CPU and on mlu, no indices."""
+    def one(device):
+        leaf = x.detach().clone().to(dtype).to(device).requires_grad_()
+        out = fn(leaf)
+        torch.manual_seed(6)
+        out.backward(torch.randn(out.shape).to(dtype).to(device))
+        return out, leaf.grad
+    expected = one("cpu")
+    torch_mlu.reset_fallback_report()
+    actual = one("mlu")
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    for e, a in zip(expected, actual):
+        assert a.device.type == "mlu" and a.dtype == e.dtype and a.shape == e.shape and a.stride() == e.stride()
+        torch.testing.assert_close(a.cpu(), e, **tol)
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                    dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
+                                    dict(kernel_size=(3, 2), stride=2, ceil_mode=True),
+                                    dict(kernel_size=3, stride=1, padding=1, divisor_override=5),
+                                    dict(kernel_size=2, divisor_override=-2),
+                                    dict(kernel_size=2, stride=2, padding=1, ceil_mode=True, count_include_pad=False)],
+                         ids=str)
+def test_avg_pool2d(kwargs):
+    check_plain(lambda x: F.avg_pool2d(x, **kwargs), torch.randn(2, 3, 9, 11))
+
+
+@pytest.mark.parametrize("size", [1, 3, (5, 4), (9, 11), (2, 7)], ids=str)
+def test_adaptive_avg_pool2d(size):
+    check_plain(lambda x: F.adaptive_avg_pool2d(x, size), torch.randn(2, 3, 9, 11))
+
+
+def test_average_pools_unbatched_channels_last_and_bfloat16():
+    check_plain(lambda x: F.avg_pool2d(x, 2), torch.randn(3, 8, 8))
+    check_plain(lambda x: F.adaptive_avg_pool2d(x, 3), torch.randn(3, 8, 8))
+    check_plain(lambda x: F.avg_pool2d(x, 2), torch.randn(2, 4, 6, 6).to(memory_format=torch.channels_last))
+    check_plain(lambda x: F.adaptive_avg_pool2d(x, 3), torch.randn(2, 4, 6, 6).to(memory_format=torch.channels_last))
+    check_plain(lambda x: F.avg_pool2d(x, 3, 2), torch.randn(2, 4, 9, 9), torch.bfloat16, rtol=2e-2, atol=2e-2)
+    check_plain(lambda x: F.adaptive_avg_pool2d(x, 4), torch.randn(2, 4, 9, 9), torch.bfloat16, rtol=2e-2, atol=2e-2)

@@ -1,9 +1,12 @@
-// max_pool2d_with_indices and its backward op on mlu (mlu_kernels/pool.h):
+// max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d and their
+// backward ops on mlu (mlu_kernels/pool.h):
 // PyTorch's meta functions check the arguments and size the results (ceil
 // mode included, and the memory format: channels_last stays channels_last);
 // the kernels work on contiguous planes, results are copied into other
 // layouts. max_pool1d lowers to these.
 #include <ATen/ops/empty.h>
+#include <ATen/ops/avg_pool2d_backward_meta.h>
+#include <ATen/ops/avg_pool2d_meta.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_meta.h>
 #include <ATen/ops/max_pool2d_with_indices_meta.h>
 #include <mlu_kernels/pool.h>
@@ -78,9 +81,170 @@ void launch_max_pool_backward(T grad_output, T self, A kernel, A stride, A paddi
   if (!direct) grad_input.copy_(gi);
 }
 
+// ---- average pooling ----
+
+// The planes of `big` (input side) and the output size of `small`.
+k::Pool2dShape plane_shape(const at::Tensor& big, const at::Tensor& small) {
+  k::Pool2dShape s;
+  const int64_t d = big.dim();
+  s.in_h = big.size(d - 2);
+  s.in_w = big.size(d - 1);
+  s.planes = s.in_h * s.in_w == 0 ? 0 : big.numel() / (s.in_h * s.in_w);
+  s.out_h = small.size(d - 2);
+  s.out_w = small.size(d - 1);
+  return s;
+}
+
+// Runs `kernel(shape, type, in, out)` from a contiguous copy of `in` into
+// `out` of any layout.
+template <class Kernel>
+void launch_planes(const char* name, T in_, T out, const k::Pool2dShape& shape, Kernel kernel) {
+  if (out.numel() == 0 || in_.numel() == 0) {
+    if (out.numel() > 0) out.zero_();
+    return;
+  }
+  const at::Tensor in = in_.contiguous();
+  const bool direct = out.is_contiguous();
+  const at::Tensor result = direct ? out : at::empty(out.sizes(), out.options());
+  const k::ScalarType type = require_kernel_dtype(in.scalar_type(), name);
+  void *x = ptr(in), *y = ptr(result);
+  launch_kernel(in.device().index(), name, [=] { kernel(shape, type, x, y); });
+  if (!direct) out.copy_(result);
+}
+
+k::Pool2dShape avg_shape(T big, T small, A kernel, A stride, A padding) {
+  k::Pool2dShape s = plane_shape(big, small);
+  s.kernel_h = pick(kernel, 0, 1);
+  s.kernel_w = pick(kernel, 1, 1);
+  s.stride_h = pick(stride, 0, s.kernel_h);
+  s.stride_w = pick(stride, 1, s.kernel_w);
+  s.pad_h = pick(padding, 0, 0);
+  s.pad_w = pick(padding, 1, 0);
+  return s;
+}
+
+void launch_avg_pool(T self, A kernel, A stride, A padding, bool count_include_pad, std::optional<int64_t> divisor,
+                     T output) {
+  const int64_t d = divisor.value_or(0);
+  launch_planes("avg_pool2d", self, output, avg_shape(self, output, kernel, stride, padding),
+                [=](const k::Pool2dShape& s, k::ScalarType type, void* x, void* y) {
+                  k::avg_pool2d(s, type, x, y, count_include_pad, d);
+                });
+}
+
+void launch_avg_pool_backward(T grad_output, T self, A kernel, A stride, A padding, bool count_include_pad,
+                              std::optional<int64_t> divisor, T grad_input) {
+  const int64_t d = divisor.value_or(0);
+  launch_planes("avg_pool2d_backward", grad_output, grad_input, avg_shape(self, grad_output, kernel, stride, padding),
+                [=](const k::Pool2dShape& s, k::ScalarType type, void* g, void* gi) {
+                  k::avg_pool2d_backward(s, type, g, gi, count_include_pad, d);
+                });
+}
+
+using OptInt = std::optional<int64_t>;
+
+at::Tensor adaptive_avg_pool(T self, A output_size) {
+  TORCH_CHECK(output_size.size() == 2, "adaptive_avg_pool2d: output_size must be 2");
+  TORCH_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ",
+              self.sizes());
+  for (int64_t i = 1; i < self.dim(); ++i) {
+    TORCH_CHECK(self.size(i) > 0, "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
+                "dimensions, but input has sizes ", self.sizes(), " with dimension ", i, " being empty");
+  }
+  std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
+  sizes[sizes.size() - 2] = output_size[0];
+  sizes[sizes.size() - 1] = output_size[1];
+  at::Tensor output = at::empty(sizes, self.options());
+  launch_planes("adaptive_avg_pool2d", self, output, plane_shape(self, output),
+                [](const k::Pool2dShape& s, k::ScalarType type, void* x, void* y) {
+                  k::adaptive_avg_pool2d(s, type, x, y);
+                });
+  const at::MemoryFormat format = self.suggest_memory_format();
+  return format == at::MemoryFormat::Contiguous ? output : output.contiguous(format);
+}
+
+at::Tensor adaptive_avg_pool_backward(T grad_output, T self) {
+  at::Tensor grad_input = at::empty(self.sizes(), self.options());
+  k::Pool2dShape shape = plane_shape(self, grad_output);
+  launch_planes("adaptive_avg_pool2d_backward", grad_output, grad_input, shape,
+                [](const k::Pool2dShape& s, k::ScalarType type, void* g, void* gi) {
+                  k::adaptive_avg_pool2d_backward(s, type, g, gi);
+                });
+  const at::MemoryFormat format = self.suggest_memory_format();
+  return format == at::MemoryFormat::Contiguous ? grad_input : grad_input.contiguous(format);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("avg_pool2d", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
+                          OptInt divisor) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, A, A, A, bool, bool, OptInt)>("aten::avg_pool2d", self, kernel, stride,
+                                                                      padding, ceil_mode, count_include_pad, divisor);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUFunctional<at::meta::structured_avg_pool2d> meta;
+    meta.meta(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+    launch_avg_pool(self, kernel, stride, padding, count_include_pad, divisor, meta.output());
+    return std::move(meta.output());
+  });
+  m.impl("avg_pool2d.out", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
+                              OptInt divisor, at::Tensor& out) -> at::Tensor& {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor&(T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
+          "aten::avg_pool2d.out", self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, out);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUOut<at::meta::structured_avg_pool2d> meta(out);
+    meta.meta(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+    launch_avg_pool(self, kernel, stride, padding, count_include_pad, divisor, meta.maybe_get_output(0));
+    meta.finish();
+    return out;
+  });
+  m.impl("avg_pool2d_backward", [](T grad_output, T self, A kernel, A stride, A padding, bool ceil_mode,
+                                   bool count_include_pad, OptInt divisor) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T, A, A, A, bool, bool, OptInt)>(
+          "aten::avg_pool2d_backward", grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad,
+          divisor);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUFunctional<at::meta::structured_avg_pool2d_backward> meta;
+    meta.meta(grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+    launch_avg_pool_backward(grad_output, self, kernel, stride, padding, count_include_pad, divisor, meta.output());
+    return std::move(meta.output());
+  });
+  m.impl("avg_pool2d_backward.grad_input", [](T grad_output, T self, A kernel, A stride, A padding, bool ceil_mode,
+                                              bool count_include_pad, OptInt divisor,
+                                              at::Tensor& grad_input) -> at::Tensor& {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor&(T, T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
+          "aten::avg_pool2d_backward.grad_input", grad_output, self, kernel, stride, padding, ceil_mode,
+          count_include_pad, divisor, grad_input);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUOut<at::meta::structured_avg_pool2d_backward> meta(grad_input);
+    meta.meta(grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+    launch_avg_pool_backward(grad_output, self, kernel, stride, padding, count_include_pad, divisor,
+                             meta.maybe_get_output(0));
+    meta.finish();
+    return grad_input;
+  });
+  m.impl("_adaptive_avg_pool2d", [](T self, A output_size) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, A)>("aten::_adaptive_avg_pool2d", self, output_size);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return adaptive_avg_pool(self, output_size);
+  });
+  m.impl("_adaptive_avg_pool2d_backward", [](T grad_output, T self) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T)>("aten::_adaptive_avg_pool2d_backward", grad_output, self);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return adaptive_avg_pool_backward(grad_output, self);
+  });
   m.impl("max_pool2d_with_indices", [](T self, A kernel, A stride, A padding, A dilation, bool ceil_mode) {
     if (!has_pool_kernel(self)) {
       return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(T, A, A, A, A, bool)>(
