@@ -79,3 +79,13 @@ def test_dropout_backward_is_native():
     kept = y.detach() != 0
     torch.testing.assert_close(x.grad[kept].cpu(), torch.full((int(kept.sum()),), 1 / 0.7))
     assert (x.grad[~kept] == 0).all()
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_mse_loss(reduction, dtype):  # and the out= form
+    target = torch.randn(6, 5)
+    check(lambda x, t: F.mse_loss(x, t, reduction=reduction), torch.randn(6, 5), target.to(dtype), dtype=dtype)
+    out = torch.empty(0, device="mlu")
+    got = torch.ops.aten.mse_loss.out(X.to("mlu"), (X * 0.5).to("mlu"), 1, out=out)
+    torch.testing.assert_close(got.cpu(), F.mse_loss(X, X * 0.5))
