@@ -82,6 +82,7 @@ CI_COMPARE_OPS = [
     # neural-network functional
     "nn.functional.relu", "nn.functional.gelu", "nn.functional.silu", "nn.functional.leaky_relu",
     "nn.functional.hardtanh", "nn.functional.softplus", "nn.functional.linear", "nn.functional.layer_norm",
+    "nn.functional.batch_norm",
     "nn.functional.group_norm", "nn.functional.embedding", "nn.functional.cross_entropy",
     "nn.functional.nll_loss", "nn.functional.mse_loss", "nn.functional.binary_cross_entropy_with_logits",
     "nn.functional.max_pool2d", "nn.functional.avg_pool2d", "nn.functional.adaptive_avg_pool2d",
@@ -100,4 +101,5 @@ CI_ERRORS_OPS = ["cat", "gather", "index_select", "mm", "softmax", "scatter", "t
                  "clamp"]
 CI_GRAD_OPS = ["add", "mul", "exp", "sum", "mean", "mm", "matmul", "softmax", "log_softmax",
                "nn.functional.relu", "nn.functional.gelu", "nn.functional.linear", "nn.functional.layer_norm",
+               "nn.functional.batch_norm",
                "nn.functional.cross_entropy", "index_select", "cat"]
