@@ -86,7 +86,8 @@ CI_COMPARE_OPS = [
     "nn.functional.group_norm", "nn.functional.embedding", "nn.functional.cross_entropy",
     "nn.functional.nll_loss", "nn.functional.mse_loss", "nn.functional.binary_cross_entropy_with_logits",
     "nn.functional.max_pool2d", "nn.functional.avg_pool2d", "nn.functional.adaptive_avg_pool2d",
-    "nn.functional.conv2d", "nn.functional.conv_transpose2d", "nn.functional.conv1d", "nn.functional.pad.constant", "nn.functional.interpolate.nearest",
+    "nn.functional.conv2d", "nn.functional.conv_transpose2d", "nn.functional.conv1d", "nn.functional.pad.constant",
+    "nn.functional.interpolate.nearest",
     "nn.functional.one_hot", "nn.functional.dropout",
     # factories, conversions, sorting
     "zeros_like", "full_like", "empty_like", "arange", "linspace", "eye", "sort", "topk", "argsort", "unique",
