@@ -65,8 +65,6 @@ k::ConvShape conv_shape(const at::Tensor& big, const at::Tensor& weight, at::Int
   return s;
 }
 
-void* ptr(const at::Tensor& t) { return t.defined() ? const_cast<void*>(t.const_data_ptr()) : nullptr; }
-
 at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, const std::optional<at::Tensor>& bias_,
                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
@@ -91,13 +89,13 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
     if (!transposed) {
       const k::ConvShape s = conv_shape(input, weight, at::IntArrayRef(out_sizes).slice(2), stride, padding, dilation,
                                         groups);
-      void *in = ptr(input), *w = ptr(weight), *b = ptr(bias), *out = ptr(output);
+      void *in = kernel_data(input), *w = kernel_data(weight), *b = kernel_data(bias), *out = kernel_data(output);
       launch_kernel(input.device().index(), "convolution", [=] { k::conv_forward(s, type, in, w, b, out); });
     } else {
       // The transposed convolution is the backward-input op of the regular
       // convolution from `output` to `input`.
       const k::ConvShape s = conv_shape(output, weight, input.sizes().slice(2), stride, padding, dilation, groups);
-      void *in = ptr(input), *w = ptr(weight), *b = ptr(bias), *out = ptr(output);
+      void *in = kernel_data(input), *w = kernel_data(weight), *b = kernel_data(bias), *out = kernel_data(output);
       launch_kernel(input.device().index(), "convolution_transpose",
                     [=] { k::conv_backward_input(s, type, in, w, b, out); });
     }
@@ -123,14 +121,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   const bool empty = grad_output.numel() == 0 || input.numel() == 0;
   if (!transposed) {
     const k::ConvShape s = conv_shape(input, weight, grad_output.sizes().slice(2), stride, padding, dilation, groups);
-    void *go = ptr(grad_output), *in = ptr(input), *w = ptr(weight);
+    void *go = kernel_data(grad_output), *in = kernel_data(input), *w = kernel_data(weight);
     if (mask[0] && !empty) {
-      void* gi = ptr(grad_input);
+      void* gi = kernel_data(grad_input);
       launch_kernel(device, "convolution_backward_input",
                     [=] { k::conv_backward_input(s, type, go, w, nullptr, gi); });
     }
     if (mask[1] && !empty) {
-      void *gw = ptr(grad_weight), *gb = mask[2] ? ptr(grad_bias) : nullptr;
+      void *gw = kernel_data(grad_weight), *gb = mask[2] ? kernel_data(grad_bias) : nullptr;
       launch_kernel(device, "convolution_backward_weight",
                     [=] { k::conv_backward_weight(s, type, go, in, gw, gb); });
     }
@@ -138,14 +136,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     // input -> grad_output is the backward-input op of the regular
     // convolution s from grad_output's side to input's side.
     const k::ConvShape s = conv_shape(grad_output, weight, input.sizes().slice(2), stride, padding, dilation, groups);
-    void *go = ptr(grad_output), *in = ptr(input), *w = ptr(weight);
+    void *go = kernel_data(grad_output), *in = kernel_data(input), *w = kernel_data(weight);
     if (mask[0] && !empty) {
-      void* gi = ptr(grad_input);
+      void* gi = kernel_data(grad_input);
       launch_kernel(device, "convolution_transpose_backward_input",
                     [=] { k::conv_forward(s, type, go, w, nullptr, gi); });
     }
     if (mask[1] && !empty) {
-      void* gw = ptr(grad_weight);
+      void* gw = kernel_data(grad_weight);
       launch_kernel(device, "convolution_transpose_backward_weight",
                     [=] { k::conv_backward_weight(s, type, in, go, gw, nullptr); });
     }

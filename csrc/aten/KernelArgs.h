@@ -32,6 +32,11 @@ mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* o
 // contiguous (its row-major element order is then unchanged).
 at::Tensor flat_if_deep(const at::Tensor& t);
 
+// t's data for a kernel argument; nullptr for an undefined (optional) tensor.
+inline void* kernel_data(const at::Tensor& t) {
+  return t.defined() ? const_cast<void*>(t.const_data_ptr()) : nullptr;
+}
+
 mlu::kernels::Shape kernel_shape(const at::Tensor& t);
 mlu::kernels::Strides kernel_strides(const at::Tensor& t);
 

@@ -40,8 +40,6 @@ at::Tensor in_accumulate_type(const at::Tensor& t, at::ScalarType acc) {
   return t.defined() ? t.to(acc).contiguous() : at::Tensor();
 }
 
-void* ptr(const at::Tensor& t) { return t.defined() ? const_cast<void*>(t.const_data_ptr()) : nullptr; }
-
 std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& input_, at::IntArrayRef normalized_shape,
                                                           const std::optional<at::Tensor>& weight_opt,
                                                           const std::optional<at::Tensor>& bias_opt, double eps) {
@@ -59,8 +57,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& inpu
   at::Tensor rstd = at::empty(stat_shape, input.options().dtype(acc));
   if (rows > 0 && cols > 0) {
     const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "layer_norm");
-    const void *x = ptr(input), *w = ptr(weight), *b = ptr(bias);
-    void *y = ptr(output), *m = ptr(mean), *r = ptr(rstd);
+    const void *x = kernel_data(input), *w = kernel_data(weight), *b = kernel_data(bias);
+    void *y = kernel_data(output), *m = kernel_data(mean), *r = kernel_data(rstd);
     const int64_t M = rows, N = cols;
     launch_kernel(input.device().index(), "layer_norm",
                   [=] { k::layer_norm(type, M, N, x, w, b, eps, y, m, r); });
@@ -91,8 +89,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(
   if (want_bias) grad_bias = at::empty(bias_.sizes(), bias_.options().dtype(acc));
   if (rows > 0 && cols > 0) {
     const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "layer_norm_backward");
-    const void *dy = ptr(grad_out), *x = ptr(input), *m = ptr(mean), *r = ptr(rstd), *w = ptr(weight);
-    void *dx = ptr(grad_input), *dw = ptr(grad_weight), *db = ptr(grad_bias);
+    const void *dy = kernel_data(grad_out), *x = kernel_data(input), *m = kernel_data(mean), *r = kernel_data(rstd), *w = kernel_data(weight);
+    void *dx = kernel_data(grad_input), *dw = kernel_data(grad_weight), *db = kernel_data(grad_bias);
     const int64_t M = rows, N = cols;
     launch_kernel(input.device().index(), "layer_norm_backward",
                   [=] { k::layer_norm_backward(type, M, N, dy, x, m, r, w, dx, dw, db); });
@@ -152,8 +150,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
     mean = at::empty({l.channels}, input.options().dtype(acc));
     at::Tensor var = at::empty({l.channels}, input.options().dtype(acc));
     if (l.n * l.spatial > 0) {
-      const void* x = ptr(input);
-      void *m = ptr(mean), *v = ptr(var);
+      const void* x = kernel_data(input);
+      void *m = kernel_data(mean), *v = kernel_data(var);
       launch_kernel(device, "batch_norm_statistics",
                     [=] { k::batch_norm_statistics(type, l.n, l.channels, l.spatial, x, m, v); });
     } else {
@@ -173,8 +171,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
   }
   at::Tensor output = at::empty(input.sizes(), input.options());
   if (input.numel() > 0) {
-    const void *x = ptr(input), *m = ptr(mean), *i = ptr(invstd), *w = ptr(weight), *b = ptr(bias);
-    void* y = ptr(output);
+    const void *x = kernel_data(input), *m = kernel_data(mean), *i = kernel_data(invstd), *w = kernel_data(weight), *b = kernel_data(bias);
+    void* y = kernel_data(output);
     launch_kernel(device, "batch_norm", [=] { k::batch_norm_apply(type, l.n, l.channels, l.spatial, x, m, i, w, b, y); });
   }
   const at::ScalarType stats = batch_stat_type(input_, weight_, running_mean);
@@ -212,8 +210,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
   if (mask[2]) grad_bias = at::empty({l.channels}, input.options().dtype(acc));
   if (input.numel() > 0) {
     const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "batch_norm_backward");
-    const void *dy = ptr(grad_out), *x = ptr(input), *m = ptr(mean), *i = ptr(invstd), *w = ptr(weight);
-    void *dx = ptr(grad_input), *dw = ptr(grad_weight), *db = ptr(grad_bias);
+    const void *dy = kernel_data(grad_out), *x = kernel_data(input), *m = kernel_data(mean), *i = kernel_data(invstd), *w = kernel_data(weight);
+    void *dx = kernel_data(grad_input), *dw = kernel_data(grad_weight), *db = kernel_data(grad_bias);
     launch_kernel(input.device().index(), "batch_norm_backward", [=] {
       k::batch_norm_backward(type, l.n, l.channels, l.spatial, dy, x, m, i, w, training, dx, dw, db);
     });

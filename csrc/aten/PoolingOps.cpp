@@ -26,8 +26,6 @@ bool has_pool_kernel(const at::Tensor& self) {
   return at::isFloatingType(self.scalar_type()) && kernel_dtype(self.scalar_type()).has_value();
 }
 
-void* ptr(const at::Tensor& t) { return const_cast<void*>(t.const_data_ptr()); }
-
 int64_t pick(A v, int i, int64_t fallback) { return v.empty() ? fallback : v[v.size() == 1 ? 0 : i]; }
 
 k::Pool2dShape pool_shape(const at::Tensor& input, const at::Tensor& output, A kernel, A stride, A padding, A dilation) {
@@ -58,8 +56,8 @@ void launch_max_pool(T self, A kernel, A stride, A padding, A dilation, T output
   const at::Tensor idx = direct ? indices : at::empty(indices.sizes(), indices.options());
   const k::Pool2dShape s = pool_shape(input, out, kernel, stride, padding, dilation);
   const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "max_pool2d");
-  void *x = ptr(input), *y = ptr(out);
-  auto* i = static_cast<int64_t*>(ptr(idx));
+  void *x = kernel_data(input), *y = kernel_data(out);
+  auto* i = static_cast<int64_t*>(kernel_data(idx));
   launch_kernel(self.device().index(), "max_pool2d", [=] { k::max_pool2d(s, type, x, y, i); });
   if (!direct) {
     output.copy_(out);
@@ -75,8 +73,8 @@ void launch_max_pool_backward(T grad_output, T self, A kernel, A stride, A paddi
   const at::Tensor gi = direct ? grad_input : at::empty(grad_input.sizes(), grad_input.options());
   const k::Pool2dShape s = pool_shape(self, go, kernel, stride, padding, dilation);
   const k::ScalarType type = require_kernel_dtype(self.scalar_type(), "max_pool2d_backward");
-  void *g = ptr(go), *out = ptr(gi);
-  const auto* i = static_cast<const int64_t*>(ptr(idx));
+  void *g = kernel_data(go), *out = kernel_data(gi);
+  const auto* i = static_cast<const int64_t*>(kernel_data(idx));
   launch_kernel(self.device().index(), "max_pool2d_backward", [=] { k::max_pool2d_backward(s, type, g, i, out); });
   if (!direct) grad_input.copy_(gi);
 }
@@ -107,7 +105,7 @@ void launch_planes(const char* name, T in_, T out, const k::Pool2dShape& shape, 
   const bool direct = out.is_contiguous();
   const at::Tensor result = direct ? out : at::empty(out.sizes(), out.options());
   const k::ScalarType type = require_kernel_dtype(in.scalar_type(), name);
-  void *x = ptr(in), *y = ptr(result);
+  void *x = kernel_data(in), *y = kernel_data(result);
   launch_kernel(in.device().index(), name, [=] { kernel(shape, type, x, y); });
   if (!direct) out.copy_(result);
 }

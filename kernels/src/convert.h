@@ -8,6 +8,7 @@
 #include <complex>
 #include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "mlu_kernels/half.h"
 
@@ -28,6 +29,9 @@ inline float widen(Half v) { return to_float(v); }
 inline float widen(BFloat16 v) { return to_float(v); }
 template <class T>
 inline T widen(T v) { return v; }
+// The type a floating T computes in: float for the 16-bit types, else T.
+template <class T>
+using compute_t = decltype(widen(std::declval<T>()));
 
 template <class T>
 inline auto real_part(T v) {

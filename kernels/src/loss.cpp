@@ -14,7 +14,7 @@ IndexCheck nll_loss_forward(ScalarType type, int64_t n, int64_t classes, const v
   IndexCheck check;
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const T* x = static_cast<const T*>(input);
     const T* w = static_cast<const T*>(weight);
     T* out = static_cast<T*>(output);
@@ -55,7 +55,7 @@ IndexCheck nll_loss_backward(ScalarType type, int64_t n, int64_t classes, const 
   IndexCheck check;
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const T* g = static_cast<const T*>(grad_output);
     const T* w = static_cast<const T*>(weight);
     T* gi = static_cast<T*>(grad_input);

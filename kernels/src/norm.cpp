@@ -34,7 +34,7 @@ void layer_norm(ScalarType type, int64_t rows, int64_t cols, const void* x, cons
                 double eps, void* y, void* mean, void* rstd) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const T* X = static_cast<const T*>(x);
     const A* W = static_cast<const A*>(weight);
     const A* B = static_cast<const A*>(bias);
@@ -68,7 +68,7 @@ void layer_norm_backward(ScalarType type, int64_t rows, int64_t cols, const void
                          void* grad_bias) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const T* dY = static_cast<const T*>(grad_y);
     const T* X = static_cast<const T*>(x);
     const A* M = static_cast<const A*>(mean);
@@ -137,7 +137,7 @@ void batch_norm_statistics(ScalarType type, int64_t n, int64_t channels, int64_t
                            void* var) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const T* X = static_cast<const T*>(x);
     A* M = static_cast<A*>(mean);
     A* V = static_cast<A*>(var);
@@ -167,7 +167,7 @@ void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spat
                       const void* invstd, const void* weight, const void* bias, void* y) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const T* X = static_cast<const T*>(x);
     const A *M = static_cast<const A*>(mean), *I = static_cast<const A*>(invstd);
     const A *W = static_cast<const A*>(weight), *B = static_cast<const A*>(bias);
@@ -191,7 +191,7 @@ void batch_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t s
                          void* grad_input, void* grad_weight, void* grad_bias) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const T *dY = static_cast<const T*>(grad_y), *X = static_cast<const T*>(x);
     const A *M = static_cast<const A*>(mean), *I = static_cast<const A*>(invstd), *W = static_cast<const A*>(weight);
     T* dX = static_cast<T*>(grad_input);

@@ -21,7 +21,7 @@ int64_t grain_planes(const Pool2dShape& s) {
 void max_pool2d(const Pool2dShape& s, ScalarType type, const void* input, void* output, int64_t* indices) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const T* in = static_cast<const T*>(input);
     T* out = static_cast<T*>(output);
     parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
@@ -61,7 +61,7 @@ void max_pool2d_backward(const Pool2dShape& s, ScalarType type, const void* grad
                          void* grad_input) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const T* go = static_cast<const T*>(grad_output);
     T* gi = static_cast<T*>(grad_input);
     const int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
@@ -108,7 +108,7 @@ template <class Window>
 void average_forward(const Pool2dShape& s, ScalarType type, const void* input, void* output, Window window) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const T* in = static_cast<const T*>(input);
     T* out = static_cast<T*>(output);
     parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
@@ -135,7 +135,7 @@ void average_backward(const Pool2dShape& s, ScalarType type, const void* grad_ou
                       Window window) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const T* go = static_cast<const T*>(grad_output);
     T* gi = static_cast<T*>(grad_input);
     const int64_t in_plane = s.in_h * s.in_w;

@@ -251,7 +251,7 @@ void conv_backward_input(const ConvShape& s, ScalarType type, const void* grad_o
   const Geometry g = geometry(s);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    using A = detail::compute_t<T>;
     const int64_t rows = g.group_in * g.taps, L = g.out_plane;
     for (int64_t n = 0; n < s.batch; ++n) {
       const T* gout = static_cast<const T*>(grad_output) + n * s.out_channels * L;
@@ -333,7 +333,7 @@ void conv_backward_weight(const ConvShape& s, ScalarType type, const void* grad_
     args.batch_stride_c = g.group_out * rows;
     gemm(args);
     if (grad_bias != nullptr) {
-      using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      using A = detail::compute_t<T>;
       T* gb = static_cast<T*>(grad_bias);
       parallel_for(0, s.out_channels, 1, [&](int64_t lo, int64_t hi) {
         for (int64_t o = lo; o < hi; ++o) {
