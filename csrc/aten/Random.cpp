@@ -4,7 +4,6 @@
 // for why the results depend on nothing but the seed and the op count.
 #include <cmath>
 #include <limits>
-#include <mutex>
 
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
@@ -29,16 +28,10 @@ using mlu::kernels::ScalarType;
 using mlu::kernels::Shape;
 using mlu::kernels::Strides;
 
-struct Draw {
-  uint64_t seed;
-  uint64_t offset;
-};
+using Draw = PhiloxDraw;
 
 Draw next_draw(const std::optional<at::Generator>& generator, const at::Tensor& self) {
-  MLUGeneratorImpl* gen = get_mlu_generator(generator, self.device().index());
-  std::lock_guard<std::mutex> lock(gen->mutex_);
-  auto [seed, offset] = gen->philox_engine_inputs();
-  return {seed, offset};
+  return next_philox_draw(generator, self.device().index());
 }
 
 void check_float(const at::Tensor& self, const char* op) {

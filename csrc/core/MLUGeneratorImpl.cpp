@@ -93,4 +93,11 @@ MLUGeneratorImpl* get_mlu_generator(const std::optional<at::Generator>& generato
   return at::check_generator<MLUGeneratorImpl>(getDefaultMLUGenerator(device));
 }
 
+PhiloxDraw next_philox_draw(const std::optional<at::Generator>& generator, c10::DeviceIndex device) {
+  MLUGeneratorImpl* gen = get_mlu_generator(generator, device);
+  std::lock_guard<std::mutex> lock(gen->mutex_);
+  auto [seed, offset] = gen->philox_engine_inputs();
+  return {seed, offset};
+}
+
 }  // namespace torch_mlu

@@ -46,4 +46,12 @@ at::Generator createMLUGenerator(c10::DeviceIndex device = -1);
 // `generator` if given (checked to be an mlu generator), else the default one.
 MLUGeneratorImpl* get_mlu_generator(const std::optional<at::Generator>& generator, c10::DeviceIndex device);
 
+// The (seed, offset) of one random op on `device`, taken from `generator` (or
+// the default one) under its lock.
+struct PhiloxDraw {
+  uint64_t seed;
+  uint64_t offset;
+};
+PhiloxDraw next_philox_draw(const std::optional<at::Generator>& generator, c10::DeviceIndex device);
+
 }  // namespace torch_mlu

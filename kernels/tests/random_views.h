@@ -258,6 +258,25 @@ inline ::testing::AssertionResult same_buffers(const Buffer& actual, const Buffe
   return ::testing::AssertionSuccess();
 }
 
+// Every element within rtol of the reference, relative to the element plus the
+// largest reference element, or min_scale if larger (kernels whose sums are
+// reordered; min_scale for results that cancel to near zero).
+inline ::testing::AssertionResult close_to_max(const Buffer& got, const Buffer& want, double rtol,
+                                               double min_scale = 1e-30) {
+  double scale = min_scale;
+  for (int64_t i = 0; i < want.count(); ++i) {
+    scale = std::max(scale, std::abs(element_value(want.type(), want.data() + i * element_size(want.type()))));
+  }
+  for (int64_t i = 0; i < got.count(); ++i) {
+    const double x = element_value(got.type(), got.data() + i * element_size(got.type()));
+    const double y = element_value(want.type(), want.data() + i * element_size(want.type()));
+    if (!(std::abs(x - y) <= rtol * (std::abs(y) + scale))) {
+      return ::testing::AssertionFailure() << "element " << i << ": " << x << " vs " << y;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 inline std::string join(const int64_t* values, int n) {
   std::string s;
   for (int i = 0; i < n; ++i) {

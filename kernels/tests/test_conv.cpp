@@ -17,22 +17,6 @@ namespace {
 
 using namespace testutil;
 
-// Within rtol of the reference, relative to the largest reference element.
-::testing::AssertionResult close(const Buffer& got, const Buffer& want, double rtol) {
-  double scale = 1e-30;
-  for (int64_t i = 0; i < want.count(); ++i) {
-    scale = std::max(scale, std::abs(element_value(want.type(), want.data() + i * element_size(want.type()))));
-  }
-  for (int64_t i = 0; i < got.count(); ++i) {
-    const double x = element_value(got.type(), got.data() + i * element_size(got.type()));
-    const double y = element_value(want.type(), want.data() + i * element_size(want.type()));
-    if (!(std::abs(x - y) <= rtol * (std::abs(y) + scale))) {
-      return ::testing::AssertionFailure() << "element " << i << ": " << x << " vs " << y;
-    }
-  }
-  return ::testing::AssertionSuccess();
-}
-
 TEST(Conv, MatchesReferenceOnRandomShapes) {
   Rng rng(9);
   const ScalarType types[] = {ScalarType::Float32, ScalarType::Float64, ScalarType::BFloat16, ScalarType::Float16};
@@ -76,7 +60,7 @@ TEST(Conv, MatchesReferenceOnRandomShapes) {
     Buffer out(type, gout.count()), out_ref(type, gout.count());
     conv_forward(s, type, input.data(), weight.data(), with_bias ? bias.data() : nullptr, out.data());
     conv_forward_ref(s, type, input.data(), weight.data(), with_bias ? bias.data() : nullptr, out_ref.data());
-    ASSERT_TRUE(close(out, out_ref, rtol)) << "forward " << what;
+    ASSERT_TRUE(close_to_max(out, out_ref, rtol)) << "forward " << what;
 
     // With a bias over the input channels: the transposed convolution's.
     Buffer gin(type, input.count()), gin_ref(type, input.count()), in_bias(type, s.in_channels);
@@ -84,14 +68,14 @@ TEST(Conv, MatchesReferenceOnRandomShapes) {
     const void* b = with_bias ? in_bias.data() : nullptr;
     conv_backward_input(s, type, gout.data(), weight.data(), b, gin.data());
     conv_backward_input_ref(s, type, gout.data(), weight.data(), b, gin_ref.data());
-    ASSERT_TRUE(close(gin, gin_ref, rtol)) << "backward input " << what;
+    ASSERT_TRUE(close_to_max(gin, gin_ref, rtol)) << "backward input " << what;
 
     Buffer gw(type, weight.count()), gw_ref(type, weight.count()), gb(type, s.out_channels), gb_ref(type, s.out_channels);
     conv_backward_weight(s, type, gout.data(), input.data(), gw.data(), with_bias ? gb.data() : nullptr);
     conv_backward_weight_ref(s, type, gout.data(), input.data(), gw_ref.data(), with_bias ? gb_ref.data() : nullptr);
-    ASSERT_TRUE(close(gw, gw_ref, rtol)) << "backward weight " << what;
+    ASSERT_TRUE(close_to_max(gw, gw_ref, rtol)) << "backward weight " << what;
     if (with_bias) {
-      ASSERT_TRUE(close(gb, gb_ref, rtol)) << "backward bias " << what;
+      ASSERT_TRUE(close_to_max(gb, gb_ref, rtol)) << "backward bias " << what;
     }
   }
 }
@@ -118,7 +102,7 @@ TEST(Conv, LargeOutputsBatchedPerSample) {
     fill_normal(bias, rng);
     conv_forward(s, type, input.data(), weight.data(), bias.data(), out.data());
     conv_forward_ref(s, type, input.data(), weight.data(), bias.data(), ref.data());
-    ASSERT_TRUE(close(out, ref, 2e-6)) << "side " << side;
+    ASSERT_TRUE(close_to_max(out, ref, 2e-6)) << "side " << side;
   }
 }
 

@@ -1,0 +1,242 @@
+// scaled_dot_product_attention on mlu through the fused kernel
+// (mlu_kernels/attention.h).
+//
+// Note [SDPA on PrivateUse1]
+// at::scaled_dot_product_attention asks _fused_sdp_choice_stub for the
+// device's backend. Ours answers "overrideable" whenever the fused kernel
+// takes the inputs (3-D or 4-D, float32/float16/bfloat16, broadcastable
+// mask, grouped heads only with enable_gqa) and the user has not disabled
+// that backend (torch.nn.attention.sdpa_kernel); otherwise "math", PyTorch's
+// composite, which runs on our matmul/softmax and raises PyTorch's own errors
+// for bad arguments. PyTorch then calls
+// _scaled_dot_product_fused_attention_overrideable, with a boolean mask
+// already turned into an additive one (-inf where False); autograd pairs it
+// with ..._overrideable_backward (derivatives.yaml), which gets back the
+// output, the log-sum-exp and the Philox (seed, offset) of the dropout.
+// enable_gqa is not passed on: the heads' ratio says it.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <ATen/Context.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/SDPBackend.h>
+#include <ATen/native/transformers/attention.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <mlu_kernels/attention.h>
+#include <torch/library.h>
+
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/core/MLUGeneratorImpl.h"
+
+namespace torch_mlu {
+namespace {
+
+namespace k = mlu::kernels;
+
+int64_t choose_sdp_backend(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                           const std::optional<at::Tensor>& attn_mask, double /*dropout_p*/, bool is_causal,
+                           std::optional<double> /*scale*/, bool enable_gqa) {
+  const auto math = static_cast<int64_t>(at::SDPBackend::math);
+  if (!at::globalContext().userEnabledOverrideableSDP()) return math;
+  if (query.is_nested() || key.is_nested() || value.is_nested()) return math;
+  const int64_t dims = query.dim();
+  if ((dims != 3 && dims != 4) || key.dim() != dims || value.dim() != dims) return math;
+  const at::ScalarType type = query.scalar_type();
+  const auto kernel_type = kernel_dtype(type);
+  if (!kernel_type || !k::attention_supports(*kernel_type) || key.scalar_type() != type ||
+      value.scalar_type() != type) {
+    return math;
+  }
+  if (dims == 4 && (key.sym_size(0) != query.sym_size(0) || value.sym_size(0) != query.sym_size(0))) return math;
+  if (key.sym_size(-1) != query.sym_size(-1) || value.sym_size(-2) != key.sym_size(-2) ||
+      value.sym_size(-3) != key.sym_size(-3)) {
+    return math;
+  }
+  const c10::SymInt heads = query.sym_size(-3), kv_heads = key.sym_size(-3);
+  if (heads != kv_heads && (!enable_gqa || kv_heads == 0 || heads % kv_heads != 0)) return math;
+  if (attn_mask.has_value() && attn_mask->defined()) {
+    const at::Tensor& mask = *attn_mask;
+    if (is_causal || mask.is_nested() || (mask.scalar_type() != at::kBool && mask.scalar_type() != type)) return math;
+    std::vector<c10::SymInt> scores(query.sym_sizes().begin(), query.sym_sizes().end());
+    scores.back() = key.sym_size(-2);
+    if (!at::is_expandable_to(mask.sym_sizes(), scores)) return math;
+  }
+  return static_cast<int64_t>(at::SDPBackend::overrideable);
+}
+
+void check_operands(const at::Tensor& query, std::initializer_list<const at::Tensor*> others) {
+  for (const at::Tensor* t : others) {
+    if (!t->defined()) continue;
+    TORCH_CHECK(t->device() == query.device(), "scaled_dot_product_attention: expected all tensors on ",
+                query.device(), ", got one on ", t->device());
+    TORCH_CHECK(t->scalar_type() == query.scalar_type(), "scaled_dot_product_attention: expected all tensors to be ",
+                query.scalar_type(), ", got ", t->scalar_type());
+  }
+  const auto type = kernel_dtype(query.scalar_type());
+  TORCH_CHECK(type && k::attention_supports(*type),
+              "the fused scaled_dot_product_attention on mlu supports float32, float16 and bfloat16, got ",
+              query.scalar_type());
+  TORCH_CHECK(query.dim() == 3 || query.dim() == 4,
+              "the fused scaled_dot_product_attention on mlu expects 3-D or 4-D query, key and value, got ",
+              query.dim(), "-D");
+}
+
+// t as [batch, heads, rows, cols] with contiguous rows (3-D: batch 1).
+at::Tensor as_heads(const at::Tensor& t) {
+  at::Tensor h = t.dim() == 3 ? t.unsqueeze(0) : t;
+  return h.stride(-1) == 1 || h.size(-1) <= 1 ? h : h.contiguous();
+}
+
+k::HeadsView heads_view(const at::Tensor& t) {
+  return {kernel_data(t), t.stride(0), t.stride(1), t.stride(2)};
+}
+
+// An uninitialised tensor of `sizes` whose dims are laid out in the order of
+// like's strides (PyTorch's alloc_with_matching_layout): an output of a
+// head-interleaved [batch, rows, heads, cols] query comes back interleaved.
+at::Tensor empty_matching_layout(const at::Tensor& like, at::IntArrayRef sizes) {
+  std::vector<int64_t> order(static_cast<size_t>(like.dim()));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return like.stride(a) > like.stride(b); });
+  std::vector<int64_t> permuted, inverse(order.size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    permuted.push_back(sizes[static_cast<size_t>(order[i])]);
+    inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
+  }
+  return at::empty(permuted, like.options()).permute(inverse);
+}
+
+k::AttentionArgs attention_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
+                                double dropout_p, bool is_causal, std::optional<double> scale) {
+  k::AttentionArgs a{};
+  a.dtype = *kernel_dtype(q.scalar_type());
+  a.batch = q.size(0);
+  a.heads = q.size(1);
+  a.kv_heads = k.size(1);
+  a.q_len = q.size(2);
+  a.kv_len = k.size(2);
+  a.head_dim = q.size(3);
+  a.value_dim = v.size(3);
+  TORCH_CHECK(k.size(0) == a.batch && v.size(0) == a.batch && v.size(1) == a.kv_heads && v.size(2) == a.kv_len &&
+                  k.size(3) == a.head_dim,
+              "scaled_dot_product_attention: query ", q.sizes(), ", key ", k.sizes(), " and value ", v.sizes(),
+              " do not fit together");
+  TORCH_CHECK(a.kv_heads > 0 ? a.heads % a.kv_heads == 0 : a.heads == 0, "scaled_dot_product_attention: ", a.heads,
+              " query heads are not a multiple of ", a.kv_heads, " key/value heads");
+  a.q = heads_view(q);
+  a.k = heads_view(k);
+  a.v = heads_view(v);
+  if (bias.defined()) {
+    a.bias = {kernel_data(bias), bias.stride(0), bias.stride(1), bias.stride(2), bias.stride(3)};
+  }
+  a.scale = scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(a.head_dim));
+  a.causal = is_causal;
+  a.dropout_p = dropout_p;
+  return a;
+}
+
+// The bias as [batch, heads, q_len, kv_len] (broadcast dims stride 0).
+at::Tensor bias_as_heads(const std::optional<at::Tensor>& bias, const at::Tensor& q4, int64_t kv_len,
+                         bool three_d) {
+  if (!bias.has_value() || !bias->defined()) return {};
+  if (three_d) return bias->expand({q4.size(1), q4.size(2), kv_len}).unsqueeze(0);
+  return bias->expand({q4.size(0), q4.size(1), q4.size(2), kv_len});
+}
+
+at::Tensor philox_scalar(uint64_t value) {
+  return at::scalar_tensor(static_cast<int64_t>(value), at::TensorOptions().dtype(at::kLong));
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, c10::SymInt, c10::SymInt, at::Tensor, at::Tensor, at::Tensor>
+sdpa_fused_mlu(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+               const std::optional<at::Tensor>& attn_bias, double dropout_p, bool is_causal, bool return_debug_mask,
+               std::optional<double> scale) {
+  const at::Tensor bias_given = attn_bias.has_value() ? *attn_bias : at::Tensor();
+  check_operands(query, {&key, &value, &bias_given});
+  TORCH_CHECK(dropout_p >= 0 && dropout_p <= 1, "scaled_dot_product_attention: dropout_p must be in [0, 1], got ",
+              dropout_p);
+  c10::DeviceGuard guard(query.device());
+  const bool three_d = query.dim() == 3;
+  const at::Tensor q = as_heads(query), k = as_heads(key), v = as_heads(value);
+  const at::Tensor bias = bias_as_heads(attn_bias, q, k.size(2), three_d);
+  k::AttentionArgs args = attention_args(q, k, v, bias, dropout_p, is_causal, scale);
+  at::Tensor out = empty_matching_layout(q, {args.batch, args.heads, args.q_len, args.value_dim});
+  at::Tensor lse = at::empty({args.batch, args.heads, args.q_len}, q.options().dtype(at::kFloat));
+  args.out = heads_view(out);
+  args.logsumexp = lse.data_ptr<float>();
+  PhiloxDraw draw{0, 0};
+  if (dropout_p > 0) draw = next_philox_draw(std::nullopt, query.device().index());
+  args.seed = draw.seed;
+  args.offset = draw.offset;
+  const c10::DeviceIndex device = query.device().index();
+  launch_kernel(device, "scaled_dot_product_attention", [args] { k::attention_forward(args); });
+  at::Tensor debug_mask;
+  if (return_debug_mask && dropout_p > 0) {
+    debug_mask = at::empty({args.batch, args.heads, args.q_len, args.kv_len}, q.options().dtype(at::kBool));
+    bool* mask = debug_mask.data_ptr<bool>();
+    const int64_t rows = args.batch * args.heads * args.q_len, keys = args.kv_len;
+    launch_kernel(device, "scaled_dot_product_attention dropout mask",
+                  [=] { k::attention_dropout_mask(draw.seed, draw.offset, dropout_p, rows, keys, mask); });
+    if (three_d) debug_mask = debug_mask.squeeze(0);
+  }
+  return {three_d ? out.squeeze(0) : out,
+          lse,
+          at::Tensor(),
+          at::Tensor(),
+          c10::SymInt(args.q_len),
+          c10::SymInt(args.kv_len),
+          philox_scalar(draw.seed),
+          philox_scalar(draw.offset),
+          debug_mask};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_mlu(
+    const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+    const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask, const at::Tensor& out,
+    const at::Tensor& logsumexp, const at::Tensor& /*cum_seq_q*/, const at::Tensor& /*cum_seq_k*/, int64_t /*max_q*/,
+    int64_t /*max_k*/, double dropout_p, bool is_causal, const at::Tensor& philox_seed,
+    const at::Tensor& philox_offset, std::optional<double> scale) {
+  check_operands(query, {&key, &value, &attn_bias, &grad_out, &out});
+  TORCH_CHECK(logsumexp.device() == query.device() && logsumexp.scalar_type() == at::kFloat,
+              "scaled_dot_product_attention backward: expected a float logsumexp on ", query.device());
+  c10::DeviceGuard guard(query.device());
+  const bool three_d = query.dim() == 3;
+  const at::Tensor q = as_heads(query), k = as_heads(key), v = as_heads(value);
+  const at::Tensor bias = bias_as_heads(attn_bias, q, k.size(2), three_d);
+  k::AttentionArgs args = attention_args(q, k, v, bias, dropout_p, is_causal, scale);
+  const at::Tensor o = as_heads(out), lse = logsumexp.contiguous();
+  args.out = heads_view(o);
+  args.logsumexp = const_cast<float*>(lse.const_data_ptr<float>());
+  if (dropout_p > 0) {
+    args.seed = static_cast<uint64_t>(philox_seed.item<int64_t>());
+    args.offset = static_cast<uint64_t>(philox_offset.item<int64_t>());
+  }
+  at::Tensor grad_q = at::empty_like(q), grad_k = at::empty_like(k), grad_v = at::empty_like(v);
+  at::Tensor grad_bias;
+  if (grad_input_mask[3] && bias.defined()) {
+    grad_bias = at::empty({args.batch, args.heads, args.q_len, args.kv_len}, q.options());
+  }
+  const at::Tensor dout = as_heads(grad_out);
+  k::AttentionGradients grads{heads_view(dout), heads_view(grad_q), heads_view(grad_k), heads_view(grad_v),
+                              kernel_data(grad_bias)};
+  launch_kernel(query.device().index(), "scaled_dot_product_attention backward",
+                [args, grads] { k::attention_backward(args, grads); });
+  const auto unbatch = [&](const at::Tensor& t) { return three_d ? t.squeeze(0) : t; };
+  if (grad_bias.defined()) grad_bias = at::sum_to(unbatch(grad_bias), attn_bias.sizes());
+  return {unbatch(grad_q), unbatch(grad_k), unbatch(grad_v), grad_bias};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(sdpa_fused_mlu));
+  m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(sdpa_fused_backward_mlu));
+}
+
+}  // namespace torch_mlu
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &torch_mlu::choose_sdp_backend)
+}  // namespace at::native

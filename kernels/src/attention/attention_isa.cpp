@@ -1,0 +1,86 @@
+// The attention row routines for one instruction set (compiled once per ISA,
+// like softmax_isa.cpp): exp on SLEEF through vector_math.h, the max and the
+// sums in 16 independent lanes so they vectorise.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "../pointwise/vector_math.h"
+#include "rows.h"
+
+namespace mlu::kernels::MLU_ISA_NS {
+namespace {
+
+constexpr int kLanes = 16;
+typedef float Lanes __attribute__((vector_size(kLanes * sizeof(float))));
+
+// By reference: a 64-byte vector passed by value changes the ABI without AVX-512.
+void load_lanes(Lanes& v, const float* x) { std::memcpy(&v, x, sizeof v); }
+
+float lane_sum(const Lanes& v) {
+  float s = 0;
+  for (int l = 0; l < kLanes; ++l) s += v[l];
+  return s;
+}
+
+float row_max(const float* x, int64_t n) {
+  constexpr float kLowest = -std::numeric_limits<float>::infinity();
+  Lanes part = {};
+  part -= std::numeric_limits<float>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    Lanes v;
+    load_lanes(v, x + j);
+    part = ((v != v) | (v > part)) ? v : part;
+  }
+  float result = kLowest;
+  for (int l = 0; l < kLanes; ++l) result = (part[l] != part[l] || part[l] > result) ? part[l] : result;
+  for (; j < n; ++j) result = (x[j] != x[j] || x[j] > result) ? x[j] : result;
+  return result;
+}
+
+float exp_sum(float* x, int64_t n, float shift) {
+  Lanes acc = {};
+  float tail = 0;
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = std::min<int64_t>(kBlock, n - b);
+    float* block = x + b;
+    for (int64_t j = 0; j < len; ++j) block[j] -= shift;
+    map1<float, Exp<float>::fn>(len, block, block);
+    int64_t j = 0;
+    for (; j + kLanes <= len; j += kLanes) {
+      Lanes v;
+      load_lanes(v, block + j);
+      acc += v;
+    }
+    for (; j < len; ++j) tail += block[j];
+  }
+  return lane_sum(acc) + tail;
+}
+
+void softmax_grad(float* dp, const float* p, int64_t n, float d) {
+  for (int64_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - d);
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  Lanes acc = {};
+  float tail = 0;
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    Lanes x, y;
+    load_lanes(x, a + j);
+    load_lanes(y, b + j);
+    acc += x * y;
+  }
+  for (; j < n; ++j) tail += a[j] * b[j];
+  return lane_sum(acc) + tail;
+}
+
+}  // namespace
+
+const detail::AttentionRowFns& attention_rows() {
+  static const detail::AttentionRowFns fns{row_max, exp_sum, softmax_grad, dot};
+  return fns;
+}
+
+}  // namespace mlu::kernels::MLU_ISA_NS
