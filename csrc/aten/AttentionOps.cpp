@@ -8,7 +8,8 @@
 // mask, grouped heads only with enable_gqa) and the user has not disabled
 // that backend (torch.nn.attention.sdpa_kernel); otherwise "math", PyTorch's
 // composite, which runs on our matmul/softmax and raises PyTorch's own errors
-// for bad arguments. PyTorch then calls
+// for bad arguments. A mask together with is_causal applies both, as the
+// CPU does (the math path would refuse). PyTorch then calls
 // _scaled_dot_product_fused_attention_overrideable, with a boolean mask
 // already turned into an additive one (-inf where False); autograd pairs it
 // with ..._overrideable_backward (derivatives.yaml), which gets back the
@@ -36,7 +37,7 @@ namespace {
 namespace k = mlu::kernels;
 
 int64_t choose_sdp_backend(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                           const std::optional<at::Tensor>& attn_mask, double /*dropout_p*/, bool is_causal,
+                           const std::optional<at::Tensor>& attn_mask, double /*dropout_p*/, bool /*is_causal*/,
                            std::optional<double> /*scale*/, bool enable_gqa) {
   const auto math = static_cast<int64_t>(at::SDPBackend::math);
   if (!at::globalContext().userEnabledOverrideableSDP()) return math;
@@ -58,7 +59,7 @@ int64_t choose_sdp_backend(const at::Tensor& query, const at::Tensor& key, const
   if (heads != kv_heads && (!enable_gqa || kv_heads == 0 || heads % kv_heads != 0)) return math;
   if (attn_mask.has_value() && attn_mask->defined()) {
     const at::Tensor& mask = *attn_mask;
-    if (is_causal || mask.is_nested() || (mask.scalar_type() != at::kBool && mask.scalar_type() != type)) return math;
+    if (mask.is_nested() || (mask.scalar_type() != at::kBool && mask.scalar_type() != type)) return math;
     std::vector<c10::SymInt> scores(query.sym_sizes().begin(), query.sym_sizes().end());
     scores.back() = key.sym_size(-2);
     if (!at::is_expandable_to(mask.sym_sizes(), scores)) return math;
