@@ -122,6 +122,8 @@ int num_threads() { return Pool::instance().threads(); }
 
 void set_num_threads(int n) { Pool::instance().set_threads(n); }
 
+bool in_parallel_region() { return Pool::in_region(); }
+
 void parallel_for(int64_t begin, int64_t end, int64_t grain, RangeFn fn) {
   const int64_t range = end - begin;
   if (range <= 0) return;

@@ -33,6 +33,11 @@ class RangeFn {
   void (*call_)(const void*, int64_t, int64_t);
 };
 
+// Whether the caller is running a chunk of a parallel region (a nested
+// parallel_for would run inline): kernels called from a chunk take their
+// single-threaded paths.
+bool in_parallel_region();
+
 // Calls fn over disjoint chunks covering [begin, end), each at least `grain`
 // long (except a short last one), possibly concurrently; returns when all are
 // done. With end - begin <= grain the caller runs fn(begin, end) itself.

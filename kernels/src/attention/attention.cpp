@@ -71,6 +71,29 @@ FloatRows as_float(ScalarType type, const char* rows_begin, int64_t row_stride, 
   return {buffer.data(), cols};
 }
 
+// Rows [0, rows) of a view, transposed to float [cols][ld]: a GEMM operand
+// read along keys (K^T for the scores, V^T for dP) then has contiguous rows,
+// packed once per task instead of gathered per tile. ld is padded past a
+// multiple of 16 floats so that successive rows do not alias in the cache.
+const float* transposed(ScalarType type, const char* rows_begin, int64_t row_stride, int64_t rows, int64_t cols,
+                        std::vector<float>& buffer, int64_t& ld) {
+  constexpr int64_t kTile = 16;
+  ld = (rows + kTile - 1) / kTile * kTile + kTile;
+  buffer.resize(static_cast<size_t>(cols * ld));
+  detail::dispatch_floating(type, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    const S* src = reinterpret_cast<const S*>(rows_begin);
+    for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+      const int64_t r1 = std::min(rows, r0 + kTile);
+      for (int64_t c = 0; c < cols; ++c) {
+        float* out = buffer.data() + c * ld;
+        for (int64_t r = r0; r < r1; ++r) out[r] = static_cast<float>(detail::widen(src[r * row_stride + c]));
+      }
+    }
+  });
+  return buffer.data();
+}
+
 // dst row r = scale[r] * src row r, rounded to `type` (scale nullptr: 1).
 void store_rows(ScalarType type, char* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t rows,
                 int64_t cols, const float* scale = nullptr) {
@@ -133,14 +156,14 @@ void dropout_factors(const AttentionArgs& args, int64_t row, int64_t j0, int64_t
 }
 
 struct ForwardScratch {
-  std::vector<float> q, k, v, scores, out, factors;
+  std::vector<float> q, keys_t, v, scores, out, factors;
 };
 
-// One block of query rows of head (b, h) (Note [Online softmax]).
-void forward_block(const AttentionArgs& args, const detail::AttentionRowFns& fns, int64_t b, int64_t h, int64_t i0) {
-  thread_local ForwardScratch w;
+// Query rows [i0, i0 + rows) of head (b, h) against keys_t (K^T, ld ldk) and
+// v (Note [Online softmax]).
+void forward_block(const AttentionArgs& args, const detail::AttentionRowFns& fns, ForwardScratch& w, int64_t b,
+                   int64_t h, int64_t i0, const float* keys_t, int64_t ldk, const FloatRows& v) {
   const int64_t rows = std::min(kQueryRows, args.q_len - i0), d = args.head_dim, dv = args.value_dim;
-  const int64_t hk = h / (args.heads / args.kv_heads);
   const FloatRows q = as_float(args.dtype, element(args.q, args.dtype, b, h, i0), args.q.row_stride, rows, d, w.q);
   w.scores.resize(static_cast<size_t>(rows * kKeyColumns));
   w.out.assign(static_cast<size_t>(rows * dv), 0.0f);
@@ -151,10 +174,8 @@ void forward_block(const AttentionArgs& args, const detail::AttentionRowFns& fns
   const int64_t key_end = keys_reached(args, i0 + rows - 1);
   for (int64_t j0 = 0; j0 < key_end; j0 += kKeyColumns) {
     const int64_t cols = std::min(kKeyColumns, key_end - j0);
-    const FloatRows k = as_float(args.dtype, element(args.k, args.dtype, b, hk, j0), args.k.row_stride, cols, d, w.k);
-    const FloatRows v = as_float(args.dtype, element(args.v, args.dtype, b, hk, j0), args.v.row_stride, cols, dv, w.v);
     float* scores = w.scores.data();
-    gemm_float(rows, cols, d, static_cast<float>(args.scale), q.data, q.stride, 1, k.data, 1, k.stride, 0.0f, scores,
+    gemm_float(rows, cols, d, static_cast<float>(args.scale), q.data, q.stride, 1, keys_t + j0, ldk, 1, 0.0f, scores,
                kKeyColumns);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
@@ -180,7 +201,8 @@ void forward_block(const AttentionArgs& args, const detail::AttentionRowFns& fns
         for (int64_t j = 0; j < n; ++j) s[j] *= w.factors[j];
       }
     }
-    gemm_float(rows, dv, cols, 1.0f, scores, kKeyColumns, 1, v.data, v.stride, 1, 1.0f, w.out.data(), dv);
+    gemm_float(rows, dv, cols, 1.0f, scores, kKeyColumns, 1, v.data + j0 * v.stride, v.stride, 1, 1.0f, w.out.data(),
+               dv);
   }
   float inverse[kQueryRows];
   float* lse = args.logsumexp + (b * args.heads + h) * args.q_len + i0;
@@ -193,8 +215,25 @@ void forward_block(const AttentionArgs& args, const detail::AttentionRowFns& fns
              inverse);
 }
 
+// Query blocks [block_begin, block_end) of head (b, h): K^T and V (as float)
+// once, then block by block.
+void forward_blocks(const AttentionArgs& args, const detail::AttentionRowFns& fns, int64_t b, int64_t h,
+                    int64_t block_begin, int64_t block_end) {
+  thread_local ForwardScratch w;
+  const int64_t hk = h / (args.heads / args.kv_heads);
+  const int64_t keys = keys_reached(args, std::min(args.q_len, block_end * kQueryRows) - 1);
+  int64_t ldk = 0;
+  const float* keys_t =
+      transposed(args.dtype, element(args.k, args.dtype, b, hk, 0), args.k.row_stride, keys, args.head_dim, w.keys_t, ldk);
+  const FloatRows v =
+      as_float(args.dtype, element(args.v, args.dtype, b, hk, 0), args.v.row_stride, keys, args.value_dim, w.v);
+  for (int64_t block = block_begin; block < block_end; ++block) {
+    forward_block(args, fns, w, b, h, block * kQueryRows, keys_t, ldk, v);
+  }
+}
+
 struct BackwardScratch {
-  std::vector<float> k, v, q, grad_out, out, probs, dropped, grad_scores, grad_q, grad_k, grad_v, factors;
+  std::vector<float> k, keys_t, values_t, q, grad_out, out, probs, dropped, grad_scores, grad_q, grad_k, grad_v, factors;
 };
 
 // Writes grad_bias rows [i0, i0 + rows) of head (b, h), columns [j0, j0 + cols), from a float tile.
@@ -215,7 +254,9 @@ void backward_head(const AttentionArgs& args, const AttentionGradients& grads, c
   const ScalarType t = args.dtype;
   const float scale = static_cast<float>(args.scale);
   const FloatRows k = as_float(t, element(args.k, t, b, hk, 0), args.k.row_stride, keys, d, w.k);
-  const FloatRows v = as_float(t, element(args.v, t, b, hk, 0), args.v.row_stride, keys, dv, w.v);
+  int64_t ldk = 0, ldv = 0;
+  const float* keys_t = transposed(t, element(args.k, t, b, hk, 0), args.k.row_stride, keys, d, w.keys_t, ldk);
+  const float* values_t = transposed(t, element(args.v, t, b, hk, 0), args.v.row_stride, keys, dv, w.values_t, ldv);
   w.grad_k.assign(static_cast<size_t>(keys * d), 0.0f);
   w.grad_v.assign(static_cast<size_t>(keys * dv), 0.0f);
   w.probs.resize(static_cast<size_t>(kQueryRows * kKeyColumns));
@@ -238,8 +279,7 @@ void backward_head(const AttentionArgs& args, const AttentionGradients& grads, c
       for (int64_t j0 = 0; j0 < key_end; j0 += kKeyColumns) {
         const int64_t cols = std::min(kKeyColumns, key_end - j0);
         float* p = w.probs.data();
-        gemm_float(rows, cols, d, scale, q.data, q.stride, 1, k.data + j0 * k.stride, 1, k.stride, 0.0f, p,
-                   kKeyColumns);
+        gemm_float(rows, cols, d, scale, q.data, q.stride, 1, keys_t + j0, ldk, 1, 0.0f, p, kKeyColumns);
         float* pd = dropout ? w.dropped.data() : p;
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t i = i0 + r;
@@ -258,8 +298,7 @@ void backward_head(const AttentionArgs& args, const AttentionGradients& grads, c
                    w.grad_v.data() + j0 * dv, dv);
         // dP = dO V^T, then through the dropout and the softmax.
         float* ds = w.grad_scores.data();
-        gemm_float(rows, cols, dv, 1.0f, dout.data, dout.stride, 1, v.data + j0 * v.stride, 1, v.stride, 0.0f, ds,
-                   kKeyColumns);
+        gemm_float(rows, cols, dv, 1.0f, dout.data, dout.stride, 1, values_t + j0, ldv, 1, 0.0f, ds, kKeyColumns);
         for (int64_t r = 0; r < rows; ++r) {
           float* g = ds + r * kKeyColumns;
           if (dropout) {
@@ -310,12 +349,20 @@ void attention_dropout_mask(uint64_t seed, uint64_t offset, double p, int64_t ro
 
 void attention_forward(const AttentionArgs& args) {
   const detail::AttentionRowFns& fns = row_fns();
+  const int64_t heads = args.batch * args.heads;
   const int64_t blocks = (args.q_len + kQueryRows - 1) / kQueryRows;
-  const int64_t tasks = args.batch * args.heads * blocks;
-  parallel_for(0, tasks, 1, [&](int64_t lo, int64_t hi) {
+  if (heads == 0 || blocks == 0) return;
+  // Whole heads per task when there are enough of them (K^T is built once
+  // per task); else each head's query blocks in a few chunks, taken in
+  // zigzag order (first, last, second, ...) so that under a causal mask the
+  // cheap early chunks and the costly late ones mix in every thread's share.
+  const int64_t chunks = std::clamp<int64_t>((4 * num_threads() + heads - 1) / heads, 1, blocks);
+  parallel_for(0, heads * chunks, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {
-      const int64_t bh = t / blocks;
-      forward_block(args, fns, bh / args.heads, bh % args.heads, (t % blocks) * kQueryRows);
+      const int64_t bh = t / chunks, p = t % chunks;
+      const int64_t chunk = p % 2 == 0 ? p / 2 : chunks - 1 - p / 2;
+      forward_blocks(args, fns, bh / args.heads, bh % args.heads, chunk * blocks / chunks,
+                     (chunk + 1) * blocks / chunks);
     }
   });
 }

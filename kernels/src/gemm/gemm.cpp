@@ -359,7 +359,8 @@ void gemm(const GemmArgs& args) {
       });
       return;
     }
-    for (int64_t t = 0; t < args.batch; ++t) gemm_one<T>(args, t, false);
+    const bool nested = in_parallel_region();  // e.g. per tile of the fused attention
+    for (int64_t t = 0; t < args.batch; ++t) gemm_one<T>(args, t, nested);
   };
   if (args.dtype == ScalarType::Float64) {
     run(std::type_identity<double>{});
