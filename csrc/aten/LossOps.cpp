@@ -1,15 +1,11 @@
 // nll_loss (the loss part of cross_entropy) and its backward op on mlu
 // (mlu_kernels/loss.h), on the current stream; nll_loss2d (per-position
-// losses of [N, C, H, W] inputs) as nll_loss over the positions; mse_loss on
-// the native element-wise ops. PyTorch's meta functions
+// losses of [N, C, H, W] inputs) as nll_loss over the positions (mse_loss
+// and the other element-wise losses: FormulaOps.cpp). PyTorch's meta functions
 // check the arguments and size the results; an out-of-range target is a
 // device-side error naming the op, raised at the next synchronisation, like
 // an out-of-range gather index.
 #include <ATen/native/Resize.h>
-#include <ATen/ops/mean.h>
-#include <ATen/ops/mul.h>
-#include <ATen/ops/sub.h>
-#include <ATen/ops/sum.h>
 #include <ATen/ops/nll_loss_backward.h>
 #include <ATen/ops/nll_loss_backward_meta.h>
 #include <ATen/ops/nll_loss_forward.h>
@@ -111,38 +107,9 @@ at::Tensor spatial_nll_loss_backward(T grad_output, T self, T target, W weight, 
   return grad.reshape({self.size(0), self.size(2), self.size(3), self.size(1)}).movedim(-1, 1).contiguous();
 }
 
-// mse_loss and its backward op: the CPU's formulas (LossKernel / Loss.cpp) on
-// the native element-wise ops and reductions.
-at::Tensor mse(T self, T target, int64_t reduction) {
-  const at::Tensor diff = at::sub(self, target);
-  const at::Tensor loss = at::mul(diff, diff);
-  if (reduction == 1) return at::mean(loss);
-  if (reduction == 2) return at::sum(loss);
-  return loss;
-}
-
-at::Tensor mse_backward(T grad_output, T self, T target, int64_t reduction) {
-  const double norm = reduction == 1 ? 2.0 / static_cast<double>(self.numel()) : 2.0;
-  return at::mul(at::mul(at::sub(self, target), norm), grad_output);
-}
-
-at::Tensor& into(at::Tensor& out, const at::Tensor& value) {
-  at::native::resize_output(out, value.sizes());
-  return out.copy_(value);
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("mse_loss", TORCH_FN(mse));
-  m.impl("mse_loss.out", [](T self, T target, int64_t reduction, at::Tensor& out) -> at::Tensor& {
-    return into(out, mse(self, target, reduction));
-  });
-  m.impl("mse_loss_backward", TORCH_FN(mse_backward));
-  m.impl("mse_loss_backward.grad_input", [](T grad_output, T self, T target, int64_t reduction,
-                                            at::Tensor& grad_input) -> at::Tensor& {
-    return into(grad_input, mse_backward(grad_output, self, target, reduction));
-  });
   m.impl("nll_loss2d_forward", TORCH_FN(spatial_nll_loss));
   m.impl("nll_loss2d_forward.output", [](T self, T target, W weight, int64_t reduction, int64_t ignore_index,
                                          at::Tensor& output, at::Tensor& total_weight) {

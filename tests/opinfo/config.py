@@ -85,6 +85,8 @@ CI_COMPARE_OPS = [
     "nn.functional.batch_norm",
     "nn.functional.group_norm", "nn.functional.embedding", "nn.functional.cross_entropy",
     "nn.functional.nll_loss", "nn.functional.mse_loss", "nn.functional.binary_cross_entropy_with_logits",
+    "nn.functional.smooth_l1_loss", "nn.functional.huber_loss", "nn.functional.glu",
+    "nn.functional.scaled_dot_product_attention",
     "nn.functional.max_pool2d", "nn.functional.avg_pool2d", "nn.functional.adaptive_avg_pool2d",
     "nn.functional.conv2d", "nn.functional.conv_transpose2d", "nn.functional.conv1d", "nn.functional.pad.constant",
     "nn.functional.interpolate.nearest",
@@ -102,5 +104,6 @@ CI_ERRORS_OPS = ["cat", "gather", "index_select", "mm", "softmax", "scatter", "t
                  "clamp"]
 CI_GRAD_OPS = ["add", "mul", "exp", "sum", "mean", "mm", "matmul", "softmax", "log_softmax",
                "nn.functional.relu", "nn.functional.gelu", "nn.functional.linear", "nn.functional.layer_norm",
-               "nn.functional.batch_norm",
+               "nn.functional.batch_norm", "nn.functional.group_norm", "nn.functional.smooth_l1_loss",
+               "nn.functional.scaled_dot_product_attention",
                "nn.functional.cross_entropy", "index_select", "cat"]

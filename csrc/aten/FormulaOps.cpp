@@ -1,0 +1,190 @@
+// Ops written as the CPU kernels' formulas over mlu's native element-wise
+// ops and reductions (each a kernel on the current stream, in queue order):
+// the element-wise losses mse / smooth_l1 / huber and their backward ops
+// (LossKernel.cpp / PointwiseOpsKernel.cpp), glu and its backward op
+// (Activation.cpp), and native_group_norm_backward (GroupNormKernel.cpp),
+// whose forward PyTorch already composes from native ops. 16-bit inputs
+// compute in float where the CPU does (group norm) and are rounded once.
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Reduction.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/mean.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros_like.h>
+#include <torch/library.h>
+
+namespace torch_mlu {
+namespace {
+
+using T = const at::Tensor&;
+
+at::Tensor& into(at::Tensor& out, const at::Tensor& value) {
+  at::native::resize_output(out, value.sizes());
+  return out.copy_(value);
+}
+
+at::Tensor reduce(const at::Tensor& loss, int64_t reduction) {
+  if (reduction == at::Reduction::Mean) return at::mean(loss);
+  if (reduction == at::Reduction::Sum) return at::sum(loss);
+  return loss;
+}
+
+double norm(const at::Tensor& self, int64_t reduction) {
+  return reduction == at::Reduction::Mean ? 1.0 / static_cast<double>(self.numel()) : 1.0;
+}
+
+// ---- element-wise losses ----
+
+at::Tensor mse(T self, T target, int64_t reduction) {
+  const at::Tensor diff = at::sub(self, target);
+  return reduce(at::mul(diff, diff), reduction);
+}
+
+at::Tensor mse_backward(T grad_output, T self, T target, int64_t reduction) {
+  return at::mul(at::mul(at::sub(self, target), 2.0 * norm(self, reduction)), grad_output);
+}
+
+// z < beta ? 0.5 z^2 / beta : z - 0.5 beta, z = |self - target| (beta 0: l1).
+at::Tensor smooth_l1(T self, T target, int64_t reduction, double beta) {
+  TORCH_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
+  const at::Tensor z = at::abs(at::sub(self, target));
+  if (beta == 0) return reduce(z, reduction);
+  return reduce(at::where(z < beta, z * z * (0.5 / beta), z - 0.5 * beta), reduction);
+}
+
+// x <= -beta ? -norm g : x >= beta ? norm g : norm x g / beta, x = self - target.
+at::Tensor smooth_l1_backward(T grad_output, T self, T target, int64_t reduction, double beta) {
+  const at::Tensor x = at::sub(self, target);
+  const double n = norm(self, reduction);
+  const at::Tensor g = at::mul(grad_output, n);
+  const at::Tensor inside = beta == 0 ? at::zeros_like(x) : x * g / beta;
+  return at::where(x <= -beta, -g, at::where(x >= beta, g, inside));
+}
+
+// z < delta ? 0.5 z^2 : delta (z - 0.5 delta).
+at::Tensor huber(T self, T target, int64_t reduction, double delta) {
+  TORCH_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
+  const at::Tensor z = at::abs(at::sub(self, target));
+  return reduce(at::where(z < delta, z * z * 0.5, (z - 0.5 * delta) * delta), reduction);
+}
+
+// x <= -delta ? -norm delta g : x >= delta ? norm delta g : norm x g.
+at::Tensor huber_backward(T grad_output, T self, T target, int64_t reduction, double delta) {
+  const at::Tensor x = at::sub(self, target);
+  const at::Tensor g = at::mul(grad_output, norm(self, reduction));
+  return at::where(x <= -delta, g * -delta, at::where(x >= delta, g * delta, x * g));
+}
+
+// ---- glu: first half * sigmoid(second half) along dim ----
+
+void check_glu(T self, int64_t dim) {
+  TORCH_CHECK(self.dim() > 0, "glu does not support scalars because halving size must be even");
+  const int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(self.size(d) % 2 == 0, "Halving dimension must be even, but dimension ", d, " is size ",
+              self.size(d));
+}
+
+at::Tensor glu_mlu(T self, int64_t dim) {
+  check_glu(self, dim);
+  const auto halves = self.chunk(2, dim);
+  return at::mul(halves[0], at::sigmoid(halves[1]));
+}
+
+at::Tensor glu_backward_mlu(T grad_output, T self, int64_t dim) {
+  check_glu(self, dim);
+  const auto halves = self.chunk(2, dim);
+  const at::Tensor gate = at::sigmoid(halves[1]);
+  const at::Tensor grad_first = at::mul(grad_output, gate);
+  const at::Tensor grad_second = grad_first * halves[0] * (1 - gate);
+  return at::cat({grad_first, grad_second}, dim);
+}
+
+// ---- group norm backward ----
+
+// With X [N, G, D, HxW] (D = C / G channels per group), mean / rstd [N, G],
+// in float: ds = sum_hw dY X, db = sum_hw dY per channel, then the CPU's
+//   dX = rstd gamma dY + c2 X + c3,
+//   c2 = (sum_c db gamma * mean - sum_c ds gamma) rstd^3 / (D HxW),
+//   c3 = -c2 mean - sum_c db gamma * rstd / (D HxW),
+//   dgamma = sum_n (ds - db mean) rstd,  dbeta = sum_n db.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(T grad_out, T input, T mean, T rstd,
+                                                                   const std::optional<at::Tensor>& weight,
+                                                                   int64_t n, int64_t c, int64_t hxw, int64_t group,
+                                                                   std::array<bool, 3> mask) {
+  TORCH_CHECK(group > 0 && c % group == 0, "native_group_norm_backward: ", c, " channels are not a multiple of ",
+              group, " groups");
+  const int64_t d = c / group;
+  const auto wide = [](const at::Tensor& t) { return t.scalar_type() == at::kDouble ? t : t.to(at::kFloat); };
+  const at::Tensor x = wide(input).reshape({n, group, d, hxw});
+  const at::Tensor dy = wide(grad_out).reshape({n, group, d, hxw});
+  const at::Tensor mu = wide(mean).reshape({n, group, 1});
+  const at::Tensor rs = wide(rstd).reshape({n, group, 1});
+  const at::Tensor ds = at::sum(dy * x, {-1});  // [N, G, D]
+  const at::Tensor db = at::sum(dy, {-1});
+  const bool has_weight = weight.has_value() && weight->defined();
+  const at::Tensor gamma = has_weight ? wide(*weight).reshape({1, group, d}) : at::Tensor();
+  at::Tensor grad_input, grad_weight, grad_bias;
+  if (mask[0]) {
+    const at::Tensor ds_gamma = at::sum(has_weight ? ds * gamma : ds, {-1}, true);  // [N, G, 1]
+    const at::Tensor db_gamma = at::sum(has_weight ? db * gamma : db, {-1}, true);
+    const double s = 1.0 / static_cast<double>(d * hxw);
+    const at::Tensor c1 = has_weight ? rs * gamma : rs.expand({n, group, d});
+    const at::Tensor c2 = (db_gamma * mu - ds_gamma) * rs * rs * rs * s;
+    const at::Tensor c3 = -c2 * mu - db_gamma * rs * s;
+    grad_input = (c1.unsqueeze(-1) * dy + c2.unsqueeze(-1) * x + c3.unsqueeze(-1))
+                     .reshape(input.sizes())
+                     .to(input.scalar_type())
+                     .contiguous(input.suggest_memory_format());
+  }
+  const at::ScalarType param_type = has_weight ? weight->scalar_type() : input.scalar_type();
+  if (mask[1]) grad_weight = at::sum((ds - db * mu) * rs, {0}).reshape({c}).to(param_type);
+  if (mask[2]) grad_bias = at::sum(db, {0}).reshape({c}).to(param_type);
+  return {grad_input, grad_weight, grad_bias};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("mse_loss", TORCH_FN(mse));
+  m.impl("mse_loss.out", [](T self, T target, int64_t reduction, at::Tensor& out) -> at::Tensor& {
+    return into(out, mse(self, target, reduction));
+  });
+  m.impl("mse_loss_backward", TORCH_FN(mse_backward));
+  m.impl("mse_loss_backward.grad_input", [](T grad_output, T self, T target, int64_t reduction,
+                                            at::Tensor& grad_input) -> at::Tensor& {
+    return into(grad_input, mse_backward(grad_output, self, target, reduction));
+  });
+  m.impl("smooth_l1_loss", TORCH_FN(smooth_l1));
+  m.impl("smooth_l1_loss.out", [](T self, T target, int64_t reduction, double beta, at::Tensor& out) -> at::Tensor& {
+    return into(out, smooth_l1(self, target, reduction, beta));
+  });
+  m.impl("smooth_l1_loss_backward", TORCH_FN(smooth_l1_backward));
+  m.impl("smooth_l1_loss_backward.grad_input", [](T grad_output, T self, T target, int64_t reduction, double beta,
+                                                  at::Tensor& grad_input) -> at::Tensor& {
+    return into(grad_input, smooth_l1_backward(grad_output, self, target, reduction, beta));
+  });
+  m.impl("huber_loss", TORCH_FN(huber));
+  m.impl("huber_loss.out", [](T self, T target, int64_t reduction, double delta, at::Tensor& out) -> at::Tensor& {
+    return into(out, huber(self, target, reduction, delta));
+  });
+  m.impl("huber_loss_backward", TORCH_FN(huber_backward));
+  m.impl("huber_loss_backward.out", [](T grad_output, T self, T target, int64_t reduction, double delta,
+                                       at::Tensor& grad_input) -> at::Tensor& {
+    return into(grad_input, huber_backward(grad_output, self, target, reduction, delta));
+  });
+  m.impl("glu", TORCH_FN(glu_mlu));
+  m.impl("glu.out", [](T self, int64_t dim, at::Tensor& out) -> at::Tensor& { return into(out, glu_mlu(self, dim)); });
+  m.impl("glu_backward", TORCH_FN(glu_backward_mlu));
+  m.impl("glu_backward.grad_input", [](T grad_output, T self, int64_t dim, at::Tensor& grad_input) -> at::Tensor& {
+    return into(grad_input, glu_backward_mlu(grad_output, self, dim));
+  });
+  m.impl("native_group_norm_backward", TORCH_FN(group_norm_backward));
+}
+
+}  // namespace torch_mlu
