@@ -2,14 +2,18 @@
 // ops and reductions (each a kernel on the current stream, in queue order):
 // the element-wise losses mse / smooth_l1 / huber and their backward ops
 // (LossKernel.cpp / PointwiseOpsKernel.cpp), glu and its backward op
-// (Activation.cpp), and native_group_norm_backward (GroupNormKernel.cpp),
-// whose forward PyTorch already composes from native ops. 16-bit inputs
+// (Activation.cpp), native_group_norm_backward (GroupNormKernel.cpp), whose
+// forward PyTorch already composes from native ops, and the transformer fast
+// path's padding-mask check. 16-bit inputs
 // compute in float where the CPU does (group norm) and are rounded once.
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Reduction.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/abs.h>
+#include <ATen/ops/any.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/logical_and.h>
+#include <ATen/ops/logical_not.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/sigmoid.h>
@@ -148,6 +152,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(T grad_out, T
   return {grad_input, grad_weight, grad_bias};
 }
 
+// ---- _nested_tensor_from_mask_left_aligned ----
+
+// Whether every row of mask [N, L] is some Trues followed by only Falses
+// (TransformerEncoder's fast path asks before packing a padded batch). The
+// answer is a host bool: it waits for the queue, as the CPU's .item() would.
+bool mask_left_aligned(T /*t*/, T mask) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "Expected mask to be of type bool");
+  TORCH_CHECK(mask.dim() == 2, "Padding mask should be 2D");
+  if (mask.size(1) <= 1) return true;
+  const at::Tensor later = mask.narrow(1, 1, mask.size(1) - 1), earlier = mask.narrow(1, 0, mask.size(1) - 1);
+  return !at::logical_and(later, at::logical_not(earlier)).any().item<bool>();
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -185,6 +202,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return into(grad_input, glu_backward_mlu(grad_output, self, dim));
   });
   m.impl("native_group_norm_backward", TORCH_FN(group_norm_backward));
+  m.impl("_nested_tensor_from_mask_left_aligned", TORCH_FN(mask_left_aligned));
 }
 
 }  // namespace torch_mlu

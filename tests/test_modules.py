@@ -1,0 +1,124 @@
+"""PyTorch's module_db (torch.testing._internal.common_modules) on mlu against the CPU, float32.
+
+For each ModuleInfo of the families issue 6 covers (Linear, Conv*, *Norm*, *Pool*, MultiheadAttention,
+Transformer*), every ModuleInput, in training and eval mode: the module is built on the CPU, a copy moved
+to mlu, both run the same forward inputs and the backward of the same output gradients; outputs, input
+gradients and parameter gradients must agree (PyTorch's float32 tolerances, loosened for long sums), and no
+op may reach the CPU fallback, except for the modules listed in STILL_FALLING_BACK (strict: a listed
+module that runs natively fails the test until it is removed from the list).
+"""
+import copy
+import re
+
+import pytest
+import torch
+from torch.testing._internal.common_modules import module_db
+
+import torch_mlu
+
+FAMILIES = re.compile(r"^(Lazy)?(Linear|Bilinear|Conv.*|.*Norm.*|.*Pool.*|MultiheadAttention|Transformer.*)$")
+
+# module -> the ops it still sends to the CPU (issue 6's open items; the results are still checked).
+STILL_FALLING_BACK = {
+    "AdaptiveAvgPool3d": "_adaptive_avg_pool3d: no 3-D pooling kernels yet",
+    "AdaptiveMaxPool1d": "adaptive_max_pool2d: no adaptive max pooling kernel yet",
+    "AdaptiveMaxPool2d": "adaptive_max_pool2d: no adaptive max pooling kernel yet",
+    "AdaptiveMaxPool3d": "adaptive_max_pool3d: no 3-D pooling kernels yet",
+    "AvgPool3d": "avg_pool3d: no 3-D pooling kernels yet",
+    "MaxPool3d": "max_pool3d_with_indices: no 3-D pooling kernels yet",
+    "FractionalMaxPool2d": "fractional_max_pool2d: no kernel",
+    "FractionalMaxPool3d": "fractional_max_pool3d: no kernel",
+    "LPPool3d": "avg_pool3d: no 3-D pooling kernels yet",
+    "LocalResponseNorm": "avg_pool3d (LocalResponseNorm pools over channels with it)",
+}
+
+INFOS = [m for m in module_db if FAMILIES.match(m.module_cls.__name__)]
+
+
+def fresh(x, device):
+    """A copy of the inputs x as new leaves on device (deepcopy refuses non-leaf tensors)."""
+    if isinstance(x, torch.Tensor):
+        return x.detach().to(device, copy=True).requires_grad_(x.requires_grad)
+    if isinstance(x, (list, tuple)):
+        return type(x)(fresh(e, device) for e in x)
+    if isinstance(x, dict):
+        return {k: fresh(v, device) for k, v in x.items()}
+    return x
+
+
+def leaves(x):
+    if isinstance(x, torch.Tensor):
+        return [x] if x.requires_grad else []
+    if isinstance(x, (list, tuple)):
+        return [t for e in x for t in leaves(e)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in leaves(v)]
+    return []
+
+
+def outputs(x):
+    if isinstance(x, torch.Tensor):
+        return [x]
+    if isinstance(x, (list, tuple)):
+        return [t for e in x for t in outputs(e)]
+    return []
+
+
+def run(module, args, kwargs, seed):
+    out = outputs(module(*args, **kwargs))
+    differentiable = [o for o in out if o.requires_grad]
+    if differentiable:
+        gen = torch.Generator().manual_seed(seed)
+        grads = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device) for o in differentiable]
+        torch.autograd.backward(differentiable, grads)
+    return out, [t.grad for t in leaves((args, kwargs))], [p.grad for p in module.parameters()]
+
+
+def close(actual, expected, what):
+    assert (actual is None) == (expected is None), what
+    if expected is None:
+        return
+    assert actual.device.type == "mlu", what
+    # Long reductions (batch norm over many positions, attention) reorder float sums: a few ulps of the
+    # largest magnitude.
+    finite = expected.detach().abs().nan_to_num(0, posinf=0)
+    atol = 1e-5 + 4e-6 * finite.max().item() if expected.numel() else 1e-5
+    torch.testing.assert_close(actual.detach().cpu(), expected.detach(), rtol=1.3e-5, atol=atol, equal_nan=True,
+                               msg=what)
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("info", INFOS, ids=[m.name for m in INFOS])
+def test_module_matches_cpu(info, training):
+    name = info.module_cls.__name__
+    inputs = info.module_inputs_func(info, device="cpu", dtype=torch.float32, requires_grad=True, training=training)
+    fell_back = set()
+    for i, module_input in enumerate(inputs):
+        if module_input.forward_input is None:
+            continue
+        c_args, c_kwargs = module_input.constructor_input.args, module_input.constructor_input.kwargs
+        args, kwargs = module_input.forward_input.args, module_input.forward_input.kwargs
+        torch.manual_seed(i)
+        module = info.module_cls(*c_args, **c_kwargs).to(torch.float32)
+        module.train(training)
+        device_module = copy.deepcopy(module)
+        expected = run(module, fresh(args, "cpu"), fresh(kwargs, "cpu"), seed=i)
+        if info.is_lazy:  # materialised by the CPU forward: copy the parameters it picked
+            device_module = copy.deepcopy(module)
+            device_module.zero_grad(set_to_none=True)
+        device_module = device_module.to("mlu")
+        torch_mlu.reset_fallback_report()
+        actual = run(device_module, fresh(args, "mlu"), fresh(kwargs, "mlu"), seed=i)
+        torch.mlu.synchronize()
+        fell_back |= set(torch_mlu.fallback_report())
+        what = f"{name} input {i} ({module_input.desc})"
+        assert len(actual[0]) == len(expected[0]), what
+        for kind, got, want in zip(("output", "input grad", "param grad"), actual, expected):
+            for j, (a, e) in enumerate(zip(got, want)):
+                close(a, e, f"{what}: {kind} {j}")
+        for (pname, a), e in zip(device_module.named_buffers(), module.buffers()):
+            close(a, e, f"{what}: buffer {pname}")
+    if name in STILL_FALLING_BACK:
+        assert fell_back, f"{name} runs natively now: remove it from STILL_FALLING_BACK"
+    else:
+        assert not fell_back, f"{name} used the CPU fallback for {sorted(fell_back)}"
