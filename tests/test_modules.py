@@ -20,16 +20,8 @@ FAMILIES = re.compile(r"^(Lazy)?(Linear|Bilinear|Conv.*|.*Norm.*|.*Pool.*|Multih
 
 # module -> the ops it still sends to the CPU (issue 6's open items; the results are still checked).
 STILL_FALLING_BACK = {
-    "AdaptiveAvgPool3d": "_adaptive_avg_pool3d: no 3-D pooling kernels yet",
-    "AdaptiveMaxPool1d": "adaptive_max_pool2d: no adaptive max pooling kernel yet",
-    "AdaptiveMaxPool2d": "adaptive_max_pool2d: no adaptive max pooling kernel yet",
-    "AdaptiveMaxPool3d": "adaptive_max_pool3d: no 3-D pooling kernels yet",
-    "AvgPool3d": "avg_pool3d: no 3-D pooling kernels yet",
-    "MaxPool3d": "max_pool3d_with_indices: no 3-D pooling kernels yet",
     "FractionalMaxPool2d": "fractional_max_pool2d: no kernel",
     "FractionalMaxPool3d": "fractional_max_pool3d: no kernel",
-    "LPPool3d": "avg_pool3d: no 3-D pooling kernels yet",
-    "LocalResponseNorm": "avg_pool3d (LocalResponseNorm pools over channels with it)",
 }
 
 INFOS = [m for m in module_db if FAMILIES.match(m.module_cls.__name__)]

@@ -1,4 +1,5 @@
-"""max_pool2d (with indices) runs natively on mlu (mlu_kernels/pool.h) and agrees with the CPU.
+"""Pooling runs natively on mlu (mlu_kernels/pool.h) and agrees with the CPU: max_pool2d/3d (with indices),
+avg_pool2d/3d, adaptive average and max pooling 1-D to 3-D, forward and backward.
 
 Kernel, stride, padding, dilation, ceil_mode, unbatched input, max_pool1d, channels_last kept,
 NaN propagation and tie order (the indices must be the CPU's), gradients (overlapping windows add).
@@ -96,3 +97,48 @@ def test_average_pools_unbatched_channels_last_and_bfloat16():
     check_plain(lambda x: F.adaptive_avg_pool2d(x, 3), torch.randn(2, 4, 6, 6).to(memory_format=torch.channels_last))
     check_plain(lambda x: F.avg_pool2d(x, 3, 2), torch.randn(2, 4, 9, 9), torch.bfloat16, rtol=2e-2, atol=2e-2)
     check_plain(lambda x: F.adaptive_avg_pool2d(x, 4), torch.randn(2, 4, 9, 9), torch.bfloat16, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                    dict(kernel_size=(2, 3, 2), stride=(1, 2, 1), dilation=(2, 1, 1)),
+                                    dict(kernel_size=3, stride=2, ceil_mode=True)], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_max_pool3d(kwargs, dtype):
+    check(lambda x: F.max_pool3d(x, return_indices=True, **kwargs), torch.randn(2, 3, 7, 8, 9), dtype)
+
+
+def test_max_pool3d_ties_unbatched_channels_last_and_errors():
+    x = torch.randint(0, 3, (2, 3, 6, 6, 6)).float()
+    x[1, 2, 3, 3, 3] = float("nan")
+    check(lambda x: F.max_pool3d(x, 3, 2, 1, return_indices=True), x)
+    check(lambda x: F.max_pool3d(x, 2, return_indices=True), torch.randn(3, 4, 4, 4))
+    check(lambda x: F.max_pool3d(x, 2, return_indices=True),
+          torch.randn(2, 5, 4, 4, 4).to(memory_format=torch.channels_last_3d))
+    with pytest.raises(RuntimeError, match="pad should be at most half"):
+        F.max_pool3d(torch.randn(1, 1, 4, 4, 4, device="mlu"), 2, padding=2)
+    with pytest.raises(RuntimeError, match="kernel_size must either be a single int, or a tuple of three ints"):
+        F.max_pool3d(torch.randn(1, 1, 4, 4, 4, device="mlu"), (2, 2))
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                    dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
+                                    dict(kernel_size=(3, 2, 2), stride=2, ceil_mode=True),
+                                    dict(kernel_size=2, divisor_override=3)], ids=str)
+def test_avg_pool3d(kwargs):
+    check_plain(lambda x: F.avg_pool3d(x, **kwargs), torch.randn(2, 3, 7, 6, 5))
+
+
+@pytest.mark.parametrize("dims,size,out", [(1, (2, 3, 11), 4), (2, (2, 3, 9, 7), (4, 3)),
+                                           (3, (2, 3, 5, 7, 6), (2, 3, 4)), (2, (3, 9, 7), (9, 7))], ids=str)
+def test_adaptive_max_pool(dims, size, out):
+    fn = getattr(F, f"adaptive_max_pool{dims}d")
+    x = torch.randint(0, 4, size).float()  # ties: the first maximum's index, as on the CPU
+    check(lambda t: fn(t, out, return_indices=True), x)
+    check(lambda t: fn(t, out, return_indices=True), torch.randn(size), torch.bfloat16)
+
+
+def test_adaptive_avg_pool3d():
+    check_plain(lambda x: F.adaptive_avg_pool3d(x, (2, 3, 4)), torch.randn(2, 3, 5, 7, 6))
+    check_plain(lambda x: F.adaptive_avg_pool3d(x, 3), torch.randn(3, 4, 5, 6))
+    with pytest.raises(RuntimeError, match="output_size must be 3"):
+        torch._C._nn.adaptive_avg_pool3d(torch.randn(1, 2, 3, 3, 3, device="mlu"), (2, 2))

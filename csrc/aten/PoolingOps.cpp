@@ -1,12 +1,21 @@
-// max_pool2d_with_indices, avg_pool2d, _adaptive_avg_pool2d and their
-// backward ops on mlu (mlu_kernels/pool.h):
-// PyTorch's meta functions check the arguments and size the results (ceil
-// mode included, and the memory format: channels_last stays channels_last);
-// the kernels work on contiguous planes, results are copied into other
-// layouts. max_pool1d lowers to these.
-#include <ATen/ops/empty.h>
+// Pooling on mlu (mlu_kernels/pool.h): max_pool2d/3d_with_indices,
+// avg_pool2d/3d, adaptive avg/max pooling 2-D/3-D and their backward ops
+// (1-D pooling lowers to the 2-D ops). PyTorch's meta functions check the
+// arguments and size the results of the structured ops (ceil mode included,
+// and the memory format: channels_last stays channels_last); the others
+// (max_pool3d_with_indices, _adaptive_avg_pool3d) check with PyTorch's own
+// helpers and texts (ATen/native/Pool.h). The kernels work on contiguous
+// planes, results are copied into other layouts.
+#include <ATen/native/Pool.h>
+#include <ATen/ops/adaptive_max_pool2d_backward_meta.h>
+#include <ATen/ops/adaptive_max_pool2d_meta.h>
+#include <ATen/ops/adaptive_max_pool3d_backward_meta.h>
+#include <ATen/ops/adaptive_max_pool3d_meta.h>
 #include <ATen/ops/avg_pool2d_backward_meta.h>
 #include <ATen/ops/avg_pool2d_meta.h>
+#include <ATen/ops/avg_pool3d_backward_meta.h>
+#include <ATen/ops/avg_pool3d_meta.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_meta.h>
 #include <ATen/ops/max_pool2d_with_indices_meta.h>
 #include <mlu_kernels/pool.h>
@@ -21,82 +30,47 @@ namespace {
 namespace k = mlu::kernels;
 using T = const at::Tensor&;
 using A = at::IntArrayRef;
+using OptInt = std::optional<int64_t>;
 
 bool has_pool_kernel(const at::Tensor& self) {
   return at::isFloatingType(self.scalar_type()) && kernel_dtype(self.scalar_type()).has_value();
 }
 
+// Entry i of a per-dim argument given for `dims` dims (or one value for all).
 int64_t pick(A v, int i, int64_t fallback) { return v.empty() ? fallback : v[v.size() == 1 ? 0 : i]; }
 
-k::Pool2dShape pool_shape(const at::Tensor& input, const at::Tensor& output, A kernel, A stride, A padding, A dilation) {
-  k::Pool2dShape s;
-  const int64_t d = input.dim();
-  s.planes = input.numel() == 0 ? 0 : input.numel() / (input.size(d - 2) * input.size(d - 1));
-  s.in_h = input.size(d - 2);
-  s.in_w = input.size(d - 1);
-  s.out_h = output.size(d - 2);
-  s.out_w = output.size(d - 1);
-  s.kernel_h = pick(kernel, 0, 1);
-  s.kernel_w = pick(kernel, 1, 1);
-  s.stride_h = pick(stride, 0, s.kernel_h);
-  s.stride_w = pick(stride, 1, s.kernel_w);
-  s.pad_h = pick(padding, 0, 0);
-  s.pad_w = pick(padding, 1, 0);
-  s.dilation_h = pick(dilation, 0, 1);
-  s.dilation_w = pick(dilation, 1, 1);
+// The planes of `big` (input side) and the output sizes of `small`, over
+// their last `dims` (2 or 3) dims.
+k::PoolShape plane_shape(const at::Tensor& big, const at::Tensor& small, int dims) {
+  k::PoolShape s;
+  const int64_t nd = big.dim();
+  int64_t plane = 1;
+  for (int i = 0; i < dims; ++i) {
+    s.in[3 - dims + i] = big.size(nd - dims + i);
+    s.out[3 - dims + i] = small.size(nd - dims + i);
+    plane *= big.size(nd - dims + i);
+  }
+  s.planes = plane == 0 ? 0 : big.numel() / plane;
   return s;
 }
 
-// Runs the forward kernel into `output` / `indices` of any layout.
-void launch_max_pool(T self, A kernel, A stride, A padding, A dilation, T output, T indices) {
-  if (output.numel() == 0) return;
-  const at::Tensor input = self.contiguous();
-  const bool direct = output.is_contiguous() && indices.is_contiguous();
-  const at::Tensor out = direct ? output : at::empty(output.sizes(), output.options());
-  const at::Tensor idx = direct ? indices : at::empty(indices.sizes(), indices.options());
-  const k::Pool2dShape s = pool_shape(input, out, kernel, stride, padding, dilation);
-  const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "max_pool2d");
-  void *x = kernel_data(input), *y = kernel_data(out);
-  auto* i = static_cast<int64_t*>(kernel_data(idx));
-  launch_kernel(self.device().index(), "max_pool2d", [=] { k::max_pool2d(s, type, x, y, i); });
-  if (!direct) {
-    output.copy_(out);
-    indices.copy_(idx);
+k::PoolShape window_shape(const at::Tensor& big, const at::Tensor& small, int dims, A kernel, A stride, A padding,
+                          A dilation) {
+  k::PoolShape s = plane_shape(big, small, dims);
+  for (int i = 0; i < dims; ++i) {
+    const int d = 3 - dims + i;
+    s.kernel[d] = pick(kernel, i, 1);
+    s.stride[d] = pick(stride, i, s.kernel[d]);
+    s.pad[d] = pick(padding, i, 0);
+    s.dilation[d] = pick(dilation, i, 1);
   }
-}
-
-void launch_max_pool_backward(T grad_output, T self, A kernel, A stride, A padding, A dilation, T indices,
-                              T grad_input) {
-  if (grad_input.numel() == 0) return;
-  const at::Tensor go = grad_output.contiguous(), idx = indices.contiguous();
-  const bool direct = grad_input.is_contiguous();
-  const at::Tensor gi = direct ? grad_input : at::empty(grad_input.sizes(), grad_input.options());
-  const k::Pool2dShape s = pool_shape(self, go, kernel, stride, padding, dilation);
-  const k::ScalarType type = require_kernel_dtype(self.scalar_type(), "max_pool2d_backward");
-  void *g = kernel_data(go), *out = kernel_data(gi);
-  const auto* i = static_cast<const int64_t*>(kernel_data(idx));
-  launch_kernel(self.device().index(), "max_pool2d_backward", [=] { k::max_pool2d_backward(s, type, g, i, out); });
-  if (!direct) grad_input.copy_(gi);
-}
-
-// ---- average pooling ----
-
-// The planes of `big` (input side) and the output size of `small`.
-k::Pool2dShape plane_shape(const at::Tensor& big, const at::Tensor& small) {
-  k::Pool2dShape s;
-  const int64_t d = big.dim();
-  s.in_h = big.size(d - 2);
-  s.in_w = big.size(d - 1);
-  s.planes = s.in_h * s.in_w == 0 ? 0 : big.numel() / (s.in_h * s.in_w);
-  s.out_h = small.size(d - 2);
-  s.out_w = small.size(d - 1);
   return s;
 }
 
 // Runs `kernel(shape, type, in, out)` from a contiguous copy of `in` into
-// `out` of any layout.
+// `out` of any layout (an empty input gives zeros).
 template <class Kernel>
-void launch_planes(const char* name, T in_, T out, const k::Pool2dShape& shape, Kernel kernel) {
+void launch_planes(const char* name, T in_, T out, const k::PoolShape& shape, Kernel kernel) {
   if (out.numel() == 0 || in_.numel() == 0) {
     if (out.numel() > 0) out.zero_();
     return;
@@ -110,162 +84,214 @@ void launch_planes(const char* name, T in_, T out, const k::Pool2dShape& shape, 
   if (!direct) out.copy_(result);
 }
 
-k::Pool2dShape avg_shape(T big, T small, A kernel, A stride, A padding) {
-  k::Pool2dShape s = plane_shape(big, small);
-  s.kernel_h = pick(kernel, 0, 1);
-  s.kernel_w = pick(kernel, 1, 1);
-  s.stride_h = pick(stride, 0, s.kernel_h);
-  s.stride_w = pick(stride, 1, s.kernel_w);
-  s.pad_h = pick(padding, 0, 0);
-  s.pad_w = pick(padding, 1, 0);
-  return s;
+// The same for kernels that also write int64 indices.
+template <class Kernel>
+void launch_with_indices(const char* name, T in_, T out, T indices, const k::PoolShape& shape, Kernel kernel) {
+  if (out.numel() == 0) return;
+  const at::Tensor in = in_.contiguous();
+  const bool direct = out.is_contiguous() && indices.is_contiguous();
+  const at::Tensor result = direct ? out : at::empty(out.sizes(), out.options());
+  const at::Tensor idx = direct ? indices : at::empty(indices.sizes(), indices.options());
+  const k::ScalarType type = require_kernel_dtype(in.scalar_type(), name);
+  void *x = kernel_data(in), *y = kernel_data(result);
+  auto* i = static_cast<int64_t*>(kernel_data(idx));
+  launch_kernel(in.device().index(), name, [=] { kernel(shape, type, x, y, i); });
+  if (!direct) {
+    out.copy_(result);
+    indices.copy_(idx);
+  }
 }
 
-void launch_avg_pool(T self, A kernel, A stride, A padding, bool count_include_pad, std::optional<int64_t> divisor,
+// grad_input of max pooling (plain or adaptive) from the forward's indices.
+void launch_max_backward(const char* name, T grad_output, T indices, T grad_input, const k::PoolShape& shape) {
+  if (grad_input.numel() == 0) return;
+  const at::Tensor go = grad_output.contiguous(), idx = indices.contiguous();
+  const bool direct = grad_input.is_contiguous();
+  const at::Tensor gi = direct ? grad_input : at::empty(grad_input.sizes(), grad_input.options());
+  const k::ScalarType type = require_kernel_dtype(grad_input.scalar_type(), name);
+  void *g = kernel_data(go), *out = kernel_data(gi);
+  const auto* i = static_cast<const int64_t*>(kernel_data(idx));
+  launch_kernel(grad_input.device().index(), name, [=] { k::max_pool_backward(shape, type, g, i, out); });
+  if (!direct) grad_input.copy_(gi);
+}
+
+// ---- max pooling ----
+
+void launch_max_pool(int dims, T self, A kernel, A stride, A padding, A dilation, T output, T indices) {
+  launch_with_indices(dims == 2 ? "max_pool2d" : "max_pool3d", self, output, indices,
+                      window_shape(self, output, dims, kernel, stride, padding, dilation), k::max_pool);
+}
+
+void launch_max_pool_backward(int dims, T grad_output, T self, A kernel, A stride, A padding, A dilation, T indices,
+                              T grad_input) {
+  launch_max_backward(dims == 2 ? "max_pool2d_backward" : "max_pool3d_backward", grad_output, indices, grad_input,
+                      window_shape(self, grad_output, dims, kernel, stride, padding, dilation));
+}
+
+// max_pool3d_with_indices' checks and output size (DilatedMaxPool3d.cpp).
+std::vector<int64_t> max_pool3d_output_size(T input, A kernel, A stride, A padding, A dilation, bool ceil_mode,
+                                            const char* name) {
+  TORCH_CHECK(kernel.size() == 1 || kernel.size() == 3,
+              "max_pool3d: kernel_size must either be a single int, or a tuple of three ints")
+  TORCH_CHECK(stride.empty() || stride.size() == 1 || stride.size() == 3,
+              "max_pool3d: stride must either be omitted, a single int, or a tuple of three ints")
+  TORCH_CHECK(padding.size() == 1 || padding.size() == 3,
+              "max_pool3d: padding must either be a single int, or a tuple of three ints");
+  TORCH_CHECK(dilation.size() == 1 || dilation.size() == 3,
+              "max_pool3d: dilation must be either a single int, or a tuple of three ints");
+  TORCH_CHECK(input.dim() == 4 || input.dim() == 5, "non-empty 4D or 5D (batch mode) tensor expected for input");
+  const int64_t nd = input.dim();
+  int64_t k3[3], s3[3], p3[3], d3[3], in3[3], out3[3];
+  for (int i = 0; i < 3; ++i) {
+    k3[i] = pick(kernel, i, 1);
+    s3[i] = pick(stride, i, k3[i]);
+    p3[i] = pick(padding, i, 0);
+    d3[i] = pick(dilation, i, 1);
+    in3[i] = input.size(nd - 3 + i);
+    out3[i] = at::native::pooling_output_shape<int64_t>(in3[i], k3[i], p3[i], s3[i], d3[i], ceil_mode);
+  }
+  const auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  at::native::pool3d_shape_check(input, input.size(nd - 4), i32(k3[0]), i32(k3[1]), i32(k3[2]), i32(s3[0]),
+                                 i32(s3[1]), i32(s3[2]), i32(p3[0]), i32(p3[1]), i32(p3[2]), i32(d3[0]), i32(d3[1]),
+                                 i32(d3[2]), in3[0], in3[1], in3[2], out3[0], out3[1], out3[2], name);
+  std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - 3);
+  sizes.insert(sizes.end(), out3, out3 + 3);
+  return sizes;
+}
+
+std::tuple<at::Tensor, at::Tensor> max_pool3d_mlu(T self, A kernel, A stride, A padding, A dilation, bool ceil_mode) {
+  const auto sizes = max_pool3d_output_size(self, kernel, stride, padding, dilation, ceil_mode,
+                                            "max_pool3d_with_indices()");
+  const auto format = self.suggest_memory_format();
+  at::Tensor out = at::empty(sizes, self.options().memory_format(format));
+  at::Tensor indices = at::empty(sizes, self.options().dtype(at::kLong).memory_format(format));
+  launch_max_pool(3, self, kernel, stride, padding, dilation, out, indices);
+  return {out, indices};
+}
+
+at::Tensor max_pool3d_backward_mlu(T grad_output, T self, A kernel, A stride, A padding, A dilation, bool ceil_mode,
+                               T indices) {
+  const auto sizes = max_pool3d_output_size(self, kernel, stride, padding, dilation, ceil_mode,
+                                            "max_pool3d_with_indices_backward()");
+  TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(sizes) && indices.sizes() == at::IntArrayRef(sizes),
+              "max_pool3d_with_indices_backward(): expected grad_output and indices of size ", at::IntArrayRef(sizes),
+              ", got ", grad_output.sizes(), " and ", indices.sizes());
+  at::Tensor grad_input = at::empty(self.sizes(), self.options().memory_format(self.suggest_memory_format()));
+  launch_max_pool_backward(3, grad_output, self, kernel, stride, padding, dilation, indices, grad_input);
+  return grad_input;
+}
+
+// ---- average pooling ----
+
+void launch_avg_pool(int dims, T self, A kernel, A stride, A padding, bool count_include_pad, OptInt divisor,
                      T output) {
   const int64_t d = divisor.value_or(0);
-  launch_planes("avg_pool2d", self, output, avg_shape(self, output, kernel, stride, padding),
-                [=](const k::Pool2dShape& s, k::ScalarType type, void* x, void* y) {
-                  k::avg_pool2d(s, type, x, y, count_include_pad, d);
+  launch_planes(dims == 2 ? "avg_pool2d" : "avg_pool3d", self, output,
+                window_shape(self, output, dims, kernel, stride, padding, {}),
+                [=](const k::PoolShape& s, k::ScalarType type, void* x, void* y) {
+                  k::avg_pool(s, type, x, y, count_include_pad, d);
                 });
 }
 
-void launch_avg_pool_backward(T grad_output, T self, A kernel, A stride, A padding, bool count_include_pad,
-                              std::optional<int64_t> divisor, T grad_input) {
+void launch_avg_pool_backward(int dims, T grad_output, T self, A kernel, A stride, A padding, bool count_include_pad,
+                              OptInt divisor, T grad_input) {
   const int64_t d = divisor.value_or(0);
-  launch_planes("avg_pool2d_backward", grad_output, grad_input, avg_shape(self, grad_output, kernel, stride, padding),
-                [=](const k::Pool2dShape& s, k::ScalarType type, void* g, void* gi) {
-                  k::avg_pool2d_backward(s, type, g, gi, count_include_pad, d);
+  launch_planes(dims == 2 ? "avg_pool2d_backward" : "avg_pool3d_backward", grad_output, grad_input,
+                window_shape(self, grad_output, dims, kernel, stride, padding, {}),
+                [=](const k::PoolShape& s, k::ScalarType type, void* g, void* gi) {
+                  k::avg_pool_backward(s, type, g, gi, count_include_pad, d);
                 });
 }
 
-using OptInt = std::optional<int64_t>;
+// ---- adaptive pooling ----
 
-at::Tensor adaptive_avg_pool(T self, A output_size) {
-  TORCH_CHECK(output_size.size() == 2, "adaptive_avg_pool2d: output_size must be 2");
-  TORCH_CHECK(self.dim() == 3 || self.dim() == 4, "adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got ",
-              self.sizes());
-  for (int64_t i = 1; i < self.dim(); ++i) {
-    TORCH_CHECK(self.size(i) > 0, "adaptive_avg_pool2d(): Expected input to have non-zero size for non-batch "
-                "dimensions, but input has sizes ", self.sizes(), " with dimension ", i, " being empty");
+at::Tensor adaptive_avg_pool(int dims, T self, A output_size) {
+  const char* name = dims == 2 ? "adaptive_avg_pool2d" : "adaptive_avg_pool3d";
+  TORCH_CHECK(static_cast<int>(output_size.size()) == dims, name, ": output_size must be ", dims);
+  TORCH_CHECK(self.dim() == dims + 1 || self.dim() == dims + 2, name, "(): Expected ", dims + 1, "D or ", dims + 2,
+              "D tensor, but got ", self.sizes());
+  for (int64_t i = self.dim() - dims - 1; i < self.dim(); ++i) {
+    if (i == 0 && self.dim() == dims + 2) continue;
+    TORCH_CHECK(self.size(i) > 0, name, "(): Expected input to have non-zero size for non-batch dimensions, but "
+                "input has sizes ", self.sizes(), " with dimension ", i, " being empty");
   }
   std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
-  sizes[sizes.size() - 2] = output_size[0];
-  sizes[sizes.size() - 1] = output_size[1];
+  std::copy(output_size.begin(), output_size.end(), sizes.end() - dims);
   at::Tensor output = at::empty(sizes, self.options());
-  launch_planes("adaptive_avg_pool2d", self, output, plane_shape(self, output),
-                [](const k::Pool2dShape& s, k::ScalarType type, void* x, void* y) {
-                  k::adaptive_avg_pool2d(s, type, x, y);
-                });
+  launch_planes(name, self, output, plane_shape(self, output, dims), k::adaptive_avg_pool);
   const at::MemoryFormat format = self.suggest_memory_format();
   return format == at::MemoryFormat::Contiguous ? output : output.contiguous(format);
 }
 
-at::Tensor adaptive_avg_pool_backward(T grad_output, T self) {
+at::Tensor adaptive_avg_pool_backward(int dims, T grad_output, T self) {
   at::Tensor grad_input = at::empty(self.sizes(), self.options());
-  k::Pool2dShape shape = plane_shape(self, grad_output);
-  launch_planes("adaptive_avg_pool2d_backward", grad_output, grad_input, shape,
-                [](const k::Pool2dShape& s, k::ScalarType type, void* g, void* gi) {
-                  k::adaptive_avg_pool2d_backward(s, type, g, gi);
-                });
+  launch_planes(dims == 2 ? "adaptive_avg_pool2d_backward" : "adaptive_avg_pool3d_backward", grad_output, grad_input,
+                plane_shape(self, grad_output, dims), k::adaptive_avg_pool_backward);
   const at::MemoryFormat format = self.suggest_memory_format();
   return format == at::MemoryFormat::Contiguous ? grad_input : grad_input.contiguous(format);
+}
+
+void launch_adaptive_max_pool(int dims, T self, T output, T indices) {
+  launch_with_indices(dims == 2 ? "adaptive_max_pool2d" : "adaptive_max_pool3d", self, output, indices,
+                      plane_shape(self, output, dims), k::adaptive_max_pool);
+}
+
+// ---- registration helpers: the functional and out= forms of structured ops ----
+
+template <class Meta, int N, class Launch, class... Args>
+auto structured_functional(Launch launch, const Args&... args) {
+  MLUFunctional<Meta, N> meta;
+  meta.meta(args...);
+  if constexpr (N == 1) {
+    launch(meta.output(0));
+    return std::move(meta.output(0));
+  } else {
+    launch(meta.output(0), meta.output(1));
+    return std::make_tuple(std::move(meta.output(0)), std::move(meta.output(1)));
+  }
+}
+
+template <class Meta, int N, class Launch, class Outs, class... Args>
+void structured_out(Launch launch, const Outs& outs, const Args&... args) {
+  auto meta = std::apply([](const auto&... o) { return std::make_unique<MLUOut<Meta, N>>(o...); }, outs);
+  meta->meta(args...);
+  if constexpr (N == 1) {
+    launch(meta->maybe_get_output(0));
+  } else {
+    launch(meta->maybe_get_output(0), meta->maybe_get_output(1));
+  }
+  meta->finish();
 }
 
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("avg_pool2d", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
-                          OptInt divisor) {
-    if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, A, A, A, bool, bool, OptInt)>("aten::avg_pool2d", self, kernel, stride,
-                                                                      padding, ceil_mode, count_include_pad, divisor);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUFunctional<at::meta::structured_avg_pool2d> meta;
-    meta.meta(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
-    launch_avg_pool(self, kernel, stride, padding, count_include_pad, divisor, meta.output());
-    return std::move(meta.output());
-  });
-  m.impl("avg_pool2d.out", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
-                              OptInt divisor, at::Tensor& out) -> at::Tensor& {
-    if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor&(T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
-          "aten::avg_pool2d.out", self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, out);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUOut<at::meta::structured_avg_pool2d> meta(out);
-    meta.meta(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
-    launch_avg_pool(self, kernel, stride, padding, count_include_pad, divisor, meta.maybe_get_output(0));
-    meta.finish();
-    return out;
-  });
-  m.impl("avg_pool2d_backward", [](T grad_output, T self, A kernel, A stride, A padding, bool ceil_mode,
-                                   bool count_include_pad, OptInt divisor) {
-    if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T, A, A, A, bool, bool, OptInt)>(
-          "aten::avg_pool2d_backward", grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad,
-          divisor);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUFunctional<at::meta::structured_avg_pool2d_backward> meta;
-    meta.meta(grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
-    launch_avg_pool_backward(grad_output, self, kernel, stride, padding, count_include_pad, divisor, meta.output());
-    return std::move(meta.output());
-  });
-  m.impl("avg_pool2d_backward.grad_input", [](T grad_output, T self, A kernel, A stride, A padding, bool ceil_mode,
-                                              bool count_include_pad, OptInt divisor,
-                                              at::Tensor& grad_input) -> at::Tensor& {
-    if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor&(T, T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
-          "aten::avg_pool2d_backward.grad_input", grad_output, self, kernel, stride, padding, ceil_mode,
-          count_include_pad, divisor, grad_input);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUOut<at::meta::structured_avg_pool2d_backward> meta(grad_input);
-    meta.meta(grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
-    launch_avg_pool_backward(grad_output, self, kernel, stride, padding, count_include_pad, divisor,
-                             meta.maybe_get_output(0));
-    meta.finish();
-    return grad_input;
-  });
-  m.impl("_adaptive_avg_pool2d", [](T self, A output_size) {
-    if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, A)>("aten::_adaptive_avg_pool2d", self, output_size);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    return adaptive_avg_pool(self, output_size);
-  });
-  m.impl("_adaptive_avg_pool2d_backward", [](T grad_output, T self) {
-    if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T)>("aten::_adaptive_avg_pool2d_backward", grad_output, self);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    return adaptive_avg_pool_backward(grad_output, self);
-  });
+  using Pair = std::tuple<at::Tensor, at::Tensor>;
+  using RefPair = std::tuple<at::Tensor&, at::Tensor&>;
+  namespace meta = at::meta;
+
+  // ---- max pooling 2-D (structured) and 3-D ----
   m.impl("max_pool2d_with_indices", [](T self, A kernel, A stride, A padding, A dilation, bool ceil_mode) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(T, A, A, A, A, bool)>(
-          "aten::max_pool2d_with_indices", self, kernel, stride, padding, dilation, ceil_mode);
+      return cpu_fallback<Pair(T, A, A, A, A, bool)>("aten::max_pool2d_with_indices", self, kernel, stride, padding,
+                                                     dilation, ceil_mode);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    MLUFunctional<at::meta::structured_max_pool2d_with_indices, 2> meta;
-    meta.meta(self, kernel, stride, padding, dilation, ceil_mode);
-    launch_max_pool(self, kernel, stride, padding, dilation, meta.output(0), meta.output(1));
-    return std::make_tuple(std::move(meta.output(0)), std::move(meta.output(1)));
+    return structured_functional<meta::structured_max_pool2d_with_indices, 2>(
+        [&](T out, T idx) { launch_max_pool(2, self, kernel, stride, padding, dilation, out, idx); }, self, kernel,
+        stride, padding, dilation, ceil_mode);
   });
   m.impl("max_pool2d_with_indices.out", [](T self, A kernel, A stride, A padding, A dilation, bool ceil_mode,
                                            at::Tensor& out, at::Tensor& indices) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<std::tuple<at::Tensor&, at::Tensor&>(T, A, A, A, A, bool, at::Tensor&, at::Tensor&)>(
+      return cpu_fallback<RefPair(T, A, A, A, A, bool, at::Tensor&, at::Tensor&)>(
           "aten::max_pool2d_with_indices.out", self, kernel, stride, padding, dilation, ceil_mode, out, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    MLUOut<at::meta::structured_max_pool2d_with_indices, 2> meta(out, indices);
-    meta.meta(self, kernel, stride, padding, dilation, ceil_mode);
-    launch_max_pool(self, kernel, stride, padding, dilation, meta.maybe_get_output(0), meta.maybe_get_output(1));
-    meta.finish();
-    return std::tuple<at::Tensor&, at::Tensor&>(out, indices);
+    structured_out<meta::structured_max_pool2d_with_indices, 2>(
+        [&](T o, T i) { launch_max_pool(2, self, kernel, stride, padding, dilation, o, i); },
+        std::forward_as_tuple(out, indices), self, kernel, stride, padding, dilation, ceil_mode);
+    return RefPair(out, indices);
   });
   m.impl("max_pool2d_with_indices_backward", [](T grad_output, T self, A kernel, A stride, A padding, A dilation,
                                                 bool ceil_mode, T indices) {
@@ -275,10 +301,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                                                 dilation, ceil_mode, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    MLUFunctional<at::meta::structured_max_pool2d_with_indices_backward> meta;
-    meta.meta(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
-    launch_max_pool_backward(grad_output, self, kernel, stride, padding, dilation, indices, meta.output());
-    return std::move(meta.output());
+    return structured_functional<meta::structured_max_pool2d_with_indices_backward, 1>(
+        [&](T gi) { launch_max_pool_backward(2, grad_output, self, kernel, stride, padding, dilation, indices, gi); },
+        grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
   });
   m.impl("max_pool2d_with_indices_backward.grad_input",
          [](T grad_output, T self, A kernel, A stride, A padding, A dilation, bool ceil_mode, T indices,
@@ -289,13 +314,258 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                  dilation, ceil_mode, indices, grad_input);
            }
            c10::OptionalDeviceGuard guard(self.device());
-           MLUOut<at::meta::structured_max_pool2d_with_indices_backward> meta(grad_input);
-           meta.meta(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
-           launch_max_pool_backward(grad_output, self, kernel, stride, padding, dilation, indices,
-                                    meta.maybe_get_output(0));
-           meta.finish();
+           structured_out<meta::structured_max_pool2d_with_indices_backward, 1>(
+               [&](T gi) {
+                 launch_max_pool_backward(2, grad_output, self, kernel, stride, padding, dilation, indices, gi);
+               },
+               std::forward_as_tuple(grad_input), grad_output, self, kernel, stride, padding, dilation, ceil_mode,
+               indices);
            return grad_input;
          });
+  m.impl("max_pool3d_with_indices", [](T self, A kernel, A stride, A padding, A dilation, bool ceil_mode) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<Pair(T, A, A, A, A, bool)>("aten::max_pool3d_with_indices", self, kernel, stride, padding,
+                                                     dilation, ceil_mode);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return max_pool3d_mlu(self, kernel, stride, padding, dilation, ceil_mode);
+  });
+  m.impl("max_pool3d_with_indices_backward", [](T grad_output, T self, A kernel, A stride, A padding, A dilation,
+                                                bool ceil_mode, T indices) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T, A, A, A, A, bool, T)>("aten::max_pool3d_with_indices_backward",
+                                                                grad_output, self, kernel, stride, padding,
+                                                                dilation, ceil_mode, indices);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return max_pool3d_backward_mlu(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
+  });
+
+  // ---- average pooling 2-D and 3-D (structured) ----
+  m.impl("avg_pool2d", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
+                          OptInt divisor) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, A, A, A, bool, bool, OptInt)>("aten::avg_pool2d", self, kernel, stride,
+                                                                      padding, ceil_mode, count_include_pad, divisor);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return structured_functional<meta::structured_avg_pool2d, 1>(
+        [&](T out) { launch_avg_pool(2, self, kernel, stride, padding, count_include_pad, divisor, out); }, self,
+        kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+  });
+  m.impl("avg_pool2d.out", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
+                              OptInt divisor, at::Tensor& out) -> at::Tensor& {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor&(T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
+          "aten::avg_pool2d.out", self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, out);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    structured_out<meta::structured_avg_pool2d, 1>(
+        [&](T o) { launch_avg_pool(2, self, kernel, stride, padding, count_include_pad, divisor, o); },
+        std::forward_as_tuple(out), self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+    return out;
+  });
+  m.impl("avg_pool2d_backward", [](T grad_output, T self, A kernel, A stride, A padding, bool ceil_mode,
+                                   bool count_include_pad, OptInt divisor) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T, A, A, A, bool, bool, OptInt)>(
+          "aten::avg_pool2d_backward", grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad,
+          divisor);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return structured_functional<meta::structured_avg_pool2d_backward, 1>(
+        [&](T gi) {
+          launch_avg_pool_backward(2, grad_output, self, kernel, stride, padding, count_include_pad, divisor, gi);
+        },
+        grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+  });
+  m.impl("avg_pool2d_backward.grad_input", [](T grad_output, T self, A kernel, A stride, A padding, bool ceil_mode,
+                                              bool count_include_pad, OptInt divisor,
+                                              at::Tensor& grad_input) -> at::Tensor& {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor&(T, T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
+          "aten::avg_pool2d_backward.grad_input", grad_output, self, kernel, stride, padding, ceil_mode,
+          count_include_pad, divisor, grad_input);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    structured_out<meta::structured_avg_pool2d_backward, 1>(
+        [&](T gi) {
+          launch_avg_pool_backward(2, grad_output, self, kernel, stride, padding, count_include_pad, divisor, gi);
+        },
+        std::forward_as_tuple(grad_input), grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad,
+        divisor);
+    return grad_input;
+  });
+  m.impl("avg_pool3d", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
+                          OptInt divisor) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, A, A, A, bool, bool, OptInt)>("aten::avg_pool3d", self, kernel, stride,
+                                                                      padding, ceil_mode, count_include_pad, divisor);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return structured_functional<meta::structured_avg_pool3d, 1>(
+        [&](T out) { launch_avg_pool(3, self, kernel, stride, padding, count_include_pad, divisor, out); }, self,
+        kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+  });
+  m.impl("avg_pool3d.out", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
+                              OptInt divisor, at::Tensor& out) -> at::Tensor& {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor&(T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
+          "aten::avg_pool3d.out", self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, out);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    structured_out<meta::structured_avg_pool3d, 1>(
+        [&](T o) { launch_avg_pool(3, self, kernel, stride, padding, count_include_pad, divisor, o); },
+        std::forward_as_tuple(out), self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+    return out;
+  });
+  m.impl("avg_pool3d_backward", [](T grad_output, T self, A kernel, A stride, A padding, bool ceil_mode,
+                                   bool count_include_pad, OptInt divisor) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T, A, A, A, bool, bool, OptInt)>(
+          "aten::avg_pool3d_backward", grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad,
+          divisor);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return structured_functional<meta::structured_avg_pool3d_backward, 1>(
+        [&](T gi) {
+          launch_avg_pool_backward(3, grad_output, self, kernel, stride, padding, count_include_pad, divisor, gi);
+        },
+        grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
+  });
+  m.impl("avg_pool3d_backward.grad_input", [](T grad_output, T self, A kernel, A stride, A padding, bool ceil_mode,
+                                              bool count_include_pad, OptInt divisor,
+                                              at::Tensor& grad_input) -> at::Tensor& {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor&(T, T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
+          "aten::avg_pool3d_backward.grad_input", grad_output, self, kernel, stride, padding, ceil_mode,
+          count_include_pad, divisor, grad_input);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    structured_out<meta::structured_avg_pool3d_backward, 1>(
+        [&](T gi) {
+          launch_avg_pool_backward(3, grad_output, self, kernel, stride, padding, count_include_pad, divisor, gi);
+        },
+        std::forward_as_tuple(grad_input), grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad,
+        divisor);
+    return grad_input;
+  });
+
+  // ---- adaptive average pooling 2-D and 3-D ----
+  m.impl("_adaptive_avg_pool2d", [](T self, A output_size) {
+    if (!has_pool_kernel(self)) return cpu_fallback<at::Tensor(T, A)>("aten::_adaptive_avg_pool2d", self, output_size);
+    c10::OptionalDeviceGuard guard(self.device());
+    return adaptive_avg_pool(2, self, output_size);
+  });
+  m.impl("_adaptive_avg_pool3d", [](T self, A output_size) {
+    if (!has_pool_kernel(self)) return cpu_fallback<at::Tensor(T, A)>("aten::_adaptive_avg_pool3d", self, output_size);
+    c10::OptionalDeviceGuard guard(self.device());
+    return adaptive_avg_pool(3, self, output_size);
+  });
+  m.impl("_adaptive_avg_pool2d_backward", [](T grad_output, T self) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T)>("aten::_adaptive_avg_pool2d_backward", grad_output, self);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return adaptive_avg_pool_backward(2, grad_output, self);
+  });
+  m.impl("_adaptive_avg_pool3d_backward", [](T grad_output, T self) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T)>("aten::_adaptive_avg_pool3d_backward", grad_output, self);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return adaptive_avg_pool_backward(3, grad_output, self);
+  });
+
+  // ---- adaptive max pooling 2-D and 3-D (structured) ----
+  m.impl("adaptive_max_pool2d", [](T self, A output_size) {
+    if (!has_pool_kernel(self)) return cpu_fallback<Pair(T, A)>("aten::adaptive_max_pool2d", self, output_size);
+    c10::OptionalDeviceGuard guard(self.device());
+    return structured_functional<meta::structured_adaptive_max_pool2d, 2>(
+        [&](T out, T idx) { launch_adaptive_max_pool(2, self, out, idx); }, self, output_size);
+  });
+  m.impl("adaptive_max_pool2d.out", [](T self, A output_size, at::Tensor& out, at::Tensor& indices) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<RefPair(T, A, at::Tensor&, at::Tensor&)>("aten::adaptive_max_pool2d.out", self,
+                                                                   output_size, out, indices);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    structured_out<meta::structured_adaptive_max_pool2d, 2>(
+        [&](T o, T i) { launch_adaptive_max_pool(2, self, o, i); }, std::forward_as_tuple(out, indices), self,
+        output_size);
+    return RefPair(out, indices);
+  });
+  m.impl("adaptive_max_pool3d", [](T self, A output_size) {
+    if (!has_pool_kernel(self)) return cpu_fallback<Pair(T, A)>("aten::adaptive_max_pool3d", self, output_size);
+    c10::OptionalDeviceGuard guard(self.device());
+    return structured_functional<meta::structured_adaptive_max_pool3d, 2>(
+        [&](T out, T idx) { launch_adaptive_max_pool(3, self, out, idx); }, self, output_size);
+  });
+  m.impl("adaptive_max_pool3d.out", [](T self, A output_size, at::Tensor& out, at::Tensor& indices) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<RefPair(T, A, at::Tensor&, at::Tensor&)>("aten::adaptive_max_pool3d.out", self,
+                                                                   output_size, out, indices);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    structured_out<meta::structured_adaptive_max_pool3d, 2>(
+        [&](T o, T i) { launch_adaptive_max_pool(3, self, o, i); }, std::forward_as_tuple(out, indices), self,
+        output_size);
+    return RefPair(out, indices);
+  });
+  m.impl("adaptive_max_pool2d_backward", [](T grad_output, T self, T indices) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T, T)>("aten::adaptive_max_pool2d_backward", grad_output, self, indices);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return structured_functional<meta::structured_adaptive_max_pool2d_backward, 1>(
+        [&](T gi) {
+          launch_max_backward("adaptive_max_pool2d_backward", grad_output, indices, gi,
+                              plane_shape(self, grad_output, 2));
+        },
+        grad_output, self, indices);
+  });
+  m.impl("adaptive_max_pool2d_backward.grad_input", [](T grad_output, T self, T indices,
+                                                       at::Tensor& grad_input) -> at::Tensor& {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor&(T, T, T, at::Tensor&)>("aten::adaptive_max_pool2d_backward.grad_input",
+                                                             grad_output, self, indices, grad_input);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    structured_out<meta::structured_adaptive_max_pool2d_backward, 1>(
+        [&](T gi) {
+          launch_max_backward("adaptive_max_pool2d_backward", grad_output, indices, gi,
+                              plane_shape(self, grad_output, 2));
+        },
+        std::forward_as_tuple(grad_input), grad_output, self, indices);
+    return grad_input;
+  });
+  m.impl("adaptive_max_pool3d_backward", [](T grad_output, T self, T indices) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T, T)>("aten::adaptive_max_pool3d_backward", grad_output, self, indices);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return structured_functional<meta::structured_adaptive_max_pool3d_backward, 1>(
+        [&](T gi) {
+          launch_max_backward("adaptive_max_pool3d_backward", grad_output, indices, gi,
+                              plane_shape(self, grad_output, 3));
+        },
+        grad_output, self, indices);
+  });
+  m.impl("adaptive_max_pool3d_backward.grad_input", [](T grad_output, T self, T indices,
+                                                       at::Tensor& grad_input) -> at::Tensor& {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor&(T, T, T, at::Tensor&)>("aten::adaptive_max_pool3d_backward.grad_input",
+                                                             grad_output, self, indices, grad_input);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    structured_out<meta::structured_adaptive_max_pool3d_backward, 1>(
+        [&](T gi) {
+          launch_max_backward("adaptive_max_pool3d_backward", grad_output, indices, gi,
+                              plane_shape(self, grad_output, 3));
+        },
+        std::forward_as_tuple(grad_input), grad_output, self, indices);
+    return grad_input;
+  });
 }
 
 }  // namespace torch_mlu

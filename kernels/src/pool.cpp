@@ -12,149 +12,157 @@
 namespace mlu::kernels {
 namespace {
 
-int64_t grain_planes(const Pool2dShape& s) {
-  return std::max<int64_t>(1, 16384 / std::max<int64_t>(s.out_h * s.out_w * s.kernel_h * s.kernel_w, 1));
+int64_t in_plane(const PoolShape& s) { return s.in[0] * s.in[1] * s.in[2]; }
+int64_t out_plane(const PoolShape& s) { return s.out[0] * s.out[1] * s.out[2]; }
+
+int64_t grain_planes(const PoolShape& s) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(out_plane(s) * s.kernel[0] * s.kernel[1] * s.kernel[2], 1));
 }
 
-}  // namespace
-
-void max_pool2d(const Pool2dShape& s, ScalarType type, const void* input, void* output, int64_t* indices) {
-  detail::dispatch_floating(type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using A = detail::compute_t<T>;
-    const T* in = static_cast<const T*>(input);
-    T* out = static_cast<T*>(output);
-    parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
-      for (int64_t p = lo; p < hi; ++p) {
-        const T* plane = in + p * s.in_h * s.in_w;
-        for (int64_t oh = 0; oh < s.out_h; ++oh) {
-          int64_t h0 = oh * s.stride_h - s.pad_h;
-          const int64_t h1 = std::min(h0 + (s.kernel_h - 1) * s.dilation_h + 1, s.in_h);
-          while (h0 < 0) h0 += s.dilation_h;
-          for (int64_t ow = 0; ow < s.out_w; ++ow) {
-            int64_t w0 = ow * s.stride_w - s.pad_w;
-            const int64_t w1 = std::min(w0 + (s.kernel_w - 1) * s.dilation_w + 1, s.in_w);
-            while (w0 < 0) w0 += s.dilation_w;
-            int64_t best = h0 * s.in_w + w0;
-            A best_value = -std::numeric_limits<A>::infinity();
-            for (int64_t ih = h0; ih < h1; ih += s.dilation_h) {
-              for (int64_t iw = w0; iw < w1; iw += s.dilation_w) {
-                const int64_t at = ih * s.in_w + iw;
-                const A v = detail::convert<A>(plane[at]);
-                if (v > best_value || std::isnan(v)) {
-                  best_value = v;
-                  best = at;
-                }
-              }
-            }
-            const int64_t o = (p * s.out_h + oh) * s.out_w + ow;
-            out[o] = detail::convert<T>(best_value);
-            indices[o] = best;
-          }
-        }
-      }
-    });
-  });
-}
-
-void max_pool2d_backward(const Pool2dShape& s, ScalarType type, const void* grad_output, const int64_t* indices,
-                         void* grad_input) {
-  detail::dispatch_floating(type, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using A = detail::compute_t<T>;
-    const T* go = static_cast<const T*>(grad_output);
-    T* gi = static_cast<T*>(grad_input);
-    const int64_t in_plane = s.in_h * s.in_w, out_plane = s.out_h * s.out_w;
-    parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
-      for (int64_t p = lo; p < hi; ++p) {
-        T* plane = gi + p * in_plane;
-        std::fill_n(plane, in_plane, T(0));
-        for (int64_t o = 0; o < out_plane; ++o) {
-          const int64_t at = indices[p * out_plane + o];
-          if (at < 0 || at >= in_plane) continue;  // not an index forward could give: ignored, never written
-          plane[at] = detail::convert<T>(detail::convert<A>(plane[at]) + detail::convert<A>(go[p * out_plane + o]));
-        }
-      }
-    });
-  });
-}
-
-namespace {
-
-// The window of output (oh, ow): rows [h0, h1), columns [w0, w1) inside the
-// plane, and its divisor (Note in pool.h on avg_pool2d).
-struct AvgWindow {
-  int64_t h0, h1, w0, w1, divisor;
+// The input positions of one output: [lo, hi) by step per dim, inside the
+// plane, and the average's divisor.
+struct Window {
+  int64_t lo[3], hi[3], step[3];
+  int64_t divisor;
+  bool empty() const { return lo[0] >= hi[0] || lo[1] >= hi[1] || lo[2] >= hi[2]; }
 };
 
-AvgWindow avg_window(const Pool2dShape& s, int64_t oh, int64_t ow, bool count_include_pad, int64_t divisor_override) {
-  int64_t h0 = oh * s.stride_h - s.pad_h, w0 = ow * s.stride_w - s.pad_w;
-  int64_t h1 = std::min(h0 + s.kernel_h, s.in_h + s.pad_h), w1 = std::min(w0 + s.kernel_w, s.in_w + s.pad_w);
-  const int64_t padded = (h1 - h0) * (w1 - w0);
-  h0 = std::max<int64_t>(h0, 0);
-  w0 = std::max<int64_t>(w0, 0);
-  h1 = std::min(h1, s.in_h);
-  w1 = std::min(w1, s.in_w);
-  const int64_t divisor = divisor_override != 0 ? divisor_override : count_include_pad ? padded : (h1 - h0) * (w1 - w0);
-  return {h0, h1, w0, w1, divisor};
+// Calls visit(flat position) for each position of w, depth-major.
+template <class Visit>
+inline void for_each_position(const PoolShape& s, const Window& w, Visit visit) {
+  for (int64_t d = w.lo[0]; d < w.hi[0]; d += w.step[0]) {
+    for (int64_t h = w.lo[1]; h < w.hi[1]; h += w.step[1]) {
+      const int64_t row = (d * s.in[1] + h) * s.in[2];
+      for (int64_t x = w.lo[2]; x < w.hi[2]; x += w.step[2]) visit(row + x);
+    }
+  }
 }
 
-int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
-int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
+// Calls fn(output flat index, window(o)) for every output of a plane.
+template <class MakeWindow, class Fn>
+inline void for_each_output(const PoolShape& s, MakeWindow window, Fn fn) {
+  int64_t o = 0;
+  for (int64_t od = 0; od < s.out[0]; ++od) {
+    for (int64_t oh = 0; oh < s.out[1]; ++oh) {
+      for (int64_t ow = 0; ow < s.out[2]; ++ow) fn(o++, window(od, oh, ow));
+    }
+  }
+}
 
-// Runs window(oh, ow) -> (h0, h1, w0, w1, divisor) over every output of
-// every plane: the forward averages, the backward spreads.
-template <class Window>
-void average_forward(const Pool2dShape& s, ScalarType type, const void* input, void* output, Window window) {
+Window max_window(const PoolShape& s, const int64_t (&o)[3]) {
+  Window w{};
+  for (int d = 0; d < 3; ++d) {
+    int64_t lo = o[d] * s.stride[d] - s.pad[d];
+    w.hi[d] = std::min(lo + (s.kernel[d] - 1) * s.dilation[d] + 1, s.in[d]);
+    while (lo < 0) lo += s.dilation[d];
+    w.lo[d] = lo;
+    w.step[d] = s.dilation[d];
+  }
+  w.divisor = 1;
+  return w;
+}
+
+Window avg_window(const PoolShape& s, const int64_t (&o)[3], bool count_include_pad, int64_t divisor_override) {
+  Window w{};
+  int64_t padded = 1, clipped = 1;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t lo = o[d] * s.stride[d] - s.pad[d];
+    const int64_t hi = std::min(lo + s.kernel[d], s.in[d] + s.pad[d]);
+    padded *= hi - lo;
+    w.lo[d] = std::max<int64_t>(lo, 0);
+    w.hi[d] = std::min(hi, s.in[d]);
+    w.step[d] = 1;
+    clipped *= w.hi[d] - w.lo[d];
+  }
+  w.divisor = divisor_override != 0 ? divisor_override : count_include_pad ? padded : clipped;
+  return w;
+}
+
+Window adaptive_window(const PoolShape& s, const int64_t (&o)[3]) {
+  Window w{};
+  w.divisor = 1;
+  for (int d = 0; d < 3; ++d) {
+    w.lo[d] = (o[d] * s.in[d]) / s.out[d];
+    w.hi[d] = ((o[d] + 1) * s.in[d] + s.out[d] - 1) / s.out[d];
+    w.step[d] = 1;
+    w.divisor *= w.hi[d] - w.lo[d];
+  }
+  return w;
+}
+
+// Maximum and its index over each window of each plane.
+template <class MakeWindow>
+void maximum(const PoolShape& s, ScalarType type, const void* input, void* output, int64_t* indices,
+             MakeWindow window) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;
     const T* in = static_cast<const T*>(input);
     T* out = static_cast<T*>(output);
+    const int64_t ip = in_plane(s), op = out_plane(s);
     parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
       for (int64_t p = lo; p < hi; ++p) {
-        const T* plane = in + p * s.in_h * s.in_w;
-        for (int64_t oh = 0; oh < s.out_h; ++oh) {
-          for (int64_t ow = 0; ow < s.out_w; ++ow) {
-            const AvgWindow w = window(oh, ow);
-            A sum = 0;
-            for (int64_t ih = w.h0; ih < w.h1; ++ih) {
-              for (int64_t iw = w.w0; iw < w.w1; ++iw) sum += detail::convert<A>(plane[ih * s.in_w + iw]);
+        const T* plane = in + p * ip;
+        for_each_output(s, window, [&](int64_t o, const Window& w) {
+          int64_t best = (w.lo[0] * s.in[1] + w.lo[1]) * s.in[2] + w.lo[2];
+          A best_value = -std::numeric_limits<A>::infinity();
+          for_each_position(s, w, [&](int64_t at) {
+            const A v = detail::convert<A>(plane[at]);
+            if (v > best_value || std::isnan(v)) {
+              best_value = v;
+              best = at;
             }
-            const bool empty = w.h0 >= w.h1 || w.w0 >= w.w1;
-            out[(p * s.out_h + oh) * s.out_w + ow] = detail::convert<T>(empty ? A(0) : sum / static_cast<A>(w.divisor));
-          }
-        }
+          });
+          out[p * op + o] = detail::convert<T>(best_value);
+          indices[p * op + o] = best;
+        });
       }
     });
   });
 }
 
-template <class Window>
-void average_backward(const Pool2dShape& s, ScalarType type, const void* grad_output, void* grad_input,
-                      Window window) {
+// The forward averages, the backward spreads.
+template <class MakeWindow>
+void average_forward(const PoolShape& s, ScalarType type, const void* input, void* output, MakeWindow window) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = detail::compute_t<T>;
+    const T* in = static_cast<const T*>(input);
+    T* out = static_cast<T*>(output);
+    const int64_t ip = in_plane(s), op = out_plane(s);
+    parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p) {
+        const T* plane = in + p * ip;
+        for_each_output(s, window, [&](int64_t o, const Window& w) {
+          A sum = 0;
+          for_each_position(s, w, [&](int64_t at) { sum += detail::convert<A>(plane[at]); });
+          out[p * op + o] = detail::convert<T>(w.empty() ? A(0) : sum / static_cast<A>(w.divisor));
+        });
+      }
+    });
+  });
+}
+
+template <class MakeWindow>
+void average_backward(const PoolShape& s, ScalarType type, const void* grad_output, void* grad_input,
+                      MakeWindow window) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;
     const T* go = static_cast<const T*>(grad_output);
     T* gi = static_cast<T*>(grad_input);
-    const int64_t in_plane = s.in_h * s.in_w;
+    const int64_t ip = in_plane(s), op = out_plane(s);
     parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
-      std::vector<A> acc(static_cast<size_t>(in_plane));
+      std::vector<A> acc(static_cast<size_t>(ip));
       for (int64_t p = lo; p < hi; ++p) {
         std::fill(acc.begin(), acc.end(), A(0));
-        for (int64_t oh = 0; oh < s.out_h; ++oh) {
-          for (int64_t ow = 0; ow < s.out_w; ++ow) {
-            const AvgWindow w = window(oh, ow);
-            if (w.h0 >= w.h1 || w.w0 >= w.w1) continue;
-            const A g = detail::convert<A>(go[(p * s.out_h + oh) * s.out_w + ow]) / static_cast<A>(w.divisor);
-            for (int64_t ih = w.h0; ih < w.h1; ++ih) {
-              for (int64_t iw = w.w0; iw < w.w1; ++iw) acc[ih * s.in_w + iw] += g;
-            }
-          }
-        }
-        T* plane = gi + p * in_plane;
-        for (int64_t i = 0; i < in_plane; ++i) plane[i] = detail::convert<T>(acc[i]);
+        for_each_output(s, window, [&](int64_t o, const Window& w) {
+          if (w.empty()) return;
+          const A g = detail::convert<A>(go[p * op + o]) / static_cast<A>(w.divisor);
+          for_each_position(s, w, [&](int64_t at) { acc[static_cast<size_t>(at)] += g; });
+        });
+        T* plane = gi + p * ip;
+        for (int64_t i = 0; i < ip; ++i) plane[i] = detail::convert<T>(acc[static_cast<size_t>(i)]);
       }
     });
   });
@@ -162,35 +170,60 @@ void average_backward(const Pool2dShape& s, ScalarType type, const void* grad_ou
 
 }  // namespace
 
-void avg_pool2d(const Pool2dShape& s, ScalarType type, const void* input, void* output, bool count_include_pad,
-                int64_t divisor_override) {
+void max_pool(const PoolShape& s, ScalarType type, const void* input, void* output, int64_t* indices) {
+  maximum(s, type, input, output, indices,
+          [&](int64_t d, int64_t h, int64_t w) { return max_window(s, {d, h, w}); });
+}
+
+void adaptive_max_pool(const PoolShape& s, ScalarType type, const void* input, void* output, int64_t* indices) {
+  maximum(s, type, input, output, indices,
+          [&](int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); });
+}
+
+void max_pool_backward(const PoolShape& s, ScalarType type, const void* grad_output, const int64_t* indices,
+                       void* grad_input) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = detail::compute_t<T>;
+    const T* go = static_cast<const T*>(grad_output);
+    T* gi = static_cast<T*>(grad_input);
+    const int64_t ip = in_plane(s), op = out_plane(s);
+    parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p) {
+        T* plane = gi + p * ip;
+        std::fill_n(plane, ip, T(0));
+        for (int64_t o = 0; o < op; ++o) {
+          const int64_t at = indices[p * op + o];
+          if (at < 0 || at >= ip) continue;  // not an index forward could give: ignored, never written
+          plane[at] = detail::convert<T>(detail::convert<A>(plane[at]) + detail::convert<A>(go[p * op + o]));
+        }
+      }
+    });
+  });
+}
+
+void avg_pool(const PoolShape& s, ScalarType type, const void* input, void* output, bool count_include_pad,
+              int64_t divisor_override) {
+  average_forward(s, type, input, output, [&](int64_t d, int64_t h, int64_t w) {
+    return avg_window(s, {d, h, w}, count_include_pad, divisor_override);
+  });
+}
+
+void avg_pool_backward(const PoolShape& s, ScalarType type, const void* grad_output, void* grad_input,
+                       bool count_include_pad, int64_t divisor_override) {
+  average_backward(s, type, grad_output, grad_input, [&](int64_t d, int64_t h, int64_t w) {
+    return avg_window(s, {d, h, w}, count_include_pad, divisor_override);
+  });
+}
+
+void adaptive_avg_pool(const PoolShape& s, ScalarType type, const void* input, void* output) {
   average_forward(s, type, input, output,
-                  [&](int64_t oh, int64_t ow) { return avg_window(s, oh, ow, count_include_pad, divisor_override); });
+                  [&](int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); });
 }
 
-void avg_pool2d_backward(const Pool2dShape& s, ScalarType type, const void* grad_output, void* grad_input,
-                         bool count_include_pad, int64_t divisor_override) {
+void adaptive_avg_pool_backward(const PoolShape& s, ScalarType type, const void* grad_output, void* grad_input) {
   average_backward(s, type, grad_output, grad_input,
-                   [&](int64_t oh, int64_t ow) { return avg_window(s, oh, ow, count_include_pad, divisor_override); });
-}
-
-namespace {
-
-AvgWindow adaptive_window(const Pool2dShape& s, int64_t oh, int64_t ow) {
-  const int64_t h0 = adaptive_start(oh, s.in_h, s.out_h), h1 = adaptive_end(oh, s.in_h, s.out_h);
-  const int64_t w0 = adaptive_start(ow, s.in_w, s.out_w), w1 = adaptive_end(ow, s.in_w, s.out_w);
-  return {h0, h1, w0, w1, (h1 - h0) * (w1 - w0)};
-}
-
-}  // namespace
-
-void adaptive_avg_pool2d(const Pool2dShape& s, ScalarType type, const void* input, void* output) {
-  average_forward(s, type, input, output, [&](int64_t oh, int64_t ow) { return adaptive_window(s, oh, ow); });
-}
-
-void adaptive_avg_pool2d_backward(const Pool2dShape& s, ScalarType type, const void* grad_output, void* grad_input) {
-  average_backward(s, type, grad_output, grad_input,
-                   [&](int64_t oh, int64_t ow) { return adaptive_window(s, oh, ow); });
+                   [&](int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); });
 }
 
 }  // namespace mlu::kernels

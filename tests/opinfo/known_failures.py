@@ -90,6 +90,10 @@ KNOWN_FAILURES = [
          "bf16 mlu 0.030 / 0.049 vs CPU 0.043 / 0.094, f16 0.0069 vs 0.0087")
       for op, dtypes in (("nn.functional.batch_norm", ("bfloat16",)), ("native_batch_norm", ("bfloat16",)),
                          ("nn.functional.instance_norm", ("bfloat16", "float16")))],
+    KF("nn.functional.adaptive_avg_pool3d", "test_compare_cpu", ("bfloat16", "float16"), "xfail",
+       "differs by design: the CPU's 16-bit adaptive_avg_pool3d sums each window in the 16-bit type; mlu sums in "
+       "float and rounds once. op_db's (8, 8, 8, 8) -> (5, 7, 4) sample, max |error| against float64: bfloat16 "
+       "CPU 0.0063 / mlu 0.0020, float16 CPU 0.00093 / mlu 0.00042"),
     KF("nn.functional.nll_loss", "test_compare_cpu", ("float16",), "xfail",
        "differs by design: the CPU's float16 nll_loss2d (4-D inputs) sums the losses in float16; mlu sums in float "
        "and rounds once (op_db's (2, 3, 2, 2) sum samples: CPU -28.140625 / mlu -28.15625 / float64 -28.1538; "
