@@ -236,33 +236,6 @@ void launch_adaptive_max_pool(int dims, T self, T output, T indices) {
                       plane_shape(self, output, dims), k::adaptive_max_pool);
 }
 
-// ---- registration helpers: the functional and out= forms of structured ops ----
-
-template <class Meta, int N, class Launch, class... Args>
-auto structured_functional(Launch launch, const Args&... args) {
-  MLUFunctional<Meta, N> meta;
-  meta.meta(args...);
-  if constexpr (N == 1) {
-    launch(meta.output(0));
-    return std::move(meta.output(0));
-  } else {
-    launch(meta.output(0), meta.output(1));
-    return std::make_tuple(std::move(meta.output(0)), std::move(meta.output(1)));
-  }
-}
-
-template <class Meta, int N, class Launch, class Outs, class... Args>
-void structured_out(Launch launch, const Outs& outs, const Args&... args) {
-  auto meta = std::apply([](const auto&... o) { return std::make_unique<MLUOut<Meta, N>>(o...); }, outs);
-  meta->meta(args...);
-  if constexpr (N == 1) {
-    launch(meta->maybe_get_output(0));
-  } else {
-    launch(meta->maybe_get_output(0), meta->maybe_get_output(1));
-  }
-  meta->finish();
-}
-
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
@@ -277,7 +250,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                                      dilation, ceil_mode);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    return structured_functional<meta::structured_max_pool2d_with_indices, 2>(
+    return run_functional<meta::structured_max_pool2d_with_indices, 2>(
         [&](T out, T idx) { launch_max_pool(2, self, kernel, stride, padding, dilation, out, idx); }, self, kernel,
         stride, padding, dilation, ceil_mode);
   });
@@ -288,7 +261,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
           "aten::max_pool2d_with_indices.out", self, kernel, stride, padding, dilation, ceil_mode, out, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    structured_out<meta::structured_max_pool2d_with_indices, 2>(
+    run_out<meta::structured_max_pool2d_with_indices, 2>(
         [&](T o, T i) { launch_max_pool(2, self, kernel, stride, padding, dilation, o, i); },
         std::forward_as_tuple(out, indices), self, kernel, stride, padding, dilation, ceil_mode);
     return RefPair(out, indices);
@@ -301,7 +274,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                                                 dilation, ceil_mode, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    return structured_functional<meta::structured_max_pool2d_with_indices_backward, 1>(
+    return run_functional<meta::structured_max_pool2d_with_indices_backward, 1>(
         [&](T gi) { launch_max_pool_backward(2, grad_output, self, kernel, stride, padding, dilation, indices, gi); },
         grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
   });
@@ -314,7 +287,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                  dilation, ceil_mode, indices, grad_input);
            }
            c10::OptionalDeviceGuard guard(self.device());
-           structured_out<meta::structured_max_pool2d_with_indices_backward, 1>(
+           run_out<meta::structured_max_pool2d_with_indices_backward, 1>(
                [&](T gi) {
                  launch_max_pool_backward(2, grad_output, self, kernel, stride, padding, dilation, indices, gi);
                },
@@ -349,7 +322,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                                                       padding, ceil_mode, count_include_pad, divisor);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    return structured_functional<meta::structured_avg_pool2d, 1>(
+    return run_functional<meta::structured_avg_pool2d, 1>(
         [&](T out) { launch_avg_pool(2, self, kernel, stride, padding, count_include_pad, divisor, out); }, self,
         kernel, stride, padding, ceil_mode, count_include_pad, divisor);
   });
@@ -360,7 +333,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
           "aten::avg_pool2d.out", self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, out);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    structured_out<meta::structured_avg_pool2d, 1>(
+    run_out<meta::structured_avg_pool2d, 1>(
         [&](T o) { launch_avg_pool(2, self, kernel, stride, padding, count_include_pad, divisor, o); },
         std::forward_as_tuple(out), self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
     return out;
@@ -373,7 +346,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
           divisor);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    return structured_functional<meta::structured_avg_pool2d_backward, 1>(
+    return run_functional<meta::structured_avg_pool2d_backward, 1>(
         [&](T gi) {
           launch_avg_pool_backward(2, grad_output, self, kernel, stride, padding, count_include_pad, divisor, gi);
         },
@@ -388,7 +361,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
           count_include_pad, divisor, grad_input);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    structured_out<meta::structured_avg_pool2d_backward, 1>(
+    run_out<meta::structured_avg_pool2d_backward, 1>(
         [&](T gi) {
           launch_avg_pool_backward(2, grad_output, self, kernel, stride, padding, count_include_pad, divisor, gi);
         },
@@ -403,7 +376,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                                                       padding, ceil_mode, count_include_pad, divisor);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    return structured_functional<meta::structured_avg_pool3d, 1>(
+    return run_functional<meta::structured_avg_pool3d, 1>(
         [&](T out) { launch_avg_pool(3, self, kernel, stride, padding, count_include_pad, divisor, out); }, self,
         kernel, stride, padding, ceil_mode, count_include_pad, divisor);
   });
@@ -414,7 +387,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
           "aten::avg_pool3d.out", self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, out);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    structured_out<meta::structured_avg_pool3d, 1>(
+    run_out<meta::structured_avg_pool3d, 1>(
         [&](T o) { launch_avg_pool(3, self, kernel, stride, padding, count_include_pad, divisor, o); },
         std::forward_as_tuple(out), self, kernel, stride, padding, ceil_mode, count_include_pad, divisor);
     return out;
@@ -427,7 +400,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
           divisor);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    return structured_functional<meta::structured_avg_pool3d_backward, 1>(
+    return run_functional<meta::structured_avg_pool3d_backward, 1>(
         [&](T gi) {
           launch_avg_pool_backward(3, grad_output, self, kernel, stride, padding, count_include_pad, divisor, gi);
         },
@@ -442,7 +415,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
           count_include_pad, divisor, grad_input);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    structured_out<meta::structured_avg_pool3d_backward, 1>(
+    run_out<meta::structured_avg_pool3d_backward, 1>(
         [&](T gi) {
           launch_avg_pool_backward(3, grad_output, self, kernel, stride, padding, count_include_pad, divisor, gi);
         },
@@ -481,7 +454,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("adaptive_max_pool2d", [](T self, A output_size) {
     if (!has_pool_kernel(self)) return cpu_fallback<Pair(T, A)>("aten::adaptive_max_pool2d", self, output_size);
     c10::OptionalDeviceGuard guard(self.device());
-    return structured_functional<meta::structured_adaptive_max_pool2d, 2>(
+    return run_functional<meta::structured_adaptive_max_pool2d, 2>(
         [&](T out, T idx) { launch_adaptive_max_pool(2, self, out, idx); }, self, output_size);
   });
   m.impl("adaptive_max_pool2d.out", [](T self, A output_size, at::Tensor& out, at::Tensor& indices) {
@@ -490,7 +463,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                                                    output_size, out, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    structured_out<meta::structured_adaptive_max_pool2d, 2>(
+    run_out<meta::structured_adaptive_max_pool2d, 2>(
         [&](T o, T i) { launch_adaptive_max_pool(2, self, o, i); }, std::forward_as_tuple(out, indices), self,
         output_size);
     return RefPair(out, indices);
@@ -498,7 +471,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("adaptive_max_pool3d", [](T self, A output_size) {
     if (!has_pool_kernel(self)) return cpu_fallback<Pair(T, A)>("aten::adaptive_max_pool3d", self, output_size);
     c10::OptionalDeviceGuard guard(self.device());
-    return structured_functional<meta::structured_adaptive_max_pool3d, 2>(
+    return run_functional<meta::structured_adaptive_max_pool3d, 2>(
         [&](T out, T idx) { launch_adaptive_max_pool(3, self, out, idx); }, self, output_size);
   });
   m.impl("adaptive_max_pool3d.out", [](T self, A output_size, at::Tensor& out, at::Tensor& indices) {
@@ -507,7 +480,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                                                    output_size, out, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    structured_out<meta::structured_adaptive_max_pool3d, 2>(
+    run_out<meta::structured_adaptive_max_pool3d, 2>(
         [&](T o, T i) { launch_adaptive_max_pool(3, self, o, i); }, std::forward_as_tuple(out, indices), self,
         output_size);
     return RefPair(out, indices);
@@ -517,7 +490,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
       return cpu_fallback<at::Tensor(T, T, T)>("aten::adaptive_max_pool2d_backward", grad_output, self, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    return structured_functional<meta::structured_adaptive_max_pool2d_backward, 1>(
+    return run_functional<meta::structured_adaptive_max_pool2d_backward, 1>(
         [&](T gi) {
           launch_max_backward("adaptive_max_pool2d_backward", grad_output, indices, gi,
                               plane_shape(self, grad_output, 2));
@@ -531,7 +504,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                                              grad_output, self, indices, grad_input);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    structured_out<meta::structured_adaptive_max_pool2d_backward, 1>(
+    run_out<meta::structured_adaptive_max_pool2d_backward, 1>(
         [&](T gi) {
           launch_max_backward("adaptive_max_pool2d_backward", grad_output, indices, gi,
                               plane_shape(self, grad_output, 2));
@@ -544,7 +517,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
       return cpu_fallback<at::Tensor(T, T, T)>("aten::adaptive_max_pool3d_backward", grad_output, self, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    return structured_functional<meta::structured_adaptive_max_pool3d_backward, 1>(
+    return run_functional<meta::structured_adaptive_max_pool3d_backward, 1>(
         [&](T gi) {
           launch_max_backward("adaptive_max_pool3d_backward", grad_output, indices, gi,
                               plane_shape(self, grad_output, 3));
@@ -558,7 +531,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                                              grad_output, self, indices, grad_input);
     }
     c10::OptionalDeviceGuard guard(self.device());
-    structured_out<meta::structured_adaptive_max_pool3d_backward, 1>(
+    run_out<meta::structured_adaptive_max_pool3d_backward, 1>(
         [&](T gi) {
           launch_max_backward("adaptive_max_pool3d_backward", grad_output, indices, gi,
                               plane_shape(self, grad_output, 3));

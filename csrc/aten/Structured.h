@@ -19,6 +19,8 @@
 
 #include <array>
 #include <functional>
+#include <memory>
+#include <tuple>
 #include <optional>
 #include <type_traits>
 
@@ -123,5 +125,33 @@ class MLUOut final : public Meta {
   std::array<std::reference_wrapper<const at::Tensor>, N> outputs_;
   std::array<std::optional<at::Tensor>, N> proxies_;
 };
+
+// The functional and out= forms of a structured op whose impl is
+// launch(output tensors...): meta(args...) sizes the outputs, launch fills
+// them (out=: through proxies when the meta asked for other strides).
+template <class Meta, int N, class Launch, class... Args>
+auto run_functional(Launch launch, const Args&... args) {
+  MLUFunctional<Meta, N> meta;
+  meta.meta(args...);
+  if constexpr (N == 1) {
+    launch(meta.output(0));
+    return std::move(meta.output(0));
+  } else {
+    launch(meta.output(0), meta.output(1));
+    return std::make_tuple(std::move(meta.output(0)), std::move(meta.output(1)));
+  }
+}
+
+template <class Meta, int N, class Launch, class Outs, class... Args>
+void run_out(Launch launch, const Outs& outs, const Args&... args) {
+  auto meta = std::apply([](const auto&... o) { return std::make_unique<MLUOut<Meta, N>>(o...); }, outs);
+  meta->meta(args...);
+  if constexpr (N == 1) {
+    launch(meta->maybe_get_output(0));
+  } else {
+    launch(meta->maybe_get_output(0), meta->maybe_get_output(1));
+  }
+  meta->finish();
+}
 
 }  // namespace torch_mlu

@@ -89,7 +89,8 @@ CI_COMPARE_OPS = [
     "nn.functional.scaled_dot_product_attention",
     "nn.functional.max_pool2d", "nn.functional.avg_pool2d", "nn.functional.adaptive_avg_pool2d",
     "nn.functional.conv2d", "nn.functional.conv_transpose2d", "nn.functional.conv1d", "nn.functional.pad.constant",
-    "nn.functional.interpolate.nearest",
+    "nn.functional.interpolate.nearest", "nn.functional.interpolate.bilinear", "nn.functional.interpolate.bicubic",
+    "nn.functional.max_pool3d", "nn.functional.adaptive_max_pool2d", "nn.functional.avg_pool3d",
     "nn.functional.one_hot", "nn.functional.dropout",
     # factories, conversions, sorting
     "zeros_like", "full_like", "empty_like", "arange", "linspace", "eye", "sort", "topk", "argsort", "unique",

@@ -94,6 +94,15 @@ KNOWN_FAILURES = [
        "differs by design: the CPU's 16-bit adaptive_avg_pool3d sums each window in the 16-bit type; mlu sums in "
        "float and rounds once. op_db's (8, 8, 8, 8) -> (5, 7, 4) sample, max |error| against float64: bfloat16 "
        "CPU 0.0063 / mlu 0.0020, float16 CPU 0.00093 / mlu 0.00042"),
+    *[KF(op, "test_compare_cpu", ("bfloat16", "float16"), "xfail",
+         "differs by design: the CPU's 16-bit linear / bicubic upsampling keeps the interpolation weights in the "
+         "16-bit type (UpSampleKernel.cpp's weight tensors are scalar_t); mlu keeps weights and sums in float and "
+         "rounds once. Max |error| against float64, (2, 3, 12, 9) x 1.7, align_corners False / True: bicubic "
+         "bfloat16 CPU 0.016 / 0.013, mlu 0.0076 / 0.0076; trilinear bfloat16 CPU 0.018 / 0.012, mlu 0.0078 / "
+         "0.0074; linear float16 CPU 0.0013, mlu 0.00089; bilinear equal on that input")
+      for op in ("nn.functional.interpolate.linear", "nn.functional.interpolate.bilinear",
+                 "nn.functional.interpolate.bicubic", "nn.functional.interpolate.trilinear",
+                 "nn.functional.upsample_bilinear")],
     KF("nn.functional.nll_loss", "test_compare_cpu", ("float16",), "xfail",
        "differs by design: the CPU's float16 nll_loss2d (4-D inputs) sums the losses in float16; mlu sums in float "
        "and rounds once (op_db's (2, 3, 2, 2) sum samples: CPU -28.140625 / mlu -28.15625 / float64 -28.1538; "

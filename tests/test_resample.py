@@ -1,0 +1,89 @@
+"""F.interpolate runs natively on mlu (mlu_kernels/resample.h), forward and backward, and agrees with the CPU.
+
+nearest / nearest-exact 1-3-D, linear / bilinear / bicubic / trilinear with align_corners both ways, sizes
+and scale factors (up and down, recompute_scale_factor), channels_last kept, integer images for nearest,
+16-bit inputs judged against float64 with the CPU's own error.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mlu
+
+SHAPES = {1: (2, 3, 11), 2: (2, 3, 9, 7), 3: (2, 2, 5, 4, 6)}
+MODES = [("nearest", 1), ("nearest", 2), ("nearest", 3), ("nearest-exact", 1), ("nearest-exact", 2),
+         ("nearest-exact", 3), ("linear", 1), ("bilinear", 2), ("bicubic", 2), ("trilinear", 3)]
+SIZES = [dict(scale_factor=2), dict(scale_factor=1.7), dict(scale_factor=0.6), dict(scale_factor=1.3,
+         recompute_scale_factor=True), "size"]
+
+
+def run(x, device, grad_seed=4, **kw):
+    leaf = x.detach().clone().to(device).requires_grad_(x.is_floating_point())
+    out = F.interpolate(leaf, **kw)
+    if not x.is_floating_point():
+        return out, None
+    torch.manual_seed(grad_seed)
+    out.backward(torch.randn(out.shape).to(out.dtype).to(device))
+    return out, leaf.grad
+
+
+@pytest.mark.parametrize("how", SIZES, ids=str)
+@pytest.mark.parametrize("mode,dims", MODES, ids=str)
+def test_matches_cpu(mode, dims, how):
+    torch.manual_seed(0)
+    x = torch.randn(SHAPES[dims])
+    kw = dict(mode=mode)
+    if how == "size":
+        kw["size"] = tuple(s + 3 for s in x.shape[2:])
+    else:
+        kw.update(how)
+    for align in ([False, True] if mode in ("linear", "bilinear", "bicubic", "trilinear") else [None]):
+        if align is not None:
+            kw["align_corners"] = align
+        expected = run(x, "cpu", **kw)
+        torch_mlu.reset_fallback_report()
+        actual = run(x, "mlu", **kw)
+        assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+        for a, e in zip(actual, expected):
+            assert a.shape == e.shape and a.stride() == e.stride()
+            torch.testing.assert_close(a.cpu(), e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["nearest", "bilinear", "bicubic"])
+def test_channels_last_and_uint8(mode):
+    x = torch.randn(2, 3, 6, 5).to(memory_format=torch.channels_last)
+    kw = dict(scale_factor=2, mode=mode)
+    expected, actual = F.interpolate(x, **kw), F.interpolate(x.to("mlu"), **kw)
+    assert actual.is_contiguous(memory_format=torch.channels_last) == expected.is_contiguous(
+        memory_format=torch.channels_last)
+    torch.testing.assert_close(actual.cpu(), expected, rtol=1e-5, atol=1e-5)
+    if mode == "nearest":
+        img = torch.randint(0, 256, (1, 3, 5, 4), dtype=torch.uint8)
+        torch_mlu.reset_fallback_report()
+        assert torch.equal(F.interpolate(img.to("mlu"), scale_factor=3).cpu(), F.interpolate(img, scale_factor=3))
+        assert torch_mlu.fallback_report() == {}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("mode,dims", [("bilinear", 2), ("bicubic", 2), ("trilinear", 3)], ids=str)
+def test_16_bit_at_most_the_cpus_error(mode, dims, dtype):
+    torch.manual_seed(1)
+    x = torch.randn(SHAPES[dims]).to(dtype)
+    kw = dict(scale_factor=1.7, mode=mode, align_corners=False)
+    ref = run(x.double(), "cpu", **kw)
+    cpu = run(x, "cpu", **kw)
+    mlu = run(x, "mlu", **kw)
+    eps = torch.finfo(dtype).eps
+    for m, c, r in zip(mlu, cpu, ref):
+        cpu_err = (c.double() - r).abs().max().item()
+        err = (m.cpu().double() - r).abs().max().item()
+        assert err <= cpu_err + 2 * eps * r.abs().max().item(), (err, cpu_err)
+
+
+def test_errors_match_cpu():
+    x = torch.randn(1, 1, 4, 4)
+    for kw in (dict(size=(2, 2, 2), mode="bilinear"), dict(scale_factor=-1.0, mode="nearest")):
+        with pytest.raises(Exception) as cpu_error:
+            F.interpolate(x, **kw)
+        with pytest.raises(type(cpu_error.value)):
+            F.interpolate(x.to("mlu"), **kw)
