@@ -8,7 +8,6 @@
 // compute in float where the CPU does (group norm) and are rounded once.
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Reduction.h>
-#include <ATen/native/Resize.h>
 #include <ATen/ops/abs.h>
 #include <ATen/ops/any.h>
 #include <ATen/ops/cat.h>
@@ -23,15 +22,12 @@
 #include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
+#include "csrc/aten/Structured.h"
+
 namespace torch_mlu {
 namespace {
 
 using T = const at::Tensor&;
-
-at::Tensor& into(at::Tensor& out, const at::Tensor& value) {
-  at::native::resize_output(out, value.sizes());
-  return out.copy_(value);
-}
 
 at::Tensor reduce(const at::Tensor& loss, int64_t reduction) {
   if (reduction == at::Reduction::Mean) return at::mean(loss);
@@ -170,36 +166,36 @@ bool mask_left_aligned(T /*t*/, T mask) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("mse_loss", TORCH_FN(mse));
   m.impl("mse_loss.out", [](T self, T target, int64_t reduction, at::Tensor& out) -> at::Tensor& {
-    return into(out, mse(self, target, reduction));
+    return copy_into(out, mse(self, target, reduction));
   });
   m.impl("mse_loss_backward", TORCH_FN(mse_backward));
   m.impl("mse_loss_backward.grad_input", [](T grad_output, T self, T target, int64_t reduction,
                                             at::Tensor& grad_input) -> at::Tensor& {
-    return into(grad_input, mse_backward(grad_output, self, target, reduction));
+    return copy_into(grad_input, mse_backward(grad_output, self, target, reduction));
   });
   m.impl("smooth_l1_loss", TORCH_FN(smooth_l1));
   m.impl("smooth_l1_loss.out", [](T self, T target, int64_t reduction, double beta, at::Tensor& out) -> at::Tensor& {
-    return into(out, smooth_l1(self, target, reduction, beta));
+    return copy_into(out, smooth_l1(self, target, reduction, beta));
   });
   m.impl("smooth_l1_loss_backward", TORCH_FN(smooth_l1_backward));
   m.impl("smooth_l1_loss_backward.grad_input", [](T grad_output, T self, T target, int64_t reduction, double beta,
                                                   at::Tensor& grad_input) -> at::Tensor& {
-    return into(grad_input, smooth_l1_backward(grad_output, self, target, reduction, beta));
+    return copy_into(grad_input, smooth_l1_backward(grad_output, self, target, reduction, beta));
   });
   m.impl("huber_loss", TORCH_FN(huber));
   m.impl("huber_loss.out", [](T self, T target, int64_t reduction, double delta, at::Tensor& out) -> at::Tensor& {
-    return into(out, huber(self, target, reduction, delta));
+    return copy_into(out, huber(self, target, reduction, delta));
   });
   m.impl("huber_loss_backward", TORCH_FN(huber_backward));
   m.impl("huber_loss_backward.out", [](T grad_output, T self, T target, int64_t reduction, double delta,
                                        at::Tensor& grad_input) -> at::Tensor& {
-    return into(grad_input, huber_backward(grad_output, self, target, reduction, delta));
+    return copy_into(grad_input, huber_backward(grad_output, self, target, reduction, delta));
   });
   m.impl("glu", TORCH_FN(glu_mlu));
-  m.impl("glu.out", [](T self, int64_t dim, at::Tensor& out) -> at::Tensor& { return into(out, glu_mlu(self, dim)); });
+  m.impl("glu.out", [](T self, int64_t dim, at::Tensor& out) -> at::Tensor& { return copy_into(out, glu_mlu(self, dim)); });
   m.impl("glu_backward", TORCH_FN(glu_backward_mlu));
   m.impl("glu_backward.grad_input", [](T grad_output, T self, int64_t dim, at::Tensor& grad_input) -> at::Tensor& {
-    return into(grad_input, glu_backward_mlu(grad_output, self, dim));
+    return copy_into(grad_input, glu_backward_mlu(grad_output, self, dim));
   });
   m.impl("native_group_norm_backward", TORCH_FN(group_norm_backward));
   m.impl("_nested_tensor_from_mask_left_aligned", TORCH_FN(mask_left_aligned));

@@ -154,4 +154,11 @@ void run_out(Launch launch, const Outs& outs, const Args&... args) {
   meta->finish();
 }
 
+// The out= form of an op computed functionally: resizes out (PyTorch's
+// resize_output rules and warning) and copies value into it.
+inline at::Tensor& copy_into(at::Tensor& out, const at::Tensor& value) {
+  at::native::resize_output(out, value.sizes());
+  return out.copy_(value);
+}
+
 }  // namespace torch_mlu

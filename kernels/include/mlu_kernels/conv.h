@@ -42,6 +42,14 @@ void conv_backward_input(const ConvShape& shape, ScalarType type, const void* gr
 void conv_backward_weight(const ConvShape& shape, ScalarType type, const void* grad_output, const void* input,
                           void* grad_weight, void* grad_bias);
 
+// F.unfold / F.fold (PyTorch's im2col / col2im), per sample: input [N, C,
+// *in_size] <-> columns [N, C * prod(kernel), prod(out_size)], row
+// c * prod(kernel) + tap (C = in_channels; out_channels, groups unused).
+// unfold copies (any dtype; padding gives zeros); fold sums the overlapping
+// patches (floating dtypes; Float16/BFloat16 in float, rounded once).
+void unfold(const ConvShape& shape, ScalarType type, const void* input, void* columns);
+void fold(const ConvShape& shape, ScalarType type, const void* columns, void* output);
+
 // Scalar references: direct loops over every output and kernel position,
 // sums in long double.
 void conv_forward_ref(const ConvShape& shape, ScalarType type, const void* input, const void* weight,

@@ -348,6 +348,41 @@ void conv_backward_weight(const ConvShape& s, ScalarType type, const void* grad_
 
 // ---- references ------------------------------------------------------------------------------
 
+void unfold(const ConvShape& s, ScalarType type, const void* input, void* columns) {
+  const Geometry g = geometry(s);
+  const int64_t rows = s.in_channels * g.taps;
+  detail::dispatch_bits(element_size(type), [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    for (int64_t n = 0; n < s.batch; ++n) {
+      im2col(g, s.in_channels, static_cast<const E*>(input) + n * s.in_channels * g.in_plane,
+             static_cast<E*>(columns) + n * rows * g.out_plane, g.out_plane);
+    }
+  });
+}
+
+void fold(const ConvShape& s, ScalarType type, const void* columns, void* output) {
+  const Geometry g = geometry(s);
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = detail::compute_t<T>;
+    for (int64_t n = 0; n < s.batch; ++n) {
+      const T* col = static_cast<const T*>(columns) + n * s.in_channels * g.taps * g.out_plane;
+      T* out = static_cast<T*>(output) + n * s.in_channels * g.in_plane;
+      A* acc = nullptr;
+      if constexpr (std::is_same_v<T, A>) {
+        acc = out;
+      } else {
+        acc = scratch<A, struct Plane>(s.in_channels * g.in_plane);
+      }
+      std::fill_n(acc, s.in_channels * g.in_plane, A(0));
+      col2im<T, A>(g, s.in_channels, col, acc);
+      if constexpr (!std::is_same_v<T, A>) {
+        for (int64_t i = 0; i < s.in_channels * g.in_plane; ++i) out[i] = detail::convert<T>(acc[i]);
+      }
+    }
+  });
+}
+
 namespace {
 
 // Calls f(n, o, out_index, in_index, weight_index) for every (output element,
