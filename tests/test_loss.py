@@ -89,3 +89,40 @@ def test_mse_loss(reduction, dtype):  # and the out= form
     out = torch.empty(0, device="mlu")
     got = torch.ops.aten.mse_loss.out(X.to("mlu"), (X * 0.5).to("mlu"), 1, out=out)
     torch.testing.assert_close(got.cpu(), F.mse_loss(X, X * 0.5))
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_binary_cross_entropy(reduction, weighted):
+    torch.manual_seed(0)
+    x = torch.rand(4, 5).clamp(1e-3, 1 - 1e-3)
+    x[0, 0], x[0, 1] = 0.0, 1.0  # the log clamps at -100
+    t = torch.rand(4, 5)
+    w = torch.rand(5) if weighted else None
+
+    def run(device):
+        leaf = x.detach().clone().to(device).requires_grad_()
+        loss = F.binary_cross_entropy(leaf, t.to(device), None if w is None else w.to(device), reduction=reduction)
+        loss.backward(torch.ones_like(loss))
+        return loss, leaf.grad
+
+    expected = run("cpu")
+    torch_mlu.reset_fallback_report()
+    actual = run("mlu")
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a.cpu(), e, rtol=1e-5, atol=1e-5)
+
+
+def test_binary_cross_entropy_range_is_a_device_side_error():
+    with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
+        F.binary_cross_entropy(torch.tensor([0.5, 1.5], device="mlu"), torch.tensor([0.0, 1.0], device="mlu"))
+        torch.mlu.synchronize()
+    with pytest.raises(RuntimeError, match="all elements of target should be between 0 and 1"):
+        F.binary_cross_entropy(torch.tensor([0.5, 0.5], device="mlu"), torch.tensor([0.0, 2.0], device="mlu"))
+        torch.mlu.synchronize()
+    torch._assert_async(torch.tensor(1, device="mlu"))
+    with pytest.raises(RuntimeError, match="Expected Tensor with single nonzero value, but got zero"):
+        torch._assert_async(torch.tensor(0.0, device="mlu"))
+        torch.mlu.synchronize()
+    assert F.binary_cross_entropy(torch.tensor([0.5], device="mlu"), torch.tensor([1.0], device="mlu")).item() > 0

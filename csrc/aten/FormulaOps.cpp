@@ -1,16 +1,21 @@
 // Ops written as the CPU kernels' formulas over mlu's native element-wise
 // ops and reductions (each a kernel on the current stream, in queue order):
-// the element-wise losses mse / smooth_l1 / huber and their backward ops
-// (LossKernel.cpp / PointwiseOpsKernel.cpp), glu and its backward op
-// (Activation.cpp), native_group_norm_backward (GroupNormKernel.cpp), whose
-// forward PyTorch already composes from native ops, and the transformer fast
-// path's padding-mask check. 16-bit inputs
+// the element-wise losses mse / smooth_l1 / huber / binary_cross_entropy and
+// their backward ops (Loss.cpp, LossKernel.cpp, PointwiseOpsKernel.cpp), glu
+// and its backward op (Activation.cpp), native_group_norm_backward
+// (GroupNormKernel.cpp), whose forward PyTorch already composes from native
+// ops, and the transformer fast path's padding-mask check. 16-bit inputs
 // compute in float where the CPU does (group norm) and are rounded once.
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Reduction.h>
+#include <ATen/ops/_assert_async.h>
 #include <ATen/ops/abs.h>
+#include <ATen/ops/all.h>
 #include <ATen/ops/any.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/clamp_min.h>
+#include <ATen/ops/log.h>
+#include <ATen/ops/log1p.h>
 #include <ATen/ops/logical_and.h>
 #include <ATen/ops/logical_not.h>
 #include <ATen/ops/mean.h>
@@ -79,6 +84,29 @@ at::Tensor huber_backward(T grad_output, T self, T target, int64_t reduction, do
   const at::Tensor x = at::sub(self, target);
   const at::Tensor g = at::mul(grad_output, norm(self, reduction));
   return at::where(x <= -delta, g * -delta, at::where(x >= delta, g * delta, x * g));
+}
+
+// -w ((1 - t) max(log(1 - x), -100) + t max(log(x), -100)); x and t must
+// lie in [0, 1], checked on the device (_assert_async) with the CPU's texts.
+void check_probabilities(T self, T target) {
+  at::_assert_async(at::all(at::logical_and(self >= 0, self <= 1)), "all elements of input should be between 0 and 1");
+  at::_assert_async(at::all(at::logical_and(target >= 0, target <= 1)),
+                    "all elements of target should be between 0 and 1");
+}
+
+at::Tensor bce_mlu(T self, T target, const std::optional<at::Tensor>& weight, int64_t reduction) {
+  check_probabilities(self, target);
+  at::Tensor loss = (target - 1) * at::clamp_min(at::log1p(-self), -100) - target * at::clamp_min(at::log(self), -100);
+  if (weight.has_value() && weight->defined()) loss = loss * *weight;
+  return reduce(loss, reduction);
+}
+
+// grad w (x - t) / max(x (1 - x), 1e-12), / numel for the mean.
+at::Tensor bce_backward_mlu(T grad_output, T self, T target, const std::optional<at::Tensor>& weight,
+                                         int64_t reduction) {
+  at::Tensor grad = grad_output * (self - target) / at::clamp_min((1 - self) * self, 1e-12);
+  if (weight.has_value() && weight->defined()) grad = grad * *weight;
+  return reduction == at::Reduction::Mean ? grad / static_cast<double>(self.numel()) : grad;
 }
 
 // ---- glu: first half * sigmoid(second half) along dim ----
@@ -191,6 +219,17 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                        at::Tensor& grad_input) -> at::Tensor& {
     return copy_into(grad_input, huber_backward(grad_output, self, target, reduction, delta));
   });
+  m.impl("binary_cross_entropy", TORCH_FN(bce_mlu));
+  m.impl("binary_cross_entropy.out", [](T self, T target, const std::optional<at::Tensor>& weight, int64_t reduction,
+                                        at::Tensor& out) -> at::Tensor& {
+    return copy_into(out, bce_mlu(self, target, weight, reduction));
+  });
+  m.impl("binary_cross_entropy_backward", TORCH_FN(bce_backward_mlu));
+  m.impl("binary_cross_entropy_backward.grad_input",
+         [](T grad_output, T self, T target, const std::optional<at::Tensor>& weight, int64_t reduction,
+            at::Tensor& grad_input) -> at::Tensor& {
+           return copy_into(grad_input, bce_backward_mlu(grad_output, self, target, weight, reduction));
+         });
   m.impl("glu", TORCH_FN(glu_mlu));
   m.impl("glu.out", [](T self, int64_t dim, at::Tensor& out) -> at::Tensor& { return copy_into(out, glu_mlu(self, dim)); });
   m.impl("glu_backward", TORCH_FN(glu_backward_mlu));

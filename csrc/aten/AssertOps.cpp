@@ -1,0 +1,36 @@
+// torch._assert_async on mlu: a device-side check, as on CUDA. The condition
+// (a one-element tensor) is read by a task on the current stream; a zero
+// fails the task with the message, raised at the next synchronisation, and
+// the host never waits. Composite ops use it to validate data without a sync
+// (binary_cross_entropy's input range).
+#include <string>
+
+#include <ATen/ops/_to_copy.h>
+#include <torch/library.h>
+
+#include "csrc/aten/KernelArgs.h"
+
+namespace torch_mlu {
+namespace {
+
+void assert_async(const at::Tensor& self, std::string message) {
+  TORCH_CHECK(self.numel() != 0, "Boolean value of Tensor with no values is ambiguous");
+  TORCH_CHECK(self.numel() == 1, "Boolean value of Tensor with more than one value is ambiguous");
+  c10::DeviceGuard guard(self.device());
+  const at::Tensor condition = self.to(at::kBool);
+  const auto* value = static_cast<const bool*>(kernel_data(condition));
+  if (message.empty()) message = "Expected Tensor with single nonzero value, but got zero";
+  launch_kernel(self.device().index(), "_assert_async", [value, message](mlu::TaskContext& context) {
+    if (!*value) context.fail(message);
+  });
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_assert_async", [](const at::Tensor& self) { assert_async(self, ""); });
+  m.impl("_assert_async.msg",
+         [](const at::Tensor& self, c10::string_view message) { assert_async(self, std::string(message)); });
+}
+
+}  // namespace torch_mlu
