@@ -4,13 +4,17 @@
 // their backward ops (Loss.cpp, LossKernel.cpp, PointwiseOpsKernel.cpp), glu
 // and its backward op (Activation.cpp), native_group_norm_backward
 // (GroupNormKernel.cpp), whose forward PyTorch already composes from native
-// ops, and the transformer fast path's padding-mask check. 16-bit inputs
+// ops, cdist's direct path (_cdist_forward / _cdist_backward), and the
+// transformer fast path's padding-mask check. 16-bit inputs
 // compute in float where the CPU does (group norm) and are rounded once.
+#include <cmath>
+
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Reduction.h>
 #include <ATen/ops/_assert_async.h>
 #include <ATen/ops/abs.h>
 #include <ATen/ops/all.h>
+#include <ATen/ops/amax.h>
 #include <ATen/ops/any.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/clamp_min.h>
@@ -20,7 +24,10 @@
 #include <ATen/ops/logical_not.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mul.h>
+#include <ATen/ops/pow.h>
 #include <ATen/ops/sigmoid.h>
+#include <ATen/ops/sign.h>
+#include <ATen/ops/sqrt.h>
 #include <ATen/ops/sub.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/where.h>
@@ -107,6 +114,48 @@ at::Tensor bce_backward_mlu(T grad_output, T self, T target, const std::optional
   at::Tensor grad = grad_output * (self - target) / at::clamp_min((1 - self) * self, 1e-12);
   if (weight.has_value() && weight->defined()) grad = grad * *weight;
   return reduction == at::Reduction::Mean ? grad / static_cast<double>(self.numel()) : grad;
+}
+
+// ---- cdist's direct path (p != 2, or few rows; p = 2 on many rows takes
+// PyTorch's matmul-based _euclidean_dist, native already) ----
+
+// The pairwise differences x1[..., i, :] - x2[..., j, :]: [..., r1, r2, m].
+at::Tensor pair_differences(T x1, T x2) { return x1.unsqueeze(-2) - x2.unsqueeze(-3); }
+
+at::Tensor cdist_forward(T x1, T x2, double p, std::optional<int64_t> /*compute_mode*/) {
+  TORCH_CHECK(p >= 0, "cdist only supports non-negative p values");
+  TORCH_CHECK(x1.dim() >= 2 && x2.dim() >= 2, "cdist only supports at least 2D tensors, X1 got: ", x1.dim(), "D");
+  TORCH_CHECK(x1.size(-1) == x2.size(-1), "X1 and X2 must have the same number of columns. X1: ", x1.size(-1),
+              " X2: ", x2.size(-1));
+  const at::Tensor diff = at::abs(pair_differences(x1, x2));
+  if (p == 0) return at::sum(diff != 0, {-1}).to(x1.scalar_type());
+  if (std::isinf(p)) return diff.size(-1) == 0 ? at::sum(diff, {-1}) : at::amax(diff, {-1});
+  if (p == 1) return at::sum(diff, {-1});
+  if (p == 2) return at::sqrt(at::sum(diff * diff, {-1}));
+  return at::pow(at::sum(at::pow(diff, p), {-1}), 1.0 / p);
+}
+
+// d cdist / d x1, summed over x2's rows with grad (the CPU's pdist_calc backward formulas).
+at::Tensor cdist_backward(T grad, T x1, T x2, double p, T cdist) {
+  if (p == 0 || x1.numel() == 0 || x2.numel() == 0) return at::zeros_like(x1);
+  const at::Tensor diff = pair_differences(x1, x2);
+  const at::Tensor g = grad.unsqueeze(-1), dist = cdist.unsqueeze(-1);
+  at::Tensor term;
+  if (p == 1) {
+    term = at::sign(diff) * g;
+  } else if (std::isinf(p)) {
+    term = at::sign(diff) * (at::abs(diff) == dist) * g;
+  } else if (p == 2) {
+    term = at::where(dist == 0, at::zeros_like(diff), diff * g / dist);
+  } else if (p < 2) {
+    const at::Tensor value = at::sign(diff) * at::pow(at::abs(diff), p - 1) * g / at::pow(dist, p - 1);
+    term = at::where(dist == 0, at::zeros_like(diff), value);
+    if (p < 1) term = at::where(diff == 0, at::zeros_like(diff), term);
+  } else {
+    const at::Tensor value = diff * at::pow(at::abs(diff), p - 2) * g / at::pow(dist, p - 1);
+    term = at::where(dist == 0, at::zeros_like(diff), value);
+  }
+  return at::sum(term, {-2});
 }
 
 // ---- glu: first half * sigmoid(second half) along dim ----
@@ -230,6 +279,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
             at::Tensor& grad_input) -> at::Tensor& {
            return copy_into(grad_input, bce_backward_mlu(grad_output, self, target, weight, reduction));
          });
+  m.impl("_cdist_forward", TORCH_FN(cdist_forward));
+  m.impl("_cdist_backward", TORCH_FN(cdist_backward));
   m.impl("glu", TORCH_FN(glu_mlu));
   m.impl("glu.out", [](T self, int64_t dim, at::Tensor& out) -> at::Tensor& { return copy_into(out, glu_mlu(self, dim)); });
   m.impl("glu_backward", TORCH_FN(glu_backward_mlu));
