@@ -3,9 +3,11 @@
 // convolution_overrideable and convolution_backward_overrideable; both run
 // the kernel library's im2col + GEMM convolutions (mlu_kernels/conv.h) on the
 // current stream. at::convolution has already checked the arguments and
-// added the batch dim. Operands are made contiguous for the kernels; results
-// come back in the memory format the CPU would give (channels_last when the
-// input or the weight is).
+// added the batch dim. Results come back in the memory format the CPU would
+// give (channels_last when the input or the weight is); ungrouped regular
+// convolutions with channels-last results run on the channels-last kernels
+// (no layout copies of channels-last operands), the others on contiguous
+// (NCHW) copies.
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
 #include <mlu_kernels/conv.h>
@@ -45,6 +47,12 @@ at::MemoryFormat result_format(const at::Tensor& input, const at::Tensor& weight
 // The regular convolution from `small`-side (output) and `big`-side (input)
 // tensors: big [N, C_in, *in], weight [C_out, C_in / groups, *k], small
 // [N, C_out, *out].
+// Channels-last results of a regular, ungrouped convolution come from the
+// channels-last kernels (conv.h *_channels_last).
+bool use_channels_last(at::MemoryFormat format, bool transposed, int64_t groups) {
+  return format != at::MemoryFormat::Contiguous && !transposed && groups == 1;
+}
+
 k::ConvShape conv_shape(const at::Tensor& big, const at::Tensor& weight, at::IntArrayRef small_spatial,
                         at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, int64_t groups) {
   k::ConvShape s;
@@ -72,7 +80,11 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
   check_devices(input_, weight_, &bias_given);
   const k::ScalarType type = conv_dtype(input_);
   c10::DeviceGuard guard(input_.device());
-  const at::Tensor input = input_.contiguous(), weight = weight_.contiguous();
+  const at::MemoryFormat format = result_format(input_, weight_);
+  const bool channels_last = use_channels_last(format, transposed, groups);
+  // The kernels' layouts: channels-last, or contiguous (NCHW).
+  const at::MemoryFormat layout = channels_last ? format : at::MemoryFormat::Contiguous;
+  const at::Tensor input = input_.contiguous(layout), weight = weight_.contiguous(layout);
   const at::Tensor bias = bias_given.defined() ? bias_given.contiguous() : at::Tensor();
   const int dims = static_cast<int>(input.dim() - 2);
   auto at_dim = [](at::IntArrayRef v, int d) { return v[v.size() == 1 ? 0 : d]; };
@@ -83,6 +95,18 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
     out_sizes.push_back(transposed ? (in - 1) * at_dim(stride, d) - 2 * at_dim(padding, d) + span +
                                          at_dim(output_padding, d) + 1
                                    : (in + 2 * at_dim(padding, d) - span - 1) / at_dim(stride, d) + 1);
+  }
+  if (channels_last) {
+    // Note [Channels-last convolution] (conv_nhwc.cpp): no NCHW copies.
+    at::Tensor output = at::empty(out_sizes, input.options().memory_format(format));
+    if (output.numel() > 0) {
+      const k::ConvShape s = conv_shape(input, weight, at::IntArrayRef(out_sizes).slice(2), stride, padding, dilation,
+                                        groups);
+      void *in = kernel_data(input), *w = kernel_data(weight), *b = kernel_data(bias), *out = kernel_data(output);
+      launch_kernel(input.device().index(), "convolution",
+                    [=] { k::conv_forward_channels_last(s, type, in, w, b, out); });
+    }
+    return output;
   }
   at::Tensor output = at::empty(out_sizes, input.options());
   if (output.numel() > 0) {
@@ -100,7 +124,6 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
                     [=] { k::conv_backward_input(s, type, in, w, b, out); });
     }
   }
-  const at::MemoryFormat format = result_format(input_, weight_);
   return format == at::MemoryFormat::Contiguous ? output : output.contiguous(format);
 }
 
@@ -112,14 +135,31 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   check_devices(input_, weight_, &grad_output_);
   const k::ScalarType type = conv_dtype(input_);
   c10::DeviceGuard guard(input_.device());
-  const at::Tensor grad_output = grad_output_.contiguous(), input = input_.contiguous(), weight = weight_.contiguous();
+  const at::MemoryFormat format = result_format(input_, weight_);
+  const bool channels_last = use_channels_last(format, transposed, groups);
+  const at::MemoryFormat layout = channels_last ? format : at::MemoryFormat::Contiguous;
+  const at::Tensor grad_output = grad_output_.contiguous(layout), input = input_.contiguous(layout),
+                   weight = weight_.contiguous(layout);
   at::Tensor grad_input, grad_weight, grad_bias;
   const int device = input.device().index();
-  if (mask[0]) grad_input = at::empty(input.sizes(), input.options());
-  if (mask[1]) grad_weight = at::empty(weight.sizes(), weight.options());
+  if (mask[0]) grad_input = at::empty(input.sizes(), input.options().memory_format(layout));
+  if (mask[1]) grad_weight = at::empty(weight.sizes(), weight.options().memory_format(layout));
   if (mask[2]) grad_bias = at::empty({grad_output.size(1)}, grad_output.options());
   const bool empty = grad_output.numel() == 0 || input.numel() == 0;
-  if (!transposed) {
+  if (channels_last) {
+    const k::ConvShape s = conv_shape(input, weight, grad_output.sizes().slice(2), stride, padding, dilation, groups);
+    void *go = kernel_data(grad_output), *in = kernel_data(input), *w = kernel_data(weight);
+    if (mask[0] && !empty) {
+      void* gi = kernel_data(grad_input);
+      launch_kernel(device, "convolution_backward_input",
+                    [=] { k::conv_backward_input_channels_last(s, type, go, w, gi); });
+    }
+    if (mask[1] && !empty) {
+      void *gw = kernel_data(grad_weight), *gb = mask[2] ? kernel_data(grad_bias) : nullptr;
+      launch_kernel(device, "convolution_backward_weight",
+                    [=] { k::conv_backward_weight_channels_last(s, type, go, in, gw, gb); });
+    }
+  } else if (!transposed) {
     const k::ConvShape s = conv_shape(input, weight, grad_output.sizes().slice(2), stride, padding, dilation, groups);
     void *go = kernel_data(grad_output), *in = kernel_data(input), *w = kernel_data(weight);
     if (mask[0] && !empty) {
@@ -157,12 +197,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     for (int64_t d = 2; d < grad_output.dim(); ++d) dims.push_back(d);
     grad_bias = at::sum(grad_output, dims);
   }
-  const at::MemoryFormat format = result_format(input_, weight_);
   if (format != at::MemoryFormat::Contiguous) {
     if (grad_input.defined()) grad_input = grad_input.contiguous(format);
-    if (grad_weight.defined() && weight_.suggest_memory_format() == format) {
-      grad_weight = grad_weight.contiguous(format);
-    }
+    if (grad_weight.defined()) grad_weight = grad_weight.contiguous(weight_.suggest_memory_format());
   }
   return {grad_input, grad_weight, grad_bias};
 }

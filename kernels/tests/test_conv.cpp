@@ -108,3 +108,81 @@ TEST(Conv, LargeOutputsBatchedPerSample) {
 
 }  // namespace
 }  // namespace mlu::kernels
+
+namespace mlu::kernels {
+namespace {
+
+using namespace testutil;
+
+// [N, C, *spatial] <-> [N, *spatial, C] for `plane` spatial positions.
+Buffer channels_last(const Buffer& b, int64_t n, int64_t c, int64_t plane, bool to_last) {
+  Buffer out(b.type(), b.count());
+  const size_t es = element_size(b.type());
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < plane; ++p) {
+        const int64_t first = (i * c + ch) * plane + p, last = (i * plane + p) * c + ch;
+        std::memcpy(out.element(to_last ? last : first), b.data() + (to_last ? first : last) * static_cast<int64_t>(es), es);
+      }
+  return out;
+}
+
+// The channels-last kernels against the references on the same data in NCHW order.
+TEST(Conv, ChannelsLastMatchesReference) {
+  Rng rng(21);
+  const ScalarType types[] = {ScalarType::Float32, ScalarType::Float64, ScalarType::BFloat16, ScalarType::Float16};
+  for (int trial = 0; trial < 40; ++trial) {
+    ConvShape s;
+    s.dims = static_cast<int>(uniform(rng, 1, 3));
+    s.batch = uniform(rng, 1, 3);
+    s.in_channels = uniform(rng, 1, 20);
+    s.out_channels = uniform(rng, 1, 20);
+    const bool one_by_one = chance(rng, 0.25);
+    int64_t in_plane = 1, out_plane = 1, taps = 1;
+    for (int d = 0; d < s.dims; ++d) {
+      s.in_size[d] = uniform(rng, s.dims == 3 ? 3 : 5, s.dims == 3 ? 6 : 30);
+      s.kernel[d] = one_by_one ? 1 : uniform(rng, 1, 3);
+      s.stride[d] = one_by_one ? 1 : uniform(rng, 1, 2);
+      s.padding[d] = one_by_one ? 0 : uniform(rng, 0, 2);
+      s.dilation[d] = one_by_one ? 1 : uniform(rng, 1, 2);
+      const int64_t span = s.dilation[d] * (s.kernel[d] - 1) + 1;
+      if (s.in_size[d] + 2 * s.padding[d] < span) s.padding[d] = span;
+      s.out_size[d] = (s.in_size[d] + 2 * s.padding[d] - span) / s.stride[d] + 1;
+      in_plane *= s.in_size[d];
+      out_plane *= s.out_size[d];
+      taps *= s.kernel[d];
+    }
+    const ScalarType type = types[uniform(rng, 0, 3)];
+    Buffer input(type, s.batch * s.in_channels * in_plane), weight(type, s.out_channels * s.in_channels * taps),
+        bias(type, s.out_channels), gout(type, s.batch * s.out_channels * out_plane);
+    for (Buffer* b : {&input, &weight, &bias, &gout}) fill_normal(*b, rng);
+    const double rtol = type == ScalarType::Float64 ? 1e-12 : type == ScalarType::Float32 ? 2e-6 : 1e-2;
+    const std::string what = "dims " + std::to_string(s.dims) + " type " + scalar_type_name(type);
+    const Buffer input_cl = channels_last(input, s.batch, s.in_channels, in_plane, true);
+    const Buffer weight_cl = channels_last(weight, s.out_channels, s.in_channels, taps, true);
+    const Buffer gout_cl = channels_last(gout, s.batch, s.out_channels, out_plane, true);
+
+    Buffer out_cl(type, gout.count()), out_ref(type, gout.count());
+    conv_forward_channels_last(s, type, input_cl.data(), weight_cl.data(), bias.data(), out_cl.data());
+    conv_forward_ref(s, type, input.data(), weight.data(), bias.data(), out_ref.data());
+    ASSERT_TRUE(close_to_max(channels_last(out_cl, s.batch, s.out_channels, out_plane, false), out_ref, rtol))
+        << "forward " << what;
+
+    Buffer gin_cl(type, input.count()), gin_ref(type, input.count());
+    conv_backward_input_channels_last(s, type, gout_cl.data(), weight_cl.data(), gin_cl.data());
+    conv_backward_input_ref(s, type, gout.data(), weight.data(), nullptr, gin_ref.data());
+    ASSERT_TRUE(close_to_max(channels_last(gin_cl, s.batch, s.in_channels, in_plane, false), gin_ref, rtol))
+        << "backward input " << what;
+
+    Buffer gw_cl(type, weight.count()), gw_ref(type, weight.count()), gb(type, s.out_channels),
+        gb_ref(type, s.out_channels);
+    conv_backward_weight_channels_last(s, type, gout_cl.data(), input_cl.data(), gw_cl.data(), gb.data());
+    conv_backward_weight_ref(s, type, gout.data(), input.data(), gw_ref.data(), gb_ref.data());
+    ASSERT_TRUE(close_to_max(channels_last(gw_cl, s.out_channels, s.in_channels, taps, false), gw_ref, rtol))
+        << "backward weight " << what;
+    ASSERT_TRUE(close_to_max(gb, gb_ref, rtol)) << "backward bias " << what;
+  }
+}
+
+}  // namespace
+}  // namespace mlu::kernels

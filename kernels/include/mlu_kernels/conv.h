@@ -42,6 +42,18 @@ void conv_backward_input(const ConvShape& shape, ScalarType type, const void* gr
 void conv_backward_weight(const ConvShape& shape, ScalarType type, const void* grad_output, const void* input,
                           void* grad_weight, void* grad_bias);
 
+// Channels-last convolutions without groups: input [N, *in_size, C_in],
+// weight [C_out, *kernel, C_in], output [N, *out_size, C_out], each
+// contiguous in that order (Note [Channels-last convolution] in
+// conv_nhwc.cpp). Same results as the ops above up to the order of sums.
+// Float64 works in double; Float16/BFloat16 in float, rounded once.
+void conv_forward_channels_last(const ConvShape& shape, ScalarType type, const void* input, const void* weight,
+                                const void* bias, void* output);
+void conv_backward_input_channels_last(const ConvShape& shape, ScalarType type, const void* grad_output,
+                                       const void* weight, void* grad_input);
+void conv_backward_weight_channels_last(const ConvShape& shape, ScalarType type, const void* grad_output,
+                                        const void* input, void* grad_weight, void* grad_bias);
+
 // F.unfold / F.fold (PyTorch's im2col / col2im), per sample: input [N, C,
 // *in_size] <-> columns [N, C * prod(kernel), prod(out_size)], row
 // c * prod(kernel) + tap (C = in_channels; out_channels, groups unused).

@@ -7,42 +7,14 @@
 #include "../convert.h"
 #include "../dispatch.h"
 #include "mlu_kernels/gemm.h"
+#include "geometry.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels {
 namespace {
 
-// The shape with its spatial dims right-aligned into 3 (leading dims of
-// size 1), and the sizes the GEMMs need.
-struct Geometry {
-  int64_t in[3], out[3], kernel[3], stride[3], padding[3], dilation[3];
-  int64_t in_plane, out_plane, taps;  // prod(in), prod(out) = L, prod(kernel) = K
-  int64_t group_in, group_out;         // channels per group
-  bool identity;                       // 1x1 kernel, stride 1, no padding: patches are the input
-};
-
-Geometry geometry(const ConvShape& s) {
-  Geometry g;
-  const int lead = 3 - s.dims;
-  for (int d = 0; d < 3; ++d) {
-    const int src = d - lead;
-    const bool real = src >= 0;
-    g.in[d] = real ? s.in_size[src] : 1;
-    g.out[d] = real ? s.out_size[src] : 1;
-    g.kernel[d] = real ? s.kernel[src] : 1;
-    g.stride[d] = real ? s.stride[src] : 1;
-    g.padding[d] = real ? s.padding[src] : 0;
-    g.dilation[d] = real ? s.dilation[src] : 1;
-  }
-  g.in_plane = g.in[0] * g.in[1] * g.in[2];
-  g.out_plane = g.out[0] * g.out[1] * g.out[2];
-  g.taps = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  g.group_in = s.in_channels / s.groups;
-  g.group_out = s.out_channels / s.groups;
-  g.identity = g.taps == 1 && g.in_plane == g.out_plane;
-  for (int d = 0; d < 3; ++d) g.identity = g.identity && g.stride[d] == 1 && g.padding[d] == 0;
-  return g;
-}
+using detail::Geometry;
+using detail::geometry;
 
 // Output positions o in [0, n) whose input position o * stride + offset lies
 // in [0, size): [first, last).
@@ -99,7 +71,7 @@ void im2col(const Geometry& g, int64_t channels, const E* in, E* col, int64_t ro
               for (int64_t i = 0; i < count; ++i) dst[l + i] = plane[at + i * sw];
             }
           },
-          [&](int64_t l, int64_t count) { std::fill_n(dst + l, count, E(0)); });
+          [&](int64_t l, int64_t count) { std::fill_n(dst + l, count, E{}); });
     }
   });
 }
