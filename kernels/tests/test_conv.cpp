@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -17,6 +18,29 @@ namespace {
 
 using namespace testutil;
 
+// Random spatial sizes, kernel, stride, padding and dilation for s.dims dims
+// (inputs up to max_size, smaller in 3-D; a 1x1 kernel with stride 1 and no
+// padding with chance one_by_one); returns {input positions, output
+// positions, kernel taps}.
+std::array<int64_t, 3> random_geometry(Rng& rng, ConvShape& s, int64_t max_size, double one_by_one) {
+  const bool unit = chance(rng, one_by_one);
+  std::array<int64_t, 3> planes{1, 1, 1};
+  for (int d = 0; d < s.dims; ++d) {
+    s.in_size[d] = uniform(rng, s.dims == 3 ? 3 : 5, s.dims == 3 ? 6 : max_size);
+    s.kernel[d] = unit ? 1 : uniform(rng, 1, 3);
+    s.stride[d] = unit ? 1 : uniform(rng, 1, 2);
+    s.padding[d] = unit ? 0 : uniform(rng, 0, 2);
+    s.dilation[d] = unit ? 1 : uniform(rng, 1, 2);
+    const int64_t span = s.dilation[d] * (s.kernel[d] - 1) + 1;
+    if (s.in_size[d] + 2 * s.padding[d] < span) s.padding[d] = span;
+    s.out_size[d] = (s.in_size[d] + 2 * s.padding[d] - span) / s.stride[d] + 1;
+    planes[0] *= s.in_size[d];
+    planes[1] *= s.out_size[d];
+    planes[2] *= s.kernel[d];
+  }
+  return planes;
+}
+
 TEST(Conv, MatchesReferenceOnRandomShapes) {
   Rng rng(9);
   const ScalarType types[] = {ScalarType::Float32, ScalarType::Float64, ScalarType::BFloat16, ScalarType::Float16};
@@ -28,24 +52,8 @@ TEST(Conv, MatchesReferenceOnRandomShapes) {
     s.in_channels = s.groups * uniform(rng, 1, 4);
     s.out_channels = s.groups * uniform(rng, 1, 4);
     if (chance(rng, 0.15)) s.out_channels = s.in_channels = s.groups = uniform(rng, 2, 5);  // depthwise
-    const bool one_by_one = chance(rng, 0.2);
-    for (int d = 0; d < s.dims; ++d) {
-      s.in_size[d] = uniform(rng, s.dims == 3 ? 3 : 5, s.dims == 3 ? 6 : 12);
-      s.kernel[d] = one_by_one ? 1 : uniform(rng, 1, 3);
-      s.stride[d] = one_by_one ? 1 : uniform(rng, 1, 2);
-      s.padding[d] = one_by_one ? 0 : uniform(rng, 0, 2);
-      s.dilation[d] = one_by_one ? 1 : uniform(rng, 1, 2);
-      const int64_t span = s.dilation[d] * (s.kernel[d] - 1) + 1;
-      if (s.in_size[d] + 2 * s.padding[d] < span) s.padding[d] = span;
-      s.out_size[d] = (s.in_size[d] + 2 * s.padding[d] - span) / s.stride[d] + 1;
-    }
+    const auto [in_plane, out_plane, taps] = random_geometry(rng, s, 12, 0.2);
     const ScalarType type = types[uniform(rng, 0, 3)];
-    int64_t in_plane = 1, out_plane = 1, taps = 1;
-    for (int d = 0; d < s.dims; ++d) {
-      in_plane *= s.in_size[d];
-      out_plane *= s.out_size[d];
-      taps *= s.kernel[d];
-    }
     Buffer input(type, s.batch * s.in_channels * in_plane), weight(type, s.out_channels * s.in_channels / s.groups * taps),
         bias(type, s.out_channels), gout(type, s.batch * s.out_channels * out_plane);
     fill_normal(input, rng);
@@ -137,21 +145,7 @@ TEST(Conv, ChannelsLastMatchesReference) {
     s.batch = uniform(rng, 1, 3);
     s.in_channels = uniform(rng, 1, 20);
     s.out_channels = uniform(rng, 1, 20);
-    const bool one_by_one = chance(rng, 0.25);
-    int64_t in_plane = 1, out_plane = 1, taps = 1;
-    for (int d = 0; d < s.dims; ++d) {
-      s.in_size[d] = uniform(rng, s.dims == 3 ? 3 : 5, s.dims == 3 ? 6 : 30);
-      s.kernel[d] = one_by_one ? 1 : uniform(rng, 1, 3);
-      s.stride[d] = one_by_one ? 1 : uniform(rng, 1, 2);
-      s.padding[d] = one_by_one ? 0 : uniform(rng, 0, 2);
-      s.dilation[d] = one_by_one ? 1 : uniform(rng, 1, 2);
-      const int64_t span = s.dilation[d] * (s.kernel[d] - 1) + 1;
-      if (s.in_size[d] + 2 * s.padding[d] < span) s.padding[d] = span;
-      s.out_size[d] = (s.in_size[d] + 2 * s.padding[d] - span) / s.stride[d] + 1;
-      in_plane *= s.in_size[d];
-      out_plane *= s.out_size[d];
-      taps *= s.kernel[d];
-    }
+    const auto [in_plane, out_plane, taps] = random_geometry(rng, s, 30, 0.25);
     const ScalarType type = types[uniform(rng, 0, 3)];
     Buffer input(type, s.batch * s.in_channels * in_plane), weight(type, s.out_channels * s.in_channels * taps),
         bias(type, s.out_channels), gout(type, s.batch * s.out_channels * out_plane);
