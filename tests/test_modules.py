@@ -18,11 +18,8 @@ import torch_mlu
 
 FAMILIES = re.compile(r"^(Lazy)?(Linear|Bilinear|Conv.*|.*Norm.*|.*Pool.*|MultiheadAttention|Transformer.*)$")
 
-# module -> the ops it still sends to the CPU (issue 6's open items; the results are still checked).
-STILL_FALLING_BACK = {
-    "FractionalMaxPool2d": "fractional_max_pool2d: no kernel",
-    "FractionalMaxPool3d": "fractional_max_pool3d: no kernel",
-}
+# module -> why it still sends ops to the CPU (none left; the results are checked either way).
+STILL_FALLING_BACK = {}
 
 INFOS = [m for m in module_db if FAMILIES.match(m.module_cls.__name__)]
 

@@ -142,3 +142,19 @@ def test_adaptive_avg_pool3d():
     check_plain(lambda x: F.adaptive_avg_pool3d(x, 3), torch.randn(3, 4, 5, 6))
     with pytest.raises(RuntimeError, match="output_size must be 3"):
         torch._C._nn.adaptive_avg_pool3d(torch.randn(1, 2, 3, 3, 3, device="mlu"), (2, 2))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_fractional_max_pool(dtype):
+    torch.manual_seed(4)
+    # The same random samples on both devices: the window starts are theirs, computed in the dtype like the CPU.
+    u2, u3 = torch.rand(2, 3, 2).to(dtype), torch.rand(2, 3, 3).to(dtype)
+    for kernel, size in [((3, 2), (5, 6)), (2, (4, 4)), (3, (9, 11))]:
+        check(lambda x, u=u2: F.fractional_max_pool2d(x, kernel, output_size=size, return_indices=True,
+                                                       _random_samples=u.to(x.device)),
+              torch.randn(2, 3, 11, 13), dtype)
+    check(lambda x: F.fractional_max_pool3d(x, 2, output_size=(4, 5, 6), return_indices=True,
+                                            _random_samples=u3.to(x.device)), torch.randn(2, 3, 7, 8, 9), dtype)
+    x = torch.randn(3, 8, 8, device="mlu")  # unbatched, samples drawn on mlu
+    out, idx = F.fractional_max_pool2d(x, 2, output_size=(4, 4), return_indices=True)
+    assert out.shape == (3, 4, 4) and torch.equal(out, x.flatten(1).gather(1, idx.flatten(1)).view_as(out))

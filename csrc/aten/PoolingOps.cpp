@@ -1,11 +1,13 @@
 // Pooling on mlu (mlu_kernels/pool.h): max_pool2d/3d_with_indices,
-// avg_pool2d/3d, adaptive avg/max pooling 2-D/3-D and their backward ops
+// avg_pool2d/3d, adaptive avg/max pooling 2-D/3-D, fractional max pooling
+// 2-D/3-D and their backward ops
 // (1-D pooling lowers to the 2-D ops). PyTorch's meta functions check the
 // arguments and size the results of the structured ops (ceil mode included,
 // and the memory format: channels_last stays channels_last); the others
 // (max_pool3d_with_indices, _adaptive_avg_pool3d) check with PyTorch's own
 // helpers and texts (ATen/native/Pool.h). The kernels work on contiguous
 // planes, results are copied into other layouts.
+#include <ATen/native/FractionalMaxPooling.h>
 #include <ATen/native/Pool.h>
 #include <ATen/ops/adaptive_max_pool2d_backward_meta.h>
 #include <ATen/ops/adaptive_max_pool2d_meta.h>
@@ -16,6 +18,9 @@
 #include <ATen/ops/avg_pool3d_backward_meta.h>
 #include <ATen/ops/avg_pool3d_meta.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/fractional_max_pool2d_backward_meta.h>
+#include <ATen/ops/fractional_max_pool2d_meta.h>
+#include <ATen/ops/fractional_max_pool3d_meta.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_meta.h>
 #include <ATen/ops/max_pool2d_with_indices_meta.h>
 #include <mlu_kernels/pool.h>
@@ -181,6 +186,36 @@ at::Tensor max_pool3d_backward_mlu(T grad_output, T self, A kernel, A stride, A 
   return grad_input;
 }
 
+// ---- fractional max pooling ----
+
+void launch_fractional_max_pool(int dims, T self, A kernel, T samples, T output, T indices) {
+  if (dims == 2) {
+    at::native::fractional_max_pool_check_shape</*ndim=*/2>(self, samples);
+  } else {
+    at::native::fractional_max_pool_check_shape</*ndim=*/3>(self, samples);
+  }
+  const at::Tensor u = samples.contiguous();
+  const void* sample_data = kernel_data(u);
+  launch_with_indices(dims == 2 ? "fractional_max_pool2d" : "fractional_max_pool3d", self, output, indices,
+                      window_shape(self, output, dims, kernel, {}, {}, {}),
+                      [=](const k::PoolShape& s, k::ScalarType type, void* x, void* y, int64_t* i) {
+                        k::fractional_max_pool(s, dims, type, x, sample_data, y, i);
+                      });
+}
+
+at::Tensor fractional_max_pool3d_backward_mlu(T grad_output, T self, A kernel, A output_size, T indices) {
+  TORCH_CHECK(output_size.size() == 3, "fractional_max_pool3d_backward(): output_size must have 3 elements");
+  for (int i = 0; i < 3; ++i) {
+    TORCH_CHECK(grad_output.size(grad_output.dim() - 3 + i) == output_size[static_cast<size_t>(i)],
+                "fractional_max_pool3d_backward_out(): gradOutput ", i == 0 ? "time" : i == 1 ? "height" : "width",
+                " unexpected");
+  }
+  at::Tensor grad_input = at::empty(self.sizes(), self.options());
+  launch_max_backward("fractional_max_pool3d_backward", grad_output, indices, grad_input,
+                      window_shape(self, grad_output, 3, kernel, {}, {}, {}));
+  return grad_input;
+}
+
 // ---- average pooling ----
 
 void launch_avg_pool(int dims, T self, A kernel, A stride, A padding, bool count_include_pad, OptInt divisor,
@@ -312,6 +347,59 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     }
     c10::OptionalDeviceGuard guard(self.device());
     return max_pool3d_backward_mlu(grad_output, self, kernel, stride, padding, dilation, ceil_mode, indices);
+  });
+
+  // ---- fractional max pooling 2-D and 3-D (structured; the 3-D backward is not) ----
+  m.impl("fractional_max_pool2d", [](T self, A kernel, A output_size, T samples) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<Pair(T, A, A, T)>("aten::fractional_max_pool2d", self, kernel, output_size, samples);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return run_functional<meta::structured_fractional_max_pool2d, 2>(
+        [&](T out, T idx) { launch_fractional_max_pool(2, self, kernel, samples, out, idx); }, self, kernel,
+        output_size, samples);
+  });
+  m.impl("fractional_max_pool2d.output", [](T self, A kernel, A output_size, T samples, at::Tensor& out,
+                                            at::Tensor& indices) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<RefPair(T, A, A, T, at::Tensor&, at::Tensor&)>("aten::fractional_max_pool2d.output", self,
+                                                                         kernel, output_size, samples, out, indices);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    run_out<meta::structured_fractional_max_pool2d, 2>(
+        [&](T o, T i) { launch_fractional_max_pool(2, self, kernel, samples, o, i); },
+        std::forward_as_tuple(out, indices), self, kernel, output_size, samples);
+    return RefPair(out, indices);
+  });
+  m.impl("fractional_max_pool2d_backward", [](T grad_output, T self, A kernel, A output_size, T indices) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T, A, A, T)>("aten::fractional_max_pool2d_backward", grad_output, self,
+                                                     kernel, output_size, indices);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return run_functional<meta::structured_fractional_max_pool2d_backward, 1>(
+        [&](T gi) {
+          launch_max_backward("fractional_max_pool2d_backward", grad_output, indices, gi,
+                              plane_shape(self, grad_output, 2));
+        },
+        grad_output, self, kernel, output_size, indices);
+  });
+  m.impl("fractional_max_pool3d", [](T self, A kernel, A output_size, T samples) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<Pair(T, A, A, T)>("aten::fractional_max_pool3d", self, kernel, output_size, samples);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return run_functional<meta::structured_fractional_max_pool3d, 2>(
+        [&](T out, T idx) { launch_fractional_max_pool(3, self, kernel, samples, out, idx); }, self, kernel,
+        output_size, samples);
+  });
+  m.impl("fractional_max_pool3d_backward", [](T grad_output, T self, A kernel, A output_size, T indices) {
+    if (!has_pool_kernel(self)) {
+      return cpu_fallback<at::Tensor(T, T, A, A, T)>("aten::fractional_max_pool3d_backward", grad_output, self,
+                                                     kernel, output_size, indices);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    return fractional_max_pool3d_backward_mlu(grad_output, self, kernel, output_size, indices);
   });
 
   // ---- average pooling 2-D and 3-D (structured) ----

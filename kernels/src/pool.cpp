@@ -180,6 +180,65 @@ void adaptive_max_pool(const PoolShape& s, ScalarType type, const void* input, v
           [&](int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); });
 }
 
+namespace {
+
+// The window starts of one dim (FractionalMaxPooling.h generate_intervals),
+// every operation rounded to T as the CPU's scalar_t arithmetic does.
+template <class T>
+void fractional_starts(T sample_t, int64_t in, int64_t out, int64_t kernel, std::vector<int64_t>& starts) {
+  using A = detail::compute_t<T>;
+  const auto round = [](A x) { return detail::widen(detail::convert<T>(x)); };
+  starts.assign(static_cast<size_t>(out), 0);
+  const A sample = detail::widen(sample_t);
+  if (out > 1) {
+    const A alpha = round(round(static_cast<A>(in - kernel)) / round(static_cast<A>(out - 1)));
+    const int64_t offset = static_cast<int>(round(sample * alpha));
+    for (int64_t i = 0; i + 1 < out; ++i) {
+      starts[static_cast<size_t>(i)] =
+          static_cast<int>(round(round(round(static_cast<A>(i)) + sample) * alpha)) - offset;
+    }
+  }
+  if (out > 0) starts[static_cast<size_t>(out - 1)] = in - kernel;
+}
+
+}  // namespace
+
+void fractional_max_pool(const PoolShape& s, int dims, ScalarType type, const void* input, const void* samples,
+                         void* output, int64_t* indices) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* u = static_cast<const T*>(samples);
+    // The per-plane windows, as a window callback of `maximum` reading the
+    // current plane's starts (planes run one after another per thread).
+    parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
+      std::vector<int64_t> starts[3];
+      for (int64_t p = lo; p < hi; ++p) {
+        for (int i = 0; i < dims; ++i) {
+          // PyTorch's sample order: 2-D (width, height), 3-D (time, height, width).
+          const int d = dims == 2 ? 2 - i : i;
+          fractional_starts<T>(u[p * dims + i], s.in[d], s.out[d], s.kernel[d], starts[d]);
+        }
+        for (int d = 0; d < 3 - dims; ++d) starts[d].assign(1, 0);
+        PoolShape one = s;
+        one.planes = 1;
+        const int64_t ip = in_plane(s), op = out_plane(s);
+        maximum(one, type, static_cast<const T*>(input) + p * ip, static_cast<T*>(output) + p * op, indices + p * op,
+                [&](int64_t od, int64_t oh, int64_t ow) {
+                  Window w{};
+                  const int64_t o[3] = {od, oh, ow};
+                  for (int d = 0; d < 3; ++d) {
+                    w.lo[d] = starts[d][static_cast<size_t>(o[d])];
+                    w.hi[d] = w.lo[d] + s.kernel[d];
+                    w.step[d] = 1;
+                  }
+                  w.divisor = 1;
+                  return w;
+                });
+      }
+    });
+  });
+}
+
 void max_pool_backward(const PoolShape& s, ScalarType type, const void* grad_output, const int64_t* indices,
                        void* grad_input) {
   detail::dispatch_floating(type, [&](auto tag) {

@@ -49,4 +49,14 @@ void adaptive_avg_pool(const PoolShape& shape, ScalarType type, const void* inpu
 void adaptive_avg_pool_backward(const PoolShape& shape, ScalarType type, const void* grad_output, void* grad_input);
 void adaptive_max_pool(const PoolShape& shape, ScalarType type, const void* input, void* output, int64_t* indices);
 
+// Fractional max pooling (FractionalMaxPool2d.cpp / 3d.cpp): the windows of
+// `kernel` start at per-plane pseudo-random positions. For a dim of size in
+// -> out with sample u in [0, 1) (samples [planes, dims] in PyTorch's order:
+// 2-D width, height; 3-D time, height, width), window i starts at
+// floor((i + u) * a) - floor(u * a), a = (in - kernel) / (out - 1), computed
+// in the input's dtype like the CPU, and the last at in - kernel. Maximum and
+// indices as max_pool; the backward op is max_pool_backward.
+void fractional_max_pool(const PoolShape& shape, int dims, ScalarType type, const void* input, const void* samples,
+                         void* output, int64_t* indices);
+
 }  // namespace mlu::kernels
