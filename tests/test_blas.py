@@ -215,3 +215,22 @@ def test_cdist_direct_path(p):
     assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
     for a, e in zip(actual, expected):
         torch.testing.assert_close(a.cpu(), e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("p", [0.5, 1.0, 2.0, 3.0, float("inf")])
+def test_pdist(p):
+    torch.manual_seed(1)
+    x = torch.randn(6, 4)
+
+    def run(device):
+        leaf = x.detach().clone().to(device).requires_grad_()
+        d = F.pdist(leaf, p=p)
+        d.backward(torch.arange(d.numel(), dtype=d.dtype, device=device))
+        return d, leaf.grad
+
+    expected = run("cpu")
+    torch_mlu.reset_fallback_report()
+    actual = run("mlu")
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a.cpu(), e, rtol=1e-5, atol=1e-5)

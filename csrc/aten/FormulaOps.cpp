@@ -4,7 +4,7 @@
 // their backward ops (Loss.cpp, LossKernel.cpp, PointwiseOpsKernel.cpp), glu
 // and its backward op (Activation.cpp), native_group_norm_backward
 // (GroupNormKernel.cpp), whose forward PyTorch already composes from native
-// ops, cdist's direct path (_cdist_forward / _cdist_backward), and the
+// ops, cdist's direct path (_cdist_forward / _cdist_backward) and pdist, and the
 // transformer fast path's padding-mask check. 16-bit inputs
 // compute in float where the CPU does (group norm) and are rounded once.
 #include <cmath>
@@ -24,6 +24,7 @@
 #include <ATen/ops/logical_not.h>
 #include <ATen/ops/mean.h>
 #include <ATen/ops/mul.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/pow.h>
 #include <ATen/ops/sigmoid.h>
 #include <ATen/ops/sign.h>
@@ -31,6 +32,7 @@
 #include <ATen/ops/sub.h>
 #include <ATen/ops/sum.h>
 #include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
@@ -158,6 +160,32 @@ at::Tensor cdist_backward(T grad, T x1, T x2, double p, T cdist) {
   return at::sum(term, {-2});
 }
 
+// pdist: the upper triangle (i < j, row-major) of cdist(self, self); its
+// backward is cdist's with the gradient made symmetric.
+// The (i, j) pairs with i < j of n rows, row-major: [pairs, 2] on self's device.
+at::Tensor upper_pairs(T self) {
+  const int64_t n = self.size(0);
+  return at::ones({n, n}, self.options().dtype(at::kBool)).triu(1).nonzero();
+}
+
+at::Tensor pdist_forward(T self, double p) {
+  TORCH_CHECK(self.dim() == 2, "pdist only supports 2D tensors, got: ", self.dim(), "D");
+  TORCH_CHECK(p >= 0, "pdist only supports non-negative p values");
+  const at::Tensor pairs = upper_pairs(self);
+  return cdist_forward(self, self, p, std::nullopt).index({pairs.select(1, 0), pairs.select(1, 1)});
+}
+
+at::Tensor pdist_backward(T grad, T self, double p, T pdist) {
+  const int64_t n = self.size(0);
+  const at::Tensor pairs = upper_pairs(self);
+  const auto square = [&](const at::Tensor& upper) {
+    at::Tensor full = at::zeros({n, n}, upper.options());
+    full.index_put_({pairs.select(1, 0), pairs.select(1, 1)}, upper);
+    return full + full.t();
+  };
+  return cdist_backward(square(grad), self, self, p, square(pdist));
+}
+
 // ---- glu: first half * sigmoid(second half) along dim ----
 
 void check_glu(T self, int64_t dim) {
@@ -281,6 +309,8 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          });
   m.impl("_cdist_forward", TORCH_FN(cdist_forward));
   m.impl("_cdist_backward", TORCH_FN(cdist_backward));
+  m.impl("_pdist_forward", TORCH_FN(pdist_forward));
+  m.impl("_pdist_backward", TORCH_FN(pdist_backward));
   m.impl("glu", TORCH_FN(glu_mlu));
   m.impl("glu.out", [](T self, int64_t dim, at::Tensor& out) -> at::Tensor& { return copy_into(out, glu_mlu(self, dim)); });
   m.impl("glu_backward", TORCH_FN(glu_backward_mlu));

@@ -89,7 +89,7 @@ CI_COMPARE_OPS = [
     "nn.functional.smooth_l1_loss", "nn.functional.huber_loss", "nn.functional.glu",
     "nn.functional.scaled_dot_product_attention", "nn.functional.binary_cross_entropy", "nn.functional.kl_div",
     "nn.functional.l1_loss", "nn.functional.rms_norm", "nn.functional.instance_norm", "nn.functional.pixel_shuffle",
-    "nn.functional.local_response_norm", "cdist",
+    "nn.functional.local_response_norm", "cdist", "nn.functional.pdist",
     "nn.functional.max_pool2d", "nn.functional.avg_pool2d", "nn.functional.adaptive_avg_pool2d",
     "nn.functional.conv2d", "nn.functional.conv_transpose2d", "nn.functional.conv1d", "nn.functional.pad.constant",
     "nn.functional.interpolate.nearest", "nn.functional.interpolate.bilinear", "nn.functional.interpolate.bicubic",
