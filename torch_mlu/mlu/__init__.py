@@ -217,7 +217,32 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     return is_available() and get_device_capability()[0] >= 5
 
 
-from . import memory, random  # noqa: E402
+def get_amp_supported_dtype() -> list:
+    """The dtypes ``torch.autocast("mlu")`` casts to: float16 and bfloat16."""
+    return [torch.float16, torch.bfloat16]
+
+
+def is_autocast_enabled() -> bool:
+    """Whether autocast is on for mlu in this thread (``torch.is_autocast_enabled("mlu")``)."""
+    return torch.is_autocast_enabled("mlu")
+
+
+def set_autocast_enabled(enabled: bool) -> None:
+    """Turns autocast for mlu on or off in this thread (``torch.set_autocast_enabled("mlu", enabled)``)."""
+    torch.set_autocast_enabled("mlu", enabled)
+
+
+def get_autocast_dtype() -> torch.dtype:
+    """The dtype autocast casts to on mlu (float16 unless set)."""
+    return torch.get_autocast_dtype("mlu")
+
+
+def set_autocast_dtype(dtype: torch.dtype) -> None:
+    """Sets the dtype autocast casts to on mlu (float16 or bfloat16)."""
+    torch.set_autocast_dtype("mlu", dtype)
+
+
+from . import amp, memory, random  # noqa: E402
 from .random import *  # noqa: F403,E402
 from .memory import *  # noqa: F403,E402
 from .streams import (  # noqa: E402
@@ -249,6 +274,8 @@ __all__ = [
     "empty_cache",
     "get_device_capability",
     "get_device_name",
+    "get_amp_supported_dtype",
+    "get_autocast_dtype",
     "get_device_properties",
     "get_rng_state",
     "get_rng_state_all",
@@ -258,9 +285,12 @@ __all__ = [
     "init",
     "initial_seed",
     "is_available",
+    "is_autocast_enabled",
     "is_bf16_supported",
     "is_initialized",
     "manual_seed",
+    "set_autocast_dtype",
+    "set_autocast_enabled",
     "manual_seed_all",
     "max_memory_allocated",
     "max_memory_cached",

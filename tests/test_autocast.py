@@ -1,0 +1,180 @@
+"""torch.autocast("mlu") (csrc/aten/AutocastMode.cpp: CUDA's op lists on the AutocastPrivateUse1 key),
+torch.mlu.amp (autocast, custom_fwd / custom_bwd, GradScaler) and the autocast queries of torch.mlu.
+
+Each policy is checked on representative ops of its list (the result dtype on mlu), results are compared with
+CPU autocast where the CPU has the same policy (bfloat16 matrix products and convolutions), and GradScaler skips
+steps with inf / NaN gradients exactly as the CPU's.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_mlu
+
+LOW = [torch.bfloat16, torch.float16]
+
+
+def inputs(device, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    make = lambda *s: torch.randn(*s, generator=g).to(device)  # noqa: E731
+    return dict(a=make(8, 16), b=make(16, 12), w=make(12, 16), x=make(2, 3, 10, 10), k=make(4, 3, 3, 3),
+                q=make(2, 2, 8, 16), v1=make(16), v2=make(16), bb=make(3, 8, 16), bc=make(3, 16, 12), m=make(8, 12))
+
+
+# (op, expected dtype rule): "low" = the autocast dtype, "fp32" = float32, "promote" = the widest input.
+POLICY_CASES = {
+    "mm": (lambda t: torch.mm(t["a"], t["b"]), "low"),
+    "matmul": (lambda t: t["a"] @ t["b"], "low"),
+    "linear": (lambda t: F.linear(t["a"], t["w"]), "low"),
+    "addmm": (lambda t: torch.addmm(t["m"], t["a"], t["b"]), "low"),
+    "bmm": (lambda t: torch.bmm(t["bb"], t["bc"]), "low"),
+    "baddbmm": (lambda t: torch.baddbmm(torch.zeros(3, 8, 12, device=t["a"].device), t["bb"], t["bc"]), "low"),
+    "conv2d": (lambda t: F.conv2d(t["x"], t["k"]), "low"),
+    "sdpa": (lambda t: F.scaled_dot_product_attention(t["q"], t["q"], t["q"]), "low"),
+    "softmax": (lambda t: torch.softmax(t["a"], -1), "fp32"),
+    "log_softmax": (lambda t: torch.log_softmax(t["a"], -1), "fp32"),
+    "layer_norm": (lambda t: F.layer_norm(t["a"], [16]), "fp32"),
+    "exp": (lambda t: torch.exp(t["a"]), "fp32"),
+    "mse_loss": (lambda t: F.mse_loss(t["a"], t["a"] * 2), "fp32"),
+    "cross_entropy": (lambda t: F.cross_entropy(t["a"], torch.arange(8, device=t["a"].device) % 16), "fp32"),
+    "cumsum": (lambda t: torch.cumsum(t["a"], 0), "fp32"),
+    "norm": (lambda t: torch.norm(t["a"]), "fp32"),
+    "dot": (lambda t: torch.dot(t["v1"], t["v2"].to(torch.bfloat16)), "promote"),
+    "addcmul": (lambda t: torch.addcmul(t["a"], t["a"].to(torch.bfloat16), t["a"]), "promote"),
+}
+
+
+@pytest.mark.parametrize("dtype", LOW, ids=str)
+@pytest.mark.parametrize("name", list(POLICY_CASES))
+def test_policy_dtypes(name, dtype):
+    fn, rule = POLICY_CASES[name]
+    t = inputs("mlu")
+    with torch.autocast("mlu", dtype=dtype):
+        out = fn(t)
+    expected = {"low": dtype, "fp32": torch.float32, "promote": torch.float32}[rule]
+    assert out.dtype == expected, (name, out.dtype)
+    if rule != "promote":  # outside autocast nothing is cast (dot would refuse the mixed dtypes)
+        assert fn(t).dtype == torch.float32
+
+
+@pytest.mark.parametrize("name", ["mm", "matmul", "linear", "addmm", "bmm", "baddbmm", "conv2d"])
+def test_bfloat16_results_match_cpu_autocast(name):
+    fn, _ = POLICY_CASES[name]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        expected = fn(inputs("cpu"))
+    torch_mlu.reset_fallback_report()
+    with torch.autocast("mlu", dtype=torch.bfloat16):
+        actual = fn(inputs("mlu"))
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    assert actual.dtype == expected.dtype == torch.bfloat16
+    torch.testing.assert_close(actual.cpu(), expected, rtol=1.6e-2, atol=1e-2)
+
+
+def test_gradients_flow_back_in_float32():
+    t = inputs("mlu")
+    w = t["w"].requires_grad_()
+    with torch.autocast("mlu", dtype=torch.bfloat16):
+        loss = F.linear(t["a"], w).float().square().mean()
+    loss.backward()
+    assert w.grad.dtype == torch.float32 and torch.isfinite(w.grad).all()
+
+
+def test_queries_and_module_wrappers():
+    assert torch.mlu.get_amp_supported_dtype() == [torch.float16, torch.bfloat16]
+    assert not torch.mlu.is_autocast_enabled()
+    with torch.mlu.amp.autocast(dtype=torch.bfloat16):
+        assert torch.mlu.is_autocast_enabled() and torch.mlu.get_autocast_dtype() == torch.bfloat16
+        assert torch.is_autocast_enabled("mlu")
+    assert not torch.mlu.is_autocast_enabled()
+    previous = torch.mlu.get_autocast_dtype()
+    torch.mlu.set_autocast_dtype(torch.bfloat16)
+    torch.mlu.set_autocast_enabled(True)
+    try:
+        assert (inputs("mlu")["a"] @ inputs("mlu")["b"]).dtype == torch.bfloat16
+    finally:
+        torch.mlu.set_autocast_enabled(False)
+        torch.mlu.set_autocast_dtype(previous)
+    with torch.autocast("mlu", dtype=torch.float64):  # unsupported: warns and disables, as for CUDA
+        assert not torch.mlu.is_autocast_enabled()
+
+
+def test_binary_cross_entropy_is_banned():
+    p = torch.rand(4, device="mlu")
+    with torch.autocast("mlu", dtype=torch.bfloat16):
+        with pytest.raises(RuntimeError, match="unsafe to autocast"):
+            F.binary_cross_entropy(p, p)
+        assert F.binary_cross_entropy_with_logits(p, p).dtype == torch.float32
+
+
+def test_custom_fwd_and_bwd():
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        @torch.mlu.amp.custom_fwd(cast_inputs=torch.float32)
+        def forward(ctx, x):
+            ctx.inner_dtype = (x @ x.t()).dtype  # autocast is off inside: float32 math
+            return x * 2
+
+        @staticmethod
+        @torch.mlu.amp.custom_bwd
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = torch.randn(4, 4, device="mlu", dtype=torch.bfloat16, requires_grad=True)
+    with torch.autocast("mlu", dtype=torch.bfloat16):
+        y = Scale.apply(x)
+    assert y.dtype == torch.float32
+    y.sum().backward()
+    torch.testing.assert_close(x.grad.float().cpu(), torch.full((4, 4), 2.0))
+
+
+def scaler_run(device, scaler_cls):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 4).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = scaler_cls(init_scale=2.0 ** 8, growth_interval=2)
+    scales, weights = [], []
+    for step in range(6):
+        x = torch.randn(16, 8).to(device)
+        with torch.autocast(device, dtype=torch.bfloat16):
+            loss = model(x).float().square().mean()
+        scaler.scale(loss).backward()
+        if step in (1, 4):  # an overflowing step: skipped, scale backs off
+            model.weight.grad[0, 0] = float("inf") if step == 1 else float("nan")
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+        scales.append(scaler.get_scale())
+        weights.append(model.weight.detach().cpu().clone())
+    return scales, weights
+
+
+def test_grad_scaler_matches_cpu():
+    cpu_scales, cpu_weights = scaler_run("cpu", lambda **kw: torch.amp.GradScaler("cpu", **kw))
+    torch_mlu.reset_fallback_report()
+    mlu_scales, mlu_weights = scaler_run("mlu", torch.mlu.amp.GradScaler)
+    # _amp_foreach_non_finite_check_and_unscale_ and _amp_update_scale_ run natively (csrc/aten/AmpOps.cpp).
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    assert mlu_scales == cpu_scales, (mlu_scales, cpu_scales)
+    assert torch.equal(mlu_weights[1], mlu_weights[0])  # the inf step changed nothing
+    for a, e in zip(mlu_weights, cpu_weights):
+        torch.testing.assert_close(a, e, rtol=2e-2, atol=2e-3)
+    generic, _ = scaler_run("mlu", lambda **kw: torch.amp.GradScaler("mlu", **kw))
+    assert generic == cpu_scales
+
+
+def test_amp_ops_directly():
+    grads = [torch.tensor([1.0, 2.0], device="mlu"), torch.tensor([4.0, float("inf")], device="mlu"),
+             torch.empty(0, device="mlu")]
+    found = torch.zeros(1, device="mlu")
+    torch._amp_foreach_non_finite_check_and_unscale_(grads, found, torch.full((1,), 0.5, device="mlu"))
+    assert found.item() == 1.0 and grads[0].tolist() == [0.5, 1.0]
+    scale, tracker = torch.full((1,), 8.0, device="mlu"), torch.zeros(1, dtype=torch.int32, device="mlu")
+    ok = torch.zeros(1, device="mlu")
+    for expected_scale, expected_tracker in [(8.0, 1), (16.0, 0), (16.0, 1)]:
+        torch._amp_update_scale_(scale, tracker, ok, 2.0, 0.5, 2)
+        assert (scale.item(), tracker.item()) == (expected_scale, expected_tracker)
+    torch._amp_update_scale_(scale, tracker, found, 2.0, 0.5, 2)
+    assert (scale.item(), tracker.item()) == (8.0, 0)
+    big = torch.full((1,), 3e38, device="mlu")
+    torch._amp_update_scale_(big, torch.ones(1, dtype=torch.int32, device="mlu"), ok, 2.0, 0.5, 2)
+    assert big.item() == pytest.approx(3e38)  # growing would overflow: the scale stays
