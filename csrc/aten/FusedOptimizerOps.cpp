@@ -156,6 +156,23 @@ void fused_adam(const char* op, bool decoupled, TL params, TL grads, TL exp_avgs
   });
 }
 
+// The op entry points of Adam (kDecoupled false) and AdamW (true).
+template <bool kDecoupled>
+void fused_adam_float_lr(TL self, TL grads, TL exp_avgs, TL exp_avg_sqs, TL max_sqs, TL steps, double lr,
+                         double beta1, double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
+                         OptT grad_scale, OptT found_inf) {
+  fused_adam(kDecoupled ? "_fused_adamw_" : "_fused_adam_", kDecoupled, self, grads, exp_avgs, exp_avg_sqs, max_sqs,
+             steps, lr, nullptr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
+}
+
+template <bool kDecoupled>
+void fused_adam_tensor_lr(TL self, TL grads, TL exp_avgs, TL exp_avg_sqs, TL max_sqs, TL steps, const at::Tensor& lr,
+                          double beta1, double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
+                          OptT grad_scale, OptT found_inf) {
+  fused_adam(kDecoupled ? "_fused_adamw_" : "_fused_adam_", kDecoupled, self, grads, exp_avgs, exp_avg_sqs, max_sqs,
+             steps, 0.0, &lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
+}
+
 void fused_sgd(TL params, TL grads, TL buffers, double weight_decay, double momentum, double lr,
                const at::Tensor* lr_tensor, double dampening, bool nesterov, bool maximize, bool first_step,
                OptT grad_scale, OptT found_inf) {
@@ -205,30 +222,10 @@ void fused_adagrad(TL params, TL grads, TL state_sums, TL steps, double lr, cons
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_fused_adam_", [](TL self, TL grads, TL exp_avgs, TL exp_avg_sqs, TL max_sqs, TL steps, double lr,
-                            double beta1, double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
-                            OptT grad_scale, OptT found_inf) {
-    fused_adam("_fused_adam_", false, self, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, nullptr, beta1, beta2,
-               weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
-  });
-  m.impl("_fused_adam_.tensor_lr", [](TL self, TL grads, TL exp_avgs, TL exp_avg_sqs, TL max_sqs, TL steps,
-                                      const at::Tensor& lr, double beta1, double beta2, double weight_decay,
-                                      double eps, bool amsgrad, bool maximize, OptT grad_scale, OptT found_inf) {
-    fused_adam("_fused_adam_", false, self, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, 0.0, &lr, beta1, beta2,
-               weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
-  });
-  m.impl("_fused_adamw_", [](TL self, TL grads, TL exp_avgs, TL exp_avg_sqs, TL max_sqs, TL steps, double lr,
-                             double beta1, double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
-                             OptT grad_scale, OptT found_inf) {
-    fused_adam("_fused_adamw_", true, self, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, lr, nullptr, beta1, beta2,
-               weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
-  });
-  m.impl("_fused_adamw_.tensor_lr", [](TL self, TL grads, TL exp_avgs, TL exp_avg_sqs, TL max_sqs, TL steps,
-                                       const at::Tensor& lr, double beta1, double beta2, double weight_decay,
-                                       double eps, bool amsgrad, bool maximize, OptT grad_scale, OptT found_inf) {
-    fused_adam("_fused_adamw_", true, self, grads, exp_avgs, exp_avg_sqs, max_sqs, steps, 0.0, &lr, beta1, beta2,
-               weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
-  });
+  m.impl("_fused_adam_", TORCH_FN(fused_adam_float_lr<false>));
+  m.impl("_fused_adam_.tensor_lr", TORCH_FN(fused_adam_tensor_lr<false>));
+  m.impl("_fused_adamw_", TORCH_FN(fused_adam_float_lr<true>));
+  m.impl("_fused_adamw_.tensor_lr", TORCH_FN(fused_adam_tensor_lr<true>));
   m.impl("_fused_sgd_", [](TL self, TL grads, TL buffers, double weight_decay, double momentum, double lr,
                            double dampening, bool nesterov, bool maximize, bool is_first_step, OptT grad_scale,
                            OptT found_inf) {
