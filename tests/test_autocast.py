@@ -178,3 +178,64 @@ def test_amp_ops_directly():
     big = torch.full((1,), 3e38, device="mlu")
     torch._amp_update_scale_(big, torch.ones(1, dtype=torch.int32, device="mlu"), ok, 2.0, 0.5, 2)
     assert big.item() == pytest.approx(3e38)  # growing would overflow: the scale stays
+
+
+# ---- every entry of the policy lists (parsed from the ATen header the wheel ships) ----
+
+def policy_lists():
+    import os
+    import re
+    text = open(os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "autocast_mode.h")).read()
+    lists = {}
+    for macro in ("AT_FORALL_LOWER_PRECISION_FP", "AT_FORALL_FP32", "AT_FORALL_FP32_SET_OPT_DTYPE",
+                  "AT_FORALL_PROMOTE"):
+        body = re.search(r"#define %s\(_\)(.*?)(?=\n#define|\n#else|\n#endif)" % macro, text, re.S).group(1)
+        lists[macro] = [(m.group(1), m.group(2)) for m in
+                        re.finditer(r"_\(\s*([A-Za-z0-9_]+)\s*(?:,\s*([A-Za-z0-9_]+))?\s*\)", body)]
+    return lists
+
+
+LISTS = policy_lists()
+
+
+def test_every_policy_list_entry_has_an_mlu_autocast_kernel():
+    missing = []
+    for macro, entries in LISTS.items():
+        for name, overload in entries:
+            qualified = f"aten::{name}" + (f".{overload}" if overload else "")
+            if not torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "AutocastPrivateUse1"):
+                missing.append((macro, qualified))
+    assert sum(len(e) for e in LISTS.values()) > 100
+    assert not missing, missing
+    assert torch._C._dispatch_has_kernel_for_dispatch_key("aten::binary_cross_entropy", "AutocastPrivateUse1")
+    assert not torch._C._dispatch_has_kernel_for_dispatch_key("aten::add.Tensor", "AutocastPrivateUse1")
+
+
+def op_db_cases():
+    from torch.testing._internal.common_methods_invocations import op_db
+    by_name = {}
+    for op in op_db:
+        for key in (op.name, op.aten_name or op.name):
+            by_name.setdefault(key, op)
+    cases = []
+    for macro, low_input in (("AT_FORALL_LOWER_PRECISION_FP", True), ("AT_FORALL_FP32", False),
+                             ("AT_FORALL_FP32_SET_OPT_DTYPE", False)):
+        for name in sorted({n for n, _ in LISTS[macro]}):
+            op = by_name.get(name) or by_name.get("nn.functional." + name)
+            dtype = torch.float32 if low_input else torch.bfloat16
+            if op is not None and dtype in op.supported_dtypes("cpu"):
+                cases.append(pytest.param(op, dtype, low_input, id=f"{macro[10:].lower()}-{op.name}"))
+    return cases
+
+
+@pytest.mark.parametrize("op,dtype,low_policy", op_db_cases())
+def test_policy_on_op_db_samples(op, dtype, low_policy):
+    """The first op_db sample under autocast("mlu", bfloat16): lower-precision ops turn float32 into bfloat16,
+    float32 ops turn bfloat16 into float32."""
+    sample = next(iter(op.sample_inputs("mlu", dtype)))
+    with torch.autocast("mlu", dtype=torch.bfloat16):
+        out = op(sample.input, *sample.args, **sample.kwargs)
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out])
+            if isinstance(o, torch.Tensor) and o.is_floating_point()]
+    expected = torch.bfloat16 if low_policy else torch.float32
+    assert outs and all(o.dtype == expected for o in outs), [o.dtype for o in outs]
