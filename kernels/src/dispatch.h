@@ -38,6 +38,11 @@ struct Bits128 {
   uint64_t lo, hi;
 };
 
+// The unsigned storage type of T's size (2, 4 or 8 bytes): T's elements
+// moved as bits (e.g. copied into patch matrices), no value semantics.
+template <class T>
+using bits_t = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+
 // For kernels that only move bits (fill, same-type copy): picks an unsigned
 // storage type of the element's size, so no value semantics can alter the bits.
 template <class F>

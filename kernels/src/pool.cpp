@@ -90,7 +90,8 @@ Window adaptive_window(const PoolShape& s, const int64_t (&o)[3]) {
   return w;
 }
 
-// Maximum and its index over each window of each plane.
+// Maximum and its index over each window of each plane; window(p, od, oh, ow)
+// (plane p: fractional pooling's windows differ per plane).
 template <class MakeWindow>
 void maximum(const PoolShape& s, ScalarType type, const void* input, void* output, int64_t* indices,
              MakeWindow window) {
@@ -103,7 +104,8 @@ void maximum(const PoolShape& s, ScalarType type, const void* input, void* outpu
     parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
       for (int64_t p = lo; p < hi; ++p) {
         const T* plane = in + p * ip;
-        for_each_output(s, window, [&](int64_t o, const Window& w) {
+        const auto plane_window = [&](int64_t od, int64_t oh, int64_t ow) { return window(p, od, oh, ow); };
+        for_each_output(s, plane_window, [&](int64_t o, const Window& w) {
           int64_t best = (w.lo[0] * s.in[1] + w.lo[1]) * s.in[2] + w.lo[2];
           A best_value = -std::numeric_limits<A>::infinity();
           for_each_position(s, w, [&](int64_t at) {
@@ -172,12 +174,12 @@ void average_backward(const PoolShape& s, ScalarType type, const void* grad_outp
 
 void max_pool(const PoolShape& s, ScalarType type, const void* input, void* output, int64_t* indices) {
   maximum(s, type, input, output, indices,
-          [&](int64_t d, int64_t h, int64_t w) { return max_window(s, {d, h, w}); });
+          [&](int64_t, int64_t d, int64_t h, int64_t w) { return max_window(s, {d, h, w}); });
 }
 
 void adaptive_max_pool(const PoolShape& s, ScalarType type, const void* input, void* output, int64_t* indices) {
   maximum(s, type, input, output, indices,
-          [&](int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); });
+          [&](int64_t, int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); });
 }
 
 namespace {
@@ -205,37 +207,33 @@ void fractional_starts(T sample_t, int64_t in, int64_t out, int64_t kernel, std:
 
 void fractional_max_pool(const PoolShape& s, int dims, ScalarType type, const void* input, const void* samples,
                          void* output, int64_t* indices) {
+  // Every plane's window starts per dim first ([planes][out[d]], one start
+  // for a dim added to reach three), then one pass of `maximum`.
+  std::vector<int64_t> starts[3];
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* u = static_cast<const T*>(samples);
-    // The per-plane windows, as a window callback of `maximum` reading the
-    // current plane's starts (planes run one after another per thread).
-    parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
-      std::vector<int64_t> starts[3];
-      for (int64_t p = lo; p < hi; ++p) {
-        for (int i = 0; i < dims; ++i) {
-          // PyTorch's sample order: 2-D (width, height), 3-D (time, height, width).
-          const int d = dims == 2 ? 2 - i : i;
-          fractional_starts<T>(u[p * dims + i], s.in[d], s.out[d], s.kernel[d], starts[d]);
-        }
-        for (int d = 0; d < 3 - dims; ++d) starts[d].assign(1, 0);
-        PoolShape one = s;
-        one.planes = 1;
-        const int64_t ip = in_plane(s), op = out_plane(s);
-        maximum(one, type, static_cast<const T*>(input) + p * ip, static_cast<T*>(output) + p * op, indices + p * op,
-                [&](int64_t od, int64_t oh, int64_t ow) {
-                  Window w{};
-                  const int64_t o[3] = {od, oh, ow};
-                  for (int d = 0; d < 3; ++d) {
-                    w.lo[d] = starts[d][static_cast<size_t>(o[d])];
-                    w.hi[d] = w.lo[d] + s.kernel[d];
-                    w.step[d] = 1;
-                  }
-                  w.divisor = 1;
-                  return w;
-                });
+    std::vector<int64_t> one;
+    for (int d = 0; d < 3; ++d) starts[d].resize(static_cast<size_t>(s.planes * s.out[d]), 0);
+    for (int64_t p = 0; p < s.planes; ++p) {
+      for (int i = 0; i < dims; ++i) {
+        // PyTorch's sample order: 2-D (width, height), 3-D (time, height, width).
+        const int d = dims == 2 ? 2 - i : i;
+        fractional_starts<T>(u[p * dims + i], s.in[d], s.out[d], s.kernel[d], one);
+        std::copy(one.begin(), one.end(), starts[d].begin() + p * s.out[d]);
       }
-    });
+    }
+  });
+  maximum(s, type, input, output, indices, [&](int64_t p, int64_t od, int64_t oh, int64_t ow) {
+    Window w{};
+    const int64_t o[3] = {od, oh, ow};
+    for (int d = 0; d < 3; ++d) {
+      w.lo[d] = starts[d][static_cast<size_t>(p * s.out[d] + o[d])];
+      w.hi[d] = w.lo[d] + s.kernel[d];
+      w.step[d] = 1;
+    }
+    w.divisor = 1;
+    return w;
   });
 }
 

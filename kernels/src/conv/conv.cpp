@@ -6,6 +6,7 @@
 
 #include "../convert.h"
 #include "../dispatch.h"
+#include "../scratch.h"
 #include "mlu_kernels/gemm.h"
 #include "geometry.h"
 #include "mlu_kernels/parallel.h"
@@ -105,17 +106,12 @@ void col2im(const Geometry& g, int64_t channels, const T* col, A* acc) {
 template <class E, class Tag = void>
 E* scratch(int64_t n) {
   thread_local std::vector<E> buffer;
-  if (buffer.size() < static_cast<size_t>(n)) buffer.resize(static_cast<size_t>(n));
-  return buffer.data();
+  return detail::grow(buffer, n);
 }
 
 // Outputs with fewer positions than this per sample are computed by one
 // GEMM over all samples (Note [Convolution batches]).
 constexpr int64_t kWideBelow = 1024;
-
-// One storage-bits type per element size, for the copies.
-template <class T>
-using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
 
 }  // namespace
 
@@ -124,7 +120,7 @@ void conv_forward(const ConvShape& s, ScalarType type, const void* input, const 
   const Geometry g = geometry(s);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using E = Bits<T>;
+    using E = detail::bits_t<T>;
     const int64_t rows = g.group_in * g.taps, L = g.out_plane;
     const int64_t patch_size = s.in_channels * g.taps * L;
     // Note [Convolution batches]: without groups, small outputs (late
@@ -275,7 +271,7 @@ void conv_backward_weight(const ConvShape& s, ScalarType type, const void* grad_
   const Geometry g = geometry(s);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using E = Bits<T>;
+    using E = detail::bits_t<T>;
     const int64_t rows = g.group_in * g.taps, L = g.out_plane, depth = s.batch * L;
     // Patches of every sample side by side: row r holds sample n's L values at
     // r * depth + n * L; grad_output regrouped by channel, [C_out][N][L].

@@ -22,6 +22,7 @@
 
 #include "../convert.h"
 #include "../dispatch.h"
+#include "../scratch.h"
 #include "geometry.h"
 #include "mlu_kernels/conv.h"
 #include "mlu_kernels/gemm.h"
@@ -125,16 +126,6 @@ void fold_rows(const Geometry& g, int64_t channels, const A* col, int64_t r0, in
   });
 }
 
-template <class E>
-E* scratch(std::vector<E>& buffer, int64_t n) {
-  if (buffer.size() < static_cast<size_t>(n)) buffer.resize(static_cast<size_t>(n));
-  return buffer.data();
-}
-
-// One storage-bits type per element size, for the copies.
-template <class T>
-using Bits = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
-
 GemmArgs gemm_args(ScalarType type, int64_t m, int64_t n, int64_t k, const void* a, int64_t a_rs, int64_t a_cs,
                    const void* b, int64_t b_rs, int64_t b_cs, void* c, int64_t ldc, double beta, bool float_c) {
   GemmArgs args{};
@@ -169,7 +160,7 @@ void conv_forward_channels_last(const ConvShape& s, ScalarType type, const void*
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;
-    using E = Bits<T>;
+    using E = detail::bits_t<T>;
     constexpr bool kWide = !std::is_same_v<T, A>;  // 16-bit: float C, rounded with the bias
     const T* b = static_cast<const T*>(bias);
     T* out = static_cast<T*>(output);
@@ -180,13 +171,13 @@ void conv_forward_channels_last(const ConvShape& s, ScalarType type, const void*
       const int64_t m = r1 - r0;
       const void* patches = static_cast<const T*>(input) + r0 * s.in_channels;
       if (!g.identity) {
-        E* col = scratch(col_buffer, m * k);
+        E* col = detail::grow(col_buffer, m * k);
         unfold_rows(g, s.in_channels, static_cast<const E*>(input), r0, r1, col);
         patches = col;
       }
       T* out_rows = out + r0 * cout;
       void* c = out_rows;
-      if constexpr (kWide) c = scratch(c_buffer, m * cout);
+      if constexpr (kWide) c = detail::grow(c_buffer, m * cout);
       if (!kWide && b != nullptr) {
         for (int64_t i = 0; i < m; ++i) std::copy_n(b, cout, out_rows + i * cout);
       }
@@ -234,12 +225,12 @@ void conv_backward_input_channels_last(const ConvShape& s, ScalarType type, cons
     if constexpr (std::is_same_v<T, A>) {
       acc = gi;
     } else {
-      acc = scratch(acc_buffer, positions * cin);
+      acc = detail::grow(acc_buffer, positions * cin);
     }
     std::fill_n(acc, positions * cin, A(0));
     for (int64_t r0 = 0; r0 < rows; r0 += block) {
       const int64_t r1 = std::min(rows, r0 + block), m = r1 - r0;
-      A* col = scratch(col_buffer, m * k);
+      A* col = detail::grow(col_buffer, m * k);
       // Patch gradients: grad_output rows x weight [C_out x taps * C_in], in A.
       gemm(gemm_args(type, m, k, cout, go + r0 * cout, cout, 1, weight, k, 1, col, k, 0, !std::is_same_v<T, A>));
       fold_rows(g, cin, col, r0, r1, acc);
@@ -260,7 +251,7 @@ void conv_backward_weight_channels_last(const ConvShape& s, ScalarType type, con
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;
-    using E = Bits<T>;
+    using E = detail::bits_t<T>;
     const T* go = static_cast<const T*>(grad_output);
     thread_local std::vector<E> col_buffer;
     thread_local std::vector<A> sum_buffer;
@@ -269,13 +260,13 @@ void conv_backward_weight_channels_last(const ConvShape& s, ScalarType type, con
     if constexpr (std::is_same_v<T, A>) {
       gw = static_cast<T*>(grad_weight);
     } else {
-      gw = scratch(sum_buffer, cout * k);
+      gw = detail::grow(sum_buffer, cout * k);
     }
     for (int64_t r0 = 0; r0 < rows; r0 += block) {
       const int64_t r1 = std::min(rows, r0 + block), m = r1 - r0;
       const void* patches = static_cast<const T*>(input) + r0 * cin;
       if (!g.identity) {
-        E* col = scratch(col_buffer, m * k);
+        E* col = detail::grow(col_buffer, m * k);
         unfold_rows(g, cin, static_cast<const E*>(input), r0, r1, col);
         patches = col;
       }

@@ -13,6 +13,7 @@
 
 #include "../convert.h"
 #include "../dispatch.h"
+#include "../scratch.h"
 #include "gemm_amx.h"
 #include "microkernel.h"
 #include "mlu_kernels/copy.h"
@@ -56,14 +57,6 @@ constexpr int64_t kDirectMacs = int64_t{1} << 21;
 template <class T>
 constexpr ScalarType compute_type() {
   return std::is_same_v<T, double> ? ScalarType::Float64 : ScalarType::Float32;
-}
-
-// Per-thread packing buffers, grown as needed and kept (a fresh allocation
-// per call would page-fault its way through megabytes every time).
-template <class T>
-T* scratch(std::vector<T>& buffer, int64_t size) {
-  if (buffer.size() < static_cast<size_t>(size)) buffer.resize(static_cast<size_t>(size));
-  return buffer.data();
 }
 
 // Runs the micro-kernel over the A panels [panel_begin, panel_end) of a
@@ -148,7 +141,7 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, T alpha, T beta, ScalarType t
     const int64_t m_parts = std::clamp<int64_t>(threads / n_blocks, 1, a_panels);
     for (int64_t pc = 0; pc < k; pc += kr.kc) {
       const int64_t kc = std::min<int64_t>(kr.kc, k - pc);
-      T* ap = scratch(a_buffer, a_panels * kr.mr * kr.kc);
+      T* ap = detail::grow(a_buffer, a_panels * kr.mr * kr.kc);
       const char* a_block = a.data + (ic * a.rs + pc * a.cs) * es;
       const int64_t pack_grain = threads == 1 ? a_panels : std::max<int64_t>(1, a_panels / (4 * threads));
       parallel_for(0, a_panels, pack_grain, [&](int64_t lo, int64_t hi) {
@@ -159,7 +152,7 @@ void gemm_blocked(int64_t m, int64_t n, int64_t k, T alpha, T beta, ScalarType t
       const int64_t tasks = n_blocks * m_parts;
       parallel_for(0, tasks, threads == 1 ? tasks : 1, [&](int64_t lo, int64_t hi) {
         thread_local std::vector<T> b_buffer;
-        T* bp = scratch(b_buffer, nc * kc);
+        T* bp = detail::grow(b_buffer, nc * kc);
         int64_t packed = -1;
         for (int64_t t = lo; t < hi; ++t) {
           const int64_t jb = t / m_parts, part = t % m_parts;
@@ -229,7 +222,7 @@ void gemm_vector(ScalarType type, ScalarType c_type, int64_t m, int64_t n, int64
   const Source vector = column ? Source{b.data, b.rs, 0} : Source{a.data, a.cs, 0};
   const int64_t c_step = column ? c.row_stride : c.col_stride;
   thread_local std::vector<T> y_buffer;
-  T* y = scratch(y_buffer, rows);
+  T* y = detail::grow(y_buffer, rows);
   const int64_t grain = std::max<int64_t>(1, kSerialMacs / std::max<int64_t>(k, 1));
   parallel_for(0, rows, grain, [&](int64_t lo, int64_t hi) {
     kr.gemv(y + lo, matrix.data + lo * matrix.rs * es, vector.data, type, matrix.rs, matrix.cs, vector.rs, hi - lo, k);
@@ -290,7 +283,7 @@ void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
       // w is padded to whole 32 x 32 blocks, which the tiles load and store.
       const int64_t ldw = (n + detail::kAmxBlock - 1) / detail::kAmxBlock * detail::kAmxBlock;
       const int64_t rows = (m + detail::kAmxBlock - 1) / detail::kAmxBlock * detail::kAmxBlock;
-      T* w = scratch(c_buffer, rows * ldw);
+      T* w = detail::grow(c_buffer, rows * ldw);
       if (beta != T(0)) c_to_workspace<T>(c_type, m, n, c, c_base, w, ldw, beta / alpha, true);
       detail::gemm_amx_bf16_accumulate(m, n, args.k, reinterpret_cast<const BFloat16*>(a.data), a.rs, a.cs,
                                        reinterpret_cast<const BFloat16*>(b.data), b.rs, b.cs, w, ldw, beta != T(0),
@@ -312,7 +305,7 @@ void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
       return;
     }
   }
-  T* w = scratch(c_buffer, m * n);
+  T* w = detail::grow(c_buffer, m * n);
   if (beta != T(0)) c_to_workspace<T>(c_type, m, n, c, c_base, w, n, T(1), true);
   gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, w, n, serial);
   c_to_workspace<T>(c_type, m, n, c, c_base, w, n, T(1), false);
