@@ -111,3 +111,21 @@ def test_module_matches_cpu(info, training):
         assert fell_back, f"{name} runs natively now: remove it from STILL_FALLING_BACK"
     else:
         assert not fell_back, f"{name} used the CPU fallback for {sorted(fell_back)}"
+
+
+def test_to_mlu_keeps_parameter_identity():
+    """Module.to() moves parameters in place (`param.data = moved`) as it does between cpu and cuda: tied
+    weights stay one Parameter, references held elsewhere (an optimizer's) follow, gradients move along."""
+    emb = torch.nn.Embedding(7, 4)
+    head = torch.nn.Linear(4, 7, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.ModuleDict({"emb": emb, "head": head})
+    held = emb.weight
+    held.grad = torch.ones_like(held)
+    assert torch._has_compatible_shallow_copy_type(held, held.to("mlu"))
+    model.to("mlu")
+    assert model["emb"].weight is model["head"].weight is held
+    assert held.device.type == "mlu" and held.grad.device.type == "mlu"
+    assert sum(p.numel() for p in model.parameters()) == 28
+    model.to("cpu")
+    assert held.device.type == "cpu" and model["head"].weight is held

@@ -53,9 +53,24 @@ at::Tensor& set_empty_mlu_(at::Tensor& self) {
   return set_storage_mlu_(self, std::move(storage), 0, {0}, {});
 }
 
+// Note [Shallow copies between cpu and mlu]: nn.Module.to() / _apply keep a parameter's identity (`param.data =
+// moved`, so tied weights stay tied and optimizers' references stay valid) only when this answers true.
+// TensorImpl's own check lists the in-tree dense backends (CPU, CUDA, XPU, ...) but not PrivateUse1, so the
+// backend says it: two dense (strided) tensors of the CPU or mlu are interchangeable, as CPU and CUDA are.
+bool has_compatible_shallow_copy_type_mlu(const at::Tensor& self, const at::Tensor& from) {
+  auto dense_cpu_or_mlu = [](const at::Tensor& t) {
+    c10::DispatchKeySet keys = t.key_set();
+    return t.layout() == c10::kStrided && keys.has(c10::DispatchKey::Dense) &&
+           keys.has_any(c10::DispatchKeySet({c10::BackendComponent::CPUBit, c10::BackendComponent::PrivateUse1Bit}));
+  };
+  if (dense_cpu_or_mlu(self) && dense_cpu_or_mlu(from)) return true;
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set());
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type_mlu));
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
   m.impl("view", TORCH_FN(at::native::view));
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
