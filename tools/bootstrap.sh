@@ -35,7 +35,7 @@ fi
 
 # Re-install only when the requirement files changed.
 stamp="$VENV/.requirements.stamp"
-want=$(cat requirements.txt requirements-test.txt | sha256sum | cut -d' ' -f1)
+want=$(cat requirements.txt requirements-examples.txt requirements-test.txt | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "bootstrap: installing Python requirements"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements-test.txt
