@@ -1,0 +1,221 @@
+"""End-to-end training on mlu against stock PyTorch on the CPU (same process, same seed, same data): issue 7.
+
+Models (training steps per second: forward, loss, backward, optimizer step, gradients reset):
+- mlp: 1024 -> 2048 -> 2048 -> 10 with ReLU, batch 128, Adam;
+- cnn: a ResNet-18-shaped network (basic blocks 2-2-2-2, widths 64-512, batch norm) on 64x64 RGB images,
+  batch 16, 100 classes, SGD with momentum;
+- gpt: the GPT-mini of examples/gpt.py (4 layers, width 256, 4 heads, sequence 256, batch 8, 256-symbol
+  vocabulary), AdamW;
+each in float32 and with bfloat16 autocast; optimizers with PyTorch's defaults (foreach on both devices).
+The steps of a measurement are queued back to back and the device synchronized once at the end, as a training
+loop that reads the loss back every few steps would. Plus the eager per-op host cost: `torch.add` of two
+16-element tensors in a loop (microseconds per op; on mlu including the final synchronize).
+
+Each pass measures every case on both devices, alternating; --repeat R reports the median of R passes.
+ratio = mlu steps/s / cpu steps/s (above 1: mlu faster); for the tiny op, ratio = mlu us / cpu us (below 1:
+mlu cheaper).
+
+    python benchmarks/bench_models.py [--cases 'gpt*'] [--repeat 3] [--min-time 2]
+        [--out benchmarks/results/bench_models.json]
+"""
+import argparse
+import copy
+import fnmatch
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import torch_mlu
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+from gpt import GPT, GPTConfig  # noqa: E402
+
+
+class BasicBlock(nn.Module):
+    def __init__(self, c_in, c_out, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.down = None
+        if stride != 1 or c_in != c_out:
+            self.down = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + (x if self.down is None else self.down(x)))
+
+
+def resnet18(classes=100):
+    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+    c_in = 64
+    for c_out, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        layers += [BasicBlock(c_in, c_out, stride), BasicBlock(c_out, c_out, 1)]
+        c_in = c_out
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, classes)]
+    return nn.Sequential(*layers)
+
+
+class GPTLoss(nn.Module):
+    """The GPT's forward returning only the loss, so every model is called as model(x, y) -> loss."""
+
+    def __init__(self):
+        super().__init__()
+        self.gpt = GPT(GPTConfig(vocab_size=256, block_size=256, n_layer=4, n_head=4, n_embd=256))
+
+    def forward(self, x, y):
+        return self.gpt(x, y)[1]
+
+
+class Classifier(nn.Module):
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x, y):
+        return F.cross_entropy(self.net(x), y)
+
+
+def mlp_model():
+    net = nn.Sequential(nn.Linear(1024, 2048), nn.ReLU(), nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 10))
+    return (Classifier(net), lambda p: torch.optim.Adam(p, lr=1e-3),
+            (torch.randn(128, 1024), torch.randint(0, 10, (128,))))
+
+
+def cnn_model():
+    return (Classifier(resnet18()), lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9),
+            (torch.randn(16, 3, 64, 64), torch.randint(0, 100, (16,))))
+
+
+def gpt_model():
+    return (GPTLoss(), lambda p: torch.optim.AdamW(p, lr=1e-3),
+            (torch.randint(0, 256, (8, 256)), torch.randint(0, 256, (8, 256))))
+
+
+MODELS = {"mlp": mlp_model, "cnn": cnn_model, "gpt": gpt_model}
+
+
+def synchronize(device):
+    if device == "mlu":
+        torch.mlu.synchronize()
+
+
+class Trainer:
+    """One model, its optimizer and its batch on one device; step() queues one training step."""
+
+    def __init__(self, model, make_opt, batch, device, autocast_dtype):
+        self.device = device
+        self.model = copy.deepcopy(model).to(device)
+        self.opt = make_opt(self.model.parameters())
+        self.batch = tuple(t.to(device) for t in batch)
+        self.autocast_dtype = autocast_dtype
+
+    def step(self):
+        with torch.autocast(self.device, dtype=self.autocast_dtype or torch.float32,
+                            enabled=self.autocast_dtype is not None):
+            loss = self.model(*self.batch)
+        loss.backward()
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+        return loss
+
+    def steps_per_second(self, min_time):
+        """Runs batches of steps (one synchronize per batch) for at least min_time; the median batch rate."""
+        synchronize(self.device)
+        n, rates, spent = 1, [], 0.0
+        while spent < min_time or len(rates) < 3:
+            start = time.perf_counter()
+            for _ in range(n):
+                self.step()
+            synchronize(self.device)
+            elapsed = time.perf_counter() - start
+            spent += elapsed
+            rates.append(n / elapsed)
+            if elapsed < 0.5:
+                n *= 2
+        return statistics.median(rates[1:] if len(rates) > 3 else rates)
+
+
+def model_case(name, autocast_dtype):
+    def run(min_time):
+        torch.manual_seed(0)
+        model, make_opt, batch = MODELS[name]()
+        rates, losses = {}, {}
+        for device in ("cpu", "mlu"):
+            trainer = Trainer(model, make_opt, batch, device, autocast_dtype)
+            losses[device] = trainer.step().item()  # warm-up: allocator, caches
+            trainer.step()
+            rates[device] = trainer.steps_per_second(min_time)
+        return {"cpu": rates["cpu"], "mlu": rates["mlu"], "ratio": rates["mlu"] / rates["cpu"], "unit": "steps/s",
+                "first_loss": losses}
+    return run
+
+
+def tiny_op_case(min_time):
+    us = {}
+    for device in ("cpu", "mlu"):
+        a, b = torch.ones(16, device=device), torch.ones(16, device=device)
+        for _ in range(1000):
+            torch.add(a, b)
+        synchronize(device)
+        samples, spent = [], 0.0
+        while spent < min_time or len(samples) < 5:
+            start = time.perf_counter()
+            for _ in range(10000):
+                torch.add(a, b)
+            synchronize(device)
+            elapsed = time.perf_counter() - start
+            spent += elapsed
+            samples.append(elapsed / 10000 * 1e6)
+        us[device] = statistics.median(samples)
+    return {"cpu": us["cpu"], "mlu": us["mlu"], "ratio": us["mlu"] / us["cpu"], "unit": "us/op"}
+
+
+CASES = {}
+for _name in MODELS:
+    CASES[f"{_name}_fp32"] = model_case(_name, None)
+    CASES[f"{_name}_bf16"] = model_case(_name, torch.bfloat16)
+CASES["tiny_add_host_cost"] = tiny_op_case
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default="*", help="comma-separated glob patterns over the case names")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--min-time", type=float, default=2.0, help="seconds per device and case")
+    parser.add_argument("--out", default="benchmarks/results/bench_models.json")
+    args = parser.parse_args()
+    names = [n for n in CASES if any(fnmatch.fnmatch(n, p) for p in args.cases.split(","))]
+    torch_mlu.reset_fallback_report()
+    passes = [[CASES[n](args.min_time) for n in names] for _ in range(args.repeat)]
+    results = []
+    for i, name in enumerate(names):
+        runs = [p[i] for p in passes]
+        case = {"case": name, **runs[0]}
+        for key in ("cpu", "mlu", "ratio"):
+            case[key] = round(statistics.median(r[key] for r in runs), 4)
+        case["pass_ratios"] = [round(r["ratio"], 3) for r in runs]
+        results.append(case)
+    fallback = torch_mlu.fallback_report()
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
+                   "threads": torch.get_num_threads(), "repeat": args.repeat, "fallback": fallback,
+                   "cases": results}, f, indent=1)
+    print(f"{'case':20s} {'unit':>8s} {'cpu':>9s} {'mlu':>9s} {'ratio':>6s}  passes")
+    for c in results:
+        print(f"{c['case']:20s} {c['unit']:>8s} {c['cpu']:9.2f} {c['mlu']:9.2f} {c['ratio']:6.2f}  {c['pass_ratios']}")
+    print(f"ops that fell back to the CPU: {fallback or 'none'}")
+
+
+if __name__ == "__main__":
+    main()
