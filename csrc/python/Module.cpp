@@ -97,6 +97,11 @@ PYBIND11_MODULE(_C, m) {
         MLUStream stream(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), stream_id));
         return reinterpret_cast<uintptr_t>(stream.queue()););
   });
+  m.def("_mlu_streamLaunchCount", [](int64_t stream_id, int device) {
+    return MLU_BINDING(
+        MLUStream stream(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), stream_id));
+        uint64_t count = 0; MLU_CHECK(mlu::mluQueueGetLaunchCount(stream.queue(), &count)); return count;);
+  });
   m.def("_mlu_streamFromExternal", [](uintptr_t queue, int device) {
     return MLU_BINDING(
         return getStreamFromExternal(reinterpret_cast<mlu::mluQueue_t>(queue), static_cast<c10::DeviceIndex>(device))

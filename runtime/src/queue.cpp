@@ -228,6 +228,14 @@ mluError_t mluQueueGetPriority(mluQueue_t queue, int* priority) {
   return mluSuccess;
 }
 
+mluError_t mluQueueGetLaunchCount(mluQueue_t queue, uint64_t* count) {
+  mluError_t status;
+  mluQueue_st* q = resolve_queue(queue, &status);
+  if (q == nullptr) return status;
+  if (count != nullptr) *count = q->launched_published.load(std::memory_order_acquire);
+  return mluSuccess;
+}
+
 mluError_t mluQueueGetDevice(mluQueue_t queue, int* device) {
   mluError_t status;
   mluQueue_st* q = resolve_queue(queue, &status);

@@ -51,6 +51,9 @@ TEST(Queue, TasksRunInLaunchOrder) {
   std::vector<int> expected(1000);
   std::iota(expected.begin(), expected.end(), 0);
   EXPECT_EQ(order, expected);
+  uint64_t count = 0;
+  EXPECT_EQ(mluQueueGetLaunchCount(queue, &count), mluSuccess);
+  EXPECT_EQ(count, 1000u);
 }
 
 TEST(Queue, DefaultQueueRunsInOrderToo) {
@@ -184,6 +187,8 @@ TEST(Queue, DestroyDrainsPendingWork) {
   int value = 0;
   EXPECT_EQ(mluQueueGetPriority(queue, &value), mluErrorInvalidResourceHandle);
   EXPECT_EQ(mluQueueGetDevice(queue, &value), mluErrorInvalidResourceHandle);
+  uint64_t count = 0;
+  EXPECT_EQ(mluQueueGetLaunchCount(queue, &count), mluErrorInvalidResourceHandle);
   ScopedEvent event;
   EXPECT_EQ(mluEventRecord(event, queue), mluErrorInvalidResourceHandle);
   EXPECT_EQ(mluQueueWaitEvent(queue, event), mluErrorInvalidResourceHandle);

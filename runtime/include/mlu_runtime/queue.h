@@ -68,6 +68,9 @@ mluError_t mluQueueDestroy(mluQueue_t queue);
 mluError_t mluGetDefaultQueue(int device, mluQueue_t* queue);
 mluError_t mluQueueGetPriority(mluQueue_t queue, int* priority);
 mluError_t mluQueueGetDevice(mluQueue_t queue, int* device);
+// How many tasks were ever launched on `queue` (copies, kernels, event
+// records, waits): a profiling and testing aid.
+mluError_t mluQueueGetLaunchCount(mluQueue_t queue, uint64_t* count);
 // mluSuccess when all launched work has finished, else mluErrorNotReady.
 mluError_t mluQueueQuery(mluQueue_t queue);
 mluError_t mluQueueSynchronize(mluQueue_t queue);
