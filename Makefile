@@ -42,6 +42,7 @@ bench: build
 	$(PY) benchmarks/bench_basic.py
 	$(PY) benchmarks/bench_allocator.py
 	$(PY) benchmarks/bench_ops.py
+	$(PY) benchmarks/bench_models.py
 
 # The full OpInfo sweep (every op_db entry and dtype, compared with the CPU), crash-proof; writes
 # docs/opinfo_summary.md. OPINFO_ARGS narrows it, e.g. OPINFO_ARGS="--dtypes float32".

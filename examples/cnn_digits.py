@@ -19,5 +19,9 @@ def make_cnn():
                          nn.Dropout(0.2), nn.Linear(64, 10))
 
 
+def main(argv=None):
+    return report("CNN", make_cnn, parse_args(__doc__.splitlines()[0], epochs=25, argv=argv), STATED_ACCURACY)
+
+
 if __name__ == "__main__":
-    report("CNN", make_cnn, parse_args(__doc__.splitlines()[0], epochs=25), STATED_ACCURACY)
+    main()

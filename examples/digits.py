@@ -22,14 +22,14 @@ def digits_split(seed=0):
     return x[train_idx], y[train_idx], x[test_idx], y[test_idx]
 
 
-def parse_args(description, epochs):
+def parse_args(description, epochs, argv=None):
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--devices", nargs="+", default=["mlu", "cpu"], help="devices to train on (default: mlu cpu)")
     p.add_argument("--epochs", type=int, default=epochs)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
-    return p.parse_args()
+    return p.parse_args(argv)
 
 
 def fit(make_model, device, epochs, batch_size, lr, seed):

@@ -14,5 +14,9 @@ def make_mlp():
                          nn.ReLU(), nn.Linear(128, 10))
 
 
+def main(argv=None):
+    return report("MLP", make_mlp, parse_args(__doc__.splitlines()[0], epochs=40, argv=argv), STATED_ACCURACY)
+
+
 if __name__ == "__main__":
-    report("MLP", make_mlp, parse_args(__doc__.splitlines()[0], epochs=40), STATED_ACCURACY)
+    main()

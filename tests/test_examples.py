@@ -1,0 +1,39 @@
+"""The examples run end to end on mlu: the demo (shortened) trains, agrees with the CPU over the shared steps and
+writes its plot; the digits MLP and CNN reach their stated held-out accuracy on mlu and on the CPU."""
+import os
+import sys
+
+import pytest
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+import cnn_digits  # noqa: E402
+import demo  # noqa: E402
+import mlp_digits  # noqa: E402
+
+import torch_mlu  # noqa: E402
+
+
+def test_demo_trains_and_matches_the_cpu(tmp_path, capsys):
+    plot = tmp_path / "loss.png"
+    torch_mlu.reset_fallback_report()
+    result = demo.main(["--steps", "30", "--size", "tiny", "--batch-size", "8", "--block-size", "64",
+                        "--compare-steps", "10", "--sample-chars", "40", "--plot", str(plot)])
+    losses = result["losses"]
+    assert len(losses) == 30
+    assert sum(losses[-5:]) / 5 < losses[0] - 0.8, f"loss did not go down: {losses[0]:.3f} -> {losses[-5:]}"
+    # Same weights, batches and bf16 autocast on both devices: the first ten losses agree to bf16 rounding.
+    torch.testing.assert_close(torch.tensor(result["compare_losses"]), torch.tensor(losses[:10]), atol=0.05, rtol=0)
+    assert result["rate"] > 0 and result["compare_rate"] > 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert result["sample"].startswith("This License ") and len(result["sample"]) == len("This License ") + 40
+    out = capsys.readouterr().out
+    assert "mlu / cpu:" in out and "ops that ran through the CPU fallback: none" in out
+    assert torch_mlu.fallback_report() == {}
+
+
+@pytest.mark.parametrize("example", [mlp_digits, cnn_digits], ids=["mlp", "cnn"])
+def test_digits_examples_reach_their_stated_accuracy(example):
+    results = example.main([])  # exits with an error when a device misses STATED_ACCURACY
+    for device in ("mlu", "cpu"):
+        assert results[device][0] >= example.STATED_ACCURACY
