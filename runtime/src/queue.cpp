@@ -38,6 +38,13 @@ bool spin_until(Done done) {
   return true;
 }
 
+// Wakes the sleepers of `cv` after a change to the counter they watch (Note
+// [Lock-free launches]): taking `mu` orders the wake-up after their re-check.
+void notify_under(std::mutex& mu, std::condition_variable& cv) {
+  { std::lock_guard<std::mutex> lock(mu); }
+  cv.notify_all();
+}
+
 // The queue whose device thread is the calling thread (nullptr on host threads).
 thread_local mlu::mluQueue_st* tls_worker_queue = nullptr;
 constexpr int kLeastPriority = 0;
@@ -46,10 +53,7 @@ constexpr int kGreatestPriority = -1;
 
 namespace mlu {
 
-uint64_t mluQueue_st::last_launched() {
-  std::lock_guard<std::mutex> lock(mu);
-  return launched;
-}
+uint64_t mluQueue_st::last_launched() { return launched_published.load(std::memory_order_acquire); }
 
 bool mluQueue_st::on_own_thread() const { return tls_worker_queue == this; }
 
@@ -58,56 +62,66 @@ bool detail::on_device_thread() { return tls_worker_queue != nullptr; }
 void mluQueue_st::wait_for(uint64_t seq) {
   if (spin_until([&] { return has_finished(seq); })) return;  // Note [Spin before sleep]
   std::unique_lock<std::mutex> lock(mu);
-  ++done_waiters;
-  done_cv.wait(lock, [&] { return finished_locked >= seq; });
-  --done_waiters;
+  done_waiters.fetch_add(1);
+  done_cv.wait(lock, [&] { return finished.load() >= seq; });
+  done_waiters.fetch_sub(1);
 }
 
 void mluQueue_st::run_worker() {
   tls_worker_queue = this;
   mlu::detail::DeviceState* state = mlu::detail::device_state(device);
-  std::unique_lock<std::mutex> lock(mu);
+  uint64_t done = 0;  // == finished; only this thread writes it
   for (;;) {
-    while (finished_locked == launched && !stopping) {
-      // Note [Spin before sleep]: launches that land while the lock is released
-      // here see worker_sleeping == false and need no wake-up.
-      uint64_t done = finished_locked;
-      lock.unlock();
-      spin_until([&] { return launched_published.load(std::memory_order_acquire) != done; });
-      lock.lock();
-      if (finished_locked != launched || stopping) break;
-      worker_sleeping = true;
-      work_cv.wait(lock);
-      worker_sleeping = false;
+    uint64_t available = launched_published.load(std::memory_order_acquire);
+    if (available == done) {
+      // Note [Spin before sleep], then Note [Lock-free launches].
+      spin_until([&] { return launched_published.load(std::memory_order_acquire) != done || stop.load(); });
+      std::unique_lock<std::mutex> lock(mu);
+      worker_sleeping.store(true);
+      for (;;) {
+        // `stop` before the counter: a stop seen here follows every commit.
+        const bool stopping = stop.load();
+        available = launched_published.load();
+        if (available != done) break;
+        if (stopping) return;  // stopped and drained
+        work_cv.wait(lock);
+      }
+      worker_sleeping.store(false);
     }
-    if (finished_locked == launched) return;  // stopping and drained
-    mlu::detail::TaskSlot& slot = ring[finished_locked % kCapacity];
-    lock.unlock();
-    mlu::TaskContext context(device);
-    try {
-      slot.run(slot.storage, context);
-    } catch (const std::exception& e) {
-      context.fail(e.what());
-    } catch (...) {
-      context.fail("unknown exception");
+    for (; done < available; ++done) {
+      mlu::detail::TaskSlot& slot = ring[done % kCapacity];
+      mlu::TaskContext context(device);
+      try {
+        slot.run(slot.storage, context);
+      } catch (const std::exception& e) {
+        context.fail(e.what());
+      } catch (...) {
+        context.fail("unknown exception");
+      }
+      slot.destroy(slot.storage);
+      if (context.failed()) state->store_error(slot.name != nullptr ? slot.name : "unnamed task", context.message());
+      finished.store(done + 1);
+      if (done_waiters.load() > 0) notify_under(mu, done_cv);
+      if (space_waiters.load() > 0) notify_under(mu, space_cv);
     }
-    slot.destroy(slot.storage);
-    if (context.failed()) state->store_error(slot.name != nullptr ? slot.name : "unnamed task", context.message());
-    lock.lock();
-    ++finished_locked;
-    finished.store(finished_locked, std::memory_order_release);
-    if (done_waiters > 0) done_cv.notify_all();
-    if (space_waiters > 0) space_cv.notify_one();
   }
 }
 
 void mluQueue_st::drain_and_stop() {
   {
     std::lock_guard<std::mutex> lock(mu);
-    stopping = true;
+    closing.store(true);
+  }
+  space_cv.notify_all();  // launchers waiting for a slot now fail
+  // Once launch_mu is free, a launch that passed the closing check has
+  // committed, and every later one sees `closing`: the ring holds all there
+  // will ever be.
+  { std::lock_guard<std::mutex> lock(launch_mu); }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop.store(true);
   }
   work_cv.notify_one();
-  space_cv.notify_all();  // launchers waiting for a slot now fail
   if (worker.joinable()) worker.join();
 }
 
@@ -132,21 +146,21 @@ mluError_t reserve_slot(mluQueue_t* queue, TaskSlot** slot) {
   mluError_t status;
   mluQueue_st* q = resolve_queue(*queue, &status);
   if (q == nullptr) return status;
-  std::unique_lock<std::mutex> lock(q->mu);
-  if (q->launched - q->finished_locked >= mluQueue_st::kCapacity) {
+  std::unique_lock<std::mutex> launch(q->launch_mu);
+  auto full = [q] { return q->launched - q->finished.load() >= mluQueue_st::kCapacity; };
+  if (!q->closing.load(std::memory_order_acquire) && full()) {
     if (q->on_own_thread()) {
       return fail(mluErrorNotSupported, "a task cannot launch onto its own full queue");
     }
-    ++q->space_waiters;
-    q->space_cv.wait(lock, [&] {
-      return q->stopping || q->launched - q->finished_locked < mluQueue_st::kCapacity;
-    });
-    --q->space_waiters;
+    std::unique_lock<std::mutex> lock(q->mu);
+    q->space_waiters.fetch_add(1);
+    q->space_cv.wait(lock, [&] { return q->closing.load() || !full(); });
+    q->space_waiters.fetch_sub(1);
   }
   // A concurrent mluQueueDestroy may have begun after resolve_queue: its worker
   // may already be gone, so a task committed now would never run.
-  if (q->stopping) return fail(mluErrorInvalidResourceHandle, "the queue was destroyed during the launch");
-  lock.release();  // stays locked until commit_slot
+  if (q->closing.load()) return fail(mluErrorInvalidResourceHandle, "the queue was destroyed during the launch");
+  launch.release();  // stays locked until commit_slot
   *queue = q;
   *slot = &q->ring[q->launched % mluQueue_st::kCapacity];
   return mluSuccess;
@@ -154,11 +168,11 @@ mluError_t reserve_slot(mluQueue_t* queue, TaskSlot** slot) {
 
 uint64_t commit_slot_seq(mluQueue_t q) {
   uint64_t seq = ++q->launched;
-  q->launched_published.store(seq, std::memory_order_release);
-  bool wake = q->worker_sleeping;
+  q->launched_published.store(seq);
   if (!q->worker.joinable()) q->worker = std::thread([q] { q->run_worker(); });
-  q->mu.unlock();
-  if (wake) q->work_cv.notify_one();
+  const bool wake = q->worker_sleeping.load();
+  q->launch_mu.unlock();
+  if (wake) notify_under(q->mu, q->work_cv);
   return seq;
 }
 

@@ -1,9 +1,23 @@
 // Internal: the queue object behind mluQueue_t. See queue.h for the model.
 //
-// Invariants (all counters guarded by `mu`): finished <= launched, and
+// Note [Lock-free launches]
+// Launchers and the device thread share no lock on the common path. Launchers
+// (host threads, or tasks launching onto another queue) serialise among
+// themselves on `launch_mu`, which the device thread never takes; they fill
+// ring slot `launched` and publish it through `launched_published`. The device
+// thread runs the published slots in order and publishes its progress through
+// `finished`. `mu` and the condition variables serve only sleeping: the device
+// thread when the ring is empty, launchers when it is full, host threads
+// waiting for a task. Each side announces its sleep (worker_sleeping,
+// space_waiters, done_waiters) before re-checking the other side's counter,
+// and the other side publishes its counter before reading the announcement,
+// all sequentially consistent: one of them sees the other, so no wake-up is
+// lost; a waker takes `mu` before notifying, so the sleeper is either before
+// its re-check or already waiting.
+//
+// Invariants: finished <= launched_published <= launched, and
 // launched - finished <= capacity (the ring never overwrites a slot that has
-// not run). Task k (1-based) lives in ring[(k - 1) % capacity]. `finished` is
-// also published atomically so waiters can check it without the lock.
+// not run). Task k (1-based) lives in ring[(k - 1) % capacity].
 // Queue objects are never freed: a destroyed queue only loses its thread and
 // ring, so a stale handle is detected (magic) instead of being undefined.
 #pragma once
@@ -28,21 +42,27 @@ struct mluQueue_st {
   int device = 0;
   int priority = 0;
   bool is_default = false;
+  std::unique_ptr<mlu::detail::TaskSlot[]> ring{new mlu::detail::TaskSlot[kCapacity]};
 
-  std::mutex mu;
+  // Launcher side (one cache line): guarded by launch_mu, except the atomics.
+  alignas(64) std::mutex launch_mu;
+  uint64_t launched = 0;
+  std::thread worker;                           // started by the first launch
+  std::atomic<uint64_t> launched_published{0};  // `launched`, for the device thread and queries
+  std::atomic<bool> closing{false};             // destroy began: launches fail
+
+  // Device-thread side.
+  alignas(64) std::atomic<uint64_t> finished{0};
+  std::atomic<bool> worker_sleeping{false};
+  std::atomic<int> done_waiters{0};
+  std::atomic<int> space_waiters{0};
+  std::atomic<bool> stop{false};  // no launch is in flight any more: exit once drained
+
+  // Sleeping only (Note [Lock-free launches]).
+  alignas(64) std::mutex mu;
   std::condition_variable work_cv;   // the device thread sleeps here
   std::condition_variable space_cv;  // launchers wait here when the ring is full
   std::condition_variable done_cv;   // host waiters wait here for `finished`
-  std::unique_ptr<mlu::detail::TaskSlot[]> ring{new mlu::detail::TaskSlot[kCapacity]};
-  uint64_t launched = 0;
-  uint64_t finished_locked = 0;
-  std::atomic<uint64_t> finished{0};
-  std::atomic<uint64_t> launched_published{0};  // `launched`, readable without the lock
-  bool worker_sleeping = false;
-  bool stopping = false;
-  int done_waiters = 0;
-  int space_waiters = 0;
-  std::thread worker;
 
   bool live() const { return magic.load(std::memory_order_acquire) == kLive; }
   uint64_t last_launched();
