@@ -29,11 +29,14 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 
+#include "csrc/aten/TensorFactories.h"
+
 namespace torch_mlu {
 
 namespace detail {
 
 inline at::Tensor create_out(at::IntArrayRef sizes, at::IntArrayRef strides, const at::TensorOptions& options) {
+  if (options.device().type() == c10::DeviceType::PrivateUse1) return empty_for_kernel_output(sizes, strides, options);
   return strides.empty() ? at::empty(sizes, options) : at::empty_strided(sizes, strides, options);
 }
 

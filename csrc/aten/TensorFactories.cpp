@@ -3,6 +3,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "csrc/aten/TensorFactories.h"
 #include "csrc/core/MLUCachingAllocator.h"
 #include "csrc/core/MLUFunctions.h"
 
@@ -38,6 +39,16 @@ at::Tensor empty_strided_mlu(c10::IntArrayRef size, c10::IntArrayRef stride, std
 }
 
 }  // namespace
+
+at::Tensor empty_for_kernel_output(at::IntArrayRef sizes, at::IntArrayRef strides, const at::TensorOptions& options) {
+  c10::DeviceGuard guard(options.device());
+  if (strides.empty()) {
+    return at::detail::empty_generic(sizes, getMLUDeviceAllocator(), kMluKeys, options.dtype().toScalarType(),
+                                     options.memory_format_opt());
+  }
+  return at::detail::empty_strided_generic(sizes, strides, getMLUDeviceAllocator(), kMluKeys,
+                                           options.dtype().toScalarType());
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", TORCH_FN(empty_mlu));

@@ -44,16 +44,16 @@ struct mluQueue_st {
   bool is_default = false;
   std::unique_ptr<mlu::detail::TaskSlot[]> ring{new mlu::detail::TaskSlot[kCapacity]};
 
-  // Launcher side (one cache line): guarded by launch_mu, except the atomics.
-  alignas(64) std::mutex launch_mu;
+  // Each group on its own cache line: the device thread polls
+  // launched_published and writes finished once per task, so neither may share
+  // a line with the launchers' own fields.
+  alignas(64) std::mutex launch_mu;             // launcher side, guards `launched` and `worker`
   uint64_t launched = 0;
   std::thread worker;                           // started by the first launch
-  std::atomic<uint64_t> launched_published{0};  // `launched`, for the device thread and queries
   std::atomic<bool> closing{false};             // destroy began: launches fail
-
-  // Device-thread side.
-  alignas(64) std::atomic<uint64_t> finished{0};
-  std::atomic<bool> worker_sleeping{false};
+  alignas(64) std::atomic<uint64_t> launched_published{0};  // `launched`, for the device thread and queries
+  alignas(64) std::atomic<uint64_t> finished{0};            // written by the device thread only
+  alignas(64) std::atomic<bool> worker_sleeping{false};
   std::atomic<int> done_waiters{0};
   std::atomic<int> space_waiters{0};
   std::atomic<bool> stop{false};  // no launch is in flight any more: exit once drained
