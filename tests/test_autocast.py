@@ -239,3 +239,86 @@ def test_policy_on_op_db_samples(op, dtype, low_policy):
             if isinstance(o, torch.Tensor) and o.is_floating_point()]
     expected = torch.bfloat16 if low_policy else torch.float32
     assert outs and all(o.dtype == expected for o in outs), [o.dtype for o in outs]
+
+
+def _no_op_db_cases():
+    """Policy-list entries op_db has no OpInfo for, called directly: (entry, call(dtype) -> output, expected)."""
+    aten = torch.ops.aten
+
+    def r(*shape, dtype):
+        return torch.randn(*shape, device="mlu", dtype=dtype)
+
+    def cell(fn, gates):
+        return lambda d: fn(r(3, 4, dtype=d), r(3, 5, dtype=d), r(gates * 5, 4, dtype=d), r(gates * 5, 5, dtype=d),
+                            r(gates * 5, dtype=d), r(gates * 5, dtype=d))
+
+    def lstm(d):
+        return torch.lstm_cell(r(3, 4, dtype=d), (r(3, 5, dtype=d), r(3, 5, dtype=d)), r(20, 4, dtype=d),
+                               r(20, 5, dtype=d), r(20, dtype=d), r(20, dtype=d))[0]
+
+    conv_args = ([1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    low = {
+        "convolution": lambda d: aten.convolution(r(2, 3, 6, 6, dtype=d), r(4, 3, 3, 3, dtype=d), None, *conv_args),
+        "_convolution": lambda d: aten._convolution(r(2, 3, 6, 6, dtype=d), r(4, 3, 3, 3, dtype=d), None, *conv_args,
+                                                    False, False, True, True),
+        "_convolution.deprecated": lambda d: aten._convolution.deprecated(
+            r(2, 3, 6, 6, dtype=d), r(4, 3, 3, 3, dtype=d), None, *conv_args, False, False, True),
+        "chain_matmul": lambda d: torch.linalg.multi_dot([r(3, 4, dtype=d), r(4, 5, dtype=d), r(5, 2, dtype=d)])
+        if False else aten.chain_matmul([r(3, 4, dtype=d), r(4, 5, dtype=d), r(5, 2, dtype=d)]),
+        "conv_tbc": lambda d: torch.conv_tbc(r(7, 2, 3, dtype=d), r(3, 3, 4, dtype=d), r(4, dtype=d), 1),
+        "gru_cell": cell(torch.gru_cell, 3),
+        "rnn_relu_cell": cell(torch.rnn_relu_cell, 1),
+        "rnn_tanh_cell": cell(torch.rnn_tanh_cell, 1),
+        "lstm_cell": lstm,
+    }
+    img = lambda d: r(1, 2, 3, 3, dtype=d)  # noqa: E731
+    fp32 = {
+        "upsample_nearest1d": lambda d: aten.upsample_nearest1d(r(1, 2, 3, dtype=d), [6]),
+        "upsample_nearest2d": lambda d: aten.upsample_nearest2d(img(d), [6, 6]),
+        "upsample_nearest3d": lambda d: aten.upsample_nearest3d(r(1, 2, 3, 3, 3, dtype=d), [6, 6, 6]),
+        "_upsample_nearest_exact1d": lambda d: aten._upsample_nearest_exact1d(r(1, 2, 3, dtype=d), [5]),
+        "_upsample_nearest_exact2d": lambda d: aten._upsample_nearest_exact2d(img(d), [5, 5]),
+        "_upsample_nearest_exact3d": lambda d: aten._upsample_nearest_exact3d(r(1, 2, 3, 3, 3, dtype=d), [5, 5, 5]),
+        "upsample_linear1d": lambda d: aten.upsample_linear1d(r(1, 2, 3, dtype=d), [6], False),
+        "upsample_bilinear2d": lambda d: aten.upsample_bilinear2d(img(d), [6, 6], False),
+        "upsample_trilinear3d": lambda d: aten.upsample_trilinear3d(r(1, 2, 3, 3, 3, dtype=d), [6, 6, 6], False),
+        "upsample_bicubic2d": lambda d: aten.upsample_bicubic2d(img(d), [6, 6], False),
+        "_upsample_bicubic2d_aa": lambda d: aten._upsample_bicubic2d_aa(img(d), [2, 2], False),
+        "frobenius_norm.dim": lambda d: aten.frobenius_norm.dim(r(3, 4, dtype=d), [0, 1]),
+        "nll_loss2d": lambda d: aten.nll_loss2d(r(2, 3, 4, 4, dtype=d).log_softmax(1),
+                                                torch.randint(0, 3, (2, 4, 4), device="mlu")),
+        "nuclear_norm": lambda d: aten.nuclear_norm(r(3, 4, dtype=d)),
+        "nuclear_norm.dim": lambda d: aten.nuclear_norm.dim(r(3, 4, dtype=d), [0, 1]),
+    }
+    cases = [pytest.param(fn, torch.float32, torch.bfloat16, id=name) for name, fn in low.items()]
+    cases += [pytest.param(fn, torch.bfloat16, torch.float32, id=name) for name, fn in fp32.items()]
+    # promote: the widest input type wins.
+    cases.append(pytest.param(lambda d: aten.grid_sampler(r(1, 2, 4, 4, dtype=d), torch.rand(1, 3, 3, 2, device="mlu"),
+                                                          0, 0, False), torch.bfloat16, torch.float32, id="grid_sampler"))
+    return cases
+
+
+# CUDA-only kernels (no CPU or mlu kernel exists; the policy entry is registered all the same).
+CUDA_ONLY_ENTRIES = {"_thnn_fused_gru_cell", "_thnn_fused_lstm_cell", "_scaled_dot_product_flash_attention"}
+
+
+@pytest.mark.parametrize("call,in_dtype,expected", _no_op_db_cases())
+def test_policy_on_entries_without_op_db(call, in_dtype, expected):
+    """The entries op_db has no OpInfo for (all but the CUDA-only kernels) give the policy's dtype under
+    autocast("mlu", bfloat16), and the same dtype as outside autocast when their inputs already have it."""
+    with torch.autocast("mlu", dtype=torch.bfloat16):
+        out = call(in_dtype)
+    assert out.dtype == expected
+    assert call(expected).dtype == expected
+
+
+def test_entries_without_op_db_are_all_covered():
+    names = {p.id for p in _no_op_db_cases()} | CUDA_ONLY_ENTRIES
+    from torch.testing._internal.common_methods_invocations import op_db
+    known = {n for op in op_db for n in (op.name, op.aten_name or op.name)}
+    for macro, entries in LISTS.items():
+        for name, overload in entries:
+            if name in known or "nn.functional." + name in known:
+                continue
+            entry = name + (f".{overload}" if overload else "")
+            assert entry in names or name in names, f"{macro}: {entry} has neither an OpInfo nor a direct test"
