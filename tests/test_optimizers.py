@@ -1,7 +1,7 @@
 """torch.optim on mlu gives the CPU's parameters after 20 steps: every optimizer in for-loop and foreach form,
 and fused=True where PyTorch has a fused kernel (Adam, AdamW, SGD, Adagrad: csrc/aten/FusedOptimizerOps.cpp),
-with nothing on the CPU fallback; fused steps under a GradScaler skip on inf gradients; clip_grad_norm_ and
-clip_grad_value_ run natively.
+with nothing on the CPU fallback, and with capturable=True where PyTorch has it; fused steps under a GradScaler
+skip on inf gradients; clip_grad_norm_ and clip_grad_value_ run natively.
 """
 import pytest
 import torch
@@ -24,13 +24,20 @@ OPTIMIZERS = {
     "Rprop": lambda p, **kw: torch.optim.Rprop(p, lr=0.01, **kw),
 }
 FUSED = {"SGD", "SGD_plain", "Adam", "Adam_amsgrad", "AdamW", "Adagrad"}
+# Optimizers with capturable=True (step counts and bias corrections stay on the device: no host round trip).
+CAPTURABLE = {"Adam", "Adam_amsgrad", "AdamW", "RMSprop", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD"}
 
 
 def train(device, name, mode, dtype=torch.float32, steps=20):
     torch.manual_seed(0)
     params = [torch.randn(5, 4, dtype=dtype).to(device).requires_grad_(),
               torch.randn(7, dtype=dtype).to(device).requires_grad_()]
-    kw = {"loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True}}[mode]
+    kw = {"loop": {"foreach": False}, "foreach": {"foreach": True}, "fused": {"fused": True},
+          "capturable-loop": {"foreach": False, "capturable": True},
+          "capturable-foreach": {"foreach": True, "capturable": True},
+          "capturable-fused": {"fused": True, "capturable": True}}[mode]
+    if device == "cpu":
+        kw.pop("capturable", None)  # the oracle: the same update without device-side bookkeeping
     opt = OPTIMIZERS[name](params, **kw)
     g = torch.Generator().manual_seed(1)
     for _ in range(steps):
@@ -41,11 +48,13 @@ def train(device, name, mode, dtype=torch.float32, steps=20):
 
 
 CASES = [(n, m) for n in OPTIMIZERS for m in ("loop", "foreach", "fused") if m != "fused" or n in FUSED]
+CASES += [(n, "capturable-" + m) for n in sorted(CAPTURABLE) for m in ("loop", "foreach")]
+CASES += [(n, "capturable-fused") for n in ("Adam", "AdamW")]
 
 
 @pytest.mark.parametrize("name,mode", CASES, ids=[f"{n}-{m}" for n, m in CASES])
 def test_matches_cpu_after_20_steps(name, mode):
-    expected = train("cpu", name, mode)
+    expected = train("cpu", name, mode.removeprefix("capturable-"))
     torch_mlu.reset_fallback_report()
     actual = train("mlu", name, mode)
     assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
