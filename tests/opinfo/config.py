@@ -96,7 +96,8 @@ CI_COMPARE_OPS = [
     "nn.functional.max_pool3d", "nn.functional.adaptive_max_pool2d", "nn.functional.avg_pool3d",
     "nn.functional.max_pool1d", "nn.functional.adaptive_max_pool3d", "nn.functional.adaptive_avg_pool3d",
     "nn.functional.interpolate.linear", "nn.functional.interpolate.trilinear", "nn.functional.conv3d",
-    "nn.functional.one_hot", "nn.functional.dropout",
+    "nn.functional.one_hot", "nn.functional.dropout", "nn.functional.pad.reflect", "nn.functional.pad.replicate",
+    "nn.functional.pad.replicate_negative", "nn.functional.prelu",
     # factories, conversions, sorting
     "zeros_like", "full_like", "empty_like", "arange", "linspace", "eye", "sort", "topk", "argsort", "unique",
     "searchsorted", "to", "half", "long",

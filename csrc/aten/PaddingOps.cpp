@@ -1,0 +1,126 @@
+// Reflection and replication padding (1-3 padded dims, forward and backward)
+// and PReLU's kernels on mlu, as compositions of native ops.
+//
+// Note [Padding as gathers]
+// Padding is separable: along each padded dim, output position o reads input
+// position src(o - pad_before), with src(i) = clamp(i, 0, n - 1) for
+// replication and the one-bounce reflection (n - 1) - |(n - 1) - |i|| for
+// reflection (padding is smaller than n, which the checks enforce). So the
+// forward is one index_select per padded dim and the backward one index_add
+// per dim into zeros (index_add on mlu adds repeated positions in index order:
+// deterministic). Negative padding (a crop) falls out of the same mapping.
+// Shapes and errors come from PyTorch's own meta functions, run on a meta
+// tensor of the input's shape, so they match the CPU's checks.
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/index_select.h>
+#include <ATen/ops/reflection_pad1d.h>
+#include <ATen/ops/reflection_pad1d_backward.h>
+#include <ATen/ops/reflection_pad2d.h>
+#include <ATen/ops/reflection_pad2d_backward.h>
+#include <ATen/ops/reflection_pad3d.h>
+#include <ATen/ops/reflection_pad3d_backward.h>
+#include <ATen/ops/replication_pad1d.h>
+#include <ATen/ops/replication_pad1d_backward.h>
+#include <ATen/ops/replication_pad2d.h>
+#include <ATen/ops/replication_pad2d_backward.h>
+#include <ATen/ops/replication_pad3d.h>
+#include <ATen/ops/replication_pad3d_backward.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
+#include <torch/library.h>
+
+namespace torch_mlu {
+namespace {
+
+enum class Pad { Reflect, Replicate };
+
+at::Tensor on_meta(const at::Tensor& t) { return at::empty(t.sizes(), t.options().device(at::kMeta)); }
+
+// Note [Padding as gathers]: the input position each output position reads along one dim.
+at::Tensor source_index(int64_t n, int64_t before, int64_t after, Pad mode, c10::Device device) {
+  at::Tensor i = at::arange(-before, n + after, at::TensorOptions().dtype(at::kLong).device(device));
+  if (mode == Pad::Replicate) return i.clamp(0, n - 1);
+  return (n - 1) - ((n - 1) - i.abs()).abs();
+}
+
+// padding lists the last dim's (before, after) first, as F.pad does.
+at::Tensor pad_forward(const at::Tensor& self, at::IntArrayRef padding, Pad mode) {
+  at::Tensor out = self;
+  const int64_t dims = static_cast<int64_t>(padding.size()) / 2;
+  for (int64_t d = 0; d < dims; ++d) {
+    const int64_t dim = self.dim() - 1 - d;
+    out = out.index_select(dim, source_index(self.size(dim), padding[2 * d], padding[2 * d + 1], mode, self.device()));
+  }
+  return out;
+}
+
+at::Tensor pad_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding, Pad mode) {
+  at::Tensor grad = grad_output;
+  const int64_t dims = static_cast<int64_t>(padding.size()) / 2;
+  for (int64_t d = 0; d < dims; ++d) {
+    const int64_t dim = self.dim() - 1 - d;
+    std::vector<int64_t> sizes = grad.sizes().vec();
+    sizes[dim] = self.size(dim);
+    grad = at::zeros(sizes, grad.options())
+               .index_add_(dim, source_index(self.size(dim), padding[2 * d], padding[2 * d + 1], mode, self.device()),
+                           grad);
+  }
+  return grad;
+}
+
+// Each op checks its arguments with PyTorch's meta function (same errors as the CPU), then computes.
+#define MLU_PADDING(name, MODE)                                                                           \
+  at::Tensor name(const at::Tensor& self, at::IntArrayRef padding) {                                      \
+    const at::Tensor expected = at::name(on_meta(self), padding);                                         \
+    at::Tensor out = pad_forward(self, padding, MODE);                                                    \
+    TORCH_INTERNAL_ASSERT(out.sizes() == expected.sizes(), #name ": output size mismatch");               \
+    return out;                                                                                           \
+  }                                                                                                       \
+  at::Tensor name##_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) { \
+    at::name##_backward(on_meta(grad_output), on_meta(self), padding);                                    \
+    return pad_backward(grad_output, self, padding, MODE);                                                \
+  }
+
+MLU_PADDING(reflection_pad1d, Pad::Reflect)
+MLU_PADDING(reflection_pad2d, Pad::Reflect)
+MLU_PADDING(reflection_pad3d, Pad::Reflect)
+MLU_PADDING(replication_pad1d, Pad::Replicate)
+MLU_PADDING(replication_pad2d, Pad::Replicate)
+MLU_PADDING(replication_pad3d, Pad::Replicate)
+#undef MLU_PADDING
+
+// PReLU's kernels (the CPU's PReluKernel.cpp): weight broadcasts against self; the weight gradient is returned
+// in the broadcast shape (autograd sums it to the weight's).
+at::Tensor prelu_kernel(const at::Tensor& self, const at::Tensor& weight) {
+  return at::where(self > 0, self, weight * self);
+}
+
+std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad_output, const at::Tensor& self,
+                                                         const at::Tensor& weight) {
+  const at::Tensor positive = self > 0;
+  return {at::where(positive, grad_output, weight * grad_output),
+          at::where(positive, at::zeros({}, grad_output.options()), self * grad_output)};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("reflection_pad1d", TORCH_FN(reflection_pad1d));
+  m.impl("reflection_pad2d", TORCH_FN(reflection_pad2d));
+  m.impl("reflection_pad3d", TORCH_FN(reflection_pad3d));
+  m.impl("replication_pad1d", TORCH_FN(replication_pad1d));
+  m.impl("replication_pad2d", TORCH_FN(replication_pad2d));
+  m.impl("replication_pad3d", TORCH_FN(replication_pad3d));
+  m.impl("reflection_pad1d_backward", TORCH_FN(reflection_pad1d_backward));
+  m.impl("reflection_pad2d_backward", TORCH_FN(reflection_pad2d_backward));
+  m.impl("reflection_pad3d_backward", TORCH_FN(reflection_pad3d_backward));
+  m.impl("replication_pad1d_backward", TORCH_FN(replication_pad1d_backward));
+  m.impl("replication_pad2d_backward", TORCH_FN(replication_pad2d_backward));
+  m.impl("replication_pad3d_backward", TORCH_FN(replication_pad3d_backward));
+  m.impl("_prelu_kernel", TORCH_FN(prelu_kernel));
+  m.impl("_prelu_kernel_backward", TORCH_FN(prelu_kernel_backward));
+}
+
+}  // namespace torch_mlu
