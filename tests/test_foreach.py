@@ -159,6 +159,9 @@ def test_device_scalar_operand():
     got = torch._foreach_add(mlu, torch.tensor(2.0, device="mlu"), alpha=-0.5)
     for g, e in zip(got, torch._foreach_add(cpu, torch.tensor(2.0), alpha=-0.5)):
         torch.testing.assert_close(g.cpu(), e)
+    # A one-element tensor that is not 0-dim is refused, as on the CPU.
+    with pytest.raises(RuntimeError, match="scalar tensor expected to be 0 dim but it has 1 dimensions"):
+        torch._foreach_mul(mlu, torch.tensor([3.0], device="mlu"))
     # A CPU scalar tensor (the optimizers' step counts with capturable=False) gives the same.
     got = torch._foreach_div(mlu, torch.tensor(4.0))
     for g, e in zip(got, torch._foreach_div(cpu, torch.tensor(4.0))):

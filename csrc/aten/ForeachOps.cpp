@@ -159,7 +159,7 @@ bool eligible(const ListOp& op, TL self) {
   }
   if (op.scalar.device != nullptr) {
     const at::Tensor& s = *op.scalar.device;
-    return s.device() == self[0].device() && s.numel() == 1 && s.scalar_type() == dtype;
+    return s.device() == self[0].device() && s.dim() == 0 && s.scalar_type() == dtype;
   }
   return true;
 }
