@@ -141,3 +141,62 @@ def test_clip_grad_native():
     torch.testing.assert_close(total.cpu(), expected_total)
     for p, q in zip(params, mlu_params):
         torch.testing.assert_close(q.grad.cpu(), p.grad)
+
+
+def deepspeed_adam_reference(params, grads, m, v, lr, beta1, beta2, eps, step, adam_w_mode, bias_correction, wd):
+    """DeepSpeed's multi_tensor_adam (csrc/adam/multi_tensor_adam.cu) in float64 on the CPU."""
+    bc1 = 1 - beta1 ** step if bias_correction else 1.0
+    bc2 = 1 - beta2 ** step if bias_correction else 1.0
+    for p, g, mm, vv in zip(params, grads, m, v):
+        g = g.double() + (wd * p if not adam_w_mode else 0)
+        mm.mul_(beta1).add_((1 - beta1) * g)
+        vv.mul_(beta2).add_((1 - beta2) * g * g)
+        update = (mm / bc1) / ((vv / bc2).sqrt() + eps)
+        if adam_w_mode:
+            update = update + wd * p
+        p.sub_(lr * update)
+
+
+@pytest.mark.parametrize("adam_w_mode", [0, 1])
+@pytest.mark.parametrize("bias_correction", [0, 1])
+def test_deepspeed_fused_adam(adam_w_mode, bias_correction):
+    """torch.ops.torch_mlu.fused_adam, the op DeepSpeed's FusedAdam calls on mlu (clients.md), over 20 steps against
+    DeepSpeed's formulas in float64; a nonzero noop_flag skips the step."""
+    g = torch.Generator().manual_seed(3)
+    shapes = [(5, 4), (7,), (3, 3, 2)]
+    ref = [torch.randn(s, generator=g, dtype=torch.float64) for s in shapes]
+    params = [p.float().to("mlu") for p in ref]
+    ref_m = [torch.zeros_like(p) for p in ref]
+    ref_v = [torch.zeros_like(p) for p in ref]
+    m = [torch.zeros_like(p) for p in params]
+    v = [torch.zeros_like(p) for p in params]
+    noop = torch.zeros(1, dtype=torch.int32, device="mlu")
+    hp = dict(lr=0.01, beta1=0.9, beta2=0.999, eps=1e-8, adam_w_mode=adam_w_mode, bias_correction=bias_correction,
+              wd=0.05)
+    torch_mlu.reset_fallback_report()
+    for step in range(1, 21):
+        grads = [torch.randn(s, generator=g) for s in shapes]
+        torch.ops.torch_mlu.fused_adam(noop, [x.to("mlu") for x in grads], params, m, v, hp["lr"], hp["beta1"],
+                                       hp["beta2"], hp["eps"], step, adam_w_mode, bias_correction, hp["wd"])
+        deepspeed_adam_reference(ref, grads, ref_m, ref_v, step=step, **hp)
+    assert torch_mlu.fallback_report() == {}
+    for got, expected in zip(params + m + v, ref + ref_m + ref_v):
+        torch.testing.assert_close(got.cpu().double(), expected, rtol=1e-5, atol=1e-5)  # float32 vs float64
+    before = [p.cpu() for p in params]
+    noop.fill_(1)
+    torch.ops.torch_mlu.fused_adam(noop, [torch.ones_like(p) for p in params], params, m, v, 0.1, 0.9, 0.999, 1e-8,
+                                   21, adam_w_mode, bias_correction, 0.0)
+    for p, b in zip(params, before):
+        torch.testing.assert_close(p.cpu(), b, rtol=0, atol=0)
+
+
+def test_deepspeed_fused_adam_errors():
+    p = [torch.zeros(3, device="mlu")]
+    noop = torch.zeros(1, dtype=torch.int32, device="mlu")
+    with pytest.raises(RuntimeError, match="every tensor list to hold 1 tensors"):
+        torch.ops.torch_mlu.fused_adam(noop, [], p, p, p, 0.1, 0.9, 0.999, 1e-8, 1, 1, 1, 0.0)
+    with pytest.raises(RuntimeError, match="noop_flag must be a one-element int tensor"):
+        torch.ops.torch_mlu.fused_adam(torch.zeros(1, device="mlu"), p, p, [torch.zeros(3, device="mlu")],
+                                       [torch.zeros(3, device="mlu")], 0.1, 0.9, 0.999, 1e-8, 1, 1, 1, 0.0)
+    with pytest.raises(RuntimeError, match="step counts the step being taken"):
+        torch.ops.torch_mlu.fused_adam(noop, p, p, p, p, 0.1, 0.9, 0.999, 1e-8, 0, 1, 1, 0.0)

@@ -6,7 +6,8 @@
 // queue: with found_inf set the task returns before touching anything (the
 // optimizer's Python code then takes the step count back), exactly as CUDA's
 // kernels do. Tensors that are not dense in one shared layout go through
-// contiguous copies, copied back in queue order.
+// contiguous copies, copied back in queue order. Also DeepSpeed's
+// torch.ops.torch_mlu.fused_adam (Note [DeepSpeed's fused_adam]).
 #include <vector>
 
 #include <ATen/ops/empty.h>
@@ -173,6 +174,34 @@ void fused_adam_tensor_lr(TL self, TL grads, TL exp_avgs, TL exp_avg_sqs, TL max
              steps, 0.0, &lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
 }
 
+// Note [DeepSpeed's fused_adam]: torch.ops.torch_mlu.fused_adam, the entry point DeepSpeed's FusedAdam calls on
+// mlu (op_builder/mlu: fused_adam(noop_flag, grads, params, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, step,
+// adam_w_mode, bias_correction, weight_decay)), computing what its multi_tensor_adam computes: adam_w_mode 1 is
+// AdamW's decoupled weight decay, 0 adds weight_decay * param to the gradient; bias_correction 0 uses the moments
+// as they are; `step` is the step being taken (1 on the first). A nonzero noop_flag (read on the device, apex's
+// convention for multi-tensor kernels) skips the step.
+void deepspeed_fused_adam(const at::Tensor& noop_flag, TL grads, TL params, TL exp_avgs, TL exp_avg_sqs, double lr,
+                          double beta1, double beta2, double eps, int64_t step, int64_t adam_w_mode,
+                          int64_t bias_correction, double weight_decay) {
+  const char* op = "torch_mlu::fused_adam";
+  if (params.empty()) return;
+  check_lists(op, params.size(), {grads.size(), exp_avgs.size(), exp_avg_sqs.size()});
+  TORCH_CHECK(step >= 1, op, ": step counts the step being taken, from 1; got ", step);
+  Batch batch(op, params);
+  TORCH_CHECK(noop_flag.numel() == 1 && noop_flag.scalar_type() == at::kInt && noop_flag.device() == batch.device(),
+              op, ": noop_flag must be a one-element int tensor on ", batch.device());
+  for (size_t i = 0; i < params.size(); ++i) batch.add(params[i], grads[i], {&exp_avgs[i], &exp_avg_sqs[i]}, nullptr);
+  const auto* noop = static_cast<const int32_t*>(kernel_data(noop_flag));
+  k::AdamStep s{lr, beta1, beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false, adam_w_mode != 0,
+                static_cast<double>(step)};
+  s.bias_correction = bias_correction != 0;
+  const k::ScalarType type = batch.type();
+  batch.launch([items = batch.items(), type, noop, s] {
+    if (*noop != 0) return;
+    for (const Item& it : items) k::adam_step(s, type, it.n, it.param, it.grad, it.state[0], it.state[1], nullptr, nullptr);
+  });
+}
+
 void fused_sgd(TL params, TL grads, TL buffers, double weight_decay, double momentum, double lr,
                const at::Tensor* lr_tensor, double dampening, bool nesterov, bool maximize, bool first_step,
                OptT grad_scale, OptT found_inf) {
@@ -250,5 +279,14 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                   found_inf);
   });
 }
+
+TORCH_LIBRARY(torch_mlu, m) {
+  m.def(
+      "fused_adam(Tensor noop_flag, Tensor[] grads, Tensor(a!)[] params, Tensor(b!)[] exp_avgs, "
+      "Tensor(c!)[] exp_avg_sqs, float lr, float beta1, float beta2, float eps, int step, int adam_w_mode, "
+      "int bias_correction, float weight_decay) -> ()");
+}
+
+TORCH_LIBRARY_IMPL(torch_mlu, PrivateUse1, m) { m.impl("fused_adam", TORCH_FN(deepspeed_fused_adam)); }
 
 }  // namespace torch_mlu

@@ -40,9 +40,10 @@ void adam_step(const AdamStep& s, ScalarType type, int64_t n, void* param_, void
       *max_sq = static_cast<T*>(max_exp_avg_sq_);
     const A lr = static_cast<A>(s.lr), beta1 = static_cast<A>(s.beta1), beta2 = static_cast<A>(s.beta2);
     const A weight_decay = static_cast<A>(s.weight_decay), eps = static_cast<A>(s.eps);
-    const double bias_correction1 = 1 - std::pow(s.beta1, s.step);
+    const double bias_correction1 = s.bias_correction ? 1 - std::pow(s.beta1, s.step) : 1.0;
     const A step_size = static_cast<A>(s.lr / bias_correction1);
-    const A bias_correction2_sqrt = static_cast<A>(std::sqrt(1 - std::pow(s.beta2, s.step)));
+    const A bias_correction2_sqrt =
+        static_cast<A>(s.bias_correction ? std::sqrt(1 - std::pow(s.beta2, s.step)) : 1.0);
     for_each_element(n, static_cast<T*>(grad_), grad_scale, [&](int64_t i, A g) {
       A p = detail::convert<A>(param[i]);
       if (s.maximize) g = -g;

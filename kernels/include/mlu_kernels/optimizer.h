@@ -19,6 +19,7 @@ struct AdamStep {
   bool amsgrad, maximize;
   bool decoupled_weight_decay;  // AdamW
   double step;                  // after this step's increment (1 on the first)
+  bool bias_correction = true;  // false: the moments are used as they are (DeepSpeed's bias_correction=0)
 };
 // max_exp_avg_sq may be nullptr unless amsgrad.
 void adam_step(const AdamStep& s, ScalarType type, int64_t n, void* param, void* grad, void* exp_avg,
