@@ -248,3 +248,59 @@ def test_optimizer_foreach_step_is_a_few_tasks():
     before = launches()
     opt.step()
     assert launches() - before < 20, "a foreach step should launch O(1) tasks per op, not O(parameters)"
+
+
+def _foreach_infos():
+    import torch.testing._internal.common_methods_invocations as cmi
+    dbs = (cmi.foreach_unary_op_db + cmi.foreach_binary_op_db + cmi.foreach_pointwise_op_db +
+           cmi.foreach_reduce_op_db + cmi.foreach_other_op_db)
+    return [pytest.param(op, dtype, id=f"{op.name}-{str(dtype)[6:]}") for op in dbs
+            for dtype in (torch.float32, torch.bfloat16, torch.int64) if dtype in op.supported_dtypes("cpu")]
+
+
+def _copy_to(x, device):
+    if isinstance(x, torch.Tensor):
+        return x.detach().to(device, copy=True)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_copy_to(e, device) for e in x)
+    return x
+
+
+@pytest.mark.parametrize("op,dtype", _foreach_infos())
+def test_foreach_opinfo_samples_match_cpu(op, dtype):
+    """PyTorch's own foreach OpInfos (foreach_*_op_db, what its test_foreach.py runs): the first 12 samples of each
+    op, out of place and in place, on mlu vs the CPU; the same exception type where the CPU raises (a bool scalar
+    subtracted, integer powers, ...); nothing on the CPU fallback but integer matrix products."""
+    try:
+        samples = list(op.sample_inputs("cpu", dtype, num_input_tensors=[5]))[:12]
+    except TypeError:
+        samples = list(op.sample_inputs("cpu", dtype))[:12]
+    tol = {"atol": 1e-2, "rtol": 1.6e-2} if dtype == torch.bfloat16 else {}
+    fell_back = {}
+    for sample in samples:
+        for fn in (op.method_variant, op.inplace_variant):
+            if fn is None:
+                continue
+            inplace = fn is op.inplace_variant
+            cpu_args = _copy_to([sample.input, *sample.args], "cpu")
+            mlu_args = _copy_to([sample.input, *sample.args], "mlu")
+            try:
+                expected = fn(*cpu_args, **sample.kwargs)
+            except Exception as cpu_error:  # noqa: BLE001 - the CPU's exception type is the oracle
+                with pytest.raises(type(cpu_error)):  # (an op the CPU refuses may reach it through the fallback)
+                    fn(*mlu_args, **sample.kwargs)
+                continue
+            torch_mlu.reset_fallback_report()
+            got = fn(*mlu_args, **sample.kwargs)
+            fell_back.update(torch_mlu.fallback_report())
+            if inplace:
+                expected, got = cpu_args[0], mlu_args[0]
+            expected = expected if isinstance(expected, (list, tuple)) else [expected]
+            got = got if isinstance(got, (list, tuple)) else [got]
+            assert len(got) == len(expected)
+            for g, e in zip(got, expected):
+                assert g.dtype == e.dtype and g.shape == e.shape
+                torch.testing.assert_close(g.cpu(), e, equal_nan=True, **tol)
+    if op.name == "_foreach_mm" and dtype == torch.int64:
+        fell_back.pop("aten::mm", None)  # integer GEMM is not native (the CPU fallback runs it)
+    assert fell_back == {}, fell_back

@@ -151,6 +151,10 @@ bool eligible(const ListOp& op, TL self) {
       (op.op == PointwiseOp::Pow || op.op == PointwiseOp::PowScalar)) {
     return false;  // negative integer exponents raise, one tensor at a time
   }
+  if (op.op == PointwiseOp::Sub && std::any_of(op.scalar.host.begin(), op.scalar.host.end(),
+                                                [](const at::Scalar& s) { return s.isBoolean(); })) {
+    return false;  // subtracting a bool raises, one tensor at a time
+  }
   std::vector<TL> lists{self};
   lists.insert(lists.end(), op.inputs.begin(), op.inputs.end());
   if (!at::native::can_use_fast_route(lists, op.scalar.host.empty() ? op.params : op.scalar.host,
