@@ -16,7 +16,7 @@ from torch.testing._internal.common_modules import module_db
 
 import torch_mlu
 
-FAMILIES = re.compile(r"^(Lazy)?(Linear|Bilinear|Conv.*|.*Norm.*|.*Pool.*|MultiheadAttention|Transformer.*|(RNN|LSTM|GRU)(Cell)?|(Reflection|Replication)Pad\dd|PReLU)$")
+FAMILIES = re.compile(r"^(Lazy)?(Linear|Bilinear|Conv.*|.*Norm.*|.*Pool.*|MultiheadAttention|Transformer.*|(RNN|LSTM|GRU)(Cell)?|(Reflection|Replication)Pad\dd|PReLU|Multi(Label)?MarginLoss)$")
 
 # module -> why it still sends ops to the CPU (none left; the results are checked either way).
 STILL_FALLING_BACK = {}
