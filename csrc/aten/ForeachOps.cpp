@@ -67,7 +67,6 @@
 #include <ATen/ops/_foreach_zero_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <ATen/ops/linalg_vector_norm.h>
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/reduce.h>
 #include <torch/library.h>
