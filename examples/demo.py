@@ -68,11 +68,6 @@ def build(corpus, args, device):
     return model, opt
 
 
-def synchronize(device):
-    if torch.device(device).type == "mlu":
-        torch.mlu.synchronize()
-
-
 def train(corpus, args, device, steps, desc, eval_every=0):
     """Trains for `steps`; returns (model, losses per step, seconds per step of each logged interval,
     [(step, held-out loss)] every `eval_every` steps and at the end).
