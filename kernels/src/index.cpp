@@ -1,6 +1,7 @@
 #include "mlu_kernels/index.h"
 
 #include <algorithm>
+#include <cstring>
 #include <bit>
 #include <atomic>
 #include <memory>
@@ -84,6 +85,13 @@ bool index_is_one_dim(const Shape& shape, int dim, const Operand& index) {
   return shape.ndim > 1;
 }
 
+// Whether both operands lay `shape` out row-major without gaps (coalescing leaves one unit-stride dim).
+bool both_row_major(Shape shape, Strides a, Strides b) {
+  Strides* operands[2] = {&a, &b};
+  coalesce(shape, operands, 2);
+  return shape.ndim == 0 || (shape.ndim == 1 && a.v[0] == 1 && b.v[0] == 1);
+}
+
 // The iteration space without `dim` (a slice), with two operands' strides.
 struct Slice {
   Shape shape;
@@ -110,6 +118,9 @@ IndexCheck gather_slices(const Shape& shape, int dim, const Operand& out, const 
   const Strides &out_rest = sl.a, &in_rest = sl.b;
   const int64_t slice = numel(rest);
   const int64_t esize = static_cast<int64_t>(element_size(out.dtype));
+  // Row-major slices on both sides (index_select of rows, embedding): one memcpy per value, not a strided copy
+  // that re-plans its loops for every slice.
+  const bool dense = out.dtype == in.dtype && both_row_major(rest, out_rest, in_rest);
   BadIndex bad;
   dispatch_index(index.dtype, [&](auto itag) {
     using I = typename decltype(itag)::type;
@@ -121,8 +132,13 @@ IndexCheck gather_slices(const Shape& shape, int dim, const Operand& out, const 
                        bad.report(i);
                        continue;
                      }
-                     copy(static_cast<char*>(out.data) + j * out.strides.v[dim] * esize, out.dtype, out_rest,
-                          static_cast<const char*>(in.data) + i * in.strides.v[dim] * esize, in.dtype, in_rest, rest);
+                     char* to = static_cast<char*>(out.data) + j * out.strides.v[dim] * esize;
+                     const char* from = static_cast<const char*>(in.data) + i * in.strides.v[dim] * esize;
+                     if (dense) {
+                       std::memcpy(to, from, static_cast<size_t>(slice * esize));
+                     } else {
+                       copy(to, out.dtype, out_rest, from, in.dtype, in_rest, rest);
+                     }
                    }
                  });
   });
