@@ -197,6 +197,16 @@ def test_errors_match_the_cpu():
     assert torch.mm(a, a.t()).shape == (3, 3)  # still working
 
 
+def assert_native_and_matches_cpu(run):
+    """run(device) -> tensors: on mlu with nothing on the CPU fallback, equal to the CPU's."""
+    expected = run("cpu")
+    torch_mlu.reset_fallback_report()
+    actual = run("mlu")
+    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
+    for a, e in zip(actual, expected):
+        torch.testing.assert_close(a.cpu(), e, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")])
 def test_cdist_direct_path(p):
     torch.manual_seed(0)
@@ -209,12 +219,7 @@ def test_cdist_direct_path(p):
         d.backward(torch.ones_like(d))
         return d, a.grad, b.grad
 
-    expected = run("cpu")
-    torch_mlu.reset_fallback_report()
-    actual = run("mlu")
-    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
-    for a, e in zip(actual, expected):
-        torch.testing.assert_close(a.cpu(), e, rtol=1e-5, atol=1e-5)
+    assert_native_and_matches_cpu(run)
 
 
 @pytest.mark.parametrize("p", [0.5, 1.0, 2.0, 3.0, float("inf")])
@@ -228,9 +233,4 @@ def test_pdist(p):
         d.backward(torch.arange(d.numel(), dtype=d.dtype, device=device))
         return d, leaf.grad
 
-    expected = run("cpu")
-    torch_mlu.reset_fallback_report()
-    actual = run("mlu")
-    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
-    for a, e in zip(actual, expected):
-        torch.testing.assert_close(a.cpu(), e, rtol=1e-5, atol=1e-5)
+    assert_native_and_matches_cpu(run)

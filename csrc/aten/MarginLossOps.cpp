@@ -6,6 +6,7 @@
 // where a multilabel target row lists class indices up to the first -1 ("valid"). Shapes are checked with
 // PyTorch's own LossMulti.h checks; out-of-range targets are device-side errors with the CPU's texts (the
 // indices are clamped before use, so no second error follows). 16-bit inputs compute in float, rounded once.
+#include <ATen/OpMathType.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Reduction.h>
 #include <ATen/native/LossMulti.h>
@@ -24,8 +25,6 @@ namespace {
 
 using T = const at::Tensor&;
 using OptTensor = std::optional<at::Tensor>;
-
-at::ScalarType compute_type(T t) { return at::isReducedFloatingType(t.scalar_type()) ? at::kFloat : t.scalar_type(); }
 
 at::Tensor reduce(const at::Tensor& per_frame, int64_t reduction, bool keep_frames) {
   if (reduction == at::Reduction::Mean) return per_frame.mean();
@@ -51,7 +50,7 @@ MultiMargin multi_margin_setup(T self, T target, const at::Scalar& p, const at::
   at::native::multi_margin_loss_shape_check(m.frames, m.classes, self.dim(), self, target, weight);
   TORCH_CHECK(p.toDouble() == 1 || p.toDouble() == 2, "only p == 1 and p == 2 supported");
   TORCH_CHECK(target.scalar_type() == at::kLong, "expected scalar type Long but found ", target.scalar_type());
-  const at::ScalarType acc = compute_type(self);
+  const at::ScalarType acc = at::toOpMathType(self.scalar_type());
   m.x = self.to(acc).reshape({m.frames, m.classes});
   const at::Tensor y = target.reshape({m.frames});
   at::_assert_async(at::all(at::logical_and(y >= 0, y < m.classes)), "target out of range");
@@ -101,7 +100,7 @@ MultiLabel multilabel_setup(T self, T target) {
   MultiLabel m;
   at::native::multilabel_margin_loss_shape_check(m.frames, m.classes, self.dim(), self, target);
   TORCH_CHECK(target.scalar_type() == at::kLong, "expected scalar type Long but found ", target.scalar_type());
-  const at::ScalarType acc = compute_type(self);
+  const at::ScalarType acc = at::toOpMathType(self.scalar_type());
   m.x = self.to(acc).reshape({m.frames, m.classes});
   const at::Tensor y = target.reshape({m.frames, m.classes});
   // Valid entries: those before a row's first negative one.

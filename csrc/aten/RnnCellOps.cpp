@@ -7,6 +7,7 @@
 // the workspace holds what the backward needs (LSTM: the activated gates
 // i, f, g, o; GRU: r, z, n, hx and the hidden side of the new gate), in the
 // inputs' dtype like CUDA's.
+#include <ATen/OpMathType.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/sigmoid.h>
@@ -19,10 +20,6 @@ namespace torch_mlu {
 namespace {
 
 using OptTensor = std::optional<at::Tensor>;
-
-at::ScalarType compute_type(const at::Tensor& t) {
-  return at::isReducedFloatingType(t.scalar_type()) ? at::kFloat : t.scalar_type();
-}
 
 bool has(const OptTensor& t) { return t.has_value() && t->defined(); }
 
@@ -47,7 +44,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(const at::Tensor&
                                                                const OptTensor& input_bias,
                                                                const OptTensor& hidden_bias) {
   check_cell("_thnn_fused_lstm_cell", input_gates, hidden_gates, cx, 4, input_bias, hidden_bias);
-  const at::ScalarType type = input_gates.scalar_type(), acc = compute_type(input_gates);
+  const at::ScalarType type = input_gates.scalar_type(), acc = at::toOpMathType(type);
   at::Tensor gates = input_gates.to(acc) + hidden_gates.to(acc);
   if (has(input_bias)) gates = gates + input_bias->to(acc) + hidden_bias->to(acc);
   std::vector<at::Tensor> g = gates.chunk(4, 1);
@@ -62,7 +59,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(const Op
                                                                         const at::Tensor& cy,
                                                                         const at::Tensor& workspace, bool has_bias) {
   if (!has(grad_hy) && !has(grad_cy)) return {};
-  const at::ScalarType type = workspace.scalar_type(), acc = compute_type(workspace);
+  const at::ScalarType type = workspace.scalar_type(), acc = at::toOpMathType(type);
   std::vector<at::Tensor> w = workspace.to(acc).chunk(4, 1);
   const at::Tensor &i = w[0], &f = w[1], &c = w[2], &o = w[3];
   const at::Tensor tanh_cy = cy.to(acc).tanh();
@@ -81,7 +78,7 @@ std::tuple<at::Tensor, at::Tensor> fused_gru_cell(const at::Tensor& input_gates,
                                                   const at::Tensor& hx, const OptTensor& input_bias,
                                                   const OptTensor& hidden_bias) {
   check_cell("_thnn_fused_gru_cell", input_gates, hidden_gates, hx, 3, input_bias, hidden_bias);
-  const at::ScalarType type = input_gates.scalar_type(), acc = compute_type(input_gates);
+  const at::ScalarType type = input_gates.scalar_type(), acc = at::toOpMathType(type);
   at::Tensor ig = input_gates.to(acc), hg = hidden_gates.to(acc);
   if (has(input_bias)) {
     ig = ig + input_bias->to(acc);
@@ -98,7 +95,7 @@ std::tuple<at::Tensor, at::Tensor> fused_gru_cell(const at::Tensor& input_gates,
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru_cell_backward(
     const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
-  const at::ScalarType type = workspace.scalar_type(), acc = compute_type(workspace);
+  const at::ScalarType type = workspace.scalar_type(), acc = at::toOpMathType(type);
   std::vector<at::Tensor> w = workspace.to(acc).chunk(5, 1);
   const at::Tensor &r = w[0], &z = w[1], &n = w[2], &h = w[3], &hn = w[4];
   const at::Tensor go = grad_hy.to(acc);
