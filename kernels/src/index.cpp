@@ -1,5 +1,7 @@
 #include "mlu_kernels/index.h"
 
+#include "intrinsics.h"  // first: before anything that includes <immintrin.h>
+
 #include <algorithm>
 #include <cstring>
 #include <bit>
@@ -11,6 +13,7 @@
 #include "convert.h"
 #include "dispatch.h"
 #include "mlu_kernels/copy.h"
+#include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels {
@@ -64,6 +67,61 @@ struct BadIndex {
 template <class I>
 int64_t index_at(const void* base, int64_t offset) {
   return static_cast<int64_t>(static_cast<const I*>(base)[offset]);
+}
+
+// Note [Vector gathers]
+// A gather along a contiguous row of 4- or 8-byte elements with a contiguous
+// index row (torch.gather's usual case) takes AVX-512's gather instructions,
+// 8 elements each: C++ loop over 512 rows of 1024 float32, 1.5x the scalar
+// loop from memory and 2x from cache. As in the scalar loop, an out-of-range
+// index reads element 0 and the caller reports it afterwards.
+// Gathers the whole groups of 8 in [0, len); returns how many elements it did
+// and sets `bad` if some index was out of [0, size).
+template <class T, class I>
+[[gnu::target("avx512f")]] int64_t gather_row_avx512(T* __restrict d, const T* __restrict from,
+                                                     const I* __restrict idx, int64_t len, int64_t size,
+                                                     bool& bad) {
+  static_assert(sizeof(T) == 4 || sizeof(T) == 8);
+  const __m512i zero = _mm512_setzero_si512(), bound = _mm512_set1_epi64(size);
+  __mmask8 bad_lanes = 0;
+  int64_t j = 0;
+  for (; j + 8 <= len; j += 8) {
+    __m512i i;
+    if constexpr (sizeof(I) == 8) {
+      i = _mm512_loadu_si512(idx + j);
+    } else {
+      i = _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + j)));
+    }
+    const __mmask8 ok = _mm512_cmpge_epi64_mask(i, zero) & _mm512_cmplt_epi64_mask(i, bound);
+    bad_lanes |= static_cast<__mmask8>(~ok);
+    i = _mm512_maskz_mov_epi64(ok, i);
+    if constexpr (sizeof(T) == 4) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j), _mm512_i64gather_epi32(i, from, 4));
+    } else {
+      _mm512_storeu_si512(d + j, _mm512_i64gather_epi64(i, from, 8));
+    }
+  }
+  bad |= bad_lanes != 0;
+  return j;
+}
+
+// d[j] = from[idx[j]] over a contiguous row; returns whether some index was
+// out of [0, size) (size > 0; such an element gets from[0]).
+template <class T, class I>
+bool gather_row_contiguous(T* __restrict d, const T* __restrict from, const I* __restrict idx, int64_t len,
+                           int64_t size, bool vector_gathers) {
+  bool bad = false;
+  int64_t j = 0;
+  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+    if (vector_gathers) j = gather_row_avx512(d, from, idx, len, size, bad);
+  }
+  for (; j < len; ++j) {
+    const int64_t i = static_cast<int64_t>(idx[j]);
+    const bool ok = (i >= 0) & (i < size);
+    bad |= !ok;
+    d[j] = from[ok ? i : 0];
+  }
+  return bad;
 }
 
 template <class F>
@@ -156,6 +214,7 @@ IndexCheck gather(const Shape& shape, int dim, const Operand& out, const Operand
   const int64_t n_rows = numel(rows.outer);
   if (n_rows == 0 || rows.len == 0) return {};
   const int64_t ro = so.v[kMaxDims - 1], ri = si.v[kMaxDims - 1], rx = sx.v[kMaxDims - 1];
+  const bool vector_gathers = active_isa() == Isa::Avx512;  // Note [Vector gathers]
   BadIndex bad;
   dispatch_index(index.dtype, [&](auto itag) {
     using I = typename decltype(itag)::type;
@@ -173,12 +232,17 @@ IndexCheck gather(const Shape& shape, int dim, const Operand& out, const Operand
           const T* __restrict from = src + off[1];
           const I* __restrict idx = static_cast<const I*>(index.data) + off[2];
           const int64_t len = rows.len, size = dim_size, so = ro, si = ri, sx = rx;
-          bool any_bad = size == 0 && len > 0;
-          for (int64_t j = 0; j < len && size > 0; ++j) {
-            const int64_t i = static_cast<int64_t>(idx[j * sx]);
-            const bool ok = (i >= 0) & (i < size);
-            any_bad |= !ok;
-            d[j * so] = from[(ok ? i : 0) * si];
+          bool any_bad = size == 0 && len > 0;  // an empty dim: every index is out of range
+          if (size == 0) {
+          } else if (so == 1 && si == 1 && sx == 1) {  // the common case
+            any_bad = gather_row_contiguous(d, from, idx, len, size, vector_gathers);
+          } else {
+            for (int64_t j = 0; j < len; ++j) {
+              const int64_t i = static_cast<int64_t>(idx[j * sx]);
+              const bool ok = (i >= 0) & (i < size);
+              any_bad |= !ok;
+              d[j * so] = from[(ok ? i : 0) * si];
+            }
           }
           if (any_bad) {  // rare: find a bad value to report (its element got in[row start])
             for (int64_t j = 0; j < len; ++j) {

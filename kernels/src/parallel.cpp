@@ -14,13 +14,18 @@ namespace mlu::kernels {
 
 namespace {
 
-// Note [Generation-tagged chunk counter]
-// A region publishes its job by storing (generation << 32 | 0) in `next_`.
-// Workers claim chunk k with a CAS from (generation << 32 | k) to k + 1, so a
-// worker that woke up late for an older region can never claim a chunk of a
-// newer one: its CAS sees a different generation and fails. The job fields are
-// written before `next_` is published (release) and read after a successful
-// claim (acquire), and stay unchanged until every claimed chunk reported done.
+// Note [Chunk slots]
+// A region of generation G with n chunks sets slot k (k < n) to G << 1
+// ("unclaimed"), then publishes job = G << 16 | n (release). A participant
+// claims chunk k by a CAS of slot k from G << 1 to G << 1 | 1, so a worker
+// that woke up late for an older region can never claim a chunk of a newer
+// one: its CAS expects another generation and fails. The job fields are
+// written before the job is published and stay unchanged until every chunk
+// reported done. Participant p (the caller is 0, worker i is i) first claims
+// its own chunk p, then steals the others: with a steady thread count a
+// thread gets the same part of consecutive ranges (so an element-wise op finds
+// its operands in the cache the previous op left them in, as OpenMP's static
+// schedule does), and a late or descheduled thread's chunk still gets run.
 class Pool {
  public:
   static Pool& instance() {
@@ -29,7 +34,7 @@ class Pool {
   }
 
   int threads() const { return threads_.load(std::memory_order_relaxed); }
-  void set_threads(int n) { threads_.store(std::max(1, n), std::memory_order_relaxed); }
+  void set_threads(int n) { threads_.store(std::clamp(n, 1, kMaxChunks), std::memory_order_relaxed); }
 
   bool try_run(int64_t begin, int64_t end, int64_t chunk, int64_t n_chunks, RangeFn fn) {
     std::unique_lock<std::mutex> region(region_mu_, std::try_to_lock);
@@ -39,17 +44,17 @@ class Pool {
     begin_ = begin;
     end_ = end;
     chunk_ = chunk;
-    n_chunks_ = n_chunks;
     done_.store(0, std::memory_order_relaxed);
     const uint64_t gen = ++generation_;
-    next_.store(gen << 32, std::memory_order_release);
+    for (int64_t k = 0; k < n_chunks; ++k) slots_[k].store(gen << 1, std::memory_order_relaxed);
+    const uint64_t job = gen << 16 | static_cast<uint64_t>(n_chunks);
     {
       std::lock_guard<std::mutex> lock(sleep_mu_);
-      published_.store(gen, std::memory_order_release);
+      job_.store(job, std::memory_order_release);
     }
     sleep_cv_.notify_all();
     in_region_ = true;
-    work(gen);
+    work(job, 0);
     in_region_ = false;
     while (done_.load(std::memory_order_acquire) != n_chunks) _mm_pause();
     return true;
@@ -58,45 +63,49 @@ class Pool {
   static bool in_region() { return in_region_; }
 
  private:
-  Pool() : threads_(std::max(1u, std::thread::hardware_concurrency())) {}
+  static constexpr int kMaxChunks = 1 << 12;
+
+  Pool() : threads_(std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxChunks)) {}
 
   void ensure_workers(int wanted) {
     while (static_cast<int>(workers_.size()) < wanted) {
-      workers_.emplace_back([this] { worker_loop(); });
+      const int index = static_cast<int>(workers_.size()) + 1;
+      workers_.emplace_back([this, index] { worker_loop(index); });
       workers_.back().detach();
     }
   }
 
-  // Claims and runs chunks of generation `gen` until none is left.
-  void work(uint64_t gen) {
-    for (;;) {
-      uint64_t cur = next_.load(std::memory_order_acquire);
-      if ((cur >> 32) != gen) return;
-      const int64_t k = static_cast<int64_t>(cur & 0xffffffffu);
-      if (k >= n_chunks_) return;
-      if (!next_.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) continue;
-      const int64_t b = begin_ + k * chunk_;
-      (*fn_)(b, std::min(end_, b + chunk_));
-      done_.fetch_add(1, std::memory_order_acq_rel);
-    }
+  // Runs chunk k of `job` if it is still unclaimed.
+  void try_chunk(uint64_t job, int64_t k) {
+    uint64_t unclaimed = (job >> 16) << 1;
+    if (!slots_[k].compare_exchange_strong(unclaimed, unclaimed | 1, std::memory_order_acq_rel)) return;
+    const int64_t b = begin_ + k * chunk_;
+    (*fn_)(b, std::min(end_, b + chunk_));
+    done_.fetch_add(1, std::memory_order_acq_rel);
   }
 
-  void worker_loop() {
+  // Participant `self` runs its own chunk of `job`, then any left unclaimed.
+  void work(uint64_t job, int self) {
+    const int64_t n = static_cast<int64_t>(job & 0xffffu);
+    if (self < n) try_chunk(job, self);
+    for (int64_t i = 1; i < n; ++i) try_chunk(job, (self + i) % n);
+  }
+
+  void worker_loop(int self) {
     in_region_ = true;  // nested parallel_for calls from a chunk run inline
-    uint64_t seen = published_.load(std::memory_order_acquire);
+    uint64_t seen = job_.load(std::memory_order_acquire);
     for (;;) {
       // Spin briefly (a region usually follows another), then sleep.
       const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-      while (published_.load(std::memory_order_acquire) == seen &&
-             std::chrono::steady_clock::now() < spin_until) {
+      while (job_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < spin_until) {
         _mm_pause();
       }
-      if (published_.load(std::memory_order_acquire) == seen) {
+      if (job_.load(std::memory_order_acquire) == seen) {
         std::unique_lock<std::mutex> lock(sleep_mu_);
-        sleep_cv_.wait(lock, [&] { return published_.load(std::memory_order_acquire) != seen; });
+        sleep_cv_.wait(lock, [&] { return job_.load(std::memory_order_acquire) != seen; });
       }
-      seen = published_.load(std::memory_order_acquire);
-      work(seen);
+      seen = job_.load(std::memory_order_acquire);
+      work(seen, self);
     }
   }
 
@@ -104,11 +113,11 @@ class Pool {
   std::mutex region_mu_;
   std::vector<std::thread> workers_;
   const RangeFn* fn_ = nullptr;
-  int64_t begin_ = 0, end_ = 0, chunk_ = 0, n_chunks_ = 0;
+  int64_t begin_ = 0, end_ = 0, chunk_ = 0;
   uint64_t generation_ = 0;  // guarded by region_mu_
-  std::atomic<uint64_t> next_{0};
+  std::atomic<uint64_t> slots_[kMaxChunks] = {};
   std::atomic<int64_t> done_{0};
-  std::atomic<uint64_t> published_{0};
+  std::atomic<uint64_t> job_{0};
   std::mutex sleep_mu_;
   std::condition_variable sleep_cv_;
   static thread_local bool in_region_;

@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
+#include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels {
@@ -60,6 +62,50 @@ TEST(Index, OutOfRangeIsReportedAndSkipped) {
   EXPECT_FALSE(check.ok);
   EXPECT_TRUE(check.bad_index == 5 || check.bad_index == -1);
   EXPECT_EQ(out[0], 1);
+}
+
+// Note [Vector gathers]: contiguous rows of 2-, 4- and 8-byte elements with
+// int32 and int64 indices, rows not a multiple of 8 long, one out-of-range
+// index: on every ISA the result is the loop's (the bad element reads
+// element 0 of its row) and the bad value is reported.
+template <class T, class I>
+void check_contiguous_gather_rows(ScalarType dtype, ScalarType index_dtype) {
+  const int64_t rows = 70, len = 37, in_len = 29;  // 70 rows: the rows split over the threads
+  std::vector<T> in(rows * in_len);
+  for (size_t k = 0; k < in.size(); ++k) {
+    const uint64_t bits = 0x9E3779B97F4A7C15ull * (k + 1);
+    std::memcpy(&in[k], &bits, sizeof(T));
+  }
+  std::vector<I> index(rows * len);
+  for (size_t k = 0; k < index.size(); ++k) index[k] = static_cast<I>((k * 7 + k / len) % in_len);
+  index[40 * len + 11] = static_cast<I>(in_len);  // out of range
+  for (Isa isa : {Isa::Baseline, Isa::Avx2, Isa::Avx512}) {
+    const Isa saved = active_isa();
+    set_isa(isa);
+    std::vector<T> out(rows * len);
+    const IndexCheck check = gather(shape2(rows, len), 1, Operand{out.data(), dtype, strides2(len, 1)},
+                                    Operand{in.data(), dtype, strides2(in_len, 1)}, in_len,
+                                    Operand{index.data(), index_dtype, strides2(len, 1)});
+    set_isa(saved);
+    EXPECT_FALSE(check.ok);
+    EXPECT_EQ(check.bad_index, in_len);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t i = r == 40 && j == 11 ? 0 : static_cast<int64_t>(index[r * len + j]);
+        ASSERT_EQ(std::memcmp(&out[r * len + j], &in[r * in_len + i], sizeof(T)), 0)
+            << isa_name(isa) << " row " << r << " element " << j;
+      }
+    }
+  }
+}
+
+TEST(Index, ContiguousGatherRowsOnEveryIsa) {
+  set_num_threads(2);
+  check_contiguous_gather_rows<float, int64_t>(ScalarType::Float32, ScalarType::Int64);
+  check_contiguous_gather_rows<float, int32_t>(ScalarType::Float32, ScalarType::Int32);
+  check_contiguous_gather_rows<double, int64_t>(ScalarType::Float64, ScalarType::Int64);
+  check_contiguous_gather_rows<int64_t, int32_t>(ScalarType::Int64, ScalarType::Int32);
+  check_contiguous_gather_rows<BFloat16, int64_t>(ScalarType::BFloat16, ScalarType::Int64);
 }
 
 TEST(Index, ScatterAddAccumulatesDuplicatesInOrder) {

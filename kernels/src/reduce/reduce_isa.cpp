@@ -283,10 +283,9 @@ void store(const Operand& out, int64_t offset, Acc value) {
   });
 }
 
-template <class Op, class S>
+template <class Op, class S, class Acc = ro::acc_t<S>>
 void reduce_typed(const Dims& kept, const Dims& red, bool last_reduced, int64_t count, const S* in,
                   const Operand& out, double p) {
-  using Acc = ro::acc_t<S>;
   int64_t n_out = 1, n_red = 1;
   for (int k = 0; k < kept.n; ++k) n_out *= kept.size[k];
   for (int k = 0; k < red.n; ++k) n_red *= red.size[k];
@@ -394,6 +393,15 @@ void reduce_typed(const Dims& kept, const Dims& red, bool last_reduced, int64_t 
   });
 }
 
+// Note [Byte-wide all / any]
+// all / any of a one-byte integer or bool tensor only ask whether a byte is
+// zero, so they fold the bytes as uint8_t into a uint8_t accumulator: the
+// loops then vectorise 64 bytes at a time (bool loads do not vectorise, and
+// an int64_t accumulator took 8 lanes per vector).
+template <class Op, class S>
+inline constexpr bool kByteLogic = (std::is_same_v<Op, ro::All> || std::is_same_v<Op, ro::Any>) &&
+                                   sizeof(S) == 1 && !ro::is_floating_v<S>;
+
 void reduce_impl(ReduceOp op, const Shape& shape, const Operand& out, const Operand& in, double p) {
   // Split the (coalesced) dims into kept and reduced ones.
   Dims kept, red;
@@ -415,7 +423,11 @@ void reduce_impl(ReduceOp op, const Shape& shape, const Operand& out, const Oper
     using Op = typename decltype(op_tag)::type;
     detail::dispatch(in.dtype, [&](auto in_tag) {
       using S = typename decltype(in_tag)::type;
-      if constexpr (!detail::is_complex_v<S>) {
+      if constexpr (kByteLogic<Op, S>) {
+        // Note [Byte-wide all / any]
+        const auto* bytes = static_cast<const uint8_t*>(in.data);
+        reduce_typed<Op, uint8_t, uint8_t>(kept, red, last_reduced, count, bytes, out, p);
+      } else if constexpr (!detail::is_complex_v<S>) {
         reduce_typed<Op>(kept, red, last_reduced, count, static_cast<const S*>(in.data), out, p);
       }
     });
