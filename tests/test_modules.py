@@ -16,7 +16,7 @@ import torch_mlu
 
 
 # module -> why it still sends ops to the CPU (the results are checked either way).
-STILL_FALLING_BACK = {"CTCLoss": "no native _ctc_loss / _ctc_loss_backward yet"}
+STILL_FALLING_BACK = {}
 
 INFOS = list(module_db)
 

@@ -98,7 +98,7 @@ CI_COMPARE_OPS = [
     "nn.functional.interpolate.linear", "nn.functional.interpolate.trilinear", "nn.functional.conv3d",
     "nn.functional.one_hot", "nn.functional.dropout", "nn.functional.pad.reflect", "nn.functional.pad.replicate",
     "nn.functional.pad.replicate_negative", "nn.functional.prelu", "nn.functional.multi_margin_loss",
-    "nn.functional.multilabel_margin_loss",
+    "nn.functional.multilabel_margin_loss", "nn.functional.ctc_loss",
     # factories, conversions, sorting
     "zeros_like", "full_like", "empty_like", "arange", "linspace", "eye", "sort", "topk", "argsort", "unique",
     "searchsorted", "to", "half", "long",

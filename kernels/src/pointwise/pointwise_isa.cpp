@@ -72,6 +72,32 @@ inline bool float_to_half_f16c([[maybe_unused]] Half* dst, [[maybe_unused]] cons
 #endif
 }
 
+// BFloat16 -> float: the 16 bits moved to the top of a 32-bit lane, 16 (8)
+// at a time (exact; GCC does not vectorise the scalar conversion's loop).
+// Returns false, doing nothing, where this ISA has no 32-bit lane shifts.
+inline bool bfloat16_to_float_simd([[maybe_unused]] float* dst, [[maybe_unused]] const BFloat16* src, int64_t n) {
+#if defined(__AVX512F__)
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm512_storeu_si512(dst + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  for (; i < n; ++i) dst[i] = to_float(src[i]);
+  return true;
+#elif defined(__AVX2__)
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  for (; i < n; ++i) dst[i] = to_float(src[i]);
+  return true;
+#else
+  (void)n;
+  return false;
+#endif
+}
+
 // Float -> bfloat16 with AVX512-BF16's vcvtneps2bf16, 16 at a time, where
 // the CPU has it (this host does; checked at run time, the rest of the TU
 // does not assume it). It rounds to nearest even like bfloat16_from_float
@@ -115,6 +141,10 @@ template <class T>
                                   int64_t stride, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
     if (type == ScalarType::Float16 && stride == 1 && half_to_float_f16c(dst, static_cast<const Half*>(src), n)) {
+      return;
+    }
+    if (type == ScalarType::BFloat16 && stride == 1 &&
+        bfloat16_to_float_simd(dst, static_cast<const BFloat16*>(src), n)) {
       return;
     }
   }
