@@ -106,8 +106,8 @@ at::Tensor ctc_loss_backward(T grad, T log_probs, T targets, at::IntArrayRef inp
   const int64_t steps = log_probs.size(0), batch = log_probs.size(1);
   TORCH_CHECK(log_alpha_.dim() == 3 && log_alpha_.size(0) == batch && log_alpha_.size(1) == steps &&
                   log_alpha_.size(2) % 2 == 1,
-              "ctc_loss_backward: log_alpha of sizes ", log_alpha_.sizes(), " is not the forward's for log_probs of sizes ",
-              log_probs.sizes());
+              "ctc_loss_backward: log_alpha of sizes ", log_alpha_.sizes(),
+              " is not the forward's for log_probs of sizes ", log_probs.sizes());
   TORCH_CHECK(static_cast<int64_t>(input_lengths.size()) == batch &&
                   static_cast<int64_t>(target_lengths.size()) == batch && neg_log_likelihood.numel() == batch &&
                   grad.dim() <= 1 && (grad.dim() == 0 || grad.size(0) == batch || grad.stride(0) == 0),
