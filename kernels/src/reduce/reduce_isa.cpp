@@ -69,8 +69,15 @@ inline Lane fold_extreme(const S* p, int64_t n) {
   using V = std::conditional_t<std::is_same_v<Lane, float>, FloatLanes, DoubleLanes>;
   constexpr bool kMax = std::is_base_of_v<ro::Max, Op>;
   constexpr bool kAbs = std::is_same_v<Op, ro::AbsMax> || std::is_same_v<Op, ro::AbsMin>;
-  V part;
-  for (int l = 0; l < 16; ++l) part[l] = Op::template init<Lane>();
+  // Four accumulators: one compare-and-blend chain would wait for its
+  // latency every 16 elements (perf annotate: every blend stalled).
+  V part[4];
+  for (int l = 0; l < 16; ++l) part[0][l] = Op::template init<Lane>();
+  for (int v = 1; v < 4; ++v) part[v] = part[0];
+  const auto fold = [](V& acc, V x) {
+    if constexpr (kAbs) x = x < Lane(0) ? -x : x;
+    acc = ((x != x) | (kMax ? x > acc : x < acc)) ? x : acc;
+  };
   Lane buffer[kBlock];
   int64_t i = 0;
   while (i + 16 <= n) {
@@ -85,13 +92,17 @@ inline Lane fold_extreme(const S* p, int64_t n) {
     for (int64_t j = 0; j < m; j += 16) {
       V x;
       std::memcpy(&x, src + j, sizeof x);
-      if constexpr (kAbs) x = x < Lane(0) ? -x : x;
-      part = ((x != x) | (kMax ? x > part : x < part)) ? x : part;
+      fold(part[(j / 16) % 4], x);
     }
     i += m;
   }
-  Lane result = part[0];
-  for (int l = 1; l < 16; ++l) result = Op::merge(result, part[l]);
+  // A fixed merge order (max / min are exact: the order only picks which NaN
+  // or signed zero comes out, as any order of the CPU's lanes does).
+  fold(part[0], part[1]);
+  fold(part[2], part[3]);
+  fold(part[0], part[2]);
+  Lane result = part[0][0];
+  for (int l = 1; l < 16; ++l) result = Op::merge(result, part[0][l]);
   for (; i < n; ++i) result = Op::step(result, ro::load<Lane>(p[i]), 0.0);
   return result;
 }
