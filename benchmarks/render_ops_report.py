@@ -39,7 +39,13 @@ def main():
                                                for k, v in summary["geomean_ratio_large_by_family"].items()),
            "- below 0.7 at >= 1M (worst case per op): " +
            ", ".join(f"{w['op']} {w['ratio']:.2f} ({w['layout']}, {w['size']}, {w['dtype']})"
-                     for w in summary["worst_large"] if w["ratio"] < 0.7), "",
+                     for w in summary["worst_large"] if w["ratio"] < 0.7),
+           *([f"- rechecked ({len(summary['rechecked'])} cases >= 1M below "
+              f"{data['config'].get('recheck_below')} after the first passes, "
+              f"{data['config'].get('recheck')} more passes each, median of all; before -> after): " +
+              ", ".join(f"{c['op']} {c['layout']} {c['size']} {c['dtype']} {c['ratio_before']:.2f} -> "
+                        f"{c['ratio']:.2f}" for c in summary["rechecked"])] if summary.get("rechecked") else []),
+           "",
            "## Ratios", "", "| family | op | layout | dtype | " + " | ".join(sizes) + " | path |",
            "|---|---|---|---|" + "---:|" * len(sizes) + "---|"]
     for key in sorted(rows):
