@@ -6,7 +6,9 @@
 // call runs its whole range inline, so regions never wait on each other and
 // never deadlock. Chunk boundaries depend only on (range, grain, thread
 // count), so a kernel whose chunks are independent gives the same result
-// however the chunks are scheduled.
+// however the chunks are scheduled. Thread p (the caller is 0) runs chunk p
+// when it is free to, so consecutive regions over the same range hand each
+// thread the data it touched last time (Note [Chunk slots] in parallel.cpp).
 #pragma once
 
 #include <cstdint>
