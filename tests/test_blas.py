@@ -2,7 +2,8 @@
 
 mm, bmm, addmm, baddbmm, addbmm, addmv / mv, dot / vdot natively, and the composites that lower to
 them (matmul of every rank combination, linear, einsum, outer, inner, tensordot); transposed and
-strided operands, out= and in-place forms, beta == 0 not reading self, autograd, errors.
+strided operands, out= and in-place forms, beta == 0 not reading self, autograd, errors; integer
+products bit-equal to the CPU's wrapping arithmetic.
 """
 import pytest
 import torch
@@ -163,11 +164,50 @@ def test_autograd_through_linear_and_bmm():
     check(loss, rand(3, 7, 12), rand(9, 12), rand(9), rand(3, 9, 5), k=40)
 
 
-def test_integer_and_complex_products_fall_back_visibly():
-    a, b = torch.randint(-5, 5, (4, 6)), torch.randint(-5, 5, (6, 3))
+INT_DTYPES = [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64]
+
+
+def rand_int(*shape, dtype):
+    info = torch.iinfo(dtype)  # the whole range: sums and products overflow and wrap, as on the CPU
+    return torch.randint(info.min, info.max, shape, dtype=torch.int64).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_integer_products_are_native_and_wrap_like_the_cpu(dtype):
+    """Note [Integer products]: every integer product form, bit-equal to the CPU's wrapping arithmetic."""
+    a, b, c = rand_int(5, 37, dtype=dtype), rand_int(37, 9, dtype=dtype), rand_int(5, 9, dtype=dtype)
+    batch1, batch2 = rand_int(3, 5, 37, dtype=dtype), rand_int(3, 37, 9, dtype=dtype)
+    v = rand_int(37, dtype=dtype)
+    cases = [
+        lambda a, b, c, x, y, v: torch.mm(a, b),
+        lambda a, b, c, x, y, v: torch.mm(b.t(), a.t()),  # transposed operands
+        lambda a, b, c, x, y, v: torch.addmm(c, a, b, beta=3, alpha=-2),
+        lambda a, b, c, x, y, v: torch.addmm(c, a, b, beta=0),
+        lambda a, b, c, x, y, v: torch.bmm(x, y),
+        lambda a, b, c, x, y, v: torch.baddbmm(c, x, y, alpha=5),
+        lambda a, b, c, x, y, v: torch.addbmm(c, x, y),
+        lambda a, b, c, x, y, v: torch.mv(a, v),
+        lambda a, b, c, x, y, v: torch.matmul(x, b),
+    ]
+    if dtype in (torch.int32, torch.int64):  # the CPU's dot takes these integer types only
+        cases.append(lambda a, b, c, x, y, v: torch.dot(v, v))
+    for case in cases:
+        expected, actual = run_native(case, a, b, c, batch1, batch2, v)
+        assert actual.dtype == expected.dtype and actual.shape == expected.shape
+        assert torch.equal(actual.cpu(), expected)
+
+
+def test_bool_and_complex_products_fall_back_visibly():
+    a = torch.randn(4, 6, dtype=torch.complex64)
     torch_mlu.reset_fallback_report()
-    assert torch.equal(torch.mm(a.to("mlu"), b.to("mlu")).cpu(), a @ b)
+    torch.testing.assert_close(torch.mm(a.to("mlu"), a.t().to("mlu")).cpu(), a @ a.t())
     assert torch_mlu.fallback_report() == {"aten::mm": 1}
+    b = torch.rand(3, 3) > 0.5
+    with pytest.raises(RuntimeError) as cpu_error:
+        torch.mm(b, b)
+    with pytest.raises(RuntimeError) as mlu_error:  # the CPU refuses bool, and so does its fallback
+        torch.mm(b.to("mlu"), b.to("mlu"))
+    assert str(mlu_error.value).split("\n")[0] == str(cpu_error.value).split("\n")[0]
 
 
 def test_errors_match_the_cpu():

@@ -270,7 +270,7 @@ def _copy_to(x, device):
 def test_foreach_opinfo_samples_match_cpu(op, dtype):
     """PyTorch's own foreach OpInfos (foreach_*_op_db, what its test_foreach.py runs): the first 12 samples of each
     op, out of place and in place, on mlu vs the CPU; the same exception type where the CPU raises (a bool scalar
-    subtracted, integer powers, ...); nothing on the CPU fallback but integer matrix products."""
+    subtracted, integer powers, ...); nothing on the CPU fallback."""
     try:
         samples = list(op.sample_inputs("cpu", dtype, num_input_tensors=[5]))[:12]
     except TypeError:
@@ -301,6 +301,4 @@ def test_foreach_opinfo_samples_match_cpu(op, dtype):
             for g, e in zip(got, expected):
                 assert g.dtype == e.dtype and g.shape == e.shape
                 torch.testing.assert_close(g.cpu(), e, equal_nan=True, **tol)
-    if op.name == "_foreach_mm" and dtype == torch.int64:
-        fell_back.pop("aten::mm", None)  # integer GEMM is not native (the CPU fallback runs it)
     assert fell_back == {}, fell_back

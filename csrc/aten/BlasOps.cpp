@@ -2,7 +2,8 @@
 // addmv (and through it mv), addbmm, dot / vdot. PyTorch's meta functions
 // check shapes and dtypes and size the results; the GEMM runs on the current
 // stream. matmul, linear, einsum, outer, inner and tensordot are composites
-// that lower to these. Other dtypes (integers, complex) take the CPU fallback.
+// that lower to these. Integer products run natively too (the CPU's
+// wrapping arithmetic); bool and complex take the CPU fallback.
 //
 // Note [addmm's self]
 // addmm(self, m1, m2, beta, alpha) = beta * self + alpha * m1 @ m2 with self

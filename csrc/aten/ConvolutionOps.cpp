@@ -22,7 +22,7 @@ namespace k = mlu::kernels;
 
 k::ScalarType conv_dtype(const at::Tensor& t) {
   const auto type = kernel_dtype(t.scalar_type());
-  TORCH_CHECK(type.has_value() && k::gemm_supports(*type) && !t.is_complex(),
+  TORCH_CHECK(type.has_value() && k::gemm_supports(*type) && at::isFloatingType(t.scalar_type()),
               "convolution on mlu supports float32, float64, float16 and bfloat16 tensors, got ", t.scalar_type(),
               "; convert the input and weight (e.g. .float()) first");
   return *type;

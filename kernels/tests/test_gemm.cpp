@@ -306,5 +306,58 @@ TEST(Gemm, ZeroScalarsDoNotReadOperands) {
   for (float v : c) EXPECT_EQ(v, 0.0f);
 }
 
+// Note [Integer products]: every integer dtype over its whole range (sums and
+// products overflow), a transposed B, a batch with a broadcast A, alpha and
+// beta (beta == 0 must not read C): equal to a loop in 64-bit modular
+// arithmetic truncated to the type.
+template <class T>
+void check_integer_gemm(ScalarType dtype) {
+  const int64_t batch = 3, m = 7, n = 13, k = 29;
+  std::mt19937_64 gen(11);
+  auto fill = [&](std::vector<T>& v) {
+    for (T& x : v) x = static_cast<T>(gen());
+  };
+  std::vector<T> a(m * k), b(batch * n * k), c(batch * m * n);
+  fill(a);
+  fill(b);
+  for (double beta : {0.0, -3.0}) {
+    fill(c);
+    const std::vector<T> c0 = c;
+    GemmArgs args{dtype, m, n, k, 5.0, beta, {a.data(), k, 1}, {b.data(), 1, k}, {c.data(), n, 1}};  // B = Bt^T
+    args.batch = batch;
+    args.batch_stride_a = 0;  // broadcast A
+    args.batch_stride_b = n * k;
+    args.batch_stride_c = m * n;
+    gemm(args);
+    for (int64_t t = 0; t < batch; ++t) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          uint64_t acc = 0;
+          for (int64_t p = 0; p < k; ++p) {
+            acc += static_cast<uint64_t>(static_cast<int64_t>(a[i * k + p])) *
+                   static_cast<uint64_t>(static_cast<int64_t>(b[t * n * k + j * k + p]));
+          }
+          uint64_t want = 5 * acc;
+          if (beta != 0) {
+            want += static_cast<uint64_t>(-3) * static_cast<uint64_t>(static_cast<int64_t>(c0[t * m * n + i * n + j]));
+          }
+          ASSERT_EQ(c[t * m * n + i * n + j], static_cast<T>(want))
+              << scalar_type_name(dtype) << " beta " << beta << " at " << t << ", " << i << ", " << j;
+        }
+      }
+    }
+  }
+}
+
+TEST(Gemm, IntegerProductsWrapLikeTheCpu) {
+  set_num_threads(2);
+  check_integer_gemm<uint8_t>(ScalarType::UInt8);
+  check_integer_gemm<int8_t>(ScalarType::Int8);
+  check_integer_gemm<int16_t>(ScalarType::Int16);
+  check_integer_gemm<int32_t>(ScalarType::Int32);
+  check_integer_gemm<int64_t>(ScalarType::Int64);
+  EXPECT_FALSE(gemm_supports(ScalarType::Bool));
+}
+
 }  // namespace
 }  // namespace mlu::kernels

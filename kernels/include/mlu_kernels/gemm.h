@@ -4,7 +4,9 @@
 // per row and per column, any sign, so transposes are views). A, B and C
 // share one dtype: Float32 and Float64 compute in their own type, Float16 and
 // BFloat16 in float (products and sums in float, C rounded once at the end,
-// like the CPU's mm). As in BLAS: beta == 0 never reads C (NaN there does
+// like the CPU's mm); the integer types (UInt8, Int8 ... Int64) in their own
+// type, wrapping on overflow like the CPU's integer mm, with alpha and beta
+// truncated to integers. As in BLAS: beta == 0 never reads C (NaN there does
 // not leak into the result), and alpha == 0 or k == 0 gives beta * C without
 // reading A and B (the CPU's addmm and cuBLAS do the same; the CPU's baddbmm
 // would propagate a NaN of A or B). C must not overlap A or B.
@@ -41,7 +43,7 @@ struct GemmArgs {
   bool float_c = false;
 };
 
-// Whether gemm supports `dtype` (Float32, Float64, Float16, BFloat16).
+// Whether gemm supports `dtype` (Float32, Float64, Float16, BFloat16, UInt8, Int8, Int16, Int32, Int64).
 bool gemm_supports(ScalarType dtype);
 
 void gemm(const GemmArgs& args);

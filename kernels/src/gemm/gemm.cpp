@@ -15,6 +15,7 @@
 #include "../dispatch.h"
 #include "../scratch.h"
 #include "gemm_amx.h"
+#include "gemm_integer.h"
 #include "microkernel.h"
 #include "mlu_kernels/copy.h"
 #include "mlu_kernels/isa.h"
@@ -336,11 +337,15 @@ bool amx_bf16_usable() {
 
 bool gemm_supports(ScalarType dtype) {
   return dtype == ScalarType::Float32 || dtype == ScalarType::Float64 || dtype == ScalarType::Float16 ||
-         dtype == ScalarType::BFloat16;
+         dtype == ScalarType::BFloat16 || detail::is_gemm_integer(dtype);
 }
 
 void gemm(const GemmArgs& args) {
   if (args.m <= 0 || args.n <= 0 || args.batch <= 0) return;
+  if (detail::is_gemm_integer(args.dtype)) {
+    detail::gemm_integer(args);  // Note [Integer products]
+    return;
+  }
   const auto run = [&](auto tag) {
     using T = typename decltype(tag)::type;
     const int64_t macs = args.m * args.n * std::max<int64_t>(args.k, 1);
