@@ -1,12 +1,11 @@
 #include "mlu_kernels/ctc.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "dispatch.h"
+#include "bad_index.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels {
@@ -24,18 +23,10 @@ struct Item {
   T log_prob(int64_t t, int64_t s) const { return lp[t * lp_t + prime[s] * lp_c]; }
 };
 
-// Records one bad label value (any thread's).
-struct BadLabel {
-  std::atomic<bool> seen{false};
-  std::atomic<int64_t> value{0};
-  void report(int64_t v) {
-    if (!seen.exchange(true)) value.store(v);
-  }
-  IndexCheck check() const { return {!seen.load(), value.load()}; }
-};
+using detail::BadIndex;
 
 template <class T>
-Item<T> item_of(const CtcProblem& p, int64_t b, const int64_t* target_offsets, BadLabel& bad) {
+Item<T> item_of(const CtcProblem& p, int64_t b, const int64_t* target_offsets, BadIndex& bad) {
   Item<T> item;
   item.lp = static_cast<const T*>(p.log_probs) + b * p.log_probs_strides[1];
   item.lp_t = p.log_probs_strides[0];
@@ -173,7 +164,7 @@ void dispatch_ctc_type(ScalarType type, F&& f) {
 IndexCheck ctc_loss_forward(const CtcProblem& p, void* neg_log_likelihood, void* log_alpha) {
   const std::vector<int64_t> offsets = target_offsets_of(p);
   const int64_t width = 2 * p.max_target + 1;
-  BadLabel bad;
+  BadIndex bad;
   dispatch_ctc_type(p.type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(0, p.batch, 1, [&](int64_t begin, int64_t end) {
@@ -191,7 +182,7 @@ IndexCheck ctc_loss_backward(const CtcProblem& p, const void* grad_out, int64_t 
                              const void* neg_log_likelihood, const void* log_alpha, bool zero_infinity, void* grad) {
   const std::vector<int64_t> offsets = target_offsets_of(p);
   const int64_t width = 2 * p.max_target + 1;
-  BadLabel bad;
+  BadIndex bad;
   dispatch_ctc_type(p.type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     parallel_for(0, p.batch, 1, [&](int64_t begin, int64_t end) {

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cstring>
 #include <bit>
-#include <atomic>
 #include <memory>
 #include <type_traits>
 #include <vector>
 
+#include "bad_index.h"
 #include "convert.h"
 #include "dispatch.h"
 #include "mlu_kernels/copy.h"
@@ -55,14 +55,7 @@ void row_offsets(const Shape& outer, Strides* const (&strides)[N], int64_t row, 
   }
 }
 
-// Records one bad index value (any thread's).
-struct BadIndex {
-  std::atomic<bool> seen{false};
-  std::atomic<int64_t> value{0};
-  void report(int64_t v) {
-    if (!seen.exchange(true)) value.store(v);
-  }
-};
+using detail::BadIndex;
 
 template <class I>
 int64_t index_at(const void* base, int64_t offset) {
@@ -200,7 +193,7 @@ IndexCheck gather_slices(const Shape& shape, int dim, const Operand& out, const 
                    }
                  });
   });
-  return {!bad.seen.load(), bad.value.load()};
+  return bad.check();
 }
 
 }  // namespace
@@ -254,7 +247,7 @@ IndexCheck gather(const Shape& shape, int dim, const Operand& out, const Operand
       });
     });
   });
-  return {!bad.seen.load(), bad.value.load()};
+  return bad.check();
 }
 
 namespace {
@@ -461,7 +454,7 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
   if (numel(shape) == 0) return {};
   if (index_is_one_dim(shape, dim, index) &&
       scatter_slices(op, shape, dim, self, dim_size, src, index, alpha, round_each_update, bad)) {
-    return {!bad.seen.load(), bad.value.load()};
+    return bad.check();
   }
   Strides ss = self.strides, sv = src.strides, sx = index.strides;
   Strides* strides[3] = {&ss, &sv, &sx};
@@ -579,7 +572,7 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
       }
     });
   });
-  return {!bad.seen.load(), bad.value.load()};
+  return bad.check();
 }
 
 }  // namespace mlu::kernels

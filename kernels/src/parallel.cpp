@@ -45,9 +45,8 @@ class Pool {
     end_ = end;
     chunk_ = chunk;
     done_.store(0, std::memory_order_relaxed);
-    const uint64_t gen = ++generation_;
-    for (int64_t k = 0; k < n_chunks; ++k) slots_[k].store(gen << 1, std::memory_order_relaxed);
-    const uint64_t job = gen << 16 | static_cast<uint64_t>(n_chunks);
+    const uint64_t job = ++generation_ << 16 | static_cast<uint64_t>(n_chunks);
+    for (int64_t k = 0; k < n_chunks; ++k) slots_[k].store(unclaimed(job), std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(sleep_mu_);
       job_.store(job, std::memory_order_release);
@@ -63,7 +62,12 @@ class Pool {
   static bool in_region() { return in_region_; }
 
  private:
-  static constexpr int kMaxChunks = 1 << 12;
+  static constexpr int kMaxChunks = 1 << 12;  // fits a job's 16 chunk-count bits
+
+  // A job: the region's generation above 16 bits of chunk count.
+  static int64_t chunks_of(uint64_t job) { return static_cast<int64_t>(job & 0xffffu); }
+  // A slot's value while its chunk of `job` is unclaimed (| 1: claimed).
+  static uint64_t unclaimed(uint64_t job) { return (job >> 16) << 1; }
 
   Pool() : threads_(std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, kMaxChunks)) {}
 
@@ -77,18 +81,17 @@ class Pool {
 
   // Runs chunk k of `job` if it is still unclaimed.
   void try_chunk(uint64_t job, int64_t k) {
-    uint64_t unclaimed = (job >> 16) << 1;
-    if (!slots_[k].compare_exchange_strong(unclaimed, unclaimed | 1, std::memory_order_acq_rel)) return;
+    uint64_t expected = unclaimed(job);
+    if (!slots_[k].compare_exchange_strong(expected, expected | 1, std::memory_order_acq_rel)) return;
     const int64_t b = begin_ + k * chunk_;
     (*fn_)(b, std::min(end_, b + chunk_));
     done_.fetch_add(1, std::memory_order_acq_rel);
   }
 
-  // Participant `self` runs its own chunk of `job`, then any left unclaimed.
+  // Participant `self` runs its own chunk of `job` (self < chunks), then any left unclaimed.
   void work(uint64_t job, int self) {
-    const int64_t n = static_cast<int64_t>(job & 0xffffu);
-    if (self < n) try_chunk(job, self);
-    for (int64_t i = 1; i < n; ++i) try_chunk(job, (self + i) % n);
+    const int64_t n = chunks_of(job);
+    for (int64_t i = 0; i < n; ++i) try_chunk(job, (self + i) % n);
   }
 
   void worker_loop(int self) {

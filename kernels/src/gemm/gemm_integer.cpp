@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <type_traits>
-#include <vector>
 
-#include "../dispatch.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels::detail {
