@@ -62,9 +62,13 @@ bool detail::on_device_thread() { return tls_worker_queue != nullptr; }
 void mluQueue_st::wait_for(uint64_t seq) {
   if (spin_until([&] { return has_finished(seq); })) return;  // Note [Spin before sleep]
   std::unique_lock<std::mutex> lock(mu);
-  done_waiters.fetch_add(1);
-  done_cv.wait(lock, [&] { return finished.load() >= seq; });
-  done_waiters.fetch_sub(1);
+  for (;;) {
+    // Announce, then re-check (Note [Lock-free launches]). A wake-up that is
+    // not ours reset wake_at: announce again.
+    if (seq < wake_at.load()) wake_at.store(seq);
+    if (finished.load() >= seq) return;
+    done_cv.wait(lock);
+  }
 }
 
 void mluQueue_st::run_worker() {
@@ -101,7 +105,13 @@ void mluQueue_st::run_worker() {
       slot.destroy(slot.storage);
       if (context.failed()) state->store_error(slot.name != nullptr ? slot.name : "unnamed task", context.message());
       finished.store(done + 1);
-      if (done_waiters.load() > 0) notify_under(mu, done_cv);
+      if (done + 1 >= wake_at.load()) {
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          wake_at.store(kNoWaiter);
+        }
+        done_cv.notify_all();
+      }
       if (space_waiters.load() > 0) notify_under(mu, space_cv);
     }
   }

@@ -9,11 +9,14 @@
 // `finished`. `mu` and the condition variables serve only sleeping: the device
 // thread when the ring is empty, launchers when it is full, host threads
 // waiting for a task. Each side announces its sleep (worker_sleeping,
-// space_waiters, done_waiters) before re-checking the other side's counter,
+// space_waiters, wake_at) before re-checking the other side's counter,
 // and the other side publishes its counter before reading the announcement,
 // all sequentially consistent: one of them sees the other, so no wake-up is
 // lost; a waker takes `mu` before notifying, so the sleeper is either before
-// its re-check or already waiting.
+// its re-check or already waiting. Host waiters announce the task they wait
+// for (wake_at: the earliest such task, or "none"), so the device thread wakes
+// them once, when that task finishes, not after every task before it (each
+// wake-up would take a core from the device threads for a context switch).
 //
 // Invariants: finished <= launched_published <= launched, and
 // launched - finished <= capacity (the ring never overwrites a slot that has
@@ -54,7 +57,10 @@ struct mluQueue_st {
   alignas(64) std::atomic<uint64_t> launched_published{0};  // `launched`, for the device thread and queries
   alignas(64) std::atomic<uint64_t> finished{0};            // written by the device thread only
   alignas(64) std::atomic<bool> worker_sleeping{false};
-  std::atomic<int> done_waiters{0};
+  // The earliest task a sleeping host waiter waits for; kNoWaiter when none.
+  // Lowered by waiters, reset by the device thread, both under `mu`.
+  static constexpr uint64_t kNoWaiter = UINT64_MAX;
+  std::atomic<uint64_t> wake_at{kNoWaiter};
   std::atomic<int> space_waiters{0};
   std::atomic<bool> stop{false};  // no launch is in flight any more: exit once drained
 

@@ -453,3 +453,65 @@ TEST(Queue, DestroyReleasesLaunchersWaitingForAFullRing) {
   EXPECT_EQ(ran.load(), kCapacity - 1);
   EXPECT_EQ(launched.load(), kCapacity - 1);
 }
+
+// Host waiters announce the task they wait for (Note [Lock-free launches]):
+// each wakes when its own task finishes, whichever announced first, and a
+// waiter for a later task keeps sleeping through the wake-up of an earlier one.
+TEST(Queue, EachHostWaiterWakesWhenItsOwnTaskFinishes) {
+  for (bool later_waits_first : {false, true}) {
+    ScopedQueue queue(0);
+    Gate first, second;
+    ScopedEvent after_first;
+    ASSERT_EQ(mluLaunchTask(queue, "first", first.blocker()), mluSuccess);
+    ASSERT_EQ(mluEventRecord(after_first, queue), mluSuccess);
+    ASSERT_EQ(mluLaunchTask(queue, "second", second.blocker()), mluSuccess);
+    std::atomic<bool> early_done{false}, late_done{false};
+    std::function<void()> wait_early = [&] {
+      EXPECT_EQ(mluEventSynchronize(after_first), mluSuccess);
+      early_done = true;
+    };
+    std::function<void()> wait_late = [&] {
+      EXPECT_EQ(mluQueueSynchronize(queue), mluSuccess);
+      late_done = true;
+    };
+    std::thread a(later_waits_first ? wait_late : wait_early);
+    std::this_thread::sleep_for(20ms);  // past the spin: the first waiter sleeps
+    std::thread b(later_waits_first ? wait_early : wait_late);
+    std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(early_done || late_done);
+    first.open();
+    EXPECT_TRUE(eventually([&] { return early_done.load(); })) << "the event's waiter was not woken";
+    std::this_thread::sleep_for(20ms);
+    EXPECT_FALSE(late_done) << "the queue's waiter returned before its last task finished";
+    second.open();
+    EXPECT_TRUE(eventually([&] { return late_done.load(); })) << "the queue's waiter was not woken";
+    a.join();
+    b.join();
+  }
+}
+
+// Many host threads wait for random points of a stream of short tasks; every
+// one returns, after its task (run under TSAN by `make tsan`).
+TEST(Queue, ManyWaitersOnAStreamOfTasks) {
+  constexpr int kTasks = 2000, kWaiters = 6;
+  ScopedQueue queue(0);
+  std::atomic<int> ran{0};
+  std::vector<ScopedEvent> events(kWaiters);
+  std::vector<std::thread> waiters;
+  std::atomic<int> wrong{0};
+  for (int i = 0; i < kTasks; ++i) {
+    ASSERT_EQ(mluLaunchTask(queue, "count", [&ran] { ran.fetch_add(1); }), mluSuccess);
+    if (i % (kTasks / kWaiters) == 0 && waiters.size() < kWaiters) {
+      const int w = static_cast<int>(waiters.size());
+      ASSERT_EQ(mluEventRecord(events[w], queue), mluSuccess);
+      waiters.emplace_back([&, w, i] {
+        EXPECT_EQ(mluEventSynchronize(events[w]), mluSuccess);
+        if (ran.load() < i + 1) wrong.fetch_add(1);
+      });
+    }
+  }
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(wrong.load(), 0) << "a waiter returned before the task it waited for ran";
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(ran.load(), kTasks);
+}

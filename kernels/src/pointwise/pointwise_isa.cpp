@@ -10,15 +10,17 @@
 // SLEEF body from vector_math.h), and the result goes straight to the output
 // when that is contiguous in the result type, else through a buffer and a
 // converting store. So any dtype mix and any strides take one code path, and
-// the common case (same dtype, contiguous) copies nothing.
+// the common case (same dtype, contiguous) copies nothing. (Contiguous
+// half-precision operands take a shorter path: Note [Register-converted
+// 16-bit floats].)
 #include "../intrinsics.h"  // first: before anything that includes <immintrin.h>
 
 #include <algorithm>
-#include <limits>
 #include <type_traits>
 
 #include "../convert.h"
 #include "../dispatch.h"
+#include "float16_convert.h"
 #include "ops.h"
 #include "table.h"
 #include "vector_math.h"
@@ -37,102 +39,6 @@ constexpr ScalarType dtype_of() {
   if constexpr (std::is_same_v<T, int64_t>) return ScalarType::Int64;
   if constexpr (std::is_same_v<T, float>) return ScalarType::Float32;
   if constexpr (std::is_same_v<T, double>) return ScalarType::Float64;
-}
-
-// Float16 <-> float with the F16C instructions, 8 at a time (exact, and
-// round-to-nearest-even like half_from_float; only NaN payloads may differ).
-// Return false, doing nothing, where this ISA has no F16C.
-inline bool half_to_float_f16c([[maybe_unused]] float* dst, [[maybe_unused]] const Half* src, int64_t n) {
-#if defined(__F16C__)
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-  }
-  for (; i < n; ++i) dst[i] = to_float(src[i]);
-  return true;
-#else
-  (void)n;
-  return false;
-#endif
-}
-
-inline bool float_to_half_f16c([[maybe_unused]] Half* dst, [[maybe_unused]] const float* src, int64_t n) {
-#if defined(__F16C__)
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
-  }
-  for (; i < n; ++i) dst[i] = half_from_float(src[i]);
-  return true;
-#else
-  (void)n;
-  return false;
-#endif
-}
-
-// BFloat16 -> float: the 16 bits moved to the top of a 32-bit lane, 16 (8)
-// at a time (exact; GCC does not vectorise the scalar conversion's loop).
-// Returns false, doing nothing, where this ISA has no 32-bit lane shifts.
-inline bool bfloat16_to_float_simd([[maybe_unused]] float* dst, [[maybe_unused]] const BFloat16* src, int64_t n) {
-#if defined(__AVX512F__)
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    _mm512_storeu_si512(dst + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-  for (; i < n; ++i) dst[i] = to_float(src[i]);
-  return true;
-#elif defined(__AVX2__)
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  }
-  for (; i < n; ++i) dst[i] = to_float(src[i]);
-  return true;
-#else
-  (void)n;
-  return false;
-#endif
-}
-
-// Float -> bfloat16 with AVX512-BF16's vcvtneps2bf16, 16 at a time, where
-// the CPU has it (this host does; checked at run time, the rest of the TU
-// does not assume it). It rounds to nearest even like bfloat16_from_float
-// but treats denormal inputs as zero: lanes with 0 < |x| < FLT_MIN (rare) are
-// redone with bfloat16_from_float. Only NaN payloads may differ.
-#if defined(__AVX512F__)
-[[gnu::target("avx512bf16")]] void float_to_bfloat16_avx512bf16(BFloat16* dst, const float* src, int64_t n) {
-  const __m512 min_normal = _mm512_set1_ps(std::numeric_limits<float>::min());
-  const __m512 zero = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_loadu_ps(src + i);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
-    const __mmask16 denormal = _mm512_cmp_ps_mask(_mm512_abs_ps(v), min_normal, _CMP_LT_OQ) &
-                               _mm512_cmp_ps_mask(v, zero, _CMP_NEQ_OQ);
-    if (denormal != 0) [[unlikely]] {
-      for (int k = 0; k < 16; ++k) {
-        if ((denormal >> k) & 1) dst[i + k] = bfloat16_from_float(src[i + k]);
-      }
-    }
-  }
-  for (; i < n; ++i) dst[i] = bfloat16_from_float(src[i]);
-}
-const bool kHasAvx512Bf16 = __builtin_cpu_supports("avx512bf16");
-#endif
-
-inline bool float_to_bfloat16_native([[maybe_unused]] BFloat16* dst, [[maybe_unused]] const float* src,
-                                     [[maybe_unused]] int64_t n) {
-#if defined(__AVX512F__)
-  if (kHasAvx512Bf16) {
-    float_to_bfloat16_avx512bf16(dst, src, n);
-    return true;
-  }
-#endif
-  return false;
 }
 
 // Converts n elements of dtype `type` at `src` (element stride `stride`) into T.
@@ -220,6 +126,65 @@ inline void run_block(int64_t n, R* __restrict out, const T* const* in, const Op
   }
 }
 
+// Note [Register-converted 16-bit floats]
+// An op computed in float whose output and inputs are contiguous bfloat16 (or
+// all float16) along the rows -- the common case of a half-precision model --
+// skips the block pipeline: two float vectors at a time, the inputs are
+// widened, the op applied and the result rounded back (float16_convert.h's
+// Lanes), so every byte is loaded and stored once instead of passing through
+// three float blocks. An input constant along a row (a scalar, a broadcast
+// column) may have any dtype: it is converted once per row. The conversions
+// are those of the block pipeline and the op is the same scalar expression on
+// the same values, so results are identical (NaN payloads aside). The tail
+// goes through zero-padded vectors. Ops with a SLEEF body keep the pipeline:
+// their arithmetic, not the conversions, dominates; so does the baseline ISA,
+// which has no vector conversions.
+template <class Op>
+constexpr bool kRegisterConverted = kHasLanes && !VectorBody<Op, float>::kHas && !ops::bool_result<Op>() &&
+                                    !std::is_same_v<Op, ops::Copy>;
+
+// One row: in[k] points at n contiguous H, or is null for an input that is
+// constant along the row (broadcast, or a scalar), whose value `fill[k]` is.
+template <class Op, int N, class H>
+void run_row_converted(int64_t n, H* out, const H* const* in, const float* fill, const OpParams& params) {
+  const OpParams p = params;  // a local copy: the stores cannot alias it
+  // Two vectors per step: as fast as one, and the loop vectoriser (not SLP,
+  // which does not if-convert) handles the op's loop.
+  constexpr int W = Lanes<H>::W, C = 2 * W;
+  float x[N][C], r[C];
+  for (int k = 0; k < N; ++k) {
+    if (in[k] == nullptr) std::fill_n(x[k], C, fill[k]);
+  }
+  auto chunk = [&](const H* const* src, H* dst) {
+    for (int k = 0; k < N; ++k) {
+      if (src[k] == nullptr) continue;
+      for (int v = 0; v < C; v += W) Lanes<H>::widen(x[k] + v, src[k] + v);
+    }
+#pragma GCC unroll 1
+    for (int l = 0; l < C; ++l) {
+      if constexpr (N == 1) r[l] = Op::template f<float>(p, x[0][l]);
+      if constexpr (N == 2) r[l] = Op::template f<float>(p, x[0][l], x[1][l]);
+      if constexpr (N == 3) r[l] = Op::template f<float>(p, x[0][l], x[1][l], x[2][l]);
+    }
+    for (int v = 0; v < C; v += W) Lanes<H>::narrow(dst + v, r + v);
+  };
+  const H* src[N];
+  int64_t i = 0;
+  for (; i + C <= n; i += C) {
+    for (int k = 0; k < N; ++k) src[k] = in[k] == nullptr ? nullptr : in[k] + i;
+    chunk(src, out + i);
+  }
+  if (i < n) {  // the tail through zero-padded vectors
+    H pad[N][C] = {}, result[C];
+    for (int k = 0; k < N; ++k) {
+      if (in[k] != nullptr) std::copy(in[k] + i, in[k] + n, pad[k]);
+      src[k] = in[k] == nullptr ? nullptr : pad[k];
+    }
+    chunk(src, result);
+    std::copy(result, result + (n - i), out + i);
+  }
+}
+
 // Visits [begin, end) of the iteration space as row segments:
 // segment(offsets, length), offsets[k] in elements of operand k.
 template <int K, class F>
@@ -253,6 +218,38 @@ inline void for_each_segment(const Shape& shape, const Operand* operands, int64_
   }
 }
 
+// Runs [begin, end) on the register path when the output and every input
+// are contiguous `H` along the rows, inputs constant along the rows (of any
+// dtype) allowed; returns false, doing nothing, otherwise.
+template <class Op, int N, class H>
+bool run_range_converted(const Shape& shape, const Operand* operands, const OpParams& params, int64_t begin,
+                         int64_t end) {
+  constexpr int K = N + 1;
+  const int last = shape.ndim - 1;
+  constexpr ScalarType kType = std::is_same_v<H, Half> ? ScalarType::Float16 : ScalarType::BFloat16;
+  for (int k = 0; k < K; ++k) {
+    const int64_t stride = operands[k].strides.v[last];
+    const bool row = stride == 1 && operands[k].dtype == kType;
+    if (!row && (k == 0 || stride != 0)) return false;
+  }
+  for_each_segment<K>(shape, operands, begin, end, [&](const int64_t* offsets, int64_t len) {
+    const H* in[N];
+    float fill[N] = {};
+    for (int k = 0; k < N; ++k) {
+      const Operand& op = operands[k + 1];
+      if (op.strides.v[last] == 1 && op.dtype == kType) {
+        in[k] = static_cast<const H*>(op.data) + offsets[k + 1];
+      } else {
+        in[k] = nullptr;
+        load_block(&fill[k], static_cast<const char*>(op.data) + offsets[k + 1] * int64_t(element_size(op.dtype)),
+                   op.dtype, 0, 1);
+      }
+    }
+    run_row_converted<Op, N>(len, static_cast<H*>(operands[0].data) + offsets[0], in, fill, params);
+  });
+  return true;
+}
+
 template <class Op, class T, int N>
 void run_range(const Shape& shape, const Operand* operands, const OpParams& params,
                int64_t begin, int64_t end) {
@@ -265,6 +262,12 @@ void run_range(const Shape& shape, const Operand* operands, const OpParams& para
     inner[k] = operands[k].strides.v[last];
     const ScalarType want = k == 0 ? dtype_of<R>() : dtype_of<T>();
     direct[k] = inner[k] == 1 && operands[k].dtype == want;
+  }
+  if constexpr (std::is_same_v<T, float> && kRegisterConverted<Op>) {
+    if (run_range_converted<Op, N, BFloat16>(shape, operands, params, begin, end) ||
+        run_range_converted<Op, N, Half>(shape, operands, params, begin, end)) {
+      return;
+    }
   }
   for_each_segment<K>(shape, operands, begin, end, [&](const int64_t* offsets, int64_t len) {
     for (int64_t j = 0; j < len; j += kBlock) {

@@ -1,0 +1,189 @@
+// Conversions between float and the two 16-bit float types (Half, BFloat16)
+// for one ISA, included only by the per-ISA pointwise engine
+// (pointwise_isa.cpp). Two shapes:
+//  - block conversions of n elements (the block pipeline's converting loads
+//    and stores); each returns false, doing nothing, where this ISA has no
+//    vector instructions for it, and the caller takes its scalar loop;
+//  - Lanes<H>: one float vector's worth of elements (W), for the register path
+//    of Note [Register-converted 16-bit floats] (AVX2 and AVX-512 only).
+// Every conversion equals the scalar one of half.h (to_float, half_from_float,
+// bfloat16_from_float: exact widening, round to nearest even) except NaN
+// payloads.
+#pragma once
+
+#include "../intrinsics.h"  // first: before anything that includes <immintrin.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "mlu_kernels/half.h"
+
+namespace mlu::kernels::MLU_ISA_NS {
+
+// Float16 <-> float with the F16C instructions, 8 at a time.
+inline bool half_to_float_f16c([[maybe_unused]] float* dst, [[maybe_unused]] const Half* src, int64_t n) {
+#if defined(__F16C__)
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+  }
+  for (; i < n; ++i) dst[i] = to_float(src[i]);
+  return true;
+#else
+  (void)n;
+  return false;
+#endif
+}
+
+inline bool float_to_half_f16c([[maybe_unused]] Half* dst, [[maybe_unused]] const float* src, int64_t n) {
+#if defined(__F16C__)
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+  for (; i < n; ++i) dst[i] = half_from_float(src[i]);
+  return true;
+#else
+  (void)n;
+  return false;
+#endif
+}
+
+// BFloat16 -> float: the 16 bits moved to the top of a 32-bit lane, 16 (8)
+// at a time (GCC does not vectorise the scalar conversion's loop).
+inline bool bfloat16_to_float_simd([[maybe_unused]] float* dst, [[maybe_unused]] const BFloat16* src, int64_t n) {
+#if defined(__AVX512F__)
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm512_storeu_si512(dst + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  for (; i < n; ++i) dst[i] = to_float(src[i]);
+  return true;
+#elif defined(__AVX2__)
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  for (; i < n; ++i) dst[i] = to_float(src[i]);
+  return true;
+#else
+  (void)n;
+  return false;
+#endif
+}
+
+// Float -> bfloat16 with AVX512-BF16's vcvtneps2bf16, 16 at a time, where
+// the CPU has it (checked at run time, the rest of the TU does not assume
+// it). It rounds to nearest even but treats denormal inputs as zero: lanes
+// with 0 < |x| < FLT_MIN (rare) are redone with bfloat16_from_float.
+#if defined(__AVX512F__)
+[[gnu::target("avx512bf16")]] inline void float_to_bfloat16_avx512bf16(BFloat16* dst, const float* src, int64_t n) {
+  const __m512 min_normal = _mm512_set1_ps(std::numeric_limits<float>::min());
+  const __m512 zero = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(src + i);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+    const __mmask16 denormal = _mm512_cmp_ps_mask(_mm512_abs_ps(v), min_normal, _CMP_LT_OQ) &
+                               _mm512_cmp_ps_mask(v, zero, _CMP_NEQ_OQ);
+    if (denormal != 0) [[unlikely]] {
+      for (int k = 0; k < 16; ++k) {
+        if ((denormal >> k) & 1) dst[i + k] = bfloat16_from_float(src[i + k]);
+      }
+    }
+  }
+  for (; i < n; ++i) dst[i] = bfloat16_from_float(src[i]);
+}
+inline const bool kHasAvx512Bf16 = __builtin_cpu_supports("avx512bf16");
+#endif
+
+inline bool float_to_bfloat16_native([[maybe_unused]] BFloat16* dst, [[maybe_unused]] const float* src,
+                                     [[maybe_unused]] int64_t n) {
+#if defined(__AVX512F__)
+  if (kHasAvx512Bf16) {
+    float_to_bfloat16_avx512bf16(dst, src, n);
+    return true;
+  }
+#endif
+  return false;
+}
+
+// Lanes<H>::widen(dst, src) / narrow(dst, src): W elements of H <-> float,
+// defined where the ISA has vector conversions (kHasLanes).
+template <class H>
+struct Lanes;
+#if defined(__AVX2__)
+constexpr bool kHasLanes = true;
+#else
+constexpr bool kHasLanes = false;
+#endif
+
+#if defined(__AVX512F__)
+template <>
+struct Lanes<BFloat16> {
+  static constexpr int W = 16;
+  static void widen(float* dst, const BFloat16* src) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src));
+    _mm512_storeu_si512(dst, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  // bfloat16_from_float on 16 lanes: add the rounding bias, keep the top half,
+  // NaN -> 0x7FC0.
+  static void narrow(BFloat16* dst, const float* src) {
+    const __m512 v = _mm512_loadu_ps(src);
+    const __m512i u = _mm512_castps_si512(v);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0x7FC0));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm512_cvtepi32_epi16(r));
+  }
+};
+template <>
+struct Lanes<Half> {
+  static constexpr int W = 16;
+  static void widen(float* dst, const Half* src) {
+    _mm512_storeu_ps(dst, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src))));
+  }
+  static void narrow(Half* dst, const float* src) {
+    const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(src), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), h);
+  }
+};
+#elif defined(__AVX2__)
+template <>
+struct Lanes<BFloat16> {
+  static constexpr int W = 8;
+  static void widen(float* dst, const BFloat16* src) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+  // As the AVX-512 one; AVX2 has no 32 -> 16 bit truncation, so the 8 results
+  // (each <= 0xFFFF) are packed per 128-bit half and the halves joined.
+  static void narrow(BFloat16* dst, const float* src) {
+    const __m256 v = _mm256_loadu_ps(src);
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(odd, _mm256_set1_epi32(0x7FFF))), 16);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7FC0), nan);
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0b1000);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm256_castsi256_si128(packed));
+  }
+};
+template <>
+struct Lanes<Half> {
+  static constexpr int W = 8;
+  static void widen(float* dst, const Half* src) {
+    _mm256_storeu_ps(dst, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src))));
+  }
+  static void narrow(Half* dst, const float* src) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), h);
+  }
+};
+#endif
+
+}  // namespace mlu::kernels::MLU_ISA_NS
