@@ -64,20 +64,46 @@ int64_t index_at(const void* base, int64_t offset) {
 
 // Note [Vector gathers]
 // A gather along a contiguous row of 4- or 8-byte elements with a contiguous
-// index row (torch.gather's usual case) takes AVX-512's gather instructions,
-// 8 elements each: C++ loop over 512 rows of 1024 float32, 1.5x the scalar
-// loop from memory and 2x from cache. As in the scalar loop, an out-of-range
+// index row (torch.gather's usual case) takes AVX-512's gather instructions:
+// 16 elements each for 4-byte elements (two groups of 8 int64 indices checked,
+// then narrowed to 32 bits), else 8. C++ loop over 1024 rows of 1024 float32
+// (2 threads, Zen 5): 365 us scalar (checks interleaved), 300 us scalar after
+// Note [Check, then copy], 248 us with 8-lane gathers, 211 us with 16 lanes
+// and one unsigned compare per group. As in the scalar loop, an out-of-range
 // index reads element 0 and the caller reports it afterwards.
-// Gathers the whole groups of 8 in [0, len); returns how many elements it did
-// and sets `bad` if some index was out of [0, size).
+// Gathers the whole groups in [0, len); returns how many elements it did and
+// sets `bad` if some index was out of [0, size).
 template <class T, class I>
 [[gnu::target("avx512f")]] int64_t gather_row_avx512(T* __restrict d, const T* __restrict from,
                                                      const I* __restrict idx, int64_t len, int64_t size,
                                                      bool& bad) {
   static_assert(sizeof(T) == 4 || sizeof(T) == 8);
-  const __m512i zero = _mm512_setzero_si512(), bound = _mm512_set1_epi64(size);
+  const __m512i bound = _mm512_set1_epi64(size);
   __mmask8 bad_lanes = 0;
   int64_t j = 0;
+  if constexpr (sizeof(T) == 4) {
+    // 16 lanes per gather: two groups of 8 indices narrowed to 32 bits once
+    // checked (size < 2^31 here: a row of 4-byte elements indexed by int32
+    // offsets of at most 4 * size bytes is all vpgatherdd can address).
+    if (size <= (int64_t{1} << 29)) {
+      for (; j + 16 <= len; j += 16) {
+        __m512i lo, hi;
+        if constexpr (sizeof(I) == 8) {
+          lo = _mm512_loadu_si512(idx + j);
+          hi = _mm512_loadu_si512(idx + j + 8);
+        } else {
+          lo = _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + j)));
+          hi = _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + j + 8)));
+        }
+        const __mmask8 ok_lo = _mm512_cmplt_epu64_mask(lo, bound), ok_hi = _mm512_cmplt_epu64_mask(hi, bound);
+        bad_lanes |= static_cast<__mmask8>(~(ok_lo & ok_hi));
+        const __m256i lo32 = _mm512_cvtepi64_epi32(_mm512_maskz_mov_epi64(ok_lo, lo));
+        const __m256i hi32 = _mm512_cvtepi64_epi32(_mm512_maskz_mov_epi64(ok_hi, hi));
+        const __m512i i32 = _mm512_inserti64x4(_mm512_castsi256_si512(lo32), hi32, 1);
+        _mm512_storeu_si512(d + j, _mm512_i32gather_epi32(i32, from, 4));
+      }
+    }
+  }
   for (; j + 8 <= len; j += 8) {
     __m512i i;
     if constexpr (sizeof(I) == 8) {
@@ -85,7 +111,7 @@ template <class T, class I>
     } else {
       i = _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + j)));
     }
-    const __mmask8 ok = _mm512_cmpge_epi64_mask(i, zero) & _mm512_cmplt_epi64_mask(i, bound);
+    const __mmask8 ok = _mm512_cmplt_epu64_mask(i, bound);  // negative: huge as unsigned
     bad_lanes |= static_cast<__mmask8>(~ok);
     i = _mm512_maskz_mov_epi64(ok, i);
     if constexpr (sizeof(T) == 4) {
@@ -100,21 +126,36 @@ template <class T, class I>
 
 // d[j] = from[idx[j]] over a contiguous row; returns whether some index was
 // out of [0, size) (size > 0; such an element gets from[0]).
+// Note [Check, then copy]: without vector gathers, the row's indices are
+// first checked in one branch-free pass, then copied by a loop that only
+// loads and stores (the checks interleaved with the copy made it 1.7x slower:
+// C++ loop over 1024 rows of 1024 bfloat16, 530 -> 300 us).
 template <class T, class I>
 bool gather_row_contiguous(T* __restrict d, const T* __restrict from, const I* __restrict idx, int64_t len,
                            int64_t size, bool vector_gathers) {
   bool bad = false;
-  int64_t j = 0;
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-    if (vector_gathers) j = gather_row_avx512(d, from, idx, len, size, bad);
+    if (vector_gathers) {
+      int64_t j = gather_row_avx512(d, from, idx, len, size, bad);
+      for (; j < len; ++j) {
+        const int64_t i = static_cast<int64_t>(idx[j]);
+        const bool ok = (i >= 0) & (i < size);
+        bad |= !ok;
+        d[j] = from[ok ? i : 0];
+      }
+      return bad;
+    }
   }
-  for (; j < len; ++j) {
-    const int64_t i = static_cast<int64_t>(idx[j]);
-    const bool ok = (i >= 0) & (i < size);
-    bad |= !ok;
-    d[j] = from[ok ? i : 0];
+  for (int64_t j = 0; j < len; ++j) bad |= static_cast<uint64_t>(static_cast<int64_t>(idx[j])) >= uint64_t(size);
+  if (bad) [[unlikely]] {
+    for (int64_t j = 0; j < len; ++j) {
+      const int64_t i = static_cast<int64_t>(idx[j]);
+      d[j] = from[(i >= 0) & (i < size) ? i : 0];
+    }
+    return true;
   }
-  return bad;
+  for (int64_t j = 0; j < len; ++j) d[j] = from[idx[j]];
+  return false;
 }
 
 template <class F>
