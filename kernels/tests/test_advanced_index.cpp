@@ -129,5 +129,45 @@ TEST(AdvancedIndex, PutAssignsRowsWithBroadcastValue) {
   EXPECT_EQ(self, (std::vector<int16_t>{7, 7, 7, 7, 1, 1, 1, 1, 7, 7, 7, 7}));
 }
 
+// x[i0, i1] with index tensors of one dtype (the element-by-element path's
+// fast loop): negative values wrap, and a value below -size is reported with
+// its index tensor while the other points are still written.
+template <class I>
+void check_points(ScalarType index_dtype) {
+  const int64_t A = 37, C = 53, N = 40000;
+  std::vector<float> x(static_cast<size_t>(A * C));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  std::mt19937 gen(7);
+  std::vector<I> i0(N), i1(N);
+  for (int64_t n = 0; n < N; ++n) {
+    i0[n] = static_cast<I>(std::uniform_int_distribution<int64_t>(-A, A - 1)(gen));
+    i1[n] = static_cast<I>(std::uniform_int_distribution<int64_t>(-C, C - 1)(gen));
+  }
+  i0[12345] = static_cast<I>(-A - 1);
+  IndexedDims dims;
+  dims.count = 2;
+  dims.sizes[0] = A;
+  dims.sizes[1] = C;
+  dims.strides[0] = C;
+  dims.strides[1] = 1;
+  std::vector<float> out(N, -1);
+  Operand indices[2] = {{i0.data(), index_dtype, strides_of({1})}, {i1.data(), index_dtype, strides_of({1})}};
+  auto check = index_gather(shape_of({N}), Operand{out.data(), ScalarType::Float32, strides_of({1})},
+                            Operand{x.data(), ScalarType::Float32, strides_of({0})}, indices, dims);
+  EXPECT_FALSE(check.ok);
+  EXPECT_EQ(check.dim, 0);
+  EXPECT_EQ(check.bad_index, -A - 1);
+  for (int64_t n = 0; n < N; ++n) {
+    if (n == 12345) continue;
+    const int64_t a = i0[n] < 0 ? i0[n] + A : i0[n], c = i1[n] < 0 ? i1[n] + C : i1[n];
+    ASSERT_EQ(out[n], x[static_cast<size_t>(a * C + c)]) << "point " << n;
+  }
+}
+
+TEST(AdvancedIndex, PointsWithOneIndexDtype) {
+  check_points<int64_t>(ScalarType::Int64);
+  check_points<int32_t>(ScalarType::Int32);
+}
+
 }  // namespace
 }  // namespace mlu::kernels
