@@ -142,6 +142,41 @@ Shape shape_1d(int64_t n) {
   return s;
 }
 
+// The row maximum must see every position (its accumulators interleave):
+// one large value per row, at each position in turn, would overflow exp() in
+// float if it were missed. Every ISA, rows of 300 float32.
+TEST(Softmax, RowMaxFindsASpikeAnywhere) {
+  constexpr int64_t kLen = 300;
+  Shape s;
+  s.ndim = 2;
+  s.sizes[0] = kLen;
+  s.sizes[1] = kLen;
+  std::vector<float> x(kLen * kLen), y(x.size()), ref(x.size());
+  for (int64_t r = 0; r < kLen; ++r) {
+    for (int64_t j = 0; j < kLen; ++j) x[r * kLen + j] = static_cast<float>((r * 7 + j * 13) % 17) * 0.1f;
+    x[r * kLen + r] = 200.0f;
+  }
+  Strides st{};
+  st.v[0] = kLen;
+  st.v[1] = 1;
+  const Operand in{x.data(), ScalarType::Float32, st};
+  softmax_ref(s, 1, Operand{ref.data(), ScalarType::Float32, st}, in, false);
+  const Isa saved = active_isa();
+  for (Isa isa : {Isa::Baseline, Isa::Avx2, Isa::Avx512}) {
+    if (isa > detected_isa()) continue;
+    set_isa(isa);
+    for (bool log : {false, true}) {
+      softmax(s, 1, Operand{y.data(), ScalarType::Float32, st}, in, log);
+      if (log) softmax_ref(s, 1, Operand{ref.data(), ScalarType::Float32, st}, in, true);
+      for (size_t i = 0; i < y.size(); ++i) {
+        ASSERT_NEAR(y[i], ref[i], 1e-5 + 1e-5 * std::abs(ref[i])) << isa_name(isa) << " log " << log << " at " << i;
+      }
+    }
+    softmax_ref(s, 1, Operand{ref.data(), ScalarType::Float32, st}, in, false);
+  }
+  set_isa(saved);
+}
+
 // Long rows, split over threads by rows, in place; special rows.
 TEST(Softmax, LongRowsInPlaceAndSpecialRows) {
   const int saved = num_threads();

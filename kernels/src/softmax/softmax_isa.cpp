@@ -17,22 +17,35 @@ namespace {
 constexpr int kLanes = 16;
 
 // The row's maximum; NaN if any element is NaN. Written on GCC vector
-// types: GCC does not vectorise the NaN-aware select from scalar code.
+// types: GCC does not vectorise the NaN-aware select from scalar code. Four
+// independent accumulators: with one, every compare-and-select waited for the
+// previous one (softmax of 1024 x 1024 bfloat16 spent half its time here).
 template <class T>
 T row_max(const T* x, int64_t len) {
   typedef T Lanes __attribute__((vector_size(64)));
-  constexpr int kWidth = 64 / sizeof(T);
+  constexpr int kWidth = 64 / sizeof(T), kParts = 4;
   constexpr T kLowest = -std::numeric_limits<T>::infinity();
-  Lanes part;
-  for (int l = 0; l < kWidth; ++l) part[l] = kLowest;
+  auto keep_max = [](Lanes a, Lanes v) { return ((v != v) | (v > a)) ? v : a; };
+  Lanes part[kParts];
+  for (Lanes& p : part) {
+    for (int l = 0; l < kWidth; ++l) p[l] = kLowest;
+  }
   int64_t i = 0;
+  for (; i + kParts * kWidth <= len; i += kParts * kWidth) {
+    for (int k = 0; k < kParts; ++k) {
+      Lanes v;
+      std::memcpy(&v, x + i + k * kWidth, sizeof v);
+      part[k] = keep_max(part[k], v);
+    }
+  }
   for (; i + kWidth <= len; i += kWidth) {
     Lanes v;
     std::memcpy(&v, x + i, sizeof v);
-    part = ((v != v) | (v > part)) ? v : part;
+    part[0] = keep_max(part[0], v);
   }
+  for (int k = 1; k < kParts; ++k) part[0] = keep_max(part[0], part[k]);
   T result = kLowest;
-  for (int l = 0; l < kWidth; ++l) result = (part[l] != part[l] || part[l] > result) ? part[l] : result;
+  for (int l = 0; l < kWidth; ++l) result = (part[0][l] != part[0][l] || part[0][l] > result) ? part[0][l] : result;
   for (; i < len; ++i) result = (x[i] != x[i] || x[i] > result) ? x[i] : result;
   return result;
 }
