@@ -161,6 +161,16 @@ inline void lane_step(V& a, const V& x) {  // by reference: no vector in the ABI
 // eighth factor of the whole row) overflow first.
 constexpr int64_t kChunk = 1024;
 
+// Note [Prefetch in row folds]
+// A fold of many short contiguous rows (sum(dim=-1) of 16384 x 1024 float32,
+// 64 MB) stalled on memory at half the rate of one long fold over the same
+// bytes (2.0-2.3 vs 1.2 ms): the per-row merges and stores between the rows'
+// loads keep the core from running far enough ahead. Prefetching the lines
+// 8 KB ahead of the loads (past the row's end too: a prefetch never faults)
+// brings the rows to the long fold's rate (1.2 ms; 2, 4 and 16 KB were
+// measured, 8 KB best).
+constexpr int64_t kPrefetchBytes = 8192;
+
 // Folds the whole chunks of 64 elements at p into lanes; returns how many
 // elements it folded.
 template <class Op, class S>
@@ -179,6 +189,9 @@ int64_t fold_float_chunks(const S* p, int64_t n, EightDoubles (&lanes)[4]) {
     FloatLanes part[4];
     for (FloatLanes& v : part) v = FloatLanes{} + Op::template init<float>();
     for (int64_t j = 0; j < m; j += 64) {
+      // Note [Prefetch in row folds]: the lines kPrefetchBytes ahead.
+      const char* ahead = reinterpret_cast<const char*>(p + i + j) + kPrefetchBytes;
+      for (size_t b = 0; b < 64 * sizeof(S); b += 64) __builtin_prefetch(ahead + b);
       for (int v = 0; v < 4; ++v) {
         FloatLanes x;
         std::memcpy(&x, src + j + 16 * v, sizeof x);
