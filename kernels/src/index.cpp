@@ -353,6 +353,24 @@ template <class T, ScatterOp Op>
 inline constexpr bool kAccumulatesInFloat =
     (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) && (Op == ScatterOp::Add || Op == ScatterOp::Mul);
 
+// A destination row back from its float accumulators: an element whose float
+// did not change keeps its bits (NaN payloads included), the others round.
+// A select, then an unconditional store, so the loop vectorises; the AVX2
+// copy is the same loop for 8 lanes (this file is built for the baseline ISA).
+template <class T>
+inline void store_row_back(T* __restrict d, const float* __restrict acc, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) {
+    const T before = d[k], after = detail::convert<T>(acc[k]);
+    const bool same = std::bit_cast<uint32_t>(detail::widen(before)) == std::bit_cast<uint32_t>(acc[k]);
+    d[k] = T{static_cast<uint16_t>(same ? before.x : after.x)};
+  }
+}
+
+template <class T>
+[[gnu::target("avx2")]] void store_row_back_avx2(T* __restrict d, const float* __restrict acc, int64_t n) {
+  store_row_back(d, acc, n);
+}
+
 template <ScatterOp Op>
 inline void accumulate(float& acc, float v, float alpha) {
   if constexpr (Op == ScatterOp::Add) {
@@ -543,6 +561,7 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
         // Note [Scatter accumulation in float]: a float accumulator per element
         // of the row's destination, set from the destination where an index
         // first points at it, stored back once after the row's updates.
+        const bool wide_vectors = active_isa() != Isa::Baseline;
         parallel_for(0, n_rows, grain, [&](int64_t b, int64_t e) {
           std::unique_ptr<float[]> acc(new float[static_cast<size_t>(dim_size)]);  // only touched ones are read
           const auto* idx_base = static_cast<const I*>(index.data);
@@ -584,11 +603,10 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
               }
             }
             if (whole_row) {
-              for (int64_t k = 0; k < dim_size; ++k) {  // a select, then an unconditional store
-                const T before = d[k], after = detail::convert<T>(acc[static_cast<size_t>(k)]);
-                const bool same = std::bit_cast<uint32_t>(detail::widen(before)) ==
-                                  std::bit_cast<uint32_t>(acc[static_cast<size_t>(k)]);
-                d[k] = T{static_cast<uint16_t>(same ? before.x : after.x)};
+              if (wide_vectors) {
+                store_row_back_avx2(d, acc.get(), dim_size);
+              } else {
+                store_row_back(d, acc.get(), dim_size);
               }
             } else {
               for (int64_t j = 0; j < rows.len; ++j) {
