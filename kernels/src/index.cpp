@@ -353,6 +353,22 @@ template <class T, ScatterOp Op>
 inline constexpr bool kAccumulatesInFloat =
     (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) && (Op == ScatterOp::Add || Op == ScatterOp::Mul);
 
+// Calls update(j, i) for each position j < len of a 1-D index (elements
+// index_dim apart) whose value i lies in [0, dim_size), in index order;
+// reports the others.
+template <class I, class Update>
+inline void for_each_position(const void* index, int64_t index_dim, int64_t len, int64_t dim_size, BadIndex& bad,
+                              Update&& update) {
+  for (int64_t j = 0; j < len; ++j) {
+    const int64_t i = index_at<I>(index, j * index_dim);
+    if (i < 0 || i >= dim_size) {
+      bad.report(i);
+      continue;
+    }
+    update(j, i);
+  }
+}
+
 // A destination row back from its float accumulators: an element whose float
 // did not change keeps its bits (NaN payloads included), the others round.
 // A select, then an unconditional store, so the loop vectorises; the AVX2
@@ -477,18 +493,13 @@ bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& se
           // and thread (index_add of 1024 rows of 1024 float32: 162 -> 130 us).
           const T alpha_t = static_cast<T>(alpha);
           parallel_for(0, slice, grain, [&](int64_t b, int64_t e) {
-            for (int64_t j = 0; j < len; ++j) {
-              const int64_t i = index_at<I>(index.data, j * index_dim);
-              if (i < 0 || i >= dim_size) {
-                bad.report(i);
-                continue;
-              }
+            for_each_position<I>(index.data, index_dim, len, dim_size, bad, [&](int64_t j, int64_t i) {
               T* __restrict d = dst + i * self_dim + b;
               const T* __restrict v = from + j * src_dim + b;
               for (int64_t q = 0; q < e - b; ++q) {
                 d[q] = kOp == ScatterOp::Add ? static_cast<T>(d[q] + alpha_t * v[q]) : d[q] * v[q];
               }
-            }
+            });
           });
           return;
         }
@@ -498,31 +509,21 @@ bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& se
         Shape span;
         span.ndim = 1;
         span.sizes[0] = e - b;
-        for (int64_t j = 0; j < len; ++j) {
-          const int64_t i = index_at<I>(index.data, j * index_dim);
-          if (i < 0 || i >= dim_size) {
-            bad.report(i);
-            continue;
-          }
+        for_each_position<I>(index.data, index_dim, len, dim_size, bad, [&](int64_t j, int64_t i) {
           const Operand ops[3] = {{dst + i * self_dim + b * ds, self.dtype, dst_step},
                                   {dst + i * self_dim + b * ds, self.dtype, dst_step},
                                   {const_cast<T*>(from + j * src_dim + b * vs), src.dtype, src_step}};
           pointwise(pointwise_op, compute, span, ops, params);
-        }
+        });
       });
       return;
     }
     parallel_for(0, slice, grain, [&](int64_t b, int64_t e) {
-      for (int64_t j = 0; j < len; ++j) {
-        const int64_t i = index_at<I>(index.data, j * index_dim);
-        if (i < 0 || i >= dim_size) {
-          bad.report(i);
-          continue;
-        }
+      for_each_position<I>(index.data, index_dim, len, dim_size, bad, [&](int64_t j, int64_t i) {
         T* d = dst + i * self_dim;
         const T* v = from + j * src_dim;
         for (int64_t p = b; p < e; ++p) scatter_element<kOp>(d[p * ds], v[p * vs], a);
-      }
+      });
     });
   });
   return true;
