@@ -594,9 +594,15 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
               const I* __restrict at = idx;
               const int64_t len = rows.len, step_v = rv, step_x = rx, size = dim_size;
               const float alpha = a;
+              // Note [Check, then copy], for the updates: the checks apart,
+              // the update loop only loads, adds and stores.
+              bool any_bad = false;
+              for (int64_t j = 0; j < len; ++j) {
+                any_bad |= static_cast<uint64_t>(static_cast<int64_t>(at[j * step_x])) >= static_cast<uint64_t>(size);
+              }
               for (int64_t j = 0; j < len; ++j) {
                 const int64_t i = static_cast<int64_t>(at[j * step_x]);
-                if (static_cast<uint64_t>(i) >= static_cast<uint64_t>(size)) {
+                if (any_bad && static_cast<uint64_t>(i) >= static_cast<uint64_t>(size)) {
                   bad.report(i);
                   continue;
                 }
