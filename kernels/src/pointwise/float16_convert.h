@@ -2,8 +2,9 @@
 // for one ISA, included only by the per-ISA pointwise engine
 // (pointwise_isa.cpp). Two shapes:
 //  - block conversions of n elements (the block pipeline's converting loads
-//    and stores); each returns false, doing nothing, where this ISA has no
-//    vector instructions for it, and the caller takes its scalar loop;
+//    and stores; float -> bfloat16 with AVX512-BF16 where the CPU has it, the
+//    others on Lanes); each returns false, doing nothing, where this ISA has
+//    no vector instructions for it, and the caller takes its scalar loop;
 //  - Lanes<H>: one float vector's worth of elements (W), for the register path
 //    of Note [Register-converted 16-bit floats] (AVX2 and AVX-512 only).
 // Every conversion equals the scalar one of half.h (to_float, half_from_float,
@@ -19,62 +20,6 @@
 #include "mlu_kernels/half.h"
 
 namespace mlu::kernels::MLU_ISA_NS {
-
-// Float16 <-> float with the F16C instructions, 8 at a time.
-inline bool half_to_float_f16c([[maybe_unused]] float* dst, [[maybe_unused]] const Half* src, int64_t n) {
-#if defined(__F16C__)
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-  }
-  for (; i < n; ++i) dst[i] = to_float(src[i]);
-  return true;
-#else
-  (void)n;
-  return false;
-#endif
-}
-
-inline bool float_to_half_f16c([[maybe_unused]] Half* dst, [[maybe_unused]] const float* src, int64_t n) {
-#if defined(__F16C__)
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
-  }
-  for (; i < n; ++i) dst[i] = half_from_float(src[i]);
-  return true;
-#else
-  (void)n;
-  return false;
-#endif
-}
-
-// BFloat16 -> float: the 16 bits moved to the top of a 32-bit lane, 16 (8)
-// at a time (GCC does not vectorise the scalar conversion's loop).
-inline bool bfloat16_to_float_simd([[maybe_unused]] float* dst, [[maybe_unused]] const BFloat16* src, int64_t n) {
-#if defined(__AVX512F__)
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
-    _mm512_storeu_si512(dst + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-  for (; i < n; ++i) dst[i] = to_float(src[i]);
-  return true;
-#elif defined(__AVX2__)
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  }
-  for (; i < n; ++i) dst[i] = to_float(src[i]);
-  return true;
-#else
-  (void)n;
-  return false;
-#endif
-}
 
 // Float -> bfloat16 with AVX512-BF16's vcvtneps2bf16, 16 at a time, where
 // the CPU has it (checked at run time, the rest of the TU does not assume
@@ -185,5 +130,31 @@ struct Lanes<Half> {
   }
 };
 #endif
+
+// Block conversions on Lanes, W at a time, the tail scalar; false, doing
+// nothing, where this ISA has no Lanes.
+template <class H>
+bool widen_block(float* dst, const H* src, int64_t n) {
+  if constexpr (kHasLanes) {
+    int64_t i = 0;
+    for (; i + Lanes<H>::W <= n; i += Lanes<H>::W) Lanes<H>::widen(dst + i, src + i);
+    for (; i < n; ++i) dst[i] = to_float(src[i]);
+    return true;
+  } else {
+    return false;
+  }
+}
+
+template <class H>  // Half (bfloat16 blocks take float_to_bfloat16_native)
+bool narrow_block(H* dst, const float* src, int64_t n) {
+  if constexpr (kHasLanes) {
+    int64_t i = 0;
+    for (; i + Lanes<H>::W <= n; i += Lanes<H>::W) Lanes<H>::narrow(dst + i, src + i);
+    for (; i < n; ++i) dst[i] = half_from_float(src[i]);
+    return true;
+  } else {
+    return false;
+  }
+}
 
 }  // namespace mlu::kernels::MLU_ISA_NS

@@ -46,11 +46,11 @@ template <class T>
 [[gnu::noinline]] void load_block(T* __restrict dst, const void* src, ScalarType type,
                                   int64_t stride, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
-    if (type == ScalarType::Float16 && stride == 1 && half_to_float_f16c(dst, static_cast<const Half*>(src), n)) {
+    if (type == ScalarType::Float16 && stride == 1 && widen_block(dst, static_cast<const Half*>(src), n)) {
       return;
     }
     if (type == ScalarType::BFloat16 && stride == 1 &&
-        bfloat16_to_float_simd(dst, static_cast<const BFloat16*>(src), n)) {
+        widen_block(dst, static_cast<const BFloat16*>(src), n)) {
       return;
     }
   }
@@ -71,7 +71,7 @@ template <class R>
 [[gnu::noinline]] void store_block(void* dst, ScalarType type, int64_t stride,
                                    const R* __restrict src, int64_t n) {
   if constexpr (std::is_same_v<R, float>) {
-    if (type == ScalarType::Float16 && stride == 1 && float_to_half_f16c(static_cast<Half*>(dst), src, n)) return;
+    if (type == ScalarType::Float16 && stride == 1 && narrow_block(static_cast<Half*>(dst), src, n)) return;
     if (type == ScalarType::BFloat16 && stride == 1 &&
         float_to_bfloat16_native(static_cast<BFloat16*>(dst), src, n)) {
       return;
