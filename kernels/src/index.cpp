@@ -387,13 +387,46 @@ template <class T>
   store_row_back(d, acc, n);
 }
 
-template <ScatterOp Op>
-inline void accumulate(float& acc, float v, float alpha) {
-  if constexpr (Op == ScatterOp::Add) {
-    acc = acc + alpha * v;
-  } else {
-    acc = acc * v;
+// Whether any of len indices (step apart) lies outside [0, size). An index x
+// is out of range exactly when x or size - 1 - x (wrapping) is negative: a
+// sign bit in an OR, which vectorises (an unsigned 64-bit compare does not,
+// in AVX2).
+template <class I>
+inline bool any_out_of_range(const I* __restrict at, int64_t step, int64_t len, int64_t size) {
+  uint64_t signs = 0;
+  for (int64_t j = 0; j < len; ++j) {
+    const auto x = static_cast<uint64_t>(static_cast<int64_t>(at[j * step]));
+    signs |= x | (static_cast<uint64_t>(size) - 1 - x);
   }
+  return (signs >> 63) != 0;
+}
+
+// Note [Scatter updates from a float row]
+// A row's updates in float are prepared in one sequential pass that also
+// checks its indices (Note [Check, then copy]): operand[j] is what position j
+// adds (alpha * value) or multiplies by (value). The update loop is then a
+// load, an add or multiply and a store per position; widening bfloat16 and
+// multiplying by alpha inside it made it twice as long. alpha * value rounds
+// to float exactly as it did inside the update. Returns whether any index is
+// out of range; the update loop reports those and skips them.
+template <ScatterOp Op, class I, class T>
+inline bool prepare_updates(const I* __restrict at, int64_t step_x, const T* __restrict values, int64_t step_v,
+                            int64_t len, int64_t size, float alpha, float* __restrict operand) {
+  // Two loops: one mixing 8- and 2-byte loads does not vectorise.
+  const bool any_bad = any_out_of_range(at, step_x, len, size);
+  for (int64_t j = 0; j < len; ++j) {
+    const float v = detail::widen(values[j * step_v]);
+    operand[j] = Op == ScatterOp::Add ? alpha * v : v;
+  }
+  return any_bad;
+}
+
+// The same for unit strides, in AVX2 (this file is built for the baseline ISA).
+template <ScatterOp Op, class I, class T>
+[[gnu::target("avx2")]] bool prepare_contiguous_updates_avx2(const I* __restrict at, const T* __restrict values,
+                                                             int64_t len, int64_t size, float alpha,
+                                                             float* __restrict operand) {
+  return prepare_updates<Op>(at, 1, values, 1, len, size, alpha, operand);
 }
 
 // The in-range positions j of a 1-D index (len values, `step` apart) as
@@ -565,6 +598,7 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
         const bool wide_vectors = active_isa() != Isa::Baseline;
         parallel_for(0, n_rows, grain, [&](int64_t b, int64_t e) {
           std::unique_ptr<float[]> acc(new float[static_cast<size_t>(dim_size)]);  // only touched ones are read
+          std::unique_ptr<float[]> operand(new float[static_cast<size_t>(rows.len)]);
           const auto* idx_base = static_cast<const I*>(index.data);
           for (int64_t r = b; r < e; ++r) {
             int64_t off[3];
@@ -588,25 +622,25 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
             }
             {
               // Locals and restrict: the float stores could otherwise alias
-              // alpha and the captured sizes, reloaded every update.
+              // the captured sizes, reloaded every update.
               float* __restrict into = acc.get();
-              const T* __restrict values = v;
+              const float* __restrict by = operand.get();
               const I* __restrict at = idx;
-              const int64_t len = rows.len, step_v = rv, step_x = rx, size = dim_size;
-              const float alpha = a;
-              // Note [Check, then copy], for the updates: the checks apart,
-              // the update loop only loads, adds and stores.
-              bool any_bad = false;
-              for (int64_t j = 0; j < len; ++j) {
-                any_bad |= static_cast<uint64_t>(static_cast<int64_t>(at[j * step_x])) >= static_cast<uint64_t>(size);
-              }
+              const int64_t len = rows.len, step_x = rx, size = dim_size;
+              const bool any_bad = wide_vectors && rx == 1 && rv == 1
+                                       ? prepare_contiguous_updates_avx2<kOp>(at, v, len, size, a, operand.get())
+                                       : prepare_updates<kOp>(at, step_x, v, rv, len, size, a, operand.get());
               for (int64_t j = 0; j < len; ++j) {
                 const int64_t i = static_cast<int64_t>(at[j * step_x]);
                 if (any_bad && static_cast<uint64_t>(i) >= static_cast<uint64_t>(size)) {
                   bad.report(i);
                   continue;
                 }
-                accumulate<kOp>(into[i], detail::widen(values[j * step_v]), alpha);
+                if constexpr (kOp == ScatterOp::Add) {
+                  into[i] += by[j];
+                } else {
+                  into[i] *= by[j];
+                }
               }
             }
             if (whole_row) {

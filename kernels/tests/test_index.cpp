@@ -223,17 +223,21 @@ TEST(Index, ReducedPrecisionSumsRoundOnce) {
 TEST(Index, ReducedPrecisionScatterSkipsBadIndices) {
   auto bf = [](float f) { return bfloat16_from_float(f); };
   const int64_t rows = 3, len = 5, dim_size = 4;
-  std::vector<BFloat16> self(rows * dim_size, bf(1.0f)), src(rows * len, bf(2.0f));
-  std::vector<int64_t> index = {0, 1, 2, 3, 0, 1, 4, 1, -1, 2, 3, 3, 3, 3, 3};
-  const IndexCheck check = scatter(ScatterOp::Add, shape2(rows, len), 1,
-                                   Operand{self.data(), ScalarType::BFloat16, strides2(dim_size, 1)}, dim_size,
-                                   Operand{src.data(), ScalarType::BFloat16, strides2(len, 1)},
-                                   Operand{index.data(), ScalarType::Int64, strides2(len, 1)});
-  EXPECT_FALSE(check.ok);
-  EXPECT_TRUE(check.bad_index == 4 || check.bad_index == -1) << check.bad_index;
-  const float expected[rows][dim_size] = {{5, 3, 3, 3}, {1, 5, 3, 1}, {1, 1, 1, 11}};
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t k = 0; k < dim_size; ++k) EXPECT_EQ(to_float(self[r * dim_size + k]), expected[r][k]) << r << k;
+  // One bad value per run, in the middle row only: that row's check must
+  // see it (dim_size is the first value out of range, -1 the last below).
+  for (const int64_t bad : {dim_size, int64_t{-1}}) {
+    std::vector<BFloat16> self(rows * dim_size, bf(1.0f)), src(rows * len, bf(2.0f));
+    std::vector<int64_t> index = {0, 1, 2, 3, 0, 1, bad, 1, 2, 2, 3, 3, 3, 3, 3};
+    const IndexCheck check = scatter(ScatterOp::Add, shape2(rows, len), 1,
+                                     Operand{self.data(), ScalarType::BFloat16, strides2(dim_size, 1)}, dim_size,
+                                     Operand{src.data(), ScalarType::BFloat16, strides2(len, 1)},
+                                     Operand{index.data(), ScalarType::Int64, strides2(len, 1)});
+    EXPECT_FALSE(check.ok);
+    EXPECT_EQ(check.bad_index, bad);
+    const float expected[rows][dim_size] = {{5, 3, 3, 3}, {1, 5, 5, 1}, {1, 1, 1, 11}};
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t k = 0; k < dim_size; ++k) EXPECT_EQ(to_float(self[r * dim_size + k]), expected[r][k]) << r << k;
+    }
   }
 }
 
