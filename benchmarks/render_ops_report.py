@@ -38,8 +38,8 @@ def main():
            "- by family (>= 1M): " + ", ".join(f"{k} {v:.2f}"
                                                for k, v in summary["geomean_ratio_large_by_family"].items()),
            "- below 0.7 at >= 1M (worst case per op): " +
-           ", ".join(f"{w['op']} {w['ratio']:.2f} ({w['layout']}, {w['size']}, {w['dtype']})"
-                     for w in summary["worst_large"] if w["ratio"] < 0.7),
+           (", ".join(f"{w['op']} {w['ratio']:.2f} ({w['layout']}, {w['size']}, {w['dtype']})"
+                      for w in summary["worst_large"] if w["ratio"] < 0.7) or "none"),
            *([f"- rechecked ({len(summary['rechecked'])} cases >= 1M below "
               f"{data['config'].get('recheck_below')} after the first passes, "
               f"{data['config'].get('recheck')} more passes each, median of all; before -> after): " +
