@@ -248,7 +248,7 @@ IndexCheck gather(const Shape& shape, int dim, const Operand& out, const Operand
   const int64_t n_rows = numel(rows.outer);
   if (n_rows == 0 || rows.len == 0) return {};
   const int64_t ro = so.v[kMaxDims - 1], ri = si.v[kMaxDims - 1], rx = sx.v[kMaxDims - 1];
-  const bool vector_gathers = active_isa() == Isa::Avx512;  // Note [Vector gathers]
+  const bool vector_gathers = active_isa() >= Isa::Avx512;  // Note [Vector gathers]
   BadIndex bad;
   dispatch_index(index.dtype, [&](auto itag) {
     using I = typename decltype(itag)::type;

@@ -13,7 +13,7 @@ Isa detect() {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
-    return Isa::Avx512;
+    return __builtin_cpu_supports("avx512bf16") ? Isa::Avx512Bf16 : Isa::Avx512;
   }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::Avx2;
 #endif
@@ -27,6 +27,7 @@ Isa from_env(Isa detected) {
     if (std::strcmp(env, "baseline") == 0) want = Isa::Baseline;
     if (std::strcmp(env, "avx2") == 0) want = Isa::Avx2;
     if (std::strcmp(env, "avx512") == 0) want = Isa::Avx512;
+    if (std::strcmp(env, "avx512bf16") == 0) want = Isa::Avx512Bf16;
   }
   return static_cast<int>(want) < static_cast<int>(detected) ? want : detected;
 }
@@ -56,6 +57,7 @@ const char* isa_name(Isa isa) {
     case Isa::Baseline: return "baseline";
     case Isa::Avx2: return "avx2";
     case Isa::Avx512: return "avx512";
+    case Isa::Avx512Bf16: return "avx512bf16";
   }
   return "?";
 }

@@ -30,6 +30,7 @@ namespace {
 
 const k::detail::GemmKernel<float>& float_kernel() {
   switch (k::active_isa()) {
+    case k::Isa::Avx512Bf16:
     case k::Isa::Avx512: return k::isa_avx512::gemm_kernels().f;
     case k::Isa::Avx2: return k::isa_avx2::gemm_kernels().f;
     case k::Isa::Baseline: break;
@@ -124,7 +125,7 @@ int main(int argc, char** argv) {
   std::printf("{\"isa\": \"%s\", \"threads\": %d, \"float32_gflops_1\": %.1f, \"float32_gflops_all\": %.1f",
               k::isa_name(k::active_isa()), threads, best_of_three([&] { return float_peak(1, seconds); }) / 1e9,
               best_of_three([&] { return float_peak(threads, seconds); }) / 1e9);
-  if (k::active_isa() == k::Isa::Avx512 && k::detail::amx_bf16_usable()) {
+  if (k::active_isa() >= k::Isa::Avx512 && k::detail::amx_bf16_usable()) {
     const double flops = 4.0 * 16 * 16 * 32 * 2;
     std::printf(", \"amx_bf16_gflops_1\": %.1f, \"amx_bf16_gflops_all\": %.1f",
                 best_of_three([&] { return rate(1, seconds, flops, tile_chain); }) / 1e9,

@@ -18,6 +18,7 @@ namespace {
 
 const detail::AttentionRowFns& row_fns() {
   switch (active_isa()) {
+    case Isa::Avx512Bf16:  // no variant of its own (isa.h)
     case Isa::Avx512: return isa_avx512::attention_rows();
     case Isa::Avx2: return isa_avx2::attention_rows();
     case Isa::Baseline: break;

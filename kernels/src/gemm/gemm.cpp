@@ -26,6 +26,7 @@ namespace {
 
 const detail::GemmKernels& active_kernels() {
   switch (active_isa()) {
+    case Isa::Avx512Bf16:  // no variant of its own (isa.h)
     case Isa::Avx512: return isa_avx512::gemm_kernels();
     case Isa::Avx2: return isa_avx2::gemm_kernels();
     case Isa::Baseline: break;
@@ -279,7 +280,7 @@ void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   // C in another dtype (rounded once, at the end) or with no unit stride.
   thread_local std::vector<T> c_buffer;
   if constexpr (std::is_same_v<T, float>) {
-    if (args.dtype == ScalarType::BFloat16 && active_isa() == Isa::Avx512 && detail::amx_bf16_usable()) {
+    if (args.dtype == ScalarType::BFloat16 && active_isa() >= Isa::Avx512 && detail::amx_bf16_usable()) {
       // Note [AMX tiles]: w = (beta / alpha) C, w += A B on tiles, C = alpha w.
       // w is padded to whole 32 x 32 blocks, which the tiles load and store.
       const int64_t ldw = (n + detail::kAmxBlock - 1) / detail::kAmxBlock * detail::kAmxBlock;

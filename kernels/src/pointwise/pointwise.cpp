@@ -47,6 +47,7 @@ constexpr OpInfo kOps[] = {
 
 const detail::PointwiseTable& active_table() {
   switch (active_isa()) {
+    case Isa::Avx512Bf16: return isa_avx512bf16::pointwise_table();
     case Isa::Avx512: return isa_avx512::pointwise_table();
     case Isa::Avx2: return isa_avx2::pointwise_table();
     case Isa::Baseline: break;

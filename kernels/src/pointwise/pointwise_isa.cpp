@@ -72,10 +72,7 @@ template <class R>
                                    const R* __restrict src, int64_t n) {
   if constexpr (std::is_same_v<R, float>) {
     if (type == ScalarType::Float16 && stride == 1 && narrow_block(static_cast<Half*>(dst), src, n)) return;
-    if (type == ScalarType::BFloat16 && stride == 1 &&
-        float_to_bfloat16_native(static_cast<BFloat16*>(dst), src, n)) {
-      return;
-    }
+    if (type == ScalarType::BFloat16 && stride == 1 && narrow_block(static_cast<BFloat16*>(dst), src, n)) return;
   }
   detail::dispatch(type, [&](auto tag) {
     using D = typename decltype(tag)::type;

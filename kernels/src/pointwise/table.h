@@ -48,3 +48,6 @@ const detail::PointwiseTable& pointwise_table();
 namespace mlu::kernels::isa_avx512 {
 const detail::PointwiseTable& pointwise_table();
 }
+namespace mlu::kernels::isa_avx512bf16 {
+const detail::PointwiseTable& pointwise_table();
+}

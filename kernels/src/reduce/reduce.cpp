@@ -16,6 +16,7 @@ namespace ro = reduce_ops;
 
 const detail::ReduceKernels& active() {
   switch (active_isa()) {
+    case Isa::Avx512Bf16:  // no variant of its own (isa.h)
     case Isa::Avx512: return isa_avx512::reduce_kernels();
     case Isa::Avx2: return isa_avx2::reduce_kernels();
     case Isa::Baseline: break;

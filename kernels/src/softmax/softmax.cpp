@@ -18,6 +18,7 @@ namespace {
 
 const detail::SoftmaxRows& active_rows() {
   switch (active_isa()) {
+    case Isa::Avx512Bf16:  // no variant of its own (isa.h)
     case Isa::Avx512: return isa_avx512::softmax_rows();
     case Isa::Avx2: return isa_avx2::softmax_rows();
     case Isa::Baseline: break;
