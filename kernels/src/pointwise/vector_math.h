@@ -492,19 +492,26 @@ inline void gelu_erf_block(int64_t n, T* t) {
 // ulp instead of ATen's 1.5e-7, and no divide (1M floats on one thread:
 // 0.75 -> ~0.5 ns each). It differs from the CPU by the CPU's approximation
 // error; gelu_backward keeps ATen's formula.
+// On AVX-512, float gelu is one pass in registers: the same operations in
+// the same order as the three passes below, so the same bits (float32 1M on
+// two threads: 100 -> 92 us).
+#if defined(__AVX512F__)
+[[gnu::always_inline]] inline __m512 gelu_avx512(__m512 x) {
+  const __m512 t = erf_avx512(_mm512_mul_ps(x, _mm512_set1_ps(static_cast<float>(std::numbers::sqrt2 / 2))));
+  return _mm512_mul_ps(_mm512_mul_ps(x, _mm512_set1_ps(0.5f)), _mm512_add_ps(_mm512_set1_ps(1.0f), t));
+}
+#endif
 MLU_VECTOR_BODY(Gelu) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    map1<float, gelu_avx512>(n, o, in[0]);
+    return;
+  }
+#endif
   T t[kBlock];
   const T alpha = static_cast<T>(std::numbers::sqrt2 / 2);
   for (int64_t i = 0; i < n; ++i) t[i] = in[0][i] * alpha;
-#if defined(__AVX512F__)
-  if constexpr (std::is_same_v<T, float>) {
-    map1<float, erf_avx512>(n, t, t);
-  } else {
-    gelu_erf_block(n, t);
-  }
-#else
   gelu_erf_block(n, t);
-#endif
   for (int64_t i = 0; i < n; ++i) o[i] = in[0][i] * T(0.5) * (T(1) + t[i]);
 }
 MLU_VECTOR_BODY(GeluTanh) {
