@@ -132,6 +132,60 @@ TEST_P(SoftmaxTest, ColumnBlocksMatchReference) {
   set_isa(saved);
 }
 
+// Note [Short rows by columns]: rows of 2 to 15 elements, many of them,
+// contiguous (softmax over the last dim) or one row apart (a transposed
+// view, the rows along dim 0), in place or not, every dtype, forward and
+// backward, against the reference.
+TEST_P(SoftmaxTest, ShortRowsMatchReference) {
+  if (GetParam() > detected_isa()) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam());
+  const Isa saved = active_isa();
+  set_isa(GetParam());
+  Rng rng(13);
+  const ScalarType types[] = {ScalarType::Float32, ScalarType::Float64, ScalarType::Float16, ScalarType::BFloat16};
+  for (int trial = 0; trial < 40; ++trial) {
+    const int64_t len = uniform(rng, 2, 15), rows = uniform(rng, 16, 700);
+    const bool transposed = chance(rng, 0.5), log = chance(rng, 0.5);
+    const ScalarType type = types[uniform(rng, 0, 3)];
+    const bool in_place = chance(rng, 0.3);
+    // Memory holds [rows, len] densely; the view is [rows, len] along dim 1,
+    // or its transpose [len, rows] along dim 0.
+    Shape shape;
+    shape.ndim = 2;
+    Strides strides{};
+    int dim;
+    if (transposed) {
+      shape.sizes[0] = len;
+      shape.sizes[1] = rows;
+      strides.v[0] = 1;
+      strides.v[1] = len;
+      dim = 0;
+    } else {
+      shape.sizes[0] = rows;
+      shape.sizes[1] = len;
+      strides.v[0] = len;
+      strides.v[1] = 1;
+      dim = 1;
+    }
+    const int64_t n = rows * len;
+    Buffer in(type, n), out(type, n), ref(type, n), grad(type, n), gin(type, n), gin_ref(type, n);
+    fill_normal(in, rng, 3);
+    fill_normal(grad, rng, 1);
+    const Operand x{in.data(), type, strides}, r{ref.data(), type, strides};
+    softmax_ref(shape, dim, r, x, log);
+    Buffer self = in;
+    const Operand o{in_place ? self.data() : out.data(), type, strides};
+    softmax(shape, dim, o, in_place ? o : x, log);
+    ASSERT_TRUE(close_buffers(in_place ? self : out, ref, tolerance(type)))
+        << describe(shape, strides) << " dim " << dim << " log " << log << " in place " << in_place;
+    const Operand g{grad.data(), type, strides};
+    softmax_backward(shape, dim, Operand{gin.data(), type, strides}, g, r, log);
+    softmax_backward_ref(shape, dim, Operand{gin_ref.data(), type, strides}, g, r, log);
+    ASSERT_TRUE(close_buffers(gin, gin_ref, tolerance(type) * 10)) << "backward " << describe(shape, strides)
+                                                                   << " dim " << dim << " log " << log;
+  }
+  set_isa(saved);
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, SoftmaxTest, ::testing::Values(Isa::Baseline, Isa::Avx2, Isa::Avx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 
