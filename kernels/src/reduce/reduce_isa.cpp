@@ -307,6 +307,19 @@ void store(const Operand& out, int64_t offset, Acc value) {
   });
 }
 
+// Writes m results to out at offsets[j]: one dtype dispatch for all of them
+// (per result it cost as much as folding a short row).
+template <class R>
+void store_many(const Operand& out, const int64_t* offsets, const R* values, int64_t m) {
+  detail::dispatch(out.dtype, [&](auto tag) {
+    using D = typename decltype(tag)::type;
+    if constexpr (!detail::is_complex_v<D>) {
+      D* d = static_cast<D*>(out.data);
+      for (int64_t j = 0; j < m; ++j) d[offsets[j]] = detail::convert<D>(values[j]);
+    }
+  });
+}
+
 template <class Op, class S, class Acc = ro::acc_t<S>>
 void reduce_typed(const Dims& kept, const Dims& red, bool last_reduced, int64_t count, const S* in,
                   const Operand& out, double p) {
@@ -329,13 +342,23 @@ void reduce_typed(const Dims& kept, const Dims& red, bool last_reduced, int64_t 
   if (kept.n == 0 || last_reduced) {
     const int threads = num_threads();
     if (n_out >= threads || n_red < 2 * kGrain) {
+      // Many outputs: kBlock of them at a time, stored together. One reduced
+      // dim (the usual case after coalescing) is one row: folded directly.
       const int64_t grain = std::max<int64_t>(1, kGrain / n_red);
+      using R = decltype(Op::finish(Acc{}, count, p));
       parallel_for(0, n_out, grain, [&](int64_t b, int64_t e) {
-        for (int64_t o = b; o < e; ++o) {
-          int64_t io, oo;
-          offsets_of(kept, o, io, oo);
-          const Acc acc = fold_range<Op>(Op::template init<Acc>(), in + io, red, 0, n_red, p);
-          store(out, oo, Op::finish(acc, count, p));
+        R results[kBlock];
+        int64_t out_offsets[kBlock];
+        for (int64_t o0 = b; o0 < e; o0 += kBlock) {
+          const int64_t m = std::min(kBlock, e - o0);
+          for (int64_t j = 0; j < m; ++j) {
+            int64_t io;
+            offsets_of(kept, o0 + j, io, out_offsets[j]);
+            const Acc acc = red.n == 1 ? fold_row<Op>(Op::template init<Acc>(), in + io, red.in[0], n_red, p)
+                                       : fold_range<Op>(Op::template init<Acc>(), in + io, red, 0, n_red, p);
+            results[j] = Op::finish(acc, count, p);
+          }
+          store_many(out, out_offsets, results, m);
         }
       });
       return;
