@@ -28,11 +28,15 @@ k::Operand operand(const at::Tensor& t) {
 at::Tensor nonzero_mlu(const at::Tensor& self) {
   if (!has_kernel(self)) return cpu_fallback<at::Tensor(const at::Tensor&)>("aten::nonzero", self);
   c10::OptionalDeviceGuard guard(self.device());
-  const int64_t count = self.ne(0).sum().item<int64_t>();
-  at::Tensor out = at::empty({count, self.dim()}, self.options().dtype(at::kLong));
-  if (count == 0 || self.dim() == 0) return out;
   const k::Shape shape = kernel_shape(self);
   const k::Operand in = operand(self);
+  // The count by the kernel library's own pass (no self != 0 temporary).
+  at::Tensor counted = at::empty({}, self.options().dtype(at::kLong));
+  int64_t* count_at = counted.data_ptr<int64_t>();
+  launch_kernel(self.device().index(), "nonzero", [=] { *count_at = k::count_nonzero(shape, in); });
+  const int64_t count = counted.item<int64_t>();
+  at::Tensor out = at::empty({count, self.dim()}, self.options().dtype(at::kLong));
+  if (count == 0 || self.dim() == 0) return out;
   int64_t* data = out.data_ptr<int64_t>();
   const int64_t row = out.stride(0), col = out.stride(1);
   launch_kernel(self.device().index(), "nonzero", [=] { k::nonzero(shape, in, data, row, col); });

@@ -82,7 +82,7 @@ struct Chunks {
 
 Chunks chunks_of(int64_t n) {
   const int64_t most = static_cast<int64_t>(num_threads()) * 4;
-  return {n, std::clamp<int64_t>(n / 65536, 1, most)};
+  return {n, std::clamp<int64_t>(n / 16384, 1, most)};
 }
 
 // Per chunk, the number of elements whose `truth` holds (mask operand `m`).
@@ -146,6 +146,16 @@ void nonzero(const Shape& shape, const Operand& in, int64_t* out, int64_t out_ro
         walk_rows(shape, in.strides, in.strides, chunks.begin(c), chunks.begin(c + 1),
                   [&](const int64_t* index, int64_t o, int64_t, int64_t len) {
                     if (last < 0) return;  // a 0-dim input: a row with no coordinates
+                    if (last == 1 && out_col == 1 && step == 1) {  // a contiguous matrix into a dense output
+                      const int64_t i0 = index[0], i1 = index[1];
+                      for (int64_t j = 0; j < len && row < end_row; ++j) {
+                        int64_t* at = out + row * out_row;
+                        at[0] = i0;
+                        at[1] = i1 + j;
+                        row += truth(o + j);
+                      }
+                      return;
+                    }
                     for (int64_t j = 0; j < len && row < end_row; ++j) {
                       int64_t* at = out + row * out_row;
                       for (int d = 0; d < last; ++d) at[d * out_col] = index[d];

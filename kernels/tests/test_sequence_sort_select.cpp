@@ -192,52 +192,66 @@ TEST(Select, ParallelCompactionOfATransposedViewMatchesASerialWalk) {
 }
 
 // Note [Branch-free compaction]: every chunk writes exactly its own rows. A
-// contiguous 3-D bool mask over many chunks, with runs of false at the end of
-// chunks and of the whole, all-true and all-false masks: the coordinates and
-// values equal a serial walk, and sentinels right after the outputs survive.
+// contiguous bool mask over many chunks, as 3-D and as 2-D (the dense-matrix
+// loop of nonzero), with runs of false at the end of chunks and of the whole,
+// all-true and all-false masks: the coordinates and values equal a serial
+// walk, and sentinels right after the outputs survive.
 TEST(Select, BranchFreeCompactionWritesNothingPastItsRows) {
   const int saved = num_threads();
   set_num_threads(4);
-  Shape s;
-  s.ndim = 3;
-  s.sizes[0] = 5;
-  s.sizes[1] = 300;
-  s.sizes[2] = 700;  // 1.05M elements: 16 chunks
-  const int64_t n = 5 * 300 * 700;
-  Strides c{};
-  c.v[0] = 300 * 700;
-  c.v[1] = 700;
-  c.v[2] = 1;
+  const int64_t n = 5 * 300 * 700;  // 1.05M elements: 16 chunks
   std::vector<float> values(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) values[static_cast<size_t>(i)] = static_cast<float>(i);
-  for (int pattern = 0; pattern < 3; ++pattern) {
-    std::vector<uint8_t> mask(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const bool random = (static_cast<uint64_t>(i) * 2654435761u) % 5 < 2;
-      // Pattern 0: random, with the last 100000 elements false.
-      mask[static_cast<size_t>(i)] = pattern == 0 ? (random && i < n - 100000) : pattern == 1;
+  for (const int ndim : {3, 2}) {
+    Shape s;
+    s.ndim = ndim;
+    Strides c{};
+    if (ndim == 3) {
+      s.sizes[0] = 5;
+      s.sizes[1] = 300;
+      s.sizes[2] = 700;
+      c.v[0] = 300 * 700;
+      c.v[1] = 700;
+      c.v[2] = 1;
+    } else {
+      s.sizes[0] = 1500;
+      s.sizes[1] = 700;
+      c.v[0] = 700;
+      c.v[1] = 1;
     }
-    const Operand m{mask.data(), ScalarType::Bool, c};
-    std::vector<int64_t> want_coords;
-    std::vector<float> want_values;
-    for (int64_t i = 0; i < n; ++i) {
-      if (!mask[static_cast<size_t>(i)]) continue;
-      want_coords.insert(want_coords.end(), {i / (300 * 700), i / 700 % 300, i % 700});
-      want_values.push_back(static_cast<float>(i));
+    for (int pattern = 0; pattern < 3; ++pattern) {
+      std::vector<uint8_t> mask(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        const bool random = (static_cast<uint64_t>(i) * 2654435761u) % 5 < 2;
+        // Pattern 0: random, with the last 100000 elements false.
+        mask[static_cast<size_t>(i)] = pattern == 0 ? (random && i < n - 100000) : pattern == 1;
+      }
+      const Operand m{mask.data(), ScalarType::Bool, c};
+      std::vector<int64_t> want_coords;
+      std::vector<float> want_values;
+      for (int64_t i = 0; i < n; ++i) {
+        if (!mask[static_cast<size_t>(i)]) continue;
+        if (ndim == 3) {
+          want_coords.insert(want_coords.end(), {i / (300 * 700), i / 700 % 300, i % 700});
+        } else {
+          want_coords.insert(want_coords.end(), {i / 700, i % 700});
+        }
+        want_values.push_back(static_cast<float>(i));
+      }
+      const int64_t count = count_nonzero(s, m);
+      ASSERT_EQ(count, static_cast<int64_t>(want_values.size())) << "pattern " << pattern;
+      std::vector<int64_t> coords(static_cast<size_t>(ndim * (count + 1)), -7);
+      nonzero(s, m, coords.data(), ndim, 1);
+      EXPECT_EQ(std::vector<int64_t>(coords.end() - ndim, coords.end()), std::vector<int64_t>(ndim, -7));
+      coords.resize(static_cast<size_t>(ndim * count));
+      EXPECT_EQ(coords, want_coords) << ndim << "-D, pattern " << pattern;
+      std::vector<float> picked(static_cast<size_t>(count + 1), -7.0f);
+      masked_select(s, Operand{values.data(), ScalarType::Float32, c}, m,
+                    Operand{picked.data(), ScalarType::Float32, unit1()});
+      EXPECT_EQ(picked.back(), -7.0f);
+      picked.pop_back();
+      EXPECT_EQ(picked, want_values) << ndim << "-D, pattern " << pattern;
     }
-    const int64_t count = count_nonzero(s, m);
-    ASSERT_EQ(count, static_cast<int64_t>(want_values.size())) << "pattern " << pattern;
-    std::vector<int64_t> coords(static_cast<size_t>(3 * count + 3), -7);
-    nonzero(s, m, coords.data(), 3, 1);
-    EXPECT_EQ(std::vector<int64_t>(coords.end() - 3, coords.end()), (std::vector<int64_t>{-7, -7, -7}));
-    coords.resize(static_cast<size_t>(3 * count));
-    EXPECT_EQ(coords, want_coords) << "pattern " << pattern;
-    std::vector<float> picked(static_cast<size_t>(count + 1), -7.0f);
-    masked_select(s, Operand{values.data(), ScalarType::Float32, c}, m,
-                  Operand{picked.data(), ScalarType::Float32, unit1()});
-    EXPECT_EQ(picked.back(), -7.0f);
-    picked.pop_back();
-    EXPECT_EQ(picked, want_values) << "pattern " << pattern;
   }
   set_num_threads(saved);
 }
