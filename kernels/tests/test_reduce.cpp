@@ -85,7 +85,7 @@ TEST_P(ReduceTest, MatchesReferenceOnRandomViews) {
     expect_close(actual, expected, "reduce op " + std::to_string(static_cast<int>(op)) + " " +
                                        scalar_type_name(in_type));
   }
-  set_isa(Isa::Avx512);
+  set_isa(detected_isa());
 }
 
 TEST_P(ReduceTest, ArgReduceAndScanMatchReference) {
@@ -123,7 +123,7 @@ TEST_P(ReduceTest, ArgReduceAndScanMatchReference) {
     scan_ref(op, shape, Operand{out_ref.element(out_layout.offset), out_type, out_layout.strides}, input);
     expect_close(out, out_ref, "scan");
   }
-  set_isa(Isa::Avx512);
+  set_isa(detected_isa());
 }
 
 std::vector<Isa> isas() {
@@ -182,44 +182,52 @@ TEST_P(ReduceTest, FloatSumsWidenEvery16Steps) {
           << "op " << static_cast<int>(op) << ", dim " << reduced_dim << ": " << out[0] << " vs " << expected;
     }
   }
-  set_isa(Isa::Avx512);
+  set_isa(detected_isa());
 }
 
-// Scans over a dim that is not the innermost, with a contiguous innermost
-// dim, go by blocks of columns (reduce_isa.cpp scan_typed): against the
-// reference for widths around the block size, 2-D and 3-D, several dtypes.
+// Note [Scans by columns]: scans whose rows are neighbours in memory in the
+// input or the output (reduce_isa.cpp scan_typed), the other operand dense
+// the same way or transposed (its rows contiguous, far apart): against the
+// reference for widths around the block size, lengths around the tile's 16
+// steps, several dtypes.
 TEST_P(ReduceTest, ScanByColumnsMatchesReference) {
   set_isa(GetParam());
   Rng rng(9);
   for (ScalarType type : {ScalarType::Float32, ScalarType::BFloat16, ScalarType::Float64, ScalarType::Int32}) {
     for (int64_t width : {16, 63, 64, 65, 130}) {
-      Shape shape;
-      shape.ndim = 3;
-      shape.sizes[0] = 3;
-      shape.sizes[1] = testutil::uniform(rng, 2, 12);  // products of values up to 127 stay finite in float
-      shape.sizes[2] = width;
-      Strides dense{};
-      dense.v[2] = 1;
-      dense.v[1] = width;
-      dense.v[0] = width * shape.sizes[1];
-      // Scan along dim 1: move it last, as the glue's Rows do (outer dims 0, 2).
-      Shape moved = shape;
-      moved.sizes[1] = width;
-      moved.sizes[2] = shape.sizes[1];
-      Strides moved_strides = dense;
-      moved_strides.v[1] = 1;
-      moved_strides.v[2] = width;
-      const int64_t n = numel(shape);
-      Buffer in(type, n), out(type, n), ref(type, n);
-      testutil::fill_random(in, rng, /*integer_safe=*/true);
-      for (ScanOp op : {ScanOp::Sum, ScanOp::Prod}) {
-        scan(op, moved, Operand{out.data(), type, moved_strides}, Operand{in.data(), type, moved_strides});
-        scan_ref(op, moved, Operand{ref.data(), type, moved_strides}, Operand{in.data(), type, moved_strides});
-        expect_close(out, ref, "scan by columns, width " + std::to_string(width));
+      for (int layout = 0; layout < 3; ++layout) {  // both by columns, input transposed, output transposed
+        // [3, width, len], scanned along the last dim (as the glue's Rows
+        // move it); "by columns": width is the innermost dim in memory.
+        const int64_t len = layout == 0 ? testutil::uniform(rng, 2, 12) : std::vector<int64_t>{5, 16, 17, 40}[
+                                                                              testutil::uniform(rng, 0, 3)];
+        Shape moved;
+        moved.ndim = 3;
+        moved.sizes[0] = 3;
+        moved.sizes[1] = width;
+        moved.sizes[2] = len;
+        Strides by_columns{}, transposed{};
+        by_columns.v[0] = transposed.v[0] = width * len;
+        by_columns.v[1] = 1;
+        by_columns.v[2] = width;
+        transposed.v[1] = len;
+        transposed.v[2] = 1;
+        const Strides in_strides = layout == 1 ? transposed : by_columns;
+        const Strides out_strides = layout == 2 ? transposed : by_columns;
+        const int64_t n = numel(moved);
+        Buffer in(type, n), out(type, n), ref(type, n);
+        testutil::fill_random(in, rng, /*integer_safe=*/true);
+        // Products of up to 12 values up to 127 stay finite in float and in int64.
+        for (ScanOp op : {ScanOp::Sum, ScanOp::Prod}) {
+          if (op == ScanOp::Prod && len > 12) continue;
+          scan(op, moved, Operand{out.data(), type, out_strides}, Operand{in.data(), type, in_strides});
+          scan_ref(op, moved, Operand{ref.data(), type, out_strides}, Operand{in.data(), type, in_strides});
+          expect_close(out, ref, "scan by columns, width " + std::to_string(width) + ", length " +
+                                     std::to_string(len) + ", layout " + std::to_string(layout));
+        }
       }
     }
   }
-  set_isa(Isa::Avx512);
+  set_isa(detected_isa());
 }
 
 // Writes v at p as a floating `type`.
@@ -278,7 +286,7 @@ TEST_P(ReduceTest, ArgReduceByColumnsKeepsTheFirstExtreme) {
       }
     }
   }
-  set_isa(Isa::Avx512);
+  set_isa(detected_isa());
 }
 
 // Contiguous floating rows of 16 and more take the vectorised search
@@ -317,7 +325,7 @@ TEST_P(ReduceTest, ArgReduceOfLongRowsKeepsTheFirstExtreme) {
       }
     }
   }
-  set_isa(Isa::Avx512);
+  set_isa(detected_isa());
 }
 
 TEST(Reduce, NanPropagatesThroughMaxAndArgmax) {

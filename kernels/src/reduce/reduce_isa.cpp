@@ -35,6 +35,9 @@ constexpr int64_t kGrain = 32768;  // elements read per parallel chunk, at least
 // Rows walked together when rows are strided but their neighbours are
 // neighbours in memory (arg-reductions and scans over dim 0 of a matrix).
 constexpr int64_t kColumns = 64;
+// Steps of kColumns rows held in a tile before they are written row by row
+// (Note [Scans by columns]): 16 floats fill a cache line.
+constexpr int64_t kSteps = 16;
 
 struct Dims {
   int n = 0;
@@ -626,10 +629,19 @@ void scan_typed(ScanOp op, const Rows& rows, const S* src, int64_t s_in, const O
   using Acc = scan_acc_t<S>;
   const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(rows.len, 1));
   const int last = rows.outer.n - 1;
-  // Strided rows whose neighbours are neighbours in memory (cumsum over dim 0
-  // of a matrix) go kColumns at a time, reading each step's contiguous span.
-  const bool by_columns = last >= 0 && s_in != 1 && rows.outer.in[last] == 1 && rows.outer.out[last] == 1 &&
-                          rows.outer.size[last] >= 16;
+  // Note [Scans by columns]
+  // Strided rows whose neighbours are neighbours in memory, in the input or
+  // the output (cumsum over dim 0 of a matrix), go kColumns at a time: each
+  // step reads or writes the kColumns rows' contiguous span. An operand laid
+  // out the other way (contiguous rows far apart: a transposed view) is read
+  // (written) through a tile of kSteps steps, row by row; the row-at-a-time
+  // loop touched one element per cache line of the strided operand (1024 x
+  // 1024 floats: transposed input 4.1 -> 0.23 ms, transposed output 2.06
+  // -> 0.15 ms).
+  const bool by_columns =
+      last >= 0 && rows.outer.size[last] >= 16 &&
+      ((s_out != 1 && rows.outer.out[last] == 1) || (s_in != 1 && rows.outer.in[last] == 1));
+  const int64_t column_in = last >= 0 ? rows.outer.in[last] : 1, column_out = last >= 0 ? rows.outer.out[last] : 1;
   detail::dispatch(out.dtype, [&](auto out_tag) {
     using D = typename decltype(out_tag)::type;
     if constexpr (!detail::is_complex_v<D>) {
@@ -647,15 +659,32 @@ void scan_typed(ScanOp op, const Rows& rows, const S* src, int64_t s_in, const O
             D* o = dst + oo;
             Acc acc[kColumns];
             std::fill_n(acc, w, op == ScanOp::Sum ? Acc(0) : Acc(1));
-            for (int64_t i = 0; i < rows.len; ++i) {
-              const S* x = in + i * s_in;
-              D* y = o + i * s_out;
-              if (op == ScanOp::Sum) {
-                for (int64_t c = 0; c < w; ++c) acc[c] += ro::load<Acc>(x[c]);
-              } else {
-                for (int64_t c = 0; c < w; ++c) acc[c] *= ro::load<Acc>(x[c]);
+            S tile_in[kSteps][kColumns];  // column_in != 1 only
+            D tile[kSteps][kColumns];     // column_out != 1 only
+            for (int64_t i0 = 0; i0 < rows.len; i0 += kSteps) {
+              const int64_t n = std::min(kSteps, rows.len - i0);
+              if (column_in != 1) {
+                for (int64_t c = 0; c < w; ++c) {
+                  const S* x = in + c * column_in + i0 * s_in;
+                  for (int64_t k = 0; k < n; ++k) tile_in[k][c] = x[k * s_in];
+                }
               }
-              for (int64_t c = 0; c < w; ++c) y[c] = detail::convert<D>(acc[c]);
+              for (int64_t k = 0; k < n; ++k) {
+                const S* x = column_in == 1 ? in + (i0 + k) * s_in : tile_in[k];
+                if (op == ScanOp::Sum) {
+                  for (int64_t c = 0; c < w; ++c) acc[c] += ro::load<Acc>(x[c]);
+                } else {
+                  for (int64_t c = 0; c < w; ++c) acc[c] *= ro::load<Acc>(x[c]);
+                }
+                D* y = column_out == 1 ? o + (i0 + k) * s_out : tile[k];
+                for (int64_t c = 0; c < w; ++c) y[c] = detail::convert<D>(acc[c]);
+              }
+              if (column_out != 1) {
+                for (int64_t c = 0; c < w; ++c) {
+                  D* y = o + c * column_out + i0 * s_out;
+                  for (int64_t k = 0; k < n; ++k) y[k * s_out] = tile[k][c];
+                }
+              }
             }
           }
         });
