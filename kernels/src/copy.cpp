@@ -7,6 +7,7 @@
 #include "convert.h"
 #include "dispatch.h"
 #include "strided_loop.h"
+#include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 #include "mlu_kernels/pointwise.h"
 #include "unravel.h"
@@ -78,6 +79,19 @@ void copy_contiguous(To* __restrict dst, const From* __restrict src, int64_t n) 
   for (int64_t i = 0; i < n; ++i) dst[i] = detail::convert<To>(src[i]);
 }
 
+// A reversed row (flip along the innermost dim): GCC vectorises it with a
+// permute; the AVX2 copy moves 32 bytes per step instead of the baseline's
+// 16 (this file is built for the baseline ISA).
+template <class To, class From>
+inline void copy_reversed(To* __restrict d, const From* __restrict s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) d[i] = detail::convert<To>(s[-i]);
+}
+
+template <class To, class From>
+[[gnu::target("avx2")]] void copy_reversed_avx2(To* __restrict d, const From* __restrict s, int64_t n) {
+  copy_reversed(d, s, n);
+}
+
 template <class To, class From>
 void copy_strided(To* dst, const Strides& dst_strides, const From* src,
                   const Strides& src_strides, const Shape& shape) {
@@ -86,13 +100,18 @@ void copy_strided(To* dst, const Strides& dst_strides, const From* src,
   const int64_t ds = dst_strides.v[last];
   const int64_t ss = src_strides.v[last];
   const Strides* operands[2] = {&dst_strides, &src_strides};
+  const bool wide_vectors = active_isa() != Isa::Baseline;
   detail::for_each_row(shape, operands, [&](const int64_t* offsets) {
     To* d = dst + offsets[0];
     const From* s = src + offsets[1];
     if (ds == 1 && ss == 1) {
       copy_contiguous(d, s, n);
-    } else if (ds == 1 && ss == -1) {  // flip: constant strides let GCC vectorise with a permute
-      for (int64_t i = 0; i < n; ++i) d[i] = detail::convert<To>(s[-i]);
+    } else if (ds == 1 && ss == -1) {
+      if (wide_vectors) {
+        copy_reversed_avx2(d, s, n);
+      } else {
+        copy_reversed(d, s, n);
+      }
     } else {
       for (int64_t i = 0; i < n; ++i) d[i * ds] = detail::convert<To>(s[i * ss]);
     }
