@@ -384,6 +384,22 @@ def test_factories():
         torch.testing.assert_close(actual.cpu(), expected)
 
 
+def test_index_select_of_a_transposed_input():
+    # Note [Transposed index_select]: an index of at least a quarter of the dim takes a transposing copy
+    # first, a shorter one the strided gather; both agree with the CPU, out= too, and a bad index stays a
+    # device error.
+    w = torch.randn(48, 64)
+    for n in (40, 5):
+        idx = torch.randint(0, 64, (n,))
+        check_native(lambda a, i: a.t().index_select(0, i), w, idx)
+        check_native(lambda a, i: torch.index_select(a.t(), 0, i, out=torch.empty(0, device=a.device)), w, idx)
+    bad = torch.tensor([1, 70] * 10, device="mlu")
+    with pytest.raises(torch.AcceleratorError, match=r"index 70 is out of bounds for dimension 0 with size 64"):
+        w.to("mlu").t().index_select(0, bad)
+        torch.mlu.synchronize()
+    assert (w.to("mlu") + 1).sum().item() == pytest.approx((w + 1).sum().item(), rel=1e-5)
+
+
 @pytest.mark.parametrize("op", [
     lambda w, i: w.index_select(0, i),
     lambda w, i: w.gather(0, i.view(-1, 1).expand(-1, 4)),

@@ -104,8 +104,17 @@ at::Tensor& index_select_out_mlu(const at::Tensor& self, int64_t dim, const at::
   k::Operand idx{const_cast<void*>(index.const_data_ptr()), require_kernel_dtype(index.scalar_type(), "index_select"),
                  {}};
   if (self.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
+  // Note [Transposed index_select]: when `dim` is the input's unit-stride dim
+  // (x.t() selecting rows), every slice is strided and the gather reads one
+  // element per cache line. For an index of at least a quarter of the dim,
+  // one tiled transposing copy first, then row-major slices, is 3x faster
+  // (1024 x 1024 float32: 1.7-2.0 -> 0.5-0.55 ms). The copy is queued before
+  // the gather and freed in stream order.
+  const bool strided_slices = self.dim() > 1 && !self.is_contiguous() && self.stride(dim) == 1 &&
+                              self.size(dim) > 1 && index.numel() * 4 >= self.size(dim);
+  const at::Tensor source = strided_slices ? self.contiguous() : self;
   launch_gather("index_select", shape_of(out), static_cast<int>(self.dim() == 0 ? 0 : dim), operand(out, "index_select"),
-                operand(self, "index_select"), self.dim() == 0 ? 1 : self.size(dim), idx, self.device());
+                operand(source, "index_select"), self.dim() == 0 ? 1 : self.size(dim), idx, self.device());
   return out;
 }
 
