@@ -124,6 +124,20 @@ template <class T, class I>
   return j;
 }
 
+// Whether any of len indices (step apart) lies outside [0, size). An index x
+// is out of range exactly when x or size - 1 - x (wrapping) is negative: a
+// sign bit in an OR, which vectorises (an unsigned 64-bit compare does not,
+// in AVX2).
+template <class I>
+inline bool any_out_of_range(const I* __restrict at, int64_t step, int64_t len, int64_t size) {
+  uint64_t signs = 0;
+  for (int64_t j = 0; j < len; ++j) {
+    const auto x = static_cast<uint64_t>(static_cast<int64_t>(at[j * step]));
+    signs |= x | (static_cast<uint64_t>(size) - 1 - x);
+  }
+  return (signs >> 63) != 0;
+}
+
 // d[j] = from[idx[j]] over a contiguous row; returns whether some index was
 // out of [0, size) (size > 0; such an element gets from[0]).
 // Note [Check, then copy]: without vector gathers, the row's indices are
@@ -146,8 +160,7 @@ bool gather_row_contiguous(T* __restrict d, const T* __restrict from, const I* _
       return bad;
     }
   }
-  for (int64_t j = 0; j < len; ++j) bad |= static_cast<uint64_t>(static_cast<int64_t>(idx[j])) >= uint64_t(size);
-  if (bad) [[unlikely]] {
+  if (any_out_of_range(idx, 1, len, size)) [[unlikely]] {
     for (int64_t j = 0; j < len; ++j) {
       const int64_t i = static_cast<int64_t>(idx[j]);
       d[j] = from[(i >= 0) & (i < size) ? i : 0];
@@ -385,20 +398,6 @@ inline void store_row_back(T* __restrict d, const float* __restrict acc, int64_t
 template <class T>
 [[gnu::target("avx2")]] void store_row_back_avx2(T* __restrict d, const float* __restrict acc, int64_t n) {
   store_row_back(d, acc, n);
-}
-
-// Whether any of len indices (step apart) lies outside [0, size). An index x
-// is out of range exactly when x or size - 1 - x (wrapping) is negative: a
-// sign bit in an OR, which vectorises (an unsigned 64-bit compare does not,
-// in AVX2).
-template <class I>
-inline bool any_out_of_range(const I* __restrict at, int64_t step, int64_t len, int64_t size) {
-  uint64_t signs = 0;
-  for (int64_t j = 0; j < len; ++j) {
-    const auto x = static_cast<uint64_t>(static_cast<int64_t>(at[j * step]));
-    signs |= x | (static_cast<uint64_t>(size) - 1 - x);
-  }
-  return (signs >> 63) != 0;
 }
 
 // Note [Scatter updates from a float row]
