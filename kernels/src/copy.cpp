@@ -10,6 +10,7 @@
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 #include "mlu_kernels/pointwise.h"
+#include "register_transpose.h"
 #include "unravel.h"
 
 namespace mlu::kernels {
@@ -19,12 +20,51 @@ namespace {
 constexpr int64_t kCopyGrain = 65536;  // elements per parallel chunk, at least
 constexpr int64_t kTile = 32;
 
+// A square register transpose (register_transpose.h) for one element size.
+template <class T>
+struct TransposeBlock {
+  int64_t size = 0;  // 0: none for this size and ISA
+  void (*run)(T*, int64_t, const T*, int64_t) = nullptr;
+};
+
+template <class T>
+TransposeBlock<T> transpose_block() {
+  const Isa isa = active_isa();
+  if constexpr (sizeof(T) == 4) {
+    if (isa >= Isa::Avx512) return {16, detail::transpose_16x16_b32_avx512};
+    if (isa >= Isa::Avx2) return {8, detail::transpose_8x8_b32_avx2};
+  } else if constexpr (sizeof(T) == 8) {
+    if (isa >= Isa::Avx512) return {8, detail::transpose_8x8_b64_avx512};
+    if (isa >= Isa::Avx2) return {4, detail::transpose_4x4_b64_avx2};
+  } else if constexpr (sizeof(T) == 2) {
+    if (isa >= Isa::Avx2) return {16, detail::transpose_16x16_b16_avx2};
+  }
+  return {};
+}
+
+// d[i * da + j * db] = s[i * sa + j * sb] over [a0, a1) x [b0, b1).
+template <class T>
+void copy_tile_scalar(T* d, int64_t da, int64_t db, const T* s, int64_t sa, int64_t sb, int64_t a0, int64_t a1,
+                      int64_t b0, int64_t b1) {
+  for (int64_t i = a0; i < a1; ++i) {
+    for (int64_t j = b0; j < b1; ++j) d[i * da + j * db] = s[i * sa + j * sb];
+  }
+}
+
 // Note [Blocked transposing copies]
 // A copy whose operands have their unit strides on different dims (e.g.
 // x.t().contiguous(), a flip of a transposed view) reads or writes with a
-// large stride in any loop order. It runs in kTile x kTile tiles over those
-// two dims, so each tile touches kTile cache lines on either side. `a` is the
-// source's unit-stride dim, `b` the destination's.
+// large stride in any loop order. It runs in strips of kTile along `a` (the
+// source's unit-stride dim) over the whole of `b` (the destination's). When
+// both unit strides are +1 and the element size has a register transpose,
+// a strip is done in square blocks, each read as whole source rows and
+// written as whole destination rows, so every cache line of a block is
+// touched once (with power-of-two row pitches, as in 1024 x 1024, a 32-row
+// tile of scalar copies has its lines in one L1 set and evicts them before
+// their other elements are used). The block's edges, and copies with a -1
+// unit stride, run the scalar tile loop. 1024 x 1024 float32 (C++ loop,
+// 2 threads, Zen 5): 600-760 us scalar, 290-340 us with 16 x 16 AVX-512
+// blocks, 340-370 us with 8 x 8 AVX2 blocks; PyTorch's CPU copy 410-500 us.
 template <class T>
 void copy_tiled(T* dst, const Strides& ds, const T* src, const Strides& ss, const Shape& shape, int a, int b) {
   Shape outer;
@@ -40,17 +80,25 @@ void copy_tiled(T* dst, const Strides& ds, const T* src, const Strides& ss, cons
   const int64_t rows = shape.sizes[a], cols = shape.sizes[b];
   const int64_t tiles = (rows + kTile - 1) / kTile;
   const int64_t da = ds.v[a], db = ds.v[b], sa = ss.v[a], sb = ss.v[b];
+  const TransposeBlock<T> block = sa == 1 && db == 1 ? transpose_block<T>() : TransposeBlock<T>{};
   parallel_for(0, numel(outer) * tiles, std::max<int64_t>(1, kCopyGrain / (kTile * cols)), [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t o = t / tiles;
       T* d = dst + detail::unravel_offset(o, outer, outer_d);
       const T* s = src + detail::unravel_offset(o, outer, outer_s);
       const int64_t a0 = (t % tiles) * kTile, a1 = std::min(a0 + kTile, rows);
+      int64_t a_blocked = a0, b_blocked = 0;  // ends of the part done in blocks
+      if (block.size > 0) {
+        a_blocked = a0 + (a1 - a0) / block.size * block.size;
+        b_blocked = cols / block.size * block.size;
+        for (int64_t j = 0; j < b_blocked; j += block.size) {
+          for (int64_t i = a0; i < a_blocked; i += block.size) block.run(d + i * da + j, da, s + i + j * sb, sb);
+        }
+      }
       for (int64_t b0 = 0; b0 < cols; b0 += kTile) {
         const int64_t b1 = std::min(b0 + kTile, cols);
-        for (int64_t i = a0; i < a1; ++i) {
-          for (int64_t j = b0; j < b1; ++j) d[i * da + j * db] = s[i * sa + j * sb];
-        }
+        copy_tile_scalar(d, da, db, s, sa, sb, a_blocked, a1, b0, b1);
+        copy_tile_scalar(d, da, db, s, sa, sb, a0, a_blocked, std::max(b0, b_blocked), b1);
       }
     }
   });
