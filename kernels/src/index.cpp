@@ -400,6 +400,20 @@ template <class T>
   store_row_back(d, acc, n);
 }
 
+// One contiguous slice's update in its own type: d + alpha * v (Add) or
+// d * v (Mul), rounded once per update as the pointwise engine does (no FMA
+// contraction: the AVX2 clone only widens the vectors, this file being built
+// for the baseline ISA; index_add_ of 1024 rows of 1024 float32, A/B: 331-352 -> 248-288 us).
+template <ScatterOp kOp, class T>
+inline void update_slice(T* __restrict d, const T* __restrict v, int64_t n, T alpha) {
+  for (int64_t q = 0; q < n; ++q) d[q] = kOp == ScatterOp::Add ? static_cast<T>(d[q] + alpha * v[q]) : d[q] * v[q];
+}
+
+template <ScatterOp kOp, class T>
+[[gnu::target("avx2")]] void update_slice_avx2(T* __restrict d, const T* __restrict v, int64_t n, T alpha) {
+  update_slice<kOp>(d, v, n, alpha);
+}
+
 // Note [Scatter updates from a float row]
 // A row's updates in float are prepared in one sequential pass that also
 // checks its indices (Note [Check, then copy]): operand[j] is what position j
@@ -524,12 +538,15 @@ bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& se
           // (Add: d + alpha * v) inline, without a pointwise() call per slice
           // and thread (index_add of 1024 rows of 1024 float32: 162 -> 130 us).
           const T alpha_t = static_cast<T>(alpha);
+          const bool wide_vectors = active_isa() != Isa::Baseline;
           parallel_for(0, slice, grain, [&](int64_t b, int64_t e) {
             for_each_position<I>(index.data, index_dim, len, dim_size, bad, [&](int64_t j, int64_t i) {
-              T* __restrict d = dst + i * self_dim + b;
-              const T* __restrict v = from + j * src_dim + b;
-              for (int64_t q = 0; q < e - b; ++q) {
-                d[q] = kOp == ScatterOp::Add ? static_cast<T>(d[q] + alpha_t * v[q]) : d[q] * v[q];
+              T* d = dst + i * self_dim + b;
+              const T* v = from + j * src_dim + b;
+              if (wide_vectors) {
+                update_slice_avx2<kOp>(d, v, e - b, alpha_t);
+              } else {
+                update_slice<kOp>(d, v, e - b, alpha_t);
               }
             });
           });
