@@ -138,13 +138,52 @@ void radix_sort_high_words(std::vector<uint64_t>& words, std::vector<uint64_t>& 
   if (src != words.data()) std::copy(src, src + n, words.data());
 }
 
+// Note [Few first positions]
+// topk with a small k (the usual k = 8 of a row of 1024): the row's packed
+// images are computed in one pass, then scanned once against the image of
+// the k-th best so far, which almost every element fails (a predictable
+// branch); the few that pass are inserted into a sorted array of k words.
+// An equal image never passes: the kept one has the lower index, as in the
+// packed sort. std::partial_sort's heap did the same scan on 64-bit words
+// with a heap update per pass (1024 x 1024 float32, k = 8: 44% of the time
+// in partial_sort and its heap; topk 2.4-2.7 -> 1.9-2.1 ms, A/B). Testing
+// blocks of 32 images with one OR of the compares first was slower.
+constexpr int64_t kFewFirst = 32;
+
+template <class V>
+void few_first(std::vector<int64_t>& perm, const std::vector<V>& keys, uint32_t flip, int64_t count) {
+  thread_local std::vector<uint32_t> images;
+  const size_t n = keys.size();
+  images.resize(n);
+  for (size_t j = 0; j < n; ++j) images[j] = order_image(keys[j]) ^ flip;
+  uint64_t best[kFewFirst];
+  for (int64_t j = 0; j < count; ++j) best[j] = uint64_t{images[static_cast<size_t>(j)]} << 32 | static_cast<uint64_t>(j);
+  std::sort(best, best + count);
+  uint32_t limit = static_cast<uint32_t>(best[count - 1] >> 32);
+  for (size_t j = static_cast<size_t>(count); j < n; ++j) {
+    if (images[j] >= limit) continue;
+    const uint64_t word = uint64_t{images[j]} << 32 | j;
+    int64_t at = count - 1;  // shifts the worse words up, dropping the last
+    while (at > 0 && best[at - 1] > word) {
+      best[at] = best[at - 1];
+      --at;
+    }
+    best[at] = word;
+    limit = static_cast<uint32_t>(best[count - 1] >> 32);
+  }
+  for (int64_t j = 0; j < count; ++j) perm[static_cast<size_t>(j)] = static_cast<int64_t>(best[j] & 0xFFFFFFFFu);
+}
+
 // The first `count` positions of the row in (largest first if `descending`)
 // order, ties by index, into perm; all of them sorted when count < len too.
 template <class V>
 void packed_order(std::vector<int64_t>& perm, const std::vector<V>& keys, bool descending, int64_t count) {
   thread_local std::vector<uint64_t> words, scratch;
-  words.resize(keys.size());
   const uint32_t flip = descending ? 0xFFFFFFFFu : 0u;
+  if (count <= kFewFirst && count < static_cast<int64_t>(keys.size())) {
+    return few_first(perm, keys, flip, count);
+  }
+  words.resize(keys.size());
   for (size_t j = 0; j < keys.size(); ++j) words[j] = uint64_t{order_image(keys[j]) ^ flip} << 32 | j;
   if (count < static_cast<int64_t>(words.size())) {
     std::partial_sort(words.begin(), words.begin() + count, words.end());

@@ -115,7 +115,8 @@ TEST(Sort, PackedKeysGiveTheStableOrder) {
       sort(s, Operand{values.data(), type, contiguous}, Operand{indices.data(), ScalarType::Int64, contiguous},
            Operand{in.data(), type, contiguous}, descending);
       ASSERT_EQ(indices, want) << scalar_type_name(type) << (descending ? " descending" : " ascending");
-      for (int64_t k : {int64_t{1}, int64_t{7}, len}) {
+      // 32: the largest k of Note [Few first positions]; 33 takes the partial sort.
+      for (int64_t k : {int64_t{1}, int64_t{7}, int64_t{32}, int64_t{33}, len}) {
         Strides k_rows{};
         k_rows.v[0] = k;
         k_rows.v[1] = 1;
