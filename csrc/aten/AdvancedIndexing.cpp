@@ -9,7 +9,7 @@
 // TensorIterator over [result, restrided self, indices...]. The kernels in
 // mlu_kernels/advanced_index.h run that iterator on the device; index values
 // are checked there, so an out-of-range index is a device-side error raised at
-// the next synchronisation (Note [Sticky device errors]).
+// the next synchronisation (Note [Errors belong to queues]).
 //
 // index_put_ with accumulate (and any index_put_ in deterministic mode) takes
 // index_put_with_sort_stub, which leaves the layout to the backend; ours
@@ -28,6 +28,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/advanced_index.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/Structured.h"
 #include "csrc/aten/StructuredPointwise.h"
@@ -221,7 +222,7 @@ at::Tensor& index_put_impl_mlu(at::Tensor& self, const IndexList& indices, const
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("index.Tensor", TORCH_FN(index_mlu));
   m.impl("_index_put_impl_", TORCH_FN(index_put_impl_mlu));
 }

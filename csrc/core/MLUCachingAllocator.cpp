@@ -578,7 +578,10 @@ class MLUCachingDeviceAllocator final : public c10::DeviceAllocator {
   }
 
   static void free_block_context(void* context) {
-    if (context == nullptr) return;
+    // A forked child leaks what it inherited (Note [Forked children]): its
+    // exit gives the memory back, and the allocator's lock may be held by a
+    // parent thread that does not exist in the child.
+    if (context == nullptr || mlu::mluIsForkedChild()) return;
     auto* block = static_cast<Block*>(context);
     for_device(block->device).free(block);
   }

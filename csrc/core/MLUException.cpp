@@ -20,6 +20,11 @@ void throw_mlu_error(mlu::mluError_t status, const char* expression, const char*
         "\nDevice errors are reported asynchronously, at the next synchronizing call, so the "
         "Python stack may point past the failing op; set MLU_LAUNCH_BLOCKING=1 to report them at the op.");
   }
+  if (status == mlu::mluErrorForkedChild) {
+    // CUDA's text, which torch.utils.data and users match on.
+    throw c10::Error(where, "Cannot re-initialize MLU in forked subprocess. To use MLU with multiprocessing, you "
+                            "must use the 'spawn' start method");
+  }
   throw c10::Error(where, std::string("MLU error: ") + mlu::mluGetErrorString(status) +
                               (detail.empty() ? std::string() : " (" + detail + ")"));
 }

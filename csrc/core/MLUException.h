@@ -2,8 +2,9 @@
 //
 // Out of memory becomes c10::OutOfMemoryError (torch.OutOfMemoryError in
 // Python, message "MLU out of memory. ..."); a failed device task becomes
-// c10::AcceleratorError (torch.AcceleratorError) naming the task; everything
-// else is a c10::Error (RuntimeError). Messages carry the runtime's detail.
+// c10::AcceleratorError (torch.AcceleratorError) naming the task; use in a
+// forked child is CUDA's "Cannot re-initialize MLU in forked subprocess"
+// RuntimeError; everything else is a c10::Error (RuntimeError). Messages carry the runtime's detail.
 #pragma once
 
 #include <mlu_runtime/status.h>

@@ -20,12 +20,17 @@ namespace {
 constexpr int kMaxDevices = 64;
 constexpr c10::StreamId kPoolSlots = 2 * kStreamsPerPool;
 
+struct ExternalQueue {
+  mlu::mluQueue_t queue;
+  bool known;  // a handle the runtime made (mluQueueCheckHandle); unknown ones are never passed to it
+};
+
 struct DevicePools {
   std::once_flag created;
   std::array<mlu::mluQueue_t, kPoolSlots> queues{};
   std::atomic<uint32_t> next[2] = {0, 0};
   std::mutex external_mu;
-  std::vector<mlu::mluQueue_t> external;  // id kExternalStreamBase + i
+  std::vector<ExternalQueue> external;  // id kExternalStreamBase + i
 };
 
 DevicePools& pools(c10::DeviceIndex device) {
@@ -86,7 +91,11 @@ mlu::mluQueue_t MLUStream::queue() const {
     std::lock_guard<std::mutex> lock(p.external_mu);
     size_t index = static_cast<size_t>(id() - kExternalStreamBase);
     TORCH_CHECK(index < p.external.size(), "Unknown external mlu stream id ", id());
-    return p.external[index];
+    const ExternalQueue& external = p.external[index];
+    // Like CUDA, a bad handle is an error when the stream is used, not made.
+    TORCH_CHECK(external.known, "MLU error: invalid resource handle (ExternalStream(", external.queue,
+                ") is not a queue of the MLU runtime: pass the mluQueue_t of a queue made by mluQueueCreate)");
+    return external.queue;
   }
   return p.queues[id() - 1];
 }
@@ -122,14 +131,20 @@ MLUStream getStreamFromPool(bool high_priority, c10::DeviceIndex device) {
 
 MLUStream getStreamFromExternal(mlu::mluQueue_t queue, c10::DeviceIndex device) {
   device = resolve(device);
-  int queue_device = -1;
-  MLU_CHECK(mlu::mluQueueGetDevice(queue, &queue_device));
-  TORCH_CHECK(queue_device == device, "ExternalStream: the queue belongs to mlu:", queue_device, ", not mlu:",
-              static_cast<int>(device));
+  // A handle that is no queue of ours is taken as it is and fails when the
+  // stream is used (MLUStream::queue), like CUDA's; a real one is checked now.
+  const bool known = mlu::mluQueueCheckHandle(queue) == mlu::mluSuccess;
+  if (known) {
+    int queue_device = -1;
+    MLU_CHECK(mlu::mluQueueGetDevice(queue, &queue_device));
+    TORCH_CHECK(queue_device == device, "ExternalStream: the queue belongs to mlu:", queue_device, ", not mlu:",
+                static_cast<int>(device));
+  }
   DevicePools& p = pools(device);
   std::lock_guard<std::mutex> lock(p.external_mu);
-  auto it = std::find(p.external.begin(), p.external.end(), queue);
-  if (it == p.external.end()) it = p.external.insert(p.external.end(), queue);
+  auto it = std::find_if(p.external.begin(), p.external.end(),
+                         [&](const ExternalQueue& e) { return e.queue == queue; });
+  if (it == p.external.end()) it = p.external.insert(p.external.end(), ExternalQueue{queue, known});
   return make(device, kExternalStreamBase + (it - p.external.begin()));
 }
 

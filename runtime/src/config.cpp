@@ -17,12 +17,21 @@ constexpr int kDefaultDeviceCount = 2;
 constexpr int kMaxDeviceCount = 16;
 constexpr size_t kGiB = size_t{1} << 30;
 
-int env_int(const char* name, int fallback, int lo, int hi) {
+// The integer value of variable `name` in [lo, hi]; `fallback` when unset or
+// empty; when malformed or out of range, `fallback` and an error in `error`.
+int env_int(const char* name, int fallback, int lo, int hi, std::string& error) {
   const char* text = std::getenv(name);
   if (text == nullptr || *text == '\0') return fallback;
   char* end = nullptr;
+  errno = 0;
   long value = std::strtol(text, &end, 10);
-  if (*end != '\0' || value < lo || value > hi) return fallback;
+  if (*end != '\0' || errno == ERANGE || value < lo || value > hi) {
+    if (error.empty()) {
+      error = std::string(name) + "='" + text + "' is not valid: use an integer from " + std::to_string(lo) +
+              " to " + std::to_string(hi);
+    }
+    return fallback;
+  }
   return static_cast<int>(value);
 }
 
@@ -33,9 +42,12 @@ size_t default_device_memory() {
   return std::min(16 * kGiB, host / 4);
 }
 
+}  // namespace
+
 MachineConfig read_config() {
   MachineConfig config;
-  config.physical_count = env_int("TORCH_MLU_DEVICE_COUNT", kDefaultDeviceCount, 0, kMaxDeviceCount);
+  config.physical_count =
+      env_int("TORCH_MLU_DEVICE_COUNT", kDefaultDeviceCount, 0, kMaxDeviceCount, config.error);
   const char* visible = std::getenv("MLU_VISIBLE_DEVICES");
   if (visible == nullptr) visible = std::getenv("CN_VISIBLE_DEVICES");
   if (visible != nullptr) {
@@ -43,15 +55,22 @@ MachineConfig read_config() {
   } else {
     for (int i = 0; i < config.physical_count; ++i) config.visible.push_back(i);
   }
+  config.memory_per_device = default_device_memory();
   const char* memory = std::getenv("TORCH_MLU_DEVICE_MEMORY");
-  size_t parsed = memory != nullptr ? parse_byte_size(memory) : 0;
-  config.memory_per_device = parsed != 0 ? parsed : default_device_memory();
+  if (memory != nullptr && *memory != '\0') {
+    const size_t parsed = parse_byte_size(memory);
+    if (parsed != 0) {
+      config.memory_per_device = parsed;
+    } else if (config.error.empty()) {
+      config.error = std::string("TORCH_MLU_DEVICE_MEMORY='") + memory +
+                     "' is not valid: use a positive byte count with an optional K, M, G or T suffix "
+                     "(powers of 1024, an optional trailing B), e.g. 8G or 512M";
+    }
+  }
   int host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  config.cores_per_device = env_int("TORCH_MLU_DEVICE_CORES", host_threads, 1, 1024);
+  config.cores_per_device = env_int("TORCH_MLU_DEVICE_CORES", host_threads, 1, 1024, config.error);
   return config;
 }
-
-}  // namespace
 
 const MachineConfig& machine_config() {
   static const MachineConfig config = read_config();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace mlu::detail {
@@ -13,9 +14,15 @@ struct MachineConfig {
   std::vector<int> visible;        // physical ordinal of each visible device
   size_t memory_per_device;        // TORCH_MLU_DEVICE_MEMORY
   int cores_per_device;            // TORCH_MLU_DEVICE_CORES
+  // Empty, or what is wrong with the first invalid variable and what it
+  // accepts (the fields then hold the defaults, but no device may be used).
+  std::string error;
 };
 
+// The configuration read on the first call (later changes are not seen).
 const MachineConfig& machine_config();
+// Reads the environment now (tests).
+MachineConfig read_config();
 
 // Parses "123", "64K", "512M", "8G", "8GB" (powers of 1024). Returns 0 when
 // malformed (including a sign or leading blank) or too large for size_t.

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "device_state.h"
 #include "error_state.h"
+#include "fork_state.h"
 #include "mlu_runtime/device.h"
 #include "queue_impl.h"
 
@@ -55,6 +56,7 @@ DeviceState* device_state(int device) {
 }
 
 mluError_t check_device(int device) {
+  if (!machine_config().error.empty()) return fail(mluErrorInitialization, machine_config().error);
   if (device_state(device) != nullptr) return mluSuccess;
   int count = visible_device_count();
   std::string detail = "device ordinal " + std::to_string(device) + " is not valid: ";
@@ -68,22 +70,32 @@ int& current_device() {
   return device;
 }
 
-void DeviceState::store_error(const char* task_name, const std::string& message) {
+void DeviceState::adopt_error(std::string detail) {
   std::lock_guard<std::mutex> lock(error_mu);
-  if (has_error) return;  // the first error wins until it is read
+  if (has_error) return;
   has_error = true;
-  error_detail = std::string(task_name) + ": " + message;
+  error_detail = std::move(detail);
 }
 
 mluError_t DeviceState::take_error() {
   std::string detail;
   {
     std::lock_guard<std::mutex> lock(error_mu);
-    if (!has_error) return mluSuccess;
-    has_error = false;
-    detail.swap(error_detail);
+    if (has_error) {
+      has_error = false;
+      detail.swap(error_detail);
+      return fail(mluErrorLaunchFailure, std::move(detail));
+    }
   }
-  return fail(mluErrorLaunchFailure, "device " + std::to_string(index) + ": " + detail);
+  std::vector<mluQueue_st*> live;
+  {
+    std::lock_guard<std::mutex> lock(queues_mu);
+    live = queues;
+  }
+  for (mluQueue_st* queue : live) {
+    if (queue->take_error_detail(UINT64_MAX, &detail)) return fail(mluErrorLaunchFailure, std::move(detail));
+  }
+  return mluSuccess;
 }
 
 void DeviceState::wait_idle() {
@@ -109,6 +121,7 @@ mluQueue_st* default_queue(DeviceState& state) {
     auto* queue = new mluQueue_st();
     queue->device = state.index;
     queue->is_default = true;
+    register_queue(queue);
     state.default_queue = queue;
     state.queues.insert(state.queues.begin(), queue);
   }
@@ -122,9 +135,15 @@ using namespace detail;
 
 mluError_t mluGetDeviceCount(int* count) {
   if (count == nullptr) return fail(mluErrorInvalidValue, "count must not be null");
+  if (!machine_config().error.empty()) {
+    *count = 0;
+    return fail(mluErrorInitialization, machine_config().error);
+  }
   *count = visible_device_count();
   return mluSuccess;
 }
+
+bool mluIsForkedChild() { return in_forked_child(); }
 
 mluError_t mluGetDevice(int* device) {
   if (device == nullptr) return fail(mluErrorInvalidValue, "device must not be null");
@@ -155,6 +174,7 @@ mluError_t mluDriverGetVersion(int* version) { return mluRuntimeGetVersion(versi
 
 mluError_t mluDeviceSynchronizeOn(int device) {
   if (mluError_t status = check_device(device)) return status;
+  if (in_forked_child()) return fail_in_forked_child();
   if (on_device_thread()) return fail(mluErrorInvalidValue, "a device task cannot synchronize a whole device");
   DeviceState* state = device_state(device);
   state->wait_idle();

@@ -2,8 +2,8 @@
 //
 // DeviceState objects are created once (for the visible devices) and live as
 // long as the process. Each records its memory use against its capacity, the
-// queues created on it (for device-wide synchronization) and the pending
-// sticky error (see Note [Sticky device errors] in queue.h).
+// queues created on it (for device-wide synchronization) and the error that a
+// destroyed queue left pending (see Note [Errors belong to queues] in queue.h).
 #pragma once
 
 #include <atomic>
@@ -33,10 +33,13 @@ struct DeviceState {
 
   std::mutex error_mu;
   bool has_error = false;
-  std::string error_detail;
+  std::string error_detail;  // left pending by a destroyed queue
 
-  void store_error(const char* task_name, const std::string& message);
-  // mluErrorLaunchFailure (and the detail) if an error is pending; clears it.
+  // Keeps a destroyed queue's pending error (the first one wins).
+  void adopt_error(std::string detail);
+  // Device-wide: mluErrorLaunchFailure (and the detail) for one pending error
+  // of this device (a destroyed queue's, else the first queue's with one),
+  // which it clears; mluSuccess when none is pending.
   mluError_t take_error();
   // Waits for all work launched so far on this device's queues.
   void wait_idle();

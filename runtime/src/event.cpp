@@ -4,8 +4,8 @@
 #include <memory>
 #include <mutex>
 
-#include "device_state.h"
 #include "error_state.h"
+#include "fork_state.h"
 #include "mlu_runtime/event.h"
 #include "queue_impl.h"
 
@@ -35,6 +35,7 @@ struct Record {
 };
 
 mluError_t snapshot(mluEvent_t event, Record* record) {
+  if (in_forked_child()) return fail_in_forked_child();
   if (event == nullptr || event->magic.load(std::memory_order_acquire) != mluEvent_st::kLive) {
     return fail(mluErrorInvalidResourceHandle, "the event handle was destroyed or is not an event");
   }
@@ -53,6 +54,7 @@ int64_t now_ns() {
 
 mluError_t mluEventCreateWithFlags(mluEvent_t* event, unsigned flags) {
   if (event == nullptr) return fail(mluErrorInvalidValue, "event must not be null");
+  if (in_forked_child()) return fail_in_forked_child();
   if ((flags & ~unsigned(mluEventBlockingSync | mluEventDisableTiming)) != 0) {
     return fail(mluErrorInvalidValue, "unknown event flags");
   }
@@ -116,7 +118,7 @@ mluError_t mluEventSynchronize(mluEvent_t event) {
     return fail(mluErrorInvalidValue, "a task cannot wait for later work of its own queue");
   }
   record.queue->wait_for(record.seq);
-  return device_state(record.queue->device)->take_error();
+  return record.queue->take_error(record.seq);
 }
 
 mluError_t mluQueueWaitEvent(mluQueue_t queue, mluEvent_t event) {

@@ -4,6 +4,7 @@
 
 #include "device_state.h"
 #include "error_state.h"
+#include "fork_state.h"
 #include "mlu_runtime/memcpy.h"
 #include "queue_impl.h"
 #include "registry.h"
@@ -54,7 +55,7 @@ mluError_t launch_copy(mluQueue_st* q, void* dst, const void* src, size_t bytes,
   if (mluError_t status = launch_task(q, "memcpy", copy, &seq)) return status;
   if (!wait) return mluSuccess;
   q->wait_for(seq);
-  return device_state(q->device)->take_error();
+  return q->take_error(seq);
 }
 
 struct CopyPlan {
@@ -63,6 +64,7 @@ struct CopyPlan {
 };
 
 mluError_t plan_copy(void* dst, const void* src, size_t bytes, mluMemcpyKind kind, CopyPlan* plan) {
+  if (in_forked_child()) return fail_in_forked_child();
   if (kind < mluMemcpyHostToHost || kind > mluMemcpyDefault) return fail(mluErrorInvalidValue, "unknown copy kind");
   if (dst == nullptr || src == nullptr) return fail(mluErrorInvalidValue, "copy with a null pointer");
   if (mluError_t s = classify(dst, bytes, "destination", &plan->dst)) return s;

@@ -4,6 +4,7 @@
 
 #include "device_state.h"
 #include "error_state.h"
+#include "fork_state.h"
 #include "mlu_runtime/memory.h"
 #include "queue_impl.h"
 #include "registry.h"
@@ -37,6 +38,7 @@ void release_device_block(const Allocation& a) {
 
 mluError_t mluMalloc(void** ptr, size_t size) {
   if (ptr == nullptr) return fail(mluErrorInvalidValue, "ptr must not be null");
+  if (in_forked_child()) return fail_in_forked_child();
   *ptr = nullptr;
   int device = current_device();
   if (mluError_t status = check_device(device)) return status;
@@ -57,11 +59,13 @@ mluError_t mluMalloc(void** ptr, size_t size) {
     return fail(mluErrorMemoryAllocation, "the host could not back " + mib(size) + " of device memory");
   }
   register_allocation({reinterpret_cast<uintptr_t>(block), size, device});
+  note_runtime_started();
   *ptr = block;
   return mluSuccess;
 }
 
 mluError_t mluFree(void* ptr) {
+  if (in_forked_child()) return fail_in_forked_child();
   if (ptr == nullptr) return mluSuccess;
   std::optional<Allocation> found = find_allocation(ptr);
   if (!found || found->device < 0 || found->base != reinterpret_cast<uintptr_t>(ptr)) {
@@ -77,6 +81,7 @@ mluError_t mluFree(void* ptr) {
 }
 
 mluError_t mluFreeAsync(void* ptr, mluQueue_t queue) {
+  if (in_forked_child()) return fail_in_forked_child();
   if (ptr == nullptr) return mluSuccess;
   mluError_t status;
   mluQueue_st* q = resolve_queue(queue, &status);
@@ -100,16 +105,19 @@ mluError_t mluFreeAsync(void* ptr, mluQueue_t queue) {
 
 mluError_t mluHostMalloc(void** ptr, size_t size) {
   if (ptr == nullptr) return fail(mluErrorInvalidValue, "ptr must not be null");
+  if (in_forked_child()) return fail_in_forked_child();
   *ptr = nullptr;
   if (size == 0) return mluSuccess;
   void* block = std::aligned_alloc(kAlignment, round_up(size));
   if (block == nullptr) return fail(mluErrorMemoryAllocation, "cannot pin " + mib(size) + " of host memory");
   register_allocation({reinterpret_cast<uintptr_t>(block), size, -1});
+  note_runtime_started();
   *ptr = block;
   return mluSuccess;
 }
 
 mluError_t mluFreeHost(void* ptr) {
+  if (in_forked_child()) return fail_in_forked_child();
   if (ptr == nullptr) return mluSuccess;
   std::optional<Allocation> found = find_allocation(ptr);
   if (!found || found->device >= 0 || found->base != reinterpret_cast<uintptr_t>(ptr)) {

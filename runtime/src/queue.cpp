@@ -1,10 +1,12 @@
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <string>
+#include <thread>
+#include <unordered_set>
 
 #include "device_state.h"
 #include "error_state.h"
+#include "fork_state.h"
 #include "mlu_runtime/queue.h"
 #include "queue_impl.h"
 
@@ -73,7 +75,6 @@ void mluQueue_st::wait_for(uint64_t seq) {
 
 void mluQueue_st::run_worker() {
   tls_worker_queue = this;
-  mlu::detail::DeviceState* state = mlu::detail::device_state(device);
   uint64_t done = 0;  // == finished; only this thread writes it
   for (;;) {
     uint64_t available = launched_published.load(std::memory_order_acquire);
@@ -103,7 +104,7 @@ void mluQueue_st::run_worker() {
         context.fail("unknown exception");
       }
       slot.destroy(slot.storage);
-      if (context.failed()) state->store_error(slot.name != nullptr ? slot.name : "unnamed task", context.message());
+      if (context.failed()) store_error(done + 1, slot.name != nullptr ? slot.name : "unnamed task", context.message());
       finished.store(done + 1);
       if (done + 1 >= wake_at.load()) {
         {
@@ -115,6 +116,30 @@ void mluQueue_st::run_worker() {
       if (space_waiters.load() > 0) notify_under(mu, space_cv);
     }
   }
+}
+
+void mluQueue_st::store_error(uint64_t seq, const char* task_name, const std::string& message) {
+  std::lock_guard<std::mutex> lock(error_mu);
+  if (error_seq.load() != 0) return;  // the first error wins until it is taken
+  error_detail = "device " + std::to_string(device) + ": " + task_name + ": " + message;
+  error_seq.store(seq);
+}
+
+bool mluQueue_st::take_error_detail(uint64_t upto, std::string* detail) {
+  if (error_seq.load(std::memory_order_acquire) == 0) return false;
+  std::lock_guard<std::mutex> lock(error_mu);
+  const uint64_t seq = error_seq.load();
+  if (seq == 0 || seq > upto) return false;
+  detail->swap(error_detail);
+  error_detail.clear();
+  error_seq.store(0);
+  return true;
+}
+
+mluError_t mluQueue_st::take_error(uint64_t upto) {
+  std::string detail;
+  if (!take_error_detail(upto, &detail)) return mluSuccess;
+  return mlu::detail::fail(mluErrorLaunchFailure, std::move(detail));
 }
 
 void mluQueue_st::drain_and_stop() {
@@ -139,7 +164,37 @@ void mluQueue_st::drain_and_stop() {
 
 namespace mlu::detail {
 
+namespace {
+
+struct QueueRegistry {
+  std::mutex mu;
+  std::unordered_set<const void*> queues;
+};
+
+QueueRegistry& queue_registry() {
+  static auto* registry = new QueueRegistry();  // never destroyed: device threads outlive static destructors
+  return *registry;
+}
+
+}  // namespace
+
+void register_queue(const mluQueue_st* queue) {
+  QueueRegistry& registry = queue_registry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  registry.queues.insert(queue);
+}
+
+bool is_registered_queue(const void* queue) {
+  QueueRegistry& registry = queue_registry();
+  std::lock_guard<std::mutex> lock(registry.mu);
+  return registry.queues.count(queue) > 0;
+}
+
 mluQueue_st* resolve_queue(mluQueue_t queue, mluError_t* status) {
+  if (in_forked_child()) {
+    *status = fail_in_forked_child();
+    return nullptr;
+  }
   if (queue == nullptr) {
     *status = check_device(current_device());
     return *status == mluSuccess ? default_queue(*device_state(current_device())) : nullptr;
@@ -179,7 +234,10 @@ mluError_t reserve_slot(mluQueue_t* queue, TaskSlot** slot) {
 uint64_t commit_slot_seq(mluQueue_t q) {
   uint64_t seq = ++q->launched;
   q->launched_published.store(seq);
-  if (!q->worker.joinable()) q->worker = std::thread([q] { q->run_worker(); });
+  if (!q->worker.joinable()) {
+    note_runtime_started();
+    q->worker = std::thread([q] { q->run_worker(); });
+  }
   const bool wake = q->worker_sleeping.load();
   q->launch_mu.unlock();
   if (wake) notify_under(q->mu, q->work_cv);
@@ -201,11 +259,13 @@ mluError_t mluDeviceGetQueuePriorityRange(int* least, int* greatest) {
 
 mluError_t mluQueueCreateWithPriority(mluQueue_t* queue, int priority) {
   if (queue == nullptr) return fail(mluErrorInvalidValue, "queue must not be null");
+  if (in_forked_child()) return fail_in_forked_child();
   if (mluError_t status = check_device(current_device())) return status;
   DeviceState* state = device_state(current_device());
   auto* q = new mluQueue_st();
   q->device = state->index;
   q->priority = std::clamp(priority, kGreatestPriority, kLeastPriority);
+  register_queue(q);
   {
     std::lock_guard<std::mutex> lock(state->queues_mu);
     state->queues.push_back(q);
@@ -234,6 +294,8 @@ mluError_t mluQueueDestroy(mluQueue_t queue) {
   }
   q->drain_and_stop();
   q->ring.reset();  // the object itself stays, see queue_impl.h
+  std::string detail;
+  if (q->take_error_detail(UINT64_MAX, &detail)) state->adopt_error(std::move(detail));
   return mluSuccess;
 }
 
@@ -281,7 +343,12 @@ mluError_t mluQueueSynchronize(mluQueue_t queue) {
   if (q == nullptr) return status;
   if (q->on_own_thread()) return fail(mluErrorInvalidValue, "a task cannot synchronize its own queue");
   q->wait_for(q->last_launched());
-  return device_state(q->device)->take_error();
+  return q->take_error();
+}
+
+mluError_t mluQueueCheckHandle(mluQueue_t queue) {
+  if (queue == nullptr || is_registered_queue(queue)) return mluSuccess;
+  return fail(mluErrorInvalidResourceHandle, "the queue handle is not a queue of this runtime");
 }
 
 }  // namespace mlu

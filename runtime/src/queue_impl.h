@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "mlu_runtime/queue.h"
@@ -64,6 +65,13 @@ struct mluQueue_st {
   std::atomic<int> space_waiters{0};
   std::atomic<bool> stop{false};  // no launch is in flight any more: exit once drained
 
+  // The pending failure of one of this queue's tasks (Note [Errors belong to
+  // queues]): error_seq is that task's sequence number, 0 when none is pending.
+  // Written under error_mu; read without it to skip the lock when it is 0.
+  alignas(64) std::atomic<uint64_t> error_seq{0};
+  std::mutex error_mu;
+  std::string error_detail;
+
   // Sleeping only (Note [Lock-free launches]).
   alignas(64) std::mutex mu;
   std::condition_variable work_cv;   // the device thread sleeps here
@@ -80,6 +88,13 @@ struct mluQueue_st {
   void run_worker();
   // Waits for the launched work, then stops and joins the device thread.
   void drain_and_stop();
+  // Keeps the first failure until it is taken.
+  void store_error(uint64_t seq, const char* task_name, const std::string& message);
+  // Takes the pending error when its task is numbered <= `upto`: returns
+  // mluErrorLaunchFailure with the detail; mluSuccess when there is none.
+  mluError_t take_error(uint64_t upto = UINT64_MAX);
+  // Like take_error, but hands back the detail instead of reporting it.
+  bool take_error_detail(uint64_t upto, std::string* detail);
 };
 
 }  // namespace mlu
@@ -89,6 +104,11 @@ namespace mlu::detail {
 // True on any queue's device thread: such a thread must not wait for a
 // whole device (it would wait for itself).
 bool on_device_thread();
+
+// Records `queue` as a queue of this runtime (queues are never freed).
+void register_queue(const mluQueue_st* queue);
+// Whether `queue` is a pointer register_queue saw; never dereferences it.
+bool is_registered_queue(const void* queue);
 
 // A live queue for `queue` (null: the current device's default queue), or
 // nullptr with the thread's error detail set.

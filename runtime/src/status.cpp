@@ -28,6 +28,8 @@ const char* mluGetErrorName(mluError_t error) {
     case mluErrorLaunchFailure: return "mluErrorLaunchFailure";
     case mluErrorInvalidMemcpyDirection: return "mluErrorInvalidMemcpyDirection";
     case mluErrorNotSupported: return "mluErrorNotSupported";
+    case mluErrorInitialization: return "mluErrorInitialization";
+    case mluErrorForkedChild: return "mluErrorForkedChild";
   }
   return "mluErrorUnknown";
 }
@@ -44,6 +46,8 @@ const char* mluGetErrorString(mluError_t error) {
     case mluErrorLaunchFailure: return "device task failed";
     case mluErrorInvalidMemcpyDirection: return "invalid copy direction";
     case mluErrorNotSupported: return "operation not supported";
+    case mluErrorInitialization: return "initialization error";
+    case mluErrorForkedChild: return "the runtime cannot be used in a forked child";
   }
   return "unknown error";
 }

@@ -181,6 +181,56 @@ TEST(Config, ParseVisibleDevices) {
   EXPECT_EQ(parse_visible_devices("0", 0), (V{}));
 }
 
+// Sets an environment variable for one scope, restoring the old value.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+TEST(Config, InvalidValuesAreErrorsNamingTheVariable) {
+  struct Case {
+    const char* name;
+    const char* value;
+    const char* accepted;
+  };
+  const Case cases[] = {
+      {"TORCH_MLU_DEVICE_MEMORY", "lots", "byte count"},  {"TORCH_MLU_DEVICE_MEMORY", "0", "byte count"},
+      {"TORCH_MLU_DEVICE_MEMORY", "-5", "byte count"},    {"TORCH_MLU_DEVICE_MEMORY", "8Q", "byte count"},
+      {"TORCH_MLU_DEVICE_COUNT", "two", "integer from 0 to 16"},
+      {"TORCH_MLU_DEVICE_COUNT", "17", "integer from 0 to 16"},
+      {"TORCH_MLU_DEVICE_CORES", "0", "integer from 1 to 1024"},
+      {"TORCH_MLU_DEVICE_CORES", "99999999999999999999", "integer from 1 to 1024"},
+  };
+  for (const Case& c : cases) {
+    ScopedEnv env(c.name, c.value);
+    const std::string error = mlu::detail::read_config().error;
+    EXPECT_NE(error.find(std::string(c.name) + "='" + c.value + "'"), std::string::npos) << error;
+    EXPECT_NE(error.find(c.accepted), std::string::npos) << error;
+  }
+  ScopedEnv valid("TORCH_MLU_DEVICE_MEMORY", "64M");
+  EXPECT_EQ(mlu::detail::read_config().error, "");
+  EXPECT_EQ(mlu::detail::read_config().memory_per_device, 64 * kMiB);
+  ScopedEnv empty("TORCH_MLU_DEVICE_CORES", "");
+  EXPECT_EQ(mlu::detail::read_config().error, "") << "an empty variable means the default";
+}
+
 TEST(Config, MachineConfigReadsEnvironment) {
   const mlu::detail::MachineConfig& config = mlu::detail::machine_config();
   EXPECT_EQ(config.physical_count, 2);

@@ -365,7 +365,30 @@ TEST(Event, WaitOnTheSameQueueIsANoOp) {
   EXPECT_TRUE(ran);
 }
 
-TEST(Event, SynchronizeReportsStickyErrors) {
+TEST(Event, SynchronizeReportsOnlyErrorsOfWorkBeforeItsRecord) {
+  ScopedEvent before, after;
+  ScopedQueue queue(0), other(0);
+  Gate gate;
+  ASSERT_EQ(mluLaunchTask(queue, "gate", gate.blocker()), mluSuccess);
+  ASSERT_EQ(mluEventRecord(before, queue), mluSuccess);
+  ASSERT_EQ(mluLaunchTask(queue, "failing_kernel", [](TaskContext& ctx) { ctx.fail("late"); }), mluSuccess);
+  ASSERT_EQ(mluEventRecord(after, queue), mluSuccess);
+  gate.open();
+  EXPECT_EQ(mluEventSynchronize(after), mluErrorLaunchFailure);
+  EXPECT_NE(std::string(mluGetLastErrorDetail()).find("failing_kernel: late"), std::string::npos);
+  // Same again, but the earlier record is synchronized first: it must not
+  // take the error of the task after it.
+  ASSERT_EQ(mluEventRecord(before, queue), mluSuccess);
+  ASSERT_EQ(mluLaunchTask(queue, "failing_kernel", [](TaskContext& ctx) { ctx.fail("later"); }), mluSuccess);
+  ASSERT_EQ(mluEventRecord(after, queue), mluSuccess);
+  EXPECT_EQ(mluEventSynchronize(before), mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(other), mluSuccess);
+  EXPECT_EQ(mluEventSynchronize(after), mluErrorLaunchFailure);
+  EXPECT_NE(std::string(mluGetLastErrorDetail()).find("failing_kernel: later"), std::string::npos);
+  EXPECT_EQ(mluQueueSynchronize(queue), mluSuccess);
+}
+
+TEST(Event, SynchronizeReportsErrors) {
   ScopedEvent event;
   ScopedQueue queue(1);
   ASSERT_EQ(mluLaunchTask(queue, "failing_kernel", [](TaskContext& ctx) { ctx.fail("nan detected"); }), mluSuccess);

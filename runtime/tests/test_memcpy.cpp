@@ -154,7 +154,7 @@ TEST(Memcpy, AsyncFromPageableIsSynchronous) {
   EXPECT_EQ(read_back(d.get(), n), expected);
 }
 
-TEST(Memcpy, PageableCopiesReportStickyErrors) {
+TEST(Memcpy, PageableCopiesReportTheirQueuesErrors) {
   // A blocking copy is a synchronizing call.
   DeviceBuffer d(64);
   ScopedQueue queue(0);

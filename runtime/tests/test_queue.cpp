@@ -281,7 +281,7 @@ TEST(Queue, FullRingBlocksTheLauncher) {
   for (int i = 0; i < kCapacity + kExtra; ++i) ASSERT_EQ(order[i], i);
 }
 
-TEST(Queue, StickyErrorsAreReportedOnceAndWorkContinues) {
+TEST(Queue, ErrorsAreReportedOnceAndWorkContinues) {
   int before = 0, between = 0, after = 0;
   ScopedQueue queue(0);
   ASSERT_EQ(mluLaunchTask(queue, "before", [&before] { ++before; }), mluSuccess);
@@ -311,7 +311,7 @@ TEST(Queue, StickyErrorsAreReportedOnceAndWorkContinues) {
   EXPECT_EQ(after, 2);
 }
 
-TEST(Queue, ThrownExceptionsBecomeStickyErrors) {
+TEST(Queue, ThrownExceptionsBecomeErrors) {
   ScopedQueue queue(1);
   ASSERT_EQ(mluLaunchTask(queue, "throwing_kernel", [] { throw std::runtime_error("bad shape [3, 4]"); }),
             mluSuccess);
@@ -337,7 +337,7 @@ TEST(Queue, DeviceSynchronizeReportsErrorsFromAnyQueue) {
   EXPECT_EQ(mluDeviceSynchronize(), mluSuccess);
 }
 
-TEST(Queue, StickyErrorsBelongToTheirDevice) {
+TEST(Queue, ErrorsBelongToTheirDevice) {
   ScopedQueue on1(1);
   ASSERT_EQ(mluLaunchTask(on1, "failing_kernel", [](TaskContext& ctx) { ctx.fail("on device 1"); }), mluSuccess);
   // Wait without consuming the error (every synchronizing call would take it).
@@ -346,6 +346,68 @@ TEST(Queue, StickyErrorsBelongToTheirDevice) {
   EXPECT_EQ(mluDeviceSynchronizeOn(1), mluErrorLaunchFailure);
   EXPECT_NE(std::string(mluGetLastErrorDetail()).find("on device 1"), std::string::npos);
   EXPECT_EQ(mluDeviceSynchronizeOn(1), mluSuccess);
+}
+
+TEST(Queue, ErrorsBelongToTheirQueue) {
+  ScopedQueue failing(0), other(0);
+  ASSERT_EQ(mluLaunchTask(failing, "failing_kernel", [](TaskContext& ctx) { ctx.fail("index 9 out of range"); }),
+            mluSuccess);
+  EXPECT_TRUE(eventually([&] { return mluQueueQuery(failing) == mluSuccess; }));
+  // Neither another queue's synchronize nor its blocking copies report it.
+  ASSERT_EQ(mluLaunchTask(other, "fine", [] {}), mluSuccess);
+  EXPECT_EQ(mluQueueSynchronize(other), mluSuccess);
+  EXPECT_EQ(mluQueueSynchronize(nullptr), mluSuccess) << "the default queue did not fail";
+  // Its own queue's synchronize does, once; then nothing is left for the device.
+  EXPECT_EQ(mluQueueSynchronize(failing), mluErrorLaunchFailure);
+  EXPECT_NE(std::string(mluGetLastErrorDetail()).find("device 0: failing_kernel: index 9 out of range"),
+            std::string::npos)
+      << mluGetLastErrorDetail();
+  EXPECT_EQ(mluDeviceSynchronize(), mluSuccess);
+}
+
+TEST(Queue, DeviceSynchronizeReportsEachQueuesErrorOnce) {
+  ScopedQueue a(0), b(0);
+  ASSERT_EQ(mluLaunchTask(a, "kernel_a", [](TaskContext& ctx) { ctx.fail("a"); }), mluSuccess);
+  ASSERT_EQ(mluLaunchTask(b, "kernel_b", [](TaskContext& ctx) { ctx.fail("b"); }), mluSuccess);
+  ASSERT_EQ(mluDeviceSynchronize(), mluErrorLaunchFailure);
+  const std::string first = mluGetLastErrorDetail();
+  ASSERT_EQ(mluDeviceSynchronize(), mluErrorLaunchFailure);
+  const std::string second = mluGetLastErrorDetail();
+  EXPECT_NE(first, second);
+  EXPECT_NE((first + second).find("kernel_a: a"), std::string::npos) << first << " / " << second;
+  EXPECT_NE((first + second).find("kernel_b: b"), std::string::npos) << first << " / " << second;
+  EXPECT_EQ(mluDeviceSynchronize(), mluSuccess);
+  EXPECT_EQ(mluQueueSynchronize(a), mluSuccess);
+  EXPECT_EQ(mluQueueSynchronize(b), mluSuccess);
+}
+
+TEST(Queue, ADestroyedQueueLeavesItsErrorToTheDevice) {
+  mluQueue_t queue = nullptr;
+  ASSERT_EQ(mluQueueCreate(&queue), mluSuccess);
+  ASSERT_EQ(mluLaunchTask(queue, "orphan_kernel", [](TaskContext& ctx) { ctx.fail("lost queue"); }), mluSuccess);
+  ASSERT_EQ(mluQueueDestroy(queue), mluSuccess);
+  EXPECT_EQ(mluQueueSynchronize(nullptr), mluSuccess);
+  EXPECT_EQ(mluDeviceSynchronize(), mluErrorLaunchFailure);
+  EXPECT_NE(std::string(mluGetLastErrorDetail()).find("orphan_kernel: lost queue"), std::string::npos);
+  EXPECT_EQ(mluDeviceSynchronize(), mluSuccess);
+}
+
+TEST(Queue, CheckHandleVetsHandlesWithoutReadingThem) {
+  ScopedQueue queue(0);
+  EXPECT_EQ(mluQueueCheckHandle(queue), mluSuccess);
+  EXPECT_EQ(mluQueueCheckHandle(nullptr), mluSuccess) << "null is the default queue";
+  mluQueue_t defaults = nullptr;
+  ASSERT_EQ(mluGetDefaultQueue(1, &defaults), mluSuccess);
+  EXPECT_EQ(mluQueueCheckHandle(defaults), mluSuccess);
+  // Not a queue (reading it would crash): rejected by address alone.
+  EXPECT_EQ(mluQueueCheckHandle(reinterpret_cast<mluQueue_t>(uintptr_t{12345})), mluErrorInvalidResourceHandle);
+  EXPECT_NE(std::string(mluGetLastErrorDetail()).find("not a queue"), std::string::npos);
+  // A destroyed queue is still a handle of the runtime, which the other calls reject.
+  mluQueue_t destroyed = nullptr;
+  ASSERT_EQ(mluQueueCreate(&destroyed), mluSuccess);
+  ASSERT_EQ(mluQueueDestroy(destroyed), mluSuccess);
+  EXPECT_EQ(mluQueueCheckHandle(destroyed), mluSuccess);
+  EXPECT_EQ(mluQueueQuery(destroyed), mluErrorInvalidResourceHandle);
 }
 
 TEST(Queue, DeviceSynchronizeWaitsForEveryQueue) {

@@ -7,8 +7,21 @@
 // own memory capacity (TORCH_MLU_DEVICE_MEMORY, e.g. "8G"; default
 // min(16 GiB, host RAM / 4)) and a compute-core count (TORCH_MLU_DEVICE_CORES,
 // default: the host's hardware threads). The environment is read once, on the
-// first runtime call, and reading it starts no thread (fork-safe).
+// first runtime call, and reading it starts no thread (fork-safe). A malformed
+// or out-of-range value is an error, never silently replaced by the default:
+// mluGetDeviceCount and every call that takes a device then return
+// mluErrorInitialization with a detail naming the variable and its forms.
 // The current device is per host thread and starts at 0.
+//
+// Note [Forked children]
+// A child forked after the runtime started (a queue thread ran or memory was
+// allocated) has none of the parent's device threads, and the runtime's locks
+// may have been held by threads that do not exist there. Every call that would
+// use a device, a queue, an event or device memory therefore returns
+// mluErrorForkedChild in such a child, at once and without taking a lock
+// (frees included: the child leaks the inherited memory, which its exit
+// reclaims). mluGetDeviceCount and mluGetDeviceProperties keep working. A
+// child forked before the runtime started may use it normally.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +49,8 @@ struct mluDeviceProp {
 constexpr int kMluRuntimeVersion = 1000;
 
 mluError_t mluGetDeviceCount(int* count);
+// True in a child forked after the runtime started (Note [Forked children]).
+bool mluIsForkedChild();
 mluError_t mluGetDevice(int* device);
 mluError_t mluSetDevice(int device);
 mluError_t mluGetDeviceProperties(mluDeviceProp* prop, int device);

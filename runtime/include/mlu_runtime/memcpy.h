@@ -6,8 +6,8 @@
 // memory they behave synchronously: they return only after the copy has
 // finished, like CUDA's, so the caller may reuse or read the host buffer at
 // once. The plain forms run on the default queue of the device involved and
-// always wait. Waiting calls are synchronizing calls (see Note [Sticky device
-// errors] in queue.h). Device ranges are checked against the allocation
+// always wait. Waiting calls are synchronizing calls of their queue (see Note
+// [Errors belong to queues] in queue.h). Device ranges are checked against the allocation
 // registry: a range that leaves its allocation is mluErrorInvalidValue.
 #pragma once
 

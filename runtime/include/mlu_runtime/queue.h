@@ -15,13 +15,18 @@
 // so everything that waits for a sequence number (events, synchronize) waits
 // for completed work, not dequeued work.
 //
-// Note [Sticky device errors]
+// Note [Errors belong to queues]
 // A task fails by calling TaskContext::fail(message) or by throwing a
-// std::exception. The failure is stored on the task's device together with the
-// task's name (the first one wins until it is read); later tasks still run.
-// The next synchronizing call on that device (queue/event/device synchronize,
-// a blocking copy) returns mluErrorLaunchFailure with the detail
-// "<task name>: <message>" and clears the error, so the device is usable again.
+// std::exception. The failure is stored on the task's queue together with the
+// task's name and sequence number (the first one wins until it is read);
+// later tasks still run. It is reported as mluErrorLaunchFailure with the
+// detail "device <d>: <task name>: <message>", and cleared, by the next
+// synchronizing call that covers the failed task: a synchronize of that queue,
+// a blocking copy on it, a synchronize of an event recorded on it after the
+// task, or a synchronize of the whole device. Another queue's synchronize never
+// reports it, so one host thread's error is not raised in another thread that
+// works on its own queue. A destroyed queue hands a pending error to its
+// device, where the next device synchronize reports it.
 //
 // A null mluQueue_t means the default queue of the current device. Default
 // queues live as long as the process; mluQueueDestroy waits for the queue's
@@ -68,6 +73,12 @@ mluError_t mluQueueDestroy(mluQueue_t queue);
 mluError_t mluGetDefaultQueue(int device, mluQueue_t* queue);
 mluError_t mluQueueGetPriority(mluQueue_t queue, int* priority);
 mluError_t mluQueueGetDevice(mluQueue_t queue, int* device);
+// mluSuccess when `queue` is a handle this runtime created (live or destroyed:
+// the other calls report a destroyed one themselves) or null (the default
+// queue); mluErrorInvalidResourceHandle otherwise. Unlike the other calls it
+// never dereferences the handle, so it vets handles from outside (an external
+// stream's) before they are used.
+mluError_t mluQueueCheckHandle(mluQueue_t queue);
 // How many tasks were ever launched on `queue` (copies, kernels, event
 // records, waits): a profiling and testing aid.
 mluError_t mluQueueGetLaunchCount(mluQueue_t queue, uint64_t* count);

@@ -3,9 +3,9 @@
 // Every runtime entry point returns an mluError_t and never throws. When a call
 // fails it also leaves a human-readable explanation in a thread-local slot that
 // mluGetLastErrorDetail() returns until the next failing call on the same host
-// thread. Errors raised by device tasks are "sticky": they are stored on the
-// device and reported (then cleared) by the next synchronizing call; see
-// Note [Sticky device errors] in queue.h.
+// thread. Errors raised by device tasks are stored on the task's queue and
+// reported (then cleared) by the next synchronizing call that covers that
+// task; see Note [Errors belong to queues] in queue.h.
 #pragma once
 
 namespace mlu {
@@ -21,6 +21,8 @@ enum mluError_t : int {
   mluErrorLaunchFailure = 7,          // a device task failed (see the detail)
   mluErrorInvalidMemcpyDirection = 8, // pointer kinds do not match the copy kind
   mluErrorNotSupported = 9,           // valid request the runtime does not do
+  mluErrorInitialization = 10,        // an invalid TORCH_MLU_* setting (the detail names it)
+  mluErrorForkedChild = 11,           // a child forked after the runtime started (Note [Forked children])
 };
 
 const char* mluGetErrorName(mluError_t error);
