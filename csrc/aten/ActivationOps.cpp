@@ -25,6 +25,7 @@
 #include <ATen/ops/threshold_backward_meta.h>
 #include <ATen/ops/threshold_meta.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/StructuredPointwise.h"
 
 namespace torch_mlu {
@@ -170,7 +171,7 @@ at::Tensor log_sigmoid_backward_mlu(const at::Tensor& grad, const at::Tensor& se
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   MLU_REGISTER_UNARY(m, silu, Op::Silu);
   MLU_REGISTER_UNARY(m, mish, Op::Mish);
   MLU_REGISTER_UNARY(m, hardsigmoid, Op::Hardsigmoid);

@@ -17,6 +17,8 @@
 #include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
+
 namespace torch_mlu {
 namespace {
 
@@ -58,7 +60,7 @@ at::Tensor& update_scale(at::Tensor& scale, at::Tensor& growth_tracker, const at
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_amp_foreach_non_finite_check_and_unscale_", TORCH_FN(non_finite_check_and_unscale));
   m.impl("_amp_update_scale_", TORCH_FN(update_scale));
 }

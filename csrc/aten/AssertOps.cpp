@@ -8,6 +8,7 @@
 #include <ATen/ops/_to_copy.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 
 namespace torch_mlu {
@@ -27,7 +28,7 @@ void assert_async(const at::Tensor& self, std::string message) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_assert_async", [](const at::Tensor& self) { assert_async(self, ""); });
   m.impl("_assert_async.msg",
          [](const at::Tensor& self, c10::string_view message) { assert_async(self, std::string(message)); });

@@ -28,6 +28,7 @@
 #include <mlu_kernels/attention.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/core/MLUGeneratorImpl.h"
 
@@ -231,7 +232,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(sdpa_fused_mlu));
   m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(sdpa_fused_backward_mlu));
 }

@@ -35,6 +35,7 @@
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/xlogy_meta.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/StructuredPointwise.h"
 
 namespace torch_mlu {
@@ -98,7 +99,7 @@ at::Tensor& pow_scalar_impl(const at::Scalar& base, const at::Tensor& exponent, 
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("pow.Scalar", [](const at::Scalar& base, const at::Tensor& exponent) {
     c10::OptionalDeviceGuard guard(exponent.device());
     MLUFunctional<at::meta::structured_pow_Scalar> meta;

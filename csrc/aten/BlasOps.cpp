@@ -20,6 +20,7 @@
 #include <ATen/ops/mm_meta.h>
 #include <mlu_kernels/gemm.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/StructuredPointwise.h"
 
@@ -184,7 +185,7 @@ at::Tensor dot(const char* name, T self, T other) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("mm", [](T self, T mat2) {
     if (!all_have_gemm(self, mat2)) return cpu_fallback<at::Tensor(T, T)>("aten::mm", self, mat2);
     check_same_device("mm", {self, mat2});

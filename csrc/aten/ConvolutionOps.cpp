@@ -13,6 +13,7 @@
 #include <mlu_kernels/conv.h>
 #include <mlu_kernels/gemm.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 
 namespace torch_mlu {
@@ -219,7 +220,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("convolution_overrideable", TORCH_FN(convolution));
   m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward));
 }

@@ -12,6 +12,7 @@
 #include <mlu_runtime/memcpy.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/core/MLUHostAllocator.h"
 
@@ -186,7 +187,7 @@ TORCH_LIBRARY_IMPL(aten, Negative, m) {
   m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_copy_from", TORCH_FN(copy_from_mlu));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize_mlu));
   m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense_mlu));

@@ -19,6 +19,7 @@
 
 #include <vector>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 
 namespace torch_mlu {
@@ -151,7 +152,7 @@ std::vector<int64_t> host_lengths(T lengths, const char* name) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_ctc_loss", TORCH_FN(ctc_loss));
   m.impl("_ctc_loss.Tensor", [](T log_probs, T targets, T input_lengths, T target_lengths, int64_t blank,
                                 bool zero_infinity) {

@@ -15,6 +15,7 @@
 #include <mlu_kernels/embedding_bag.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 
 namespace torch_mlu {
@@ -185,7 +186,7 @@ at::Tensor backward_mlu(T grad, T indices, T /*offsets*/, T offset2bag, T bag_si
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_embedding_bag", TORCH_FN(embedding_bag_mlu));
   m.impl("_embedding_bag_forward_only", TORCH_FN(embedding_bag_mlu));
   m.impl("_embedding_bag_backward", TORCH_FN(backward_mlu));

@@ -2,6 +2,7 @@
 #include "csrc/aten/Fallback.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <unordered_set>
@@ -13,6 +14,7 @@
 #include <mlu_runtime/device.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/core/MLUStream.h"
 
 namespace torch_mlu {
@@ -40,7 +42,18 @@ std::string op_name(const c10::OperatorHandle& op) {
   return name.overload_name.empty() ? name.name : name.name + "." + name.overload_name;
 }
 
+// Ops with a device check get exactly the one a native kernel gets (Note
+// [Device checks]); the exempt ones (TensorIterator ops among them) may mix
+// mlu tensors with 0-dim CPU scalars, and CPU indices where CUDA takes them.
 void check_devices(const c10::OperatorHandle& op, const torch::jit::Stack& stack, size_t num_arguments) {
+  const c10::OperatorName& name = op.schema().operator_name();
+  if (name.name.rfind("aten::", 0) == 0) {
+    const std::string short_name = op_name(op).substr(std::strlen("aten::"));
+    if (const DeviceCheckPlan* plan = device_check_plan(short_name.c_str())) {
+      plan->check_boxed(stack, stack.size() - num_arguments);
+      return;
+    }
+  }
   std::optional<c10::Device> mlu_device;
   std::optional<c10::Device> cpu_device;
   auto visit = [&](const at::Tensor& t) {
@@ -190,7 +203,7 @@ TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&mlu_cpu_fallback>());
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_to_cpu", TORCH_FN(to_cpu_mlu));
 }
 

@@ -11,6 +11,7 @@
 #include <torch/library.h>
 
 #include "csrc/aten/Copy.h"
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 
 namespace torch_mlu {
@@ -48,7 +49,7 @@ at::Tensor& zero_mlu_(at::Tensor& self) { return fill_scalar_mlu_(self, 0); }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar_mlu_));
   m.impl("fill_.Tensor", TORCH_FN(fill_tensor_mlu_));
   m.impl("zero_", TORCH_FN(zero_mlu_));

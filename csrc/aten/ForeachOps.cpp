@@ -71,6 +71,7 @@
 #include <mlu_kernels/reduce.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/PointwiseLaunch.h"
 
@@ -530,7 +531,7 @@ Tensors norm(TL self, const at::Scalar& ord, std::optional<at::ScalarType> dtype
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
 #define MLU_REGISTER_BINARY(name, form, fn)     \
   m.impl("_foreach_" #name "." #form, TORCH_FN(fn)); \
   m.impl("_foreach_" #name "_." #form, TORCH_FN(fn##_));

@@ -36,6 +36,7 @@
 #include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/Structured.h"
 
 namespace torch_mlu {
@@ -268,7 +269,7 @@ bool mask_left_aligned(T /*t*/, T mask) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("mse_loss", TORCH_FN(mse));
   m.impl("mse_loss.out", [](T self, T target, int64_t reduction, at::Tensor& out) -> at::Tensor& {
     return copy_into(out, mse(self, target, reduction));

@@ -14,6 +14,7 @@
 #include <mlu_kernels/optimizer.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 
 namespace torch_mlu {
@@ -250,7 +251,7 @@ void fused_adagrad(TL params, TL grads, TL state_sums, TL steps, double lr, cons
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_fused_adam_", TORCH_FN(fused_adam_float_lr<false>));
   m.impl("_fused_adam_.tensor_lr", TORCH_FN(fused_adam_tensor_lr<false>));
   m.impl("_fused_adamw_", TORCH_FN(fused_adam_float_lr<true>));

@@ -25,6 +25,7 @@
 #include <mlu_kernels/index.h>
 
 #include "csrc/aten/Copy.h"
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/StructuredPointwise.h"
 
@@ -373,7 +374,7 @@ at::Tensor embedding_dense_backward_mlu(const at::Tensor& grad, const at::Tensor
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("index_select", TORCH_FN(index_select_mlu));
   m.impl("index_select.out", TORCH_FN(index_select_out_mlu));
   m.impl("gather", TORCH_FN(gather_mlu));

@@ -12,6 +12,7 @@
 #include <ATen/ops/nll_loss_forward_meta.h>
 #include <mlu_kernels/loss.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/Structured.h"
 #include "csrc/aten/StructuredPointwise.h"
@@ -109,7 +110,7 @@ at::Tensor spatial_nll_loss_backward(T grad_output, T self, T target, W weight, 
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("nll_loss2d_forward", TORCH_FN(spatial_nll_loss));
   m.impl("nll_loss2d_forward.output", [](T self, T target, W weight, int64_t reduction, int64_t ignore_index,
                                          at::Tensor& output, at::Tensor& total_weight) {

@@ -20,6 +20,8 @@
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
+
 namespace torch_mlu {
 namespace {
 
@@ -136,7 +138,7 @@ at::Tensor multilabel_margin_loss_backward(T grad_output, T self, T target, int6
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("multi_margin_loss", TORCH_FN(multi_margin_loss));
   m.impl("multi_margin_loss_backward", TORCH_FN(multi_margin_loss_backward));
   m.impl("multilabel_margin_loss_forward", TORCH_FN(multilabel_margin_loss_forward));

@@ -17,6 +17,7 @@
 #include <ATen/ops/zeros.h>
 #include <mlu_kernels/norm.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 
 namespace torch_mlu {
@@ -229,7 +230,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("native_layer_norm", TORCH_FN(layer_norm));
   m.impl("native_layer_norm_backward", TORCH_FN(layer_norm_backward));
   m.impl("native_batch_norm", TORCH_FN(batch_norm));

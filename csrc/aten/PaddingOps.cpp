@@ -31,6 +31,8 @@
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
+
 namespace torch_mlu {
 namespace {
 
@@ -106,7 +108,7 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad_
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("reflection_pad1d", TORCH_FN(reflection_pad1d));
   m.impl("reflection_pad2d", TORCH_FN(reflection_pad2d));
   m.impl("reflection_pad3d", TORCH_FN(reflection_pad3d));

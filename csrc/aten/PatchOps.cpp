@@ -8,6 +8,7 @@
 #include <mlu_kernels/conv.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/Structured.h"
 
@@ -93,7 +94,7 @@ at::Tensor col2im_mlu(T self, A output_size, A kernel, A dilation, A padding, A 
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("im2col", TORCH_FN(im2col_mlu));
   m.impl("im2col.out", [](T self, A kernel, A dilation, A padding, A stride, at::Tensor& out) -> at::Tensor& {
     return copy_into(out, im2col_mlu(self, kernel, dilation, padding, stride));

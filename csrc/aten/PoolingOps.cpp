@@ -25,6 +25,7 @@
 #include <ATen/ops/max_pool2d_with_indices_meta.h>
 #include <mlu_kernels/pool.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/Structured.h"
 #include "csrc/aten/StructuredPointwise.h"
@@ -273,7 +274,7 @@ void launch_adaptive_max_pool(int dims, T self, T output, T indices) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   using Pair = std::tuple<at::Tensor, at::Tensor>;
   using RefPair = std::tuple<at::Tensor&, at::Tensor&>;
   namespace meta = at::meta;

@@ -18,6 +18,7 @@
 #include <torch/library.h>
 
 #include "csrc/aten/Copy.h"
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/core/MLUGeneratorImpl.h"
 
@@ -273,7 +274,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout_mlu(const at::Tensor& input, d
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("uniform_", TORCH_FN(uniform_mlu_));
   m.impl("normal_", TORCH_FN(normal_mlu_));
   m.impl("normal.Tensor_float", TORCH_FN(normal_tensor_float_mlu));

@@ -2,6 +2,7 @@
 // tensor's memory is in use on `s`. See Note [Stream-ordered reuse].
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/core/MLUCachingAllocator.h"
 
 namespace torch_mlu {
@@ -15,6 +16,6 @@ void record_stream_mlu(at::Tensor& self, c10::Stream stream) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("record_stream", TORCH_FN(record_stream_mlu)); }
+TORCH_MLU_ATEN_IMPL(m) { m.impl("record_stream", TORCH_FN(record_stream_mlu)); }
 
 }  // namespace torch_mlu

@@ -30,6 +30,7 @@
 #include <ATen/ops/sum_meta.h>
 #include <mlu_kernels/reduce.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/StructuredPointwise.h"
 
@@ -451,7 +452,7 @@ at::Tensor& cumulative_out_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("sum.dim_IntList", TORCH_FN(sum_mlu));
   m.impl("sum.IntList_out", TORCH_FN(sum_out_mlu));
   m.impl("mean.dim", TORCH_FN(mean_mlu));

@@ -30,6 +30,7 @@
 
 #include <array>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/Structured.h"
 #include "csrc/aten/StructuredPointwise.h"
@@ -135,7 +136,7 @@ at::Tensor& backward_out(at::Tensor& grad_input, const Resample& r, T grad_outpu
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   namespace meta = at::meta;
   m.impl("upsample_nearest1d", [](T self, A output_size, S scales) {
     return forward<meta::structured_upsample_nearest1d>(

@@ -16,6 +16,8 @@
 #include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
+
 namespace torch_mlu {
 namespace {
 
@@ -112,7 +114,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_thnn_fused_lstm_cell", TORCH_FN(fused_lstm_cell));
   m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(fused_lstm_cell_backward));
   m.impl("_thnn_fused_gru_cell", TORCH_FN(fused_gru_cell));

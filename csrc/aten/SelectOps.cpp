@@ -13,6 +13,7 @@
 #include <ATen/ops/ne.h>
 #include <mlu_kernels/select.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/StructuredPointwise.h"
 
@@ -204,7 +205,7 @@ UniqueResult unique_dim_consecutive_mlu(const at::Tensor& self, int64_t dim, boo
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("nonzero", TORCH_FN(nonzero_mlu));
   m.impl("masked_select", TORCH_FN(masked_select_mlu));
   m.impl("_unique", TORCH_FN(unique_mlu));

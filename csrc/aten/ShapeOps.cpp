@@ -16,6 +16,7 @@
 #include <mlu_kernels/triangle.h>
 
 #include "csrc/aten/Copy.h"
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/StructuredPointwise.h"
 
@@ -301,7 +302,7 @@ at::Tensor& eye_out_mlu(c10::SymInt n_sym, c10::SymInt m_sym, at::Tensor& out) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("flip", TORCH_FN(flip_mlu));
   m.impl("roll", TORCH_FN(roll_mlu));
   m.impl("tril", [](const at::Tensor& self, int64_t diagonal) {

@@ -10,6 +10,7 @@
 #include <ATen/ops/empty_like.h>
 #include <mlu_kernels/softmax.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/StructuredPointwise.h"
 
@@ -131,7 +132,7 @@ at::Tensor& backward_out(const char* name, const char* schema, T grad, T output,
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_softmax", [](T self, int64_t dim, bool half_to_float) {
     return forward<at::meta::structured__softmax, false>("softmax", "aten::_softmax", self, dim, half_to_float);
   });

@@ -4,6 +4,7 @@
 #include <torch/library.h>
 
 #include "csrc/aten/TensorFactories.h"
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/core/MLUCachingAllocator.h"
 #include "csrc/core/MLUFunctions.h"
 
@@ -50,7 +51,7 @@ at::Tensor empty_for_kernel_output(at::IntArrayRef sizes, at::IntArrayRef stride
                                            options.dtype().toScalarType());
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("empty.memory_format", TORCH_FN(empty_mlu));
   m.impl("empty_strided", TORCH_FN(empty_strided_mlu));
 }

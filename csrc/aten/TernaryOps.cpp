@@ -9,6 +9,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/lerp_meta.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/StructuredPointwise.h"
 
 namespace torch_mlu {
@@ -171,7 +172,7 @@ at::Tensor where_mlu(const at::Tensor& condition, const at::Tensor& self, const 
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("clamp", TORCH_FN(clamp_mlu));
   m.impl("clamp_", TORCH_FN(clamp__mlu));
   m.impl("clamp.out", TORCH_FN(clamp_out_mlu));

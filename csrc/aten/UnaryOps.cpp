@@ -48,6 +48,7 @@
 #include <ATen/ops/tanh_meta.h>
 #include <ATen/ops/trunc_meta.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/StructuredPointwise.h"
 
 namespace torch_mlu {
@@ -129,7 +130,7 @@ at::Tensor& nan_to_num_out_mlu(const at::Tensor& self, std::optional<double> nan
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   MLU_REGISTER_UNARY(m, acos, Op::Acos);
   MLU_REGISTER_UNARY(m, acosh, Op::Acosh);
   MLU_REGISTER_UNARY(m, asin, Op::Asin);

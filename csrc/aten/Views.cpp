@@ -13,6 +13,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
 #include "csrc/core/MLUCachingAllocator.h"
 #include "csrc/core/MLUStorage.h"
 
@@ -69,7 +70,7 @@ bool has_compatible_shallow_copy_type_mlu(const at::Tensor& self, const at::Tens
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type_mlu));
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
   m.impl("view", TORCH_FN(at::native::view));

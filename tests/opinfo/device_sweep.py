@@ -1,0 +1,163 @@
+"""The device-rule sweep (issue 22): every op_db op, each tensor operand moved in turn to the CPU and to mlu:1.
+
+For each op, the first samples of one dtype (float32 where the op takes it) run once with every tensor on
+mlu:0 (the baseline; an op that fails there is skipped: test_opinfo covers it). Then, for each tensor leaf of
+the sample (input, args, kwargs, lists included), the sample runs again with that one tensor on the CPU, and
+again with it on mlu:1. Each run prints one JSON line:
+
+  {"op", "sample", "slot", "target", "dim", "empty", "outcome", "message"}
+
+(empty: some tensor of the sample has no elements, so a mixed call reads nothing.)
+
+outcome is one of
+  device_error   raised an exception whose message is about devices (CUDA's behaviour for a mixed call)
+  other_error    raised something else (e.g. a garbage index read from freed host memory)
+  same           ran, and gave the baseline's values
+  different      ran, and gave other values (a silently wrong result)
+  late_error     ran, but a device error surfaced at the following synchronize
+
+A crash ends the process: the last line printed names the case that was running ("start" lines precede each
+case). tests/test_device_checks.py runs this script and judges the lines against CUDA's rules.
+
+  .venv/bin/python tests/opinfo/device_sweep.py [--ops add,cat] [--samples 2]
+"""
+import argparse
+import json
+import re
+import sys
+import warnings
+
+import torch
+
+import torch_mlu  # noqa: F401
+
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.utils._pytree import tree_flatten, tree_unflatten
+
+_DEVICE_MESSAGE = re.compile(r"device|Device|mlu|cpu", re.IGNORECASE)
+
+
+def pick_dtype(op):
+    dtypes = op.supported_dtypes("cpu")
+    for dtype in (torch.float32, torch.int64, torch.bool, torch.complex64):
+        if dtype in dtypes:
+            return dtype
+    return None
+
+
+def to_cpu(value):
+    leaves, spec = tree_flatten(value)
+    return tree_unflatten([x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in leaves], spec)
+
+
+def same(a, b):
+    la, _ = tree_flatten(a)
+    lb, _ = tree_flatten(b)
+    if len(la) != len(lb):
+        return False
+    for x, y in zip(la, lb):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if isinstance(x, torch.Tensor):
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return False
+            if x.is_complex() or x.is_floating_point():
+                if not torch.equal(torch.nan_to_num(x, nan=0.125), torch.nan_to_num(y, nan=0.125)):
+                    return False
+            elif not torch.equal(x, y):
+                return False
+        elif x != y and not (isinstance(x, float) and x != x and y != y):
+            return False
+    return True
+
+
+def synchronize_all():
+    for d in range(torch.mlu.device_count()):
+        torch.mlu.synchronize(d)
+
+
+def run(op, leaves, spec):
+    sample_input, args, kwargs = tree_unflatten(leaves, spec)
+    result = op(sample_input, *args, **kwargs)
+    return to_cpu(result)
+
+
+def deterministic(op, leaves, spec, first):
+    try:
+        second = run(op, leaves, spec)
+        synchronize_all()
+    except Exception:
+        return False
+    return same(first, second)
+
+
+def emit(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+def sweep_op(op, samples_per_op):
+    dtype = pick_dtype(op)
+    if dtype is None:
+        return
+    try:
+        samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))[:samples_per_op]
+    except Exception:
+        return
+    for k, sample in enumerate(samples):
+        cpu_leaves, spec = tree_flatten((sample.input, sample.args, sample.kwargs))
+        slots = [i for i, x in enumerate(cpu_leaves) if isinstance(x, torch.Tensor)]
+        if len(slots) < 2:
+            continue  # moving the only tensor mixes nothing
+        base_leaves = [x.to("mlu:0") if isinstance(x, torch.Tensor) else x for x in cpu_leaves]
+        try:
+            baseline = run(op, base_leaves, spec)
+            synchronize_all()
+        except Exception:
+            try:
+                synchronize_all()
+            except Exception:
+                pass
+            continue
+        check_values = deterministic(op, base_leaves, spec, baseline)
+        for slot in slots:
+            for target in ("cpu", "mlu:1"):
+                leaves = list(base_leaves)
+                leaves[slot] = cpu_leaves[slot].to(target)
+                case = dict(op=op.full_name if hasattr(op, "full_name") else op.name, sample=k, slot=slot,
+                            target=target, dim=cpu_leaves[slot].dim(),
+                            empty=any(cpu_leaves[i].numel() == 0 for i in slots))
+                emit(start=True, **case)
+                outcome, message = None, ""
+                try:
+                    result = run(op, leaves, spec)
+                except Exception as e:  # noqa: BLE001 - every exception is judged below
+                    message = str(e).split("\n")[0][:300]
+                    outcome = "device_error" if _DEVICE_MESSAGE.search(message) else "other_error"
+                try:
+                    synchronize_all()
+                except Exception as e:  # noqa: BLE001
+                    if outcome is None:
+                        outcome, message = "late_error", str(e).split("\n")[0][:300]
+                if outcome is None:
+                    outcome = "same" if not check_values or same(baseline, result) else "different"
+                emit(outcome=outcome, message=message, **case)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", default="", help="comma-separated op_db names (default: all)")
+    parser.add_argument("--samples", type=int, default=1, help="samples per op")
+    args = parser.parse_args()
+    wanted = set(filter(None, args.ops.split(",")))
+    warnings.simplefilter("ignore")
+    torch.manual_seed(0)
+    for op in op_db:
+        name = op.full_name if hasattr(op, "full_name") else op.name
+        if wanted and name not in wanted and op.name not in wanted:
+            continue
+        sweep_op(op, args.samples)
+    emit(done=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
