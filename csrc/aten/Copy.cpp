@@ -164,12 +164,17 @@ void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
   }
   mlu::kernels::ScalarType dst_type = require_kernel_dtype(dst.scalar_type(), "copy_");
   mlu::kernels::ScalarType src_type = require_kernel_dtype(src.scalar_type(), "copy_");
-  // Deep contiguous tensors of one shape copy as 1-D views.
-  const bool flat = dst.dim() > mlu::kernels::kMaxDims && dst.is_contiguous() && src.is_contiguous() &&
-                    dst.sizes() == src.sizes();
-  mlu::kernels::Shape shape = kernel_shape(flat ? dst.view(-1) : dst);
-  mlu::kernels::Strides dst_strides = kernel_strides(flat ? dst.view(-1) : dst);
-  mlu::kernels::Strides src_strides = kernel_strides(flat ? src.view(-1) : src);
+  const std::optional<Collapsed> collapsed =
+      dst.dim() > mlu::kernels::kMaxDims ? try_collapse_dims(dst.sizes(), dst.strides(), src.strides())
+                                         : std::optional<Collapsed>(kernel_layout(dst, src));
+  if (!collapsed) {
+    // Too many unmergeable dims (Note [Collapsed dims]): one copy per slice of the outermost dim.
+    for (int64_t i = 0; i < dst.size(0); ++i) copy_on_device(dst.select(0, i), src.select(0, i));
+    return;
+  }
+  const Collapsed& layout = *collapsed;
+  const mlu::kernels::Shape shape = layout.shape;
+  const mlu::kernels::Strides dst_strides = layout.first, src_strides = layout.second;
   void* out = dst.data_ptr();
   const void* in = src.const_data_ptr();
   launch_kernel(dst.device().index(), "copy_", [=] {

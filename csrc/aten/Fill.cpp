@@ -24,8 +24,9 @@ at::Tensor& fill_scalar_mlu_(at::Tensor& self, const at::Scalar& value) {
   at::Tensor host = at::scalar_tensor(value, self.options().device(c10::DeviceType::CPU));
   std::array<unsigned char, 16> bytes{};
   std::memcpy(bytes.data(), host.const_data_ptr(), host.element_size());
-  mlu::kernels::Shape shape = kernel_shape(flat_if_deep(self));
-  mlu::kernels::Strides strides = kernel_strides(flat_if_deep(self));
+  const Collapsed layout = kernel_layout(self);  // Note [Collapsed dims]
+  const mlu::kernels::Shape shape = layout.shape;
+  const mlu::kernels::Strides strides = layout.first;
   void* out = self.data_ptr();
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), "fill_", [=] { mlu::kernels::fill(out, type, shape, strides, bytes.data()); });

@@ -1,5 +1,7 @@
 #include "csrc/aten/KernelArgs.h"
 
+#include <vector>
+
 #include <c10/util/Exception.h>
 #include <mlu_kernels/parallel.h>
 #include <mlu_runtime/device.h>
@@ -47,10 +49,6 @@ mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* o
   return *kernel;
 }
 
-at::Tensor flat_if_deep(const at::Tensor& t) {
-  return t.dim() > mlu::kernels::kMaxDims && t.is_contiguous() ? t.view(-1) : t;
-}
-
 mlu::kernels::Shape kernel_shape(const at::Tensor& t) {
   TORCH_CHECK(t.dim() <= mlu::kernels::kMaxDims, "mlu kernels support up to ", mlu::kernels::kMaxDims,
               " dimensions, got a tensor with ", t.dim());
@@ -64,6 +62,48 @@ mlu::kernels::Strides kernel_strides(const at::Tensor& t) {
   mlu::kernels::Strides strides;
   for (int64_t i = 0; i < t.dim() && i < mlu::kernels::kMaxDims; ++i) strides.v[i] = t.stride(i);
   return strides;
+}
+
+Collapsed collapse_dims(at::IntArrayRef sizes, at::IntArrayRef first, at::IntArrayRef second) {
+  std::optional<Collapsed> collapsed = try_collapse_dims(sizes, first, second);
+  TORCH_CHECK(collapsed.has_value(), "mlu kernels support up to ", mlu::kernels::kMaxDims,
+              " dimensions that cannot be merged, got more (of ", sizes.size(), "); move the tensor to the CPU for "
+              "this op");
+  return *collapsed;
+}
+
+std::optional<Collapsed> try_collapse_dims(at::IntArrayRef sizes, at::IntArrayRef first, at::IntArrayRef second) {
+  std::vector<int64_t> merged_sizes, a, b;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const int64_t size = sizes[d];
+    if (size == 1) continue;
+    if (!merged_sizes.empty() && a.back() == first[d] * size && b.back() == second[d] * size) {
+      merged_sizes.back() *= size;
+      a.back() = first[d];
+      b.back() = second[d];
+    } else {
+      merged_sizes.push_back(size);
+      a.push_back(first[d]);
+      b.push_back(second[d]);
+    }
+  }
+  if (merged_sizes.size() > static_cast<size_t>(mlu::kernels::kMaxDims)) return std::nullopt;
+  Collapsed collapsed;
+  collapsed.shape.ndim = static_cast<int>(merged_sizes.size());
+  for (size_t i = 0; i < merged_sizes.size(); ++i) {
+    collapsed.shape.sizes[i] = merged_sizes[i];
+    collapsed.first.v[i] = a[i];
+    collapsed.second.v[i] = b[i];
+  }
+  return collapsed;
+}
+
+Collapsed kernel_layout(const at::Tensor& t) { return kernel_layout(t, t); }
+
+Collapsed kernel_layout(const at::Tensor& first, const at::Tensor& second) {
+  TORCH_INTERNAL_ASSERT(first.sizes() == second.sizes(), "kernel_layout: the tensors differ in shape");
+  if (first.dim() > mlu::kernels::kMaxDims) return collapse_dims(first.sizes(), first.strides(), second.strides());
+  return {kernel_shape(first), kernel_strides(first), kernel_strides(second)};
 }
 
 }  // namespace torch_mlu

@@ -28,10 +28,6 @@ inline bool has_kernel(const at::Tensor& t) {
 // Like kernel_dtype, but throws a clear error naming `op` when unsupported.
 mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* op);
 
-// t, or a 1-D view of it when it has more dims than the kernels take but is
-// contiguous (its row-major element order is then unchanged).
-at::Tensor flat_if_deep(const at::Tensor& t);
-
 // t's data for a kernel argument; nullptr for an undefined (optional) tensor.
 inline void* kernel_data(const at::Tensor& t) {
   return t.defined() ? const_cast<void*>(t.const_data_ptr()) : nullptr;
@@ -39,6 +35,25 @@ inline void* kernel_data(const at::Tensor& t) {
 
 mlu::kernels::Shape kernel_shape(const at::Tensor& t);
 mlu::kernels::Strides kernel_strides(const at::Tensor& t);
+
+// Note [Collapsed dims]
+// The kernels take at most kMaxDims dims (PyTorch allows more). A shape seen
+// through one or two stride vectors loses nothing when size-1 dims are dropped
+// and neighbouring dims d, d+1 are merged wherever every stride vector has
+// stride[d] == stride[d+1] * size[d+1]: the elements are visited in the same
+// row-major order. That is how deeper tensors reach the kernels; only a shape
+// with more than kMaxDims unmergeable dims is refused (a clear error).
+struct Collapsed {
+  mlu::kernels::Shape shape;
+  mlu::kernels::Strides first, second;
+};
+Collapsed collapse_dims(at::IntArrayRef sizes, at::IntArrayRef first, at::IntArrayRef second);
+// Like collapse_dims, but nullopt instead of the error.
+std::optional<Collapsed> try_collapse_dims(at::IntArrayRef sizes, at::IntArrayRef first, at::IntArrayRef second);
+// kernel_shape/kernel_strides of t, collapsed when t is deeper than the kernels take.
+Collapsed kernel_layout(const at::Tensor& t);
+// The same for two tensors of one shape.
+Collapsed kernel_layout(const at::Tensor& first, const at::Tensor& second);
 
 // Enqueues `fn` on the current stream of `device`; waits for it when
 // MLU_LAUNCH_BLOCKING=1 so device errors surface at the op.

@@ -46,8 +46,9 @@ at::Tensor& launch_random(at::Tensor& self, const std::optional<at::Generator>& 
   if (self.numel() == 0) return self;
   ScalarType dtype = require_kernel_dtype(self.scalar_type(), name);
   Draw draw = next_draw(generator, self);
-  Shape shape = kernel_shape(flat_if_deep(self));
-  Strides strides = kernel_strides(flat_if_deep(self));
+  const Collapsed layout = kernel_layout(self);  // Note [Collapsed dims]
+  const Shape shape = layout.shape;
+  const Strides strides = layout.first;
   void* out = self.data_ptr();
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), name, [=] { kernel(out, dtype, shape, strides, draw.seed, draw.offset, params...); });

@@ -27,7 +27,10 @@ k::Operand operand(const at::Tensor& t) {
 }
 
 at::Tensor nonzero_mlu(const at::Tensor& self) {
-  if (!has_kernel(self)) return cpu_fallback<at::Tensor(const at::Tensor&)>("aten::nonzero", self);
+  // Coordinates are per dim, so a deep input cannot be collapsed (Note [Collapsed dims]).
+  if (!has_kernel(self) || self.dim() > k::kMaxDims) {
+    return cpu_fallback<at::Tensor(const at::Tensor&)>("aten::nonzero", self);
+  }
   c10::OptionalDeviceGuard guard(self.device());
   const k::Shape shape = kernel_shape(self);
   const k::Operand in = operand(self);
@@ -55,8 +58,12 @@ at::Tensor masked_select_mlu(const at::Tensor& self, const at::Tensor& mask) {
   const int64_t count = m.sum().item<int64_t>();
   at::Tensor out = at::empty({count}, self.options());
   if (count == 0) return out;
-  const k::Shape shape = kernel_shape(*self_b);
-  const k::Operand in = operand(*self_b), sel = operand(m), dst = operand(out);
+  const Collapsed layout = kernel_layout(*self_b, m);  // Note [Collapsed dims]
+  const k::Shape shape = layout.shape;
+  k::Operand in = operand(*self_b), sel = operand(m);
+  in.strides = layout.first;
+  sel.strides = layout.second;
+  const k::Operand dst = operand(out);
   launch_kernel(self.device().index(), "masked_select", [=] { k::masked_select(shape, in, sel, dst); });
   return out;
 }

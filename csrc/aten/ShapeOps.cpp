@@ -29,7 +29,6 @@ namespace k = mlu::kernels;
 // flipped dims (the kernels accept negative strides; PyTorch views do not).
 at::Tensor flip_mlu(const at::Tensor& self, at::IntArrayRef dims) {
   const int64_t ndim = self.dim();
-  TORCH_CHECK(ndim <= k::kMaxDims, "flip: mlu supports at most ", k::kMaxDims, " dims");
   std::vector<bool> flipped(static_cast<size_t>(std::max<int64_t>(ndim, 1)), false);
   for (int64_t d : dims) {
     const int64_t w = at::maybe_wrap_dim(d, ndim);
@@ -40,15 +39,17 @@ at::Tensor flip_mlu(const at::Tensor& self, at::IntArrayRef dims) {
   if (self.numel() == 0) return out;
   c10::OptionalDeviceGuard guard(self.device());
   const k::ScalarType type = require_kernel_dtype(self.scalar_type(), "flip");
-  const k::Shape shape = kernel_shape(self);
-  k::Strides src = kernel_strides(self);
-  const k::Strides dst = kernel_strides(out);
+  std::vector<int64_t> src_strides = self.strides().vec();
   const char* base = static_cast<const char*>(self.const_data_ptr());
   for (int64_t d = 0; d < ndim; ++d) {
     if (!flipped[static_cast<size_t>(d)]) continue;
     base += (self.size(d) - 1) * self.stride(d) * static_cast<int64_t>(self.element_size());
-    src.v[d] = -src.v[d];
+    src_strides[static_cast<size_t>(d)] = -src_strides[static_cast<size_t>(d)];
   }
+  // Note [Collapsed dims]: also merges runs of flipped (or of kept) dims.
+  const Collapsed layout = collapse_dims(self.sizes(), out.strides(), src_strides);
+  const k::Shape shape = layout.shape;
+  const k::Strides dst = layout.first, src = layout.second;
   void* dst_ptr = out.data_ptr();
   launch_kernel(self.device().index(), "flip", [=] { k::copy(dst_ptr, type, dst, base, type, src, shape); });
   return out;

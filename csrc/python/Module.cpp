@@ -59,6 +59,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_mlu_is_initialized", [] { return is_initialized(); });
   m.def("_mlu_isInBadFork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
   m.def("_mlu_getDeviceCount", [] { return static_cast<int>(device_count()); });
+  // What keeps the runtime from offering devices (an invalid TORCH_MLU_* value), or "".
+  m.def("_mlu_configError", [] {
+    int count = 0;
+    return mlu::mluGetDeviceCount(&count) == mlu::mluSuccess ? std::string() : std::string(mlu::mluGetLastErrorDetail());
+  });
   m.def("_mlu_getDevice", [] { return MLU_BINDING(return static_cast<int>(current_device());); });
   m.def("_mlu_setDevice", [](int device) { MLU_BINDING(set_device(static_cast<c10::DeviceIndex>(device));); });
   m.def("_mlu_exchangeDevice", [](int device) {

@@ -8,6 +8,7 @@ the check is always of that kind).
 """
 import threading
 import traceback
+import warnings
 from functools import lru_cache
 from typing import Any, Optional, Union
 
@@ -42,8 +43,17 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
-    """Number of visible MLU devices (``MLU_VISIBLE_DEVICES``). Never initialises the device."""
-    return _C._mlu_getDeviceCount()
+    """Number of visible MLU devices (``MLU_VISIBLE_DEVICES``). Never initialises the device.
+
+    0, with a warning naming the variable, when a ``TORCH_MLU_*`` setting is invalid (as CUDA warns
+    "CUDA initialization: ..." and reports no device).
+    """
+    count = _C._mlu_getDeviceCount()
+    if count == 0:
+        problem = _C._mlu_configError()
+        if problem:
+            warnings.warn(f"MLU initialization: {problem}")
+    return count
 
 
 def is_initialized() -> bool:
@@ -76,6 +86,9 @@ def _lazy_init():
                 "multiprocessing, you must use the 'spawn' start method"
             )
         if device_count() == 0:
+            problem = _C._mlu_configError()
+            if problem:
+                raise RuntimeError(f"MLU initialization failed: {problem}")
             raise RuntimeError(
                 "No MLU devices are available: check MLU_VISIBLE_DEVICES and TORCH_MLU_DEVICE_COUNT"
             )

@@ -145,6 +145,8 @@ def set_stream(stream) -> None:
     r"""Sets the current stream (and device, as torch.cuda.set_stream does). ``None`` does nothing."""
     if stream is None:
         return
+    if not isinstance(stream, torch.Stream) or stream.device.type != "mlu":
+        raise RuntimeError(f"set_stream: expected an mlu stream, got {stream!r}")
     torch.mlu._lazy_init()
     torch.accelerator.set_stream(stream)
 
