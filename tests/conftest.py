@@ -5,10 +5,18 @@ import textwrap
 
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
 
 import torch_mlu  # noqa: F401  (registers mlu even when autoload is off)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Property tests (test_properties.py): the same examples on every run unless HYPOTHESIS_PROFILE=explore.
+settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("explore", max_examples=1000, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def run_python(code, env=None, timeout=120):
