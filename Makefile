@@ -10,13 +10,13 @@ JOBS ?= $(shell nproc)
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: demo test build setup test-cpp test-python tsan bench opinfo clean
+.PHONY: demo test build setup test-cpp test-python test-sanitizers asan-suites tsan asan bench opinfo clean
 
 demo: build
 	$(PY) examples/demo.py
 
 test: build
-	$(MAKE) --no-print-directory test-cpp test-python
+	$(MAKE) --no-print-directory test-cpp test-python test-sanitizers
 
 setup:
 	@tools/bootstrap.sh
@@ -32,11 +32,41 @@ test-cpp:
 test-python:
 	$(PY) -m pytest -q tests
 
-# The runtime's GoogleTest suite under ThreadSanitizer.
+# Sanitizers. `make test` runs the runtime and kernel suites under ASan+UBSan and under TSan (the
+# torch-free layers, whose sanitizer builds take minutes); `make asan` adds the glue and runs the pytest
+# suite's fast subset on it. Every finding fails the run (halt_on_error, -fno-sanitize-recover).
+SANITIZER_CMAKE = cmake -S . -G Ninja -DPYTHON_EXECUTABLE=$(CURDIR)/$(PY) -DMLU_BUILD_TESTS=ON
+SANITIZER_SUITES = --target mlu_runtime_tests mlu_kernels_tests
+ASAN_RUN = ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+TSAN_RUN = TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+ASAN_PACKAGE = build-asan/package
+# The pytest files `make asan` runs: fast, in-process, and together through most of the glue.
+ASAN_PYTEST = tests/test_tensor_basics.py tests/test_native_ops.py tests/test_copy.py tests/test_properties.py \
+	tests/test_device_checks.py tests/test_streams.py tests/test_async.py tests/test_errors.py
+
+test-sanitizers: asan-suites tsan
+
+asan-suites: setup
+	@[ -f build-asan/CMakeCache.txt ] || $(SANITIZER_CMAKE) -B build-asan -DMLU_ASAN=ON \
+		-DMLU_PACKAGE_DIR=$(CURDIR)/$(ASAN_PACKAGE)/torch_mlu
+	cmake --build build-asan -j $(JOBS) $(SANITIZER_SUITES)
+	cd build-asan && $(ASAN_RUN) ctest --output-on-failure -j $(JOBS)
+
 tsan: setup
-	@[ -f build-tsan/CMakeCache.txt ] || cmake -S . -B build-tsan -G Ninja -DPYTHON_EXECUTABLE=$(CURDIR)/$(PY) -DMLU_TSAN=ON
-	cmake --build build-tsan -j $(JOBS) --target mlu_runtime_tests
-	cd build-tsan/runtime && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure
+	@[ -f build-tsan/CMakeCache.txt ] || $(SANITIZER_CMAKE) -B build-tsan -DMLU_TSAN=ON
+	cmake --build build-tsan -j $(JOBS) $(SANITIZER_SUITES)
+	cd build-tsan && $(TSAN_RUN) ctest --output-on-failure -j $(JOBS)
+
+# The glue under ASan+UBSan, loaded into the (uninstrumented) interpreter with the ASan runtime preloaded.
+# The package copy keeps the regular build's libraries in torch_mlu/ untouched; pytest runs from inside it,
+# so `import torch_mlu` finds the instrumented one. Python itself leaks by design: no leak check here.
+asan: asan-suites
+	cd torch_mlu && find . -name '*.py' -exec install -D -m 644 {} $(CURDIR)/$(ASAN_PACKAGE)/torch_mlu/{} \;
+	cmake --build build-asan -j $(JOBS)
+	cd $(ASAN_PACKAGE) && LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
+		ASAN_OPTIONS=halt_on_error=1:detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		PYTHONPATH=$(CURDIR)/$(ASAN_PACKAGE) $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider \
+		$(addprefix $(CURDIR)/,$(ASAN_PYTEST))
 
 bench: build
 	$(PY) benchmarks/bench_basic.py
@@ -50,4 +80,4 @@ opinfo: build
 	$(PY) tests/opinfo/sweep.py $(OPINFO_ARGS)
 
 clean:
-	rm -rf $(BUILD) build-tsan torch_mlu/_C*.so torch_mlu/lib
+	rm -rf $(BUILD) build-tsan build-asan torch_mlu/_C*.so torch_mlu/lib

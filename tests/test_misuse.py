@@ -390,3 +390,17 @@ def test_sigint_during_device_work_is_a_clean_keyboard_interrupt(tmp_path):
     _, stderr = process.communicate(timeout=60)
     assert "KeyboardInterrupt" in stderr, stderr
     assert process.returncode in (1, -signal.SIGINT, 130), (process.returncode, stderr)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64])
+def test_integer_overflow_wraps_and_min_divided_by_minus_one_does_not_crash(dtype):
+    info = torch.iinfo(dtype)
+    a = torch.tensor([info.min, info.max, -7, 5, info.max // 2 + 3], dtype=dtype)
+    b = torch.tensor([-1, -1, 2, -3, 3], dtype=dtype)
+    for fn in (torch.floor_divide, torch.remainder, torch.fmod, lambda x, y: x * y * 7, torch.add, torch.sub,
+               lambda x, y: -x, lambda x, y: x.abs(), lambda x, y: x.sum(), lambda x, y: x.prod(),
+               lambda x, y: x.cumsum(0), lambda x, y: x.cumprod(0), lambda x, y: x.pow(3)):
+        torch.testing.assert_close(fn(a.to("mlu"), b.to("mlu")).cpu(), fn(a, b), rtol=0, atol=0)
+    # The CPU itself dies with SIGFPE on min / -1 in trunc mode; mlu gives the wrapped quotient.
+    quotient = torch.div(a.to("mlu"), b.to("mlu"), rounding_mode="trunc").cpu()
+    assert quotient.tolist() == [info.min, -info.max, -3, -1, (info.max // 2 + 3) // 3]

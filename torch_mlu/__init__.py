@@ -20,8 +20,10 @@ def _autoload():
 # autoload re-enters it half-loaded and looks for `_autoload` (see above).
 import torch  # noqa: E402
 
+import atexit  # noqa: E402
+
 from . import _C  # loads libtorch_mlu: kernels, device guard, hooks, allocator
-from . import mlu
+from . import _autograd_exit, mlu
 
 __version__ = "0.1.0"
 __all__ = ["fallback_report", "reset_fallback_report"]
@@ -56,3 +58,6 @@ def reset_fallback_report():
 
 
 _register_backend()
+
+# See Note [Autograd device threads at exit] in _autograd_exit.py.
+atexit.register(_autograd_exit.drain_autograd_device_threads)

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "error_state.h"
 #include "fork_state.h"
@@ -44,6 +45,15 @@ mluError_t snapshot(mluEvent_t event, Record* record) {
   return mluSuccess;
 }
 
+// Every event ever created, so that they stay reachable (they are never
+// freed, see mluEventDestroy; a leak checker would report them otherwise).
+void remember(mluEvent_st* event) {
+  static std::mutex mu;
+  static auto* all = new std::vector<mluEvent_st*>();
+  std::lock_guard<std::mutex> lock(mu);
+  all->push_back(event);
+}
+
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -60,6 +70,7 @@ mluError_t mluEventCreateWithFlags(mluEvent_t* event, unsigned flags) {
   }
   auto* e = new mluEvent_st();
   e->flags = flags;
+  remember(e);
   *event = e;
   return mluSuccess;
 }

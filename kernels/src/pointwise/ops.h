@@ -13,8 +13,12 @@
 #include <type_traits>
 
 #include "mlu_kernels/pointwise.h"
+#include "integer_division.h"
 
 namespace mlu::kernels::ops {
+
+using detail::integer_div;
+using detail::integer_rem;
 
 template <class T>
 inline constexpr bool is_float_v = std::is_floating_point_v<T>;
@@ -387,7 +391,7 @@ struct DivTrunc {
     if constexpr (is_float_v<T>) {
       return std::trunc(a / b);
     } else {
-      return b == 0 ? T(0) : static_cast<T>(a / b);
+      return b == 0 ? T(0) : integer_div(a, b);
     }
   }
 };
@@ -405,9 +409,9 @@ struct DivFloor {
       return floordiv;
     } else {
       if (b == 0) return T(0);
-      T q = static_cast<T>(a / b);
+      T q = integer_div(a, b);
       if constexpr (std::is_signed_v<T>) {
-        if (a % b != 0 && ((a < 0) != (b < 0))) --q;
+        if (integer_rem(a, b) != 0 && ((a < 0) != (b < 0))) --q;
       }
       return q;
     }
@@ -422,7 +426,7 @@ struct Remainder {
       return mod;
     } else {
       if (b == 0) return T(0);
-      T r = static_cast<T>(a % b);
+      T r = integer_rem(a, b);
       if constexpr (std::is_signed_v<T>) {
         if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
       }
@@ -436,7 +440,7 @@ struct Fmod {
     if constexpr (is_float_v<T>) {
       return std::fmod(a, b);
     } else {
-      return b == 0 ? T(0) : static_cast<T>(a % b);
+      return b == 0 ? T(0) : integer_rem(a, b);
     }
   }
 };
@@ -550,7 +554,7 @@ struct Gcd {
     b = Abs::f(OpParams{}, b);
     while (a != 0) {
       const T c = a;
-      a = static_cast<T>(b % a);
+      a = integer_rem(b, a);
       b = c;
     }
     return b;
