@@ -57,15 +57,17 @@ tsan: setup
 	cmake --build build-tsan -j $(JOBS) $(SANITIZER_SUITES)
 	cd build-tsan && $(TSAN_RUN) ctest --output-on-failure -j $(JOBS)
 
-# The glue under ASan+UBSan, loaded into the (uninstrumented) interpreter with the ASan runtime preloaded.
-# The package copy keeps the regular build's libraries in torch_mlu/ untouched; pytest runs from inside it,
-# so `import torch_mlu` finds the instrumented one. Python itself leaks by design: no leak check here.
+# The glue under ASan+UBSan, loaded into the (uninstrumented) interpreter with the ASan runtime preloaded
+# (and libstdc++, whose __cxa_throw ASan must find at start). The package copy keeps the regular build's
+# libraries in torch_mlu/ untouched; pytest runs from inside it, so `import torch_mlu` finds the
+# instrumented one. --capture=sys lets a sanitizer report reach the terminal. Python itself leaks by
+# design: no leak check here.
 asan: asan-suites
 	cd torch_mlu && find . -name '*.py' -exec install -D -m 644 {} $(CURDIR)/$(ASAN_PACKAGE)/torch_mlu/{} \;
 	cmake --build build-asan -j $(JOBS)
-	cd $(ASAN_PACKAGE) && LD_PRELOAD=$$(gcc -print-file-name=libasan.so) \
+	cd $(ASAN_PACKAGE) && LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libstdc++.so)" \
 		ASAN_OPTIONS=halt_on_error=1:detect_leaks=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		PYTHONPATH=$(CURDIR)/$(ASAN_PACKAGE) $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider \
+		PYTHONPATH=$(CURDIR)/$(ASAN_PACKAGE) $(CURDIR)/$(PY) -m pytest -q -p no:cacheprovider --capture=sys \
 		$(addprefix $(CURDIR)/,$(ASAN_PYTEST))
 
 bench: build
