@@ -1,5 +1,7 @@
 """scaled_dot_product_attention on mlu runs the fused kernel (mlu_kernels/attention.h) through
-PyTorch's overrideable SDPA backend, forward and backward, and agrees with the CPU.
+PyTorch's overrideable SDPA backend, forward and backward, where the CPU runs its own fused kernel (the
+math path elsewhere, as the CPU; with dropout always the fused kernel), and agrees with the CPU on
+values and layouts.
 
 Causal and arbitrary (boolean and additive, broadcast) masks with a gradient for the additive one,
 grouped-query heads, 3-D inputs, custom scales, head-interleaved layouts (kept in the output), dropout
@@ -27,17 +29,22 @@ def sdpa_with_grads(q, k, v, mask=None, grad=None, mask_grad=True, **kw):
     return out, [t.grad for t in leaves], out.grad_fn.name()
 
 
-def check_against_cpu(q, k, v, mask=None, fused=True, **kw):
-    """mlu vs the CPU in q's dtype; 16-bit results are judged against float64 with the CPU's own error."""
+def check_against_cpu(q, k, v, mask=None, **kw):
+    """mlu vs the CPU in q's dtype; 16-bit results are judged against float64 with the CPU's own error.
+
+    mlu takes its fused kernel exactly where the CPU takes its own (flash) one, else the math path, so the
+    outputs and the gradients have the CPU's layouts (Note [SDPA on PrivateUse1])."""
     torch.manual_seed(1)
     grad = torch.randn(q.shape[:-1] + (v.shape[-1],)).to(q.dtype)
-    cpu_out, cpu_grads, _ = sdpa_with_grads(q, k, v, mask, grad, **kw)
+    cpu_out, cpu_grads, cpu_fn = sdpa_with_grads(q, k, v, mask, grad, **kw)
     torch_mlu.reset_fallback_report()
     to = lambda t: None if t is None else t.to("mlu")  # noqa: E731
     out, grads, fn = sdpa_with_grads(to(q), to(k), to(v), to(mask), to(grad), **kw)
-    assert (fn == FUSED) == fused, fn
+    assert (fn == FUSED) == ("FlashAttentionForCpu" in cpu_fn), (fn, cpu_fn)
     assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
     assert out.dtype == q.dtype and out.shape == cpu_out.shape and out.stride() == cpu_out.stride()
+    for g, e in zip(grads, cpu_grads):
+        assert g.stride() == e.stride(), (g.stride(), e.stride())
     if q.dtype == torch.float32:
         torch.testing.assert_close(out.cpu(), cpu_out, rtol=1e-5, atol=1e-5)
         for g, e in zip(grads, cpu_grads):
@@ -113,7 +120,7 @@ def test_three_d_and_interleaved_layouts():
 
 def test_empty_and_single_key():
     # PyTorch answers an empty query itself, before choosing a backend.
-    check_against_cpu(torch.randn(1, 2, 0, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8), fused=False)
+    check_against_cpu(torch.randn(1, 2, 0, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8))
     check_against_cpu(torch.randn(1, 2, 6, 8), torch.randn(1, 2, 1, 8), torch.randn(1, 2, 1, 8))
 
 

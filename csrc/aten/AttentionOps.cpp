@@ -3,12 +3,17 @@
 //
 // Note [SDPA on PrivateUse1]
 // at::scaled_dot_product_attention asks _fused_sdp_choice_stub for the
-// device's backend. Ours answers "overrideable" whenever the fused kernel
-// takes the inputs (3-D or 4-D, float32/float16/bfloat16, broadcastable
-// mask, grouped heads only with enable_gqa) and the user has not disabled
-// that backend (torch.nn.attention.sdpa_kernel); otherwise "math", PyTorch's
-// composite, which runs on our matmul/softmax and raises PyTorch's own errors
-// for bad arguments. A mask together with is_causal applies both, as the
+// device's backend. Ours answers "overrideable" where the CPU would run its
+// own fused kernel (4-D, rows of unit stride, equal head dims, the CPU's mask
+// shapes: cpu_takes_fused_kernel), so the results, their layouts and the
+// gradients' layouts are the CPU's either way, and the fused kernel takes
+// the inputs (float32/float16/bfloat16, broadcastable mask, grouped heads
+// only with enable_gqa), and the user has not disabled that backend
+// (torch.nn.attention.sdpa_kernel); otherwise "math", PyTorch's composite,
+// which runs on our matmul/softmax and raises PyTorch's own errors for bad
+// arguments. With dropout the CPU always takes the math path; mlu keeps its
+// fused kernel there (training speed; the draws differ from the CPU's
+// anyway), so only there gradient layouts may differ from the CPU's. A mask together with is_causal applies both, as the
 // CPU does (the math path would refuse). PyTorch then calls
 // _scaled_dot_product_fused_attention_overrideable, with a boolean mask
 // already turned into an additive one (-inf where False); autograd pairs it
@@ -37,12 +42,40 @@ namespace {
 
 namespace k = mlu::kernels;
 
+// Whether the CPU runs these inputs on its fused (flash) kernel rather than
+// the math composite: use_flash_attention_cpp's shape and stride gates
+// (sdp_utils_cpp.cpp) but the dropout one (see Note [SDPA on PrivateUse1]).
+bool cpu_takes_fused_kernel(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                            const std::optional<at::Tensor>& attn_mask, bool enable_gqa) {
+  if (query.dim() != 4 || key.dim() != 4 || value.dim() != 4) return false;
+  if (query.sym_size(-1) != key.sym_size(-1) || query.sym_size(-1) != value.sym_size(-1)) return false;
+  if (query.sym_size(-2) == 0 || key.sym_size(-2) == 0) return false;
+  for (const at::Tensor* t : {&query, &key, &value}) {
+    if (t->sym_stride(-1) != 1) return false;
+  }
+  const c10::SymInt heads = query.sym_size(1), kv_heads = key.sym_size(1);
+  if (key.sym_size(0) != query.sym_size(0) || value.sym_size(0) != query.sym_size(0) ||
+      value.sym_size(1) != kv_heads || (heads != kv_heads && !(enable_gqa && heads % kv_heads == 0))) {
+    return false;
+  }
+  if (!attn_mask.has_value() || !attn_mask->defined()) return true;
+  const at::Tensor& mask = *attn_mask;
+  if (mask.requires_grad()) return false;
+  if ((mask.sym_size(-2) != query.sym_size(2) && mask.sym_size(-2) != 1) ||
+      (mask.sym_size(-1) != key.sym_size(2) && mask.sym_size(-1) != 1)) {
+    return false;
+  }
+  return mask.dim() == 2 || (mask.dim() == 4 && (mask.sym_size(0) == 1 || mask.sym_size(0) == query.sym_size(0)) &&
+                             (mask.sym_size(1) == 1 || mask.sym_size(1) == heads));
+}
+
 int64_t choose_sdp_backend(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                           const std::optional<at::Tensor>& attn_mask, double /*dropout_p*/, bool /*is_causal*/,
+                           const std::optional<at::Tensor>& attn_mask, double dropout_p, bool /*is_causal*/,
                            std::optional<double> /*scale*/, bool enable_gqa) {
   const auto math = static_cast<int64_t>(at::SDPBackend::math);
   if (!at::globalContext().userEnabledOverrideableSDP()) return math;
   if (query.is_nested() || key.is_nested() || value.is_nested()) return math;
+  if (dropout_p == 0 && !cpu_takes_fused_kernel(query, key, value, attn_mask, enable_gqa)) return math;
   const int64_t dims = query.dim();
   if ((dims != 3 && dims != 4) || key.dim() != dims || value.dim() != dims) return math;
   const at::ScalarType type = query.scalar_type();
@@ -215,7 +248,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
     args.seed = static_cast<uint64_t>(philox_seed.item<int64_t>());
     args.offset = static_cast<uint64_t>(philox_offset.item<int64_t>());
   }
-  at::Tensor grad_q = at::empty_like(q), grad_k = at::empty_like(k), grad_v = at::empty_like(v);
+  // [batch, rows, heads, cols] memory seen as [batch, heads, rows, cols], as the CPU's fused backward returns
+  // its gradients (whatever its inputs' layout).
+  const auto rows_outside_heads = [](const at::Tensor& t) {
+    return at::empty({t.size(0), t.size(2), t.size(1), t.size(3)}, t.options()).transpose(1, 2);
+  };
+  at::Tensor grad_q = rows_outside_heads(q), grad_k = rows_outside_heads(k), grad_v = rows_outside_heads(v);
   at::Tensor grad_bias;
   if (grad_input_mask[3] && bias.defined()) {
     grad_bias = at::empty({args.batch, args.heads, args.q_len, args.kv_len}, q.options());

@@ -11,6 +11,7 @@
 // first copied into the result (an mlu copy, in queue order), then the GEMM
 // scales it by beta. beta == 0 skips the copy and the GEMM does not read the
 // result, so NaN in self does not propagate (as on the CPU and CUDA).
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/addbmm_native.h>
 #include <ATen/ops/addmm_meta.h>
 #include <ATen/ops/addmv_meta.h>
@@ -218,6 +219,7 @@ TORCH_MLU_ATEN_IMPL(m) {
       return cpu_fallback<at::Tensor&(at::Tensor&, T, T, S, S)>("aten::addmm_", self, m1, m2, beta, alpha);
     }
     check_same_device("addmm_", {self, m1, m2});
+    at::assert_no_internal_overlap(self);  // the CPU's addmm_ refuses it too (baddbmm_ does not)
     return product_<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha);
   });
   m.impl("addmm.out", [](T self, T m1, T m2, S beta, S alpha, at::Tensor& out) -> at::Tensor& {

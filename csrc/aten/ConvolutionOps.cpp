@@ -4,10 +4,16 @@
 // the kernel library's im2col + GEMM convolutions (mlu_kernels/conv.h) on the
 // current stream. at::convolution has already checked the arguments and
 // added the batch dim. Results come back in the memory format the CPU would
-// give (channels_last when the input or the weight is); ungrouped regular
+// give (result_format: channels_last when the input or the weight is, except
+// where the CPU's 3-D kernels write contiguous results); ungrouped regular
 // convolutions with channels-last results run on the channels-last kernels
 // (no layout copies of channels-last operands), the others on contiguous
 // (NCHW) copies.
+#include <algorithm>
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
 #include <mlu_kernels/conv.h>
@@ -39,10 +45,49 @@ void check_devices(const at::Tensor& a, const at::Tensor& b, const at::Tensor* c
               b.scalar_type(), ") should be the same");
 }
 
-at::MemoryFormat result_format(const at::Tensor& input, const at::Tensor& weight) {
+bool mkldnn_supports(const char* op) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(op, "").typed<bool()>().call();
+}
+
+// Whether the CPU would run this convolution on oneDNN (ConvParams::use_mkldnn
+// in ATen's Convolution.cpp, with its thread-count and size heuristics).
+bool cpu_takes_mkldnn(const at::Tensor& input, const at::Tensor& weight, bool transposed, at::IntArrayRef stride,
+                      at::IntArrayRef dilation, at::IntArrayRef output_padding, int64_t groups) {
+  if (!at::globalContext().userEnabledMkldnn() || !at::hasMKLDNN()) return false;
+  const auto any = [](at::IntArrayRef v, auto pred) { return std::any_of(v.begin(), v.end(), pred); };
+  if (transposed) {
+    for (size_t i = 0; i < output_padding.size(); ++i) {
+      if (output_padding[i] >= stride[stride.size() == 1 ? 0 : i]) return false;
+    }
+  }
+  static const bool bf16 = mkldnn_supports("mkldnn::_is_mkldnn_bf16_supported");
+  static const bool fp16 = mkldnn_supports("mkldnn::_is_mkldnn_fp16_supported");
+  if ((input.scalar_type() == at::kBFloat16 && bf16) || (input.scalar_type() == at::kHalf && fp16)) return true;
+  if (input.scalar_type() != at::kFloat) return false;
+  const bool strided = any(stride, [](int64_t s) { return s != 1; });
+  const bool dilated = any(dilation, [](int64_t d) { return d != 1; });
+  const int64_t batch = input.size(0);
+  const bool one_by_one = weight.size(-1) == 1 && weight.size(-2) == 1;
+  return (strided || dilated || batch >= 16 || !one_by_one || at::get_num_threads() > 1) &&
+         (groups > 1 || (weight.size(-1) > 3 && weight.size(-2) > 3) || batch > 1 ||
+          batch * input.size(1) * input.size(2) * input.size(3) > 20480);
+}
+
+// The memory format of the CPU's results (ATen's determine_backend_memory_format
+// for the backend the CPU selects): 2-D convolutions keep channels-last on
+// every CPU backend; 3-D ones only on oneDNN (not in float64), the slow 3-D
+// kernels write contiguous results.
+at::MemoryFormat result_format(const at::Tensor& input, const at::Tensor& weight, bool transposed,
+                               at::IntArrayRef stride, at::IntArrayRef dilation, at::IntArrayRef output_padding,
+                               int64_t groups) {
   const auto cl = input.dim() == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
-  if (input.dim() >= 4 && (input.suggest_memory_format() == cl || weight.suggest_memory_format() == cl)) return cl;
-  return at::MemoryFormat::Contiguous;
+  if (input.dim() < 4 || (input.suggest_memory_format() != cl && weight.suggest_memory_format() != cl)) {
+    return at::MemoryFormat::Contiguous;
+  }
+  if (input.dim() == 4) return cl;
+  const bool mkldnn = input.scalar_type() != at::kDouble &&
+                      cpu_takes_mkldnn(input, weight, transposed, stride, dilation, output_padding, groups);
+  return mkldnn ? cl : at::MemoryFormat::Contiguous;
 }
 
 // The regular convolution from `small`-side (output) and `big`-side (input)
@@ -105,7 +150,8 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
                                          at_dim(output_padding, d) + 1
                                    : (in + 2 * at_dim(padding, d) - span - 1) / at_dim(stride, d) + 1);
   }
-  const at::MemoryFormat format = result_format(input_, weight_);
+  const at::MemoryFormat format =
+      result_format(input_, weight_, transposed, stride, dilation, output_padding, groups);
   const at::MemoryFormat layout =
       kernel_layout(format, input_, weight_, at::IntArrayRef(out_sizes).slice(2), transposed, groups);
   const bool channels_last = layout != at::MemoryFormat::Contiguous;
@@ -146,11 +192,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     const at::Tensor& grad_output_, const at::Tensor& input_, const at::Tensor& weight_, at::IntArrayRef stride,
     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
     int64_t groups, std::array<bool, 3> mask) {
-  (void)output_padding;  // the sizes of grad_output already include it
   check_devices(input_, weight_, &grad_output_);
   const k::ScalarType type = conv_dtype(input_);
   c10::DeviceGuard guard(input_.device());
-  const at::MemoryFormat format = result_format(input_, weight_);
+  const at::MemoryFormat format =
+      result_format(input_, weight_, transposed, stride, dilation, output_padding, groups);
   const at::MemoryFormat layout =
       kernel_layout(format, input_, weight_, grad_output_.sizes().slice(2), transposed, groups);
   const bool channels_last = layout != at::MemoryFormat::Contiguous;
@@ -214,7 +260,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     grad_bias = at::sum(grad_output, dims);
   }
   if (grad_input.defined()) grad_input = grad_input.contiguous(format);
-  if (grad_weight.defined()) grad_weight = grad_weight.contiguous(weight_.suggest_memory_format());
+  if (grad_weight.defined()) grad_weight = grad_weight.contiguous(format);  // the CPU's backends do the same
   return {grad_input, grad_weight, grad_bias};
 }
 

@@ -104,6 +104,14 @@ void copy_between_devices(const at::Tensor& dst, const at::Tensor& src) {
   }
 }
 
+// Whether the host tensor src is dst's own memory seen from the CPU (the CPU
+// fallback hands written tensors whose elements share memory to the CPU
+// kernel in place, Note [Zero-copy fallback]): its copy back is already done.
+bool is_view_of_device_memory(const at::Tensor& src, const at::Tensor& dst) {
+  return src.const_data_ptr() == dst.const_data_ptr() && src.sizes() == dst.sizes() &&
+         src.strides() == dst.strides() && src.scalar_type() == dst.scalar_type();
+}
+
 at::Tensor copy_from_mlu(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   TORCH_CHECK(is_mlu(self) || self.is_cpu(), "copy_: cannot copy from ", self.device(), " to ", dst.device());
   TORCH_CHECK(is_mlu(dst) || dst.is_cpu(), "copy_: cannot copy from ", self.device(), " to ", dst.device());
@@ -132,6 +140,7 @@ at::Tensor copy_from_mlu(const at::Tensor& self, const at::Tensor& dst, bool non
       copy_between_devices(dst, src);
     }
   } else if (is_mlu(dst)) {
+    if (is_view_of_device_memory(src, dst)) return dst;
     copy_host_to_device(dst, src, non_blocking);
   } else {
     copy_device_to_host(dst, src, non_blocking);
@@ -139,8 +148,21 @@ at::Tensor copy_from_mlu(const at::Tensor& self, const at::Tensor& dst, bool non
   return dst;
 }
 
+// The CPU fallback's copy back of an out= argument the CPU kernel resized:
+// dst takes the CPU result's sizes and, where its elements do not share
+// memory, its strides (the CPU's kernels choose them: complex.out follows its
+// inputs' layout, linalg's results are column-major, lstsq's solution a view
+// of a taller matrix).
 at::Tensor copy_from_and_resize_mlu(const at::Tensor& self, const at::Tensor& dst) {
-  if (dst.sizes() != self.sizes()) dst.resize_(self.sizes());
+  if (dst.sizes() != self.sizes()) {
+    dst.resize_(self.sizes());
+    if (dst.strides() != self.strides() && self.numel() > 0 && at::has_internal_overlap(self) == at::MemOverlap::No) {
+      int64_t extent = 1;  // elements from the first to the last one addressed
+      for (int64_t d = 0; d < self.dim(); ++d) extent += (self.size(d) - 1) * self.stride(d);
+      dst.resize_({extent});
+      dst.as_strided_(self.sizes(), self.strides(), dst.storage_offset());
+    }
+  }
   return copy_from_mlu(self, dst, /*non_blocking=*/false);
 }
 

@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include <ATen/MemoryOverlap.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/from_blob.h>
@@ -114,10 +115,14 @@ bool fallback_allowed() {
 // current streams of their devices have drained (queue order is kept exactly
 // as by the copying path, whose device-to-host copy waits the same way).
 // Arguments the op writes (in-place, out=) still go through copies, because a
-// CPU kernel may resize them. at::native::cpu_fallback moves tensors to the CPU
-// through aten::_to_cpu, which dispatches here for mlu tensors; the set of
-// read-only inputs of the running fallback is passed in a thread-local.
-thread_local const std::unordered_set<const c10::TensorImpl*>* t_read_only_inputs = nullptr;
+// CPU kernel may resize them, except written tensors whose elements share
+// memory (an expanded self): a copy would give each element its own memory
+// and change what the CPU kernel computes, and they cannot be resized; they
+// are written in place, and the copy back finds its source is its destination
+// (Copy.cpp, is_view_of_device_memory). at::native::cpu_fallback moves tensors
+// to the CPU through aten::_to_cpu, which dispatches here for mlu tensors; the
+// set of tensors handed over in place is passed in a thread-local.
+thread_local const std::unordered_set<const c10::TensorImpl*>* t_in_place_tensors = nullptr;
 
 bool direct_host_access(c10::DeviceIndex device) {
   mlu::mluDeviceProp prop{};
@@ -144,8 +149,8 @@ std::vector<at::Tensor> to_cpu_mlu(at::TensorList tensors) {
   result.reserve(tensors.size());
   std::unordered_set<c10::DeviceIndex> drained;
   for (const at::Tensor& t : tensors) {
-    const bool alias = t.defined() && t_read_only_inputs != nullptr && t.numel() > 0 &&
-                       t_read_only_inputs->count(t.unsafeGetTensorImpl()) > 0 && direct_host_access(t.device().index());
+    const bool alias = t.defined() && t_in_place_tensors != nullptr && t.numel() > 0 &&
+                       t_in_place_tensors->count(t.unsafeGetTensorImpl()) > 0 && direct_host_access(t.device().index());
     if (!alias) {
       result.push_back(t.defined() ? t.cpu() : t);
       continue;
@@ -165,26 +170,33 @@ void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                               "it to 1) to let it fall back, or move this computation to the CPU yourself.");
   check_devices(op, *stack, op.schema().arguments().size());
   count_and_warn(op);
-  // The arguments the schema never writes are read in place (Note [Zero-copy fallback]).
+  // The arguments the schema never writes are read in place (Note [Zero-copy fallback]), and so are written
+  // ones whose elements share memory.
   // A tensor passed both as an input and as a written argument (addmm_ calls
   // addmm.out(self, ..., out=self)) is copied like every written one.
-  std::unordered_set<const c10::TensorImpl*> read_only, written;
+  std::unordered_set<const c10::TensorImpl*> in_place, written;
   const auto& arguments = op.schema().arguments();
   const size_t first = stack->size() - arguments.size();
   for (size_t i = 0; i < arguments.size(); ++i) {
     const auto* alias = arguments[i].alias_info();
-    collect_mlu_tensors((*stack)[first + i], alias == nullptr || !alias->isWrite() ? read_only : written);
+    collect_mlu_tensors((*stack)[first + i], alias == nullptr || !alias->isWrite() ? in_place : written);
   }
-  for (const c10::TensorImpl* impl : written) read_only.erase(impl);
-  const auto* previous = t_read_only_inputs;
-  t_read_only_inputs = &read_only;
+  for (const c10::TensorImpl* impl : written) {
+    if (at::has_internal_overlap(const_cast<c10::TensorImpl*>(impl)) == at::MemOverlap::Yes) {
+      in_place.insert(impl);  // handed over in place, see Note [Zero-copy fallback]
+    } else {
+      in_place.erase(impl);
+    }
+  }
+  const auto* previous = t_in_place_tensors;
+  t_in_place_tensors = &in_place;
   try {
     at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
   } catch (...) {
-    t_read_only_inputs = previous;
+    t_in_place_tensors = previous;
     throw;
   }
-  t_read_only_inputs = previous;
+  t_in_place_tensors = previous;
 }
 
 std::map<std::string, int64_t> fallback_counts() {

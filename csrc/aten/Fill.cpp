@@ -1,8 +1,12 @@
 // fill_ and zero_ on mlu: one fill kernel on the current stream. The scalar is
 // converted to the tensor's dtype on the host, with PyTorch's own conversion
-// (and its overflow check), and travels inside the task as raw bytes.
+// (and its overflow check), and travels inside the task as raw bytes. A fill
+// is idempotent, so, as on the CPU, self may have elements sharing memory
+// (an expanded tensor): its broadcast dims are filled once. With a tensor
+// value the CPU refuses such a self, and so does mlu.
 #include <array>
 #include <cstring>
+#include <vector>
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/scalar_tensor.h>
@@ -17,9 +21,23 @@
 namespace torch_mlu {
 namespace {
 
-at::Tensor& fill_scalar_mlu_(at::Tensor& self, const at::Scalar& value) {
-  if (self.numel() == 0) return self;
-  at::assert_no_internal_overlap(self);
+// self without its broadcast dims (stride 0 and longer than 1): the same
+// memory, each address once.
+at::Tensor distinct_elements(const at::Tensor& self) {
+  std::vector<int64_t> sizes = self.sizes().vec();
+  bool broadcast = false;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (self.stride(d) == 0 && sizes[d] > 1) {
+      sizes[d] = 1;
+      broadcast = true;
+    }
+  }
+  return broadcast ? self.as_strided(sizes, self.strides(), self.storage_offset()) : self;
+}
+
+at::Tensor& fill_scalar_mlu_(at::Tensor& self_, const at::Scalar& value) {
+  if (self_.numel() == 0) return self_;
+  const at::Tensor self = distinct_elements(self_);
   mlu::kernels::ScalarType type = require_kernel_dtype(self.scalar_type(), "fill_");
   at::Tensor host = at::scalar_tensor(value, self.options().device(c10::DeviceType::CPU));
   std::array<unsigned char, 16> bytes{};
@@ -30,17 +48,17 @@ at::Tensor& fill_scalar_mlu_(at::Tensor& self, const at::Scalar& value) {
   void* out = self.data_ptr();
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), "fill_", [=] { mlu::kernels::fill(out, type, shape, strides, bytes.data()); });
-  return self;
+  return self_;
 }
 
 at::Tensor& fill_tensor_mlu_(at::Tensor& self, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor with ", value.dim(),
               " dimensions.");
+  at::assert_no_internal_overlap(self);  // the CPU's fill_ with a tensor value refuses it (unlike a scalar's)
   if (value.is_cpu() || self.is_alias_of(value)) return fill_scalar_mlu_(self, value.item());
   TORCH_CHECK(value.device() == self.device(), "Expected all tensors to be on the same device, but found at least "
               "two devices, ", self.device(), " and ", value.device(), "!");
   if (self.numel() == 0) return self;
-  at::assert_no_internal_overlap(self);
   c10::DeviceGuard guard(self.device());
   copy_on_device(self, value.expand_as(self));  // stays on the device: no host sync
   return self;

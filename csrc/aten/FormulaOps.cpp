@@ -54,7 +54,16 @@ double norm(const at::Tensor& self, int64_t reduction) {
   return reduction == at::Reduction::Mean ? 1.0 / static_cast<double>(self.numel()) : 1.0;
 }
 
+// `value` in the layout empty_like(self) has (the CPU's outputs that follow
+// their input's layout), copied only where it is not already.
+at::Tensor laid_out_like(const at::Tensor& value, const at::Tensor& self) {
+  at::Tensor out = at::empty_like(self);
+  if (out.strides() == value.strides()) return value;
+  return out.copy_(value);
+}
+
 // ---- element-wise losses ----
+// The backward ops return contiguous gradients, as the CPU's (zeros_like(input, contiguous)).
 
 at::Tensor mse(T self, T target, int64_t reduction) {
   const at::Tensor diff = at::sub(self, target);
@@ -62,7 +71,7 @@ at::Tensor mse(T self, T target, int64_t reduction) {
 }
 
 at::Tensor mse_backward(T grad_output, T self, T target, int64_t reduction) {
-  return at::mul(at::mul(at::sub(self, target), 2.0 * norm(self, reduction)), grad_output);
+  return at::mul(at::mul(at::sub(self, target), 2.0 * norm(self, reduction)), grad_output).contiguous();
 }
 
 // z < beta ? 0.5 z^2 / beta : z - 0.5 beta, z = |self - target| (beta 0: l1).
@@ -79,7 +88,7 @@ at::Tensor smooth_l1_backward(T grad_output, T self, T target, int64_t reduction
   const double n = norm(self, reduction);
   const at::Tensor g = at::mul(grad_output, n);
   const at::Tensor inside = beta == 0 ? at::zeros_like(x) : x * g / beta;
-  return at::where(x <= -beta, -g, at::where(x >= beta, g, inside));
+  return at::where(x <= -beta, -g, at::where(x >= beta, g, inside)).contiguous();
 }
 
 // z < delta ? 0.5 z^2 : delta (z - 0.5 delta).
@@ -93,7 +102,7 @@ at::Tensor huber(T self, T target, int64_t reduction, double delta) {
 at::Tensor huber_backward(T grad_output, T self, T target, int64_t reduction, double delta) {
   const at::Tensor x = at::sub(self, target);
   const at::Tensor g = at::mul(grad_output, norm(self, reduction));
-  return at::where(x <= -delta, g * -delta, at::where(x >= delta, g * delta, x * g));
+  return at::where(x <= -delta, g * -delta, at::where(x >= delta, g * delta, x * g)).contiguous();
 }
 
 // -w ((1 - t) max(log(1 - x), -100) + t max(log(x), -100)); x and t must
@@ -108,7 +117,7 @@ at::Tensor bce_mlu(T self, T target, const std::optional<at::Tensor>& weight, in
   check_probabilities(self, target);
   at::Tensor loss = (target - 1) * at::clamp_min(at::log1p(-self), -100) - target * at::clamp_min(at::log(self), -100);
   if (weight.has_value() && weight->defined()) loss = loss * *weight;
-  return reduce(loss, reduction);
+  return reduction == at::Reduction::None ? laid_out_like(loss, self) : reduce(loss, reduction);
 }
 
 // grad w (x - t) / max(x (1 - x), 1e-12), / numel for the mean.
@@ -116,7 +125,7 @@ at::Tensor bce_backward_mlu(T grad_output, T self, T target, const std::optional
                                          int64_t reduction) {
   at::Tensor grad = grad_output * (self - target) / at::clamp_min((1 - self) * self, 1e-12);
   if (weight.has_value() && weight->defined()) grad = grad * *weight;
-  return reduction == at::Reduction::Mean ? grad / static_cast<double>(self.numel()) : grad;
+  return laid_out_like(reduction == at::Reduction::Mean ? grad / static_cast<double>(self.numel()) : grad, self);
 }
 
 // ---- cdist's direct path (p != 2, or few rows; p = 2 on many rows takes
@@ -140,7 +149,7 @@ at::Tensor cdist_forward(T x1, T x2, double p, std::optional<int64_t> /*compute_
 
 // d cdist / d x1, summed over x2's rows with grad (the CPU's pdist_calc backward formulas).
 at::Tensor cdist_backward(T grad, T x1, T x2, double p, T cdist) {
-  if (p == 0 || x1.numel() == 0 || x2.numel() == 0) return at::zeros_like(x1);
+  if (p == 0 || x1.numel() == 0 || x2.numel() == 0) return at::zeros_like(x1, at::MemoryFormat::Contiguous);
   const at::Tensor diff = pair_differences(x1, x2);
   const at::Tensor g = grad.unsqueeze(-1), dist = cdist.unsqueeze(-1);
   at::Tensor term;
@@ -158,7 +167,7 @@ at::Tensor cdist_backward(T grad, T x1, T x2, double p, T cdist) {
     const at::Tensor value = diff * at::pow(at::abs(diff), p - 2) * g / at::pow(dist, p - 1);
     term = at::where(dist == 0, at::zeros_like(diff), value);
   }
-  return at::sum(term, {-2});
+  return at::sum(term, {-2}).contiguous();
 }
 
 // pdist: the upper triangle (i < j, row-major) of cdist(self, self); its
@@ -208,7 +217,7 @@ at::Tensor glu_backward_mlu(T grad_output, T self, int64_t dim) {
   const at::Tensor gate = at::sigmoid(halves[1]);
   const at::Tensor grad_first = at::mul(grad_output, gate);
   const at::Tensor grad_second = grad_first * halves[0] * (1 - gate);
-  return at::cat({grad_first, grad_second}, dim);
+  return at::cat({grad_first, grad_second}, dim).contiguous();  // the CPU's grad_input is contiguous
 }
 
 // ---- group norm backward ----

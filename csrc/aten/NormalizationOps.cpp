@@ -1,5 +1,6 @@
-// native_layer_norm, native_batch_norm and their backward ops on mlu
-// (mlu_kernels/norm.h), fused per row / per channel on the current stream;
+// native_layer_norm, native_batch_norm, native_group_norm and their backward
+// ops on mlu (mlu_kernels/norm.h; group norm's backward is in FormulaOps.cpp),
+// fused per row / per channel on the current stream;
 // batch norm's running statistics are updated with the native element-wise
 // ops, in queue order. Without these, PyTorch's composite layer
 // norm would run through batch_norm on the CPU fallback. The kernel takes
@@ -13,6 +14,7 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/native/layer_norm.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/repeat_interleave.h>
 #include <ATen/ops/rsqrt.h>
 #include <ATen/ops/zeros.h>
 #include <mlu_kernels/norm.h>
@@ -228,9 +230,77 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
   return {grad_input, grad_weight, grad_bias};
 }
 
+// ---- group norm ----
+
+// The statistics of each (sample, group) are those of a row of the contiguous
+// input [N * G, D * HxW] (batch_norm_statistics with one sample); the
+// normalisation is batch_norm_apply over [1, N * C, HxW] with each channel's
+// group statistics and affine parameters spread to N * C channels. The output
+// has the input's suggested memory format, as on the CPU (CUDA returns
+// contiguous), so channels-last models keep their layout through GroupNorm.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& input_,
+                                                          const std::optional<at::Tensor>& weight_opt,
+                                                          const std::optional<at::Tensor>& bias_opt, int64_t n,
+                                                          int64_t c, int64_t hxw, int64_t group, double eps) {
+  const at::Tensor weight_ = optional(weight_opt), bias_ = optional(bias_opt);
+  TORCH_CHECK(group > 0, "Expected num groups to be greater than 0, got ", group);
+  TORCH_CHECK(c % group == 0, "Expected number of channels in input to be divisible by num_groups, but got input of "
+              "shape ", input_.sizes(), " and num_groups=", group);
+  for (const at::Tensor* t : {&weight_, &bias_}) {
+    TORCH_CHECK(!t->defined() || (t->dim() == 1 && t->numel() == c), "Expected weight and bias to be vectors of size "
+                "equal to the number of channels in input, but got ", t->sizes(), " and input of shape ",
+                input_.sizes());
+  }
+  TORCH_CHECK(input_.numel() == n * c * hxw, "native_group_norm: input of shape ", input_.sizes(), " is not N=", n,
+              " x C=", c, " x HxW=", hxw);
+  TORCH_CHECK(at::isFloatingType(input_.scalar_type()) && kernel_dtype(input_.scalar_type()).has_value(),
+              "group_norm on mlu supports float32, float64, float16 and bfloat16 inputs, got ", input_.scalar_type());
+  TORCH_CHECK(input_.is_contiguous(input_.suggest_memory_format()),
+              "Expected X.is_contiguous(memory_format) to be true, but got false.");  // as the CPU's
+  c10::DeviceGuard guard(input_.device());
+  const at::ScalarType acc = accumulate_type(input_.scalar_type());
+  const at::Tensor input = input_.contiguous();
+  const int64_t d = c / group;
+  at::Tensor mean = at::empty({n, group}, input.options().dtype(acc));
+  at::Tensor var = at::empty({n, group}, input.options().dtype(acc));
+  at::Tensor output = at::empty(input.sizes(), input.options());
+  const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "group_norm");
+  const int device = input.device().index();
+  if (n * group > 0 && d * hxw > 0) {
+    const void* x = kernel_data(input);
+    void *m = kernel_data(mean), *v = kernel_data(var);
+    const int64_t rows = n * group, cols = d * hxw;
+    launch_kernel(device, "group_norm_statistics", [=] { k::batch_norm_statistics(type, 1, rows, cols, x, m, v); });
+  } else {  // groups of no elements: mean 0 and rstd NaN, as on the CPU
+    mean.zero_();
+    var.fill_(std::numeric_limits<double>::quiet_NaN());
+  }
+  const at::Tensor rstd = at::rsqrt(var + eps);
+  if (input.numel() > 0) {
+    // Per (sample, channel): the group's statistics and the channel's parameters.
+    const at::Tensor channel_mean = mean.repeat_interleave(d, 1).contiguous();
+    const at::Tensor channel_rstd = rstd.repeat_interleave(d, 1).contiguous();
+    const auto per_channel = [&](const at::Tensor& p) {
+      return p.defined() ? p.to(acc).reshape({1, c}).expand({n, c}).contiguous() : at::Tensor();
+    };
+    const at::Tensor weight = per_channel(weight_), bias = per_channel(bias_);
+    const void *x = kernel_data(input), *mu = kernel_data(channel_mean), *rs = kernel_data(channel_rstd);
+    const void *w = kernel_data(weight), *b = kernel_data(bias);
+    void* y = kernel_data(output);
+    const int64_t channels = n * c;
+    launch_kernel(device, "group_norm",
+                  [=] { k::batch_norm_apply(type, 1, channels, hxw, x, mu, rs, w, b, y); });
+  }
+  const at::MemoryFormat format = input_.suggest_memory_format();
+  if (format != at::MemoryFormat::Contiguous) output = output.contiguous(format);
+  const at::ScalarType stats = stat_type(input_, weight_);
+  return {output, mean.to(stats), rstd.to(stats)};
+}
+
 }  // namespace
 
 TORCH_MLU_ATEN_IMPL(m) {
+  m.impl("native_group_norm", TORCH_FN(group_norm));
   m.impl("native_layer_norm", TORCH_FN(layer_norm));
   m.impl("native_layer_norm_backward", TORCH_FN(layer_norm_backward));
   m.impl("native_batch_norm", TORCH_FN(batch_norm));

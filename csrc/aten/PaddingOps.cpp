@@ -10,7 +10,8 @@
 // per dim into zeros (index_add on mlu adds repeated positions in index order:
 // deterministic). Negative padding (a crop) falls out of the same mapping.
 // Shapes and errors come from PyTorch's own meta functions, run on a meta
-// tensor of the input's shape, so they match the CPU's checks.
+// tensor of the input's shape, so they match the CPU's checks. Results (and
+// gradients) are in the input's suggested memory format, as the CPU's.
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
@@ -78,11 +79,11 @@ at::Tensor pad_backward(const at::Tensor& grad_output, const at::Tensor& self, a
     const at::Tensor expected = at::name(on_meta(self), padding);                                         \
     at::Tensor out = pad_forward(self, padding, MODE);                                                    \
     TORCH_INTERNAL_ASSERT(out.sizes() == expected.sizes(), #name ": output size mismatch");               \
-    return out;                                                                                           \
+    return out.contiguous(self.suggest_memory_format());                                                  \
   }                                                                                                       \
   at::Tensor name##_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) { \
     at::name##_backward(on_meta(grad_output), on_meta(self), padding);                                    \
-    return pad_backward(grad_output, self, padding, MODE);                                                \
+    return pad_backward(grad_output, self, padding, MODE).contiguous(self.suggest_memory_format());       \
   }
 
 MLU_PADDING(reflection_pad1d, Pad::Reflect)

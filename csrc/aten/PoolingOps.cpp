@@ -241,6 +241,12 @@ void launch_avg_pool_backward(int dims, T grad_output, T self, A kernel, A strid
 
 // ---- adaptive pooling ----
 
+// The CPU's 2-D kernels keep channels-last; its 3-D ones (forward and
+// backward) always write contiguous results.
+at::MemoryFormat adaptive_avg_pool_format(int dims, T self) {
+  return dims == 2 ? self.suggest_memory_format() : at::MemoryFormat::Contiguous;
+}
+
 at::Tensor adaptive_avg_pool(int dims, T self, A output_size) {
   const char* name = dims == 2 ? "adaptive_avg_pool2d" : "adaptive_avg_pool3d";
   TORCH_CHECK(static_cast<int>(output_size.size()) == dims, name, ": output_size must be ", dims);
@@ -255,16 +261,14 @@ at::Tensor adaptive_avg_pool(int dims, T self, A output_size) {
   std::copy(output_size.begin(), output_size.end(), sizes.end() - dims);
   at::Tensor output = at::empty(sizes, self.options());
   launch_planes(name, self, output, plane_shape(self, output, dims), k::adaptive_avg_pool);
-  const at::MemoryFormat format = self.suggest_memory_format();
-  return format == at::MemoryFormat::Contiguous ? output : output.contiguous(format);
+  return output.contiguous(adaptive_avg_pool_format(dims, self));
 }
 
 at::Tensor adaptive_avg_pool_backward(int dims, T grad_output, T self) {
   at::Tensor grad_input = at::empty(self.sizes(), self.options());
   launch_planes(dims == 2 ? "adaptive_avg_pool2d_backward" : "adaptive_avg_pool3d_backward", grad_output, grad_input,
                 plane_shape(self, grad_output, dims), k::adaptive_avg_pool_backward);
-  const at::MemoryFormat format = self.suggest_memory_format();
-  return format == at::MemoryFormat::Contiguous ? grad_input : grad_input.contiguous(format);
+  return grad_input.contiguous(adaptive_avg_pool_format(dims, self));
 }
 
 void launch_adaptive_max_pool(int dims, T self, T output, T indices) {

@@ -8,6 +8,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/view_as_real.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/result_type.h>
 #include <ATen/ops/mul.h>
@@ -43,6 +44,7 @@ void check_float(const at::Tensor& self, const char* op) {
 template <class Kernel, class... Params>
 at::Tensor& launch_random(at::Tensor& self, const std::optional<at::Generator>& generator, const char* name,
                           Kernel kernel, Params... params) {
+  at::assert_no_internal_overlap(self);  // as the CPU's TensorIterator: one draw per element, not per address
   if (self.numel() == 0) return self;
   ScalarType dtype = require_kernel_dtype(self.scalar_type(), name);
   Draw draw = next_draw(generator, self);
@@ -105,6 +107,7 @@ at::Tensor& bernoulli_tensor_mlu_(at::Tensor& self, const at::Tensor& p_, std::o
   TORCH_CHECK(at::isFloatingType(p_.scalar_type()), "bernoulli_: p must be a floating-point tensor, got ",
               p_.scalar_type());
   at::Tensor p = p_.to(self.device()).expand_as(self);
+  at::assert_no_internal_overlap(self);
   if (self.numel() == 0) return self;
   ScalarType dtype = require_kernel_dtype(self.scalar_type(), "bernoulli_");
   ScalarType p_dtype = require_kernel_dtype(p.scalar_type(), "bernoulli_");
@@ -122,7 +125,7 @@ at::Tensor& bernoulli_tensor_mlu_(at::Tensor& self, const at::Tensor& p_, std::o
 }
 
 at::Tensor bernoulli_mlu(const at::Tensor& self, std::optional<at::Generator> generator) {
-  at::Tensor out = at::empty_like(self);
+  at::Tensor out = at::empty_like(self, at::MemoryFormat::Contiguous);  // as the CPU's
   bernoulli_tensor_mlu_(out, self, generator);
   return out;
 }
@@ -262,15 +265,18 @@ at::Tensor& multinomial_out_mlu(const at::Tensor& self, int64_t samples, bool re
   return out;
 }
 
+// The CPU's native_dropout, case by case (outputs, layouts and aliasing): an
+// empty input is returned itself with an empty mask of its dtype; outside
+// training, a clone and a mask of ones; in training, input * mask * scale
+// with the mask laid out like the input.
 std::tuple<at::Tensor, at::Tensor> native_dropout_mlu(const at::Tensor& input, double p, std::optional<bool> train) {
-  if (input.numel() == 0 || !train.value_or(true) || p == 0.0) {
-    return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
-  }
+  if (input.numel() == 0) return {input, at::empty_like(input)};
+  if (!train.value_or(true)) return {input.clone(), at::ones_like(input, input.options().dtype(at::kBool))};
   TORCH_CHECK(0 <= p && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
   at::Tensor mask = at::empty_like(input, input.options().dtype(at::kBool));
   bernoulli_scalar_mlu_(mask, 1.0 - p, std::nullopt);
-  double scale = p == 1.0 ? 0.0 : 1.0 / (1.0 - p);
-  return {at::mul(at::mul(input, mask), scale), mask};
+  const double scale = p == 1.0 ? 0.0 : 1.0 / (1.0 - p);
+  return {at::mul(input, mask).mul_(scale), mask};
 }
 
 }  // namespace

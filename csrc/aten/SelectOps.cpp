@@ -9,6 +9,7 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/ne.h>
 #include <mlu_kernels/select.h>
@@ -39,7 +40,8 @@ at::Tensor nonzero_mlu(const at::Tensor& self) {
   int64_t* count_at = counted.data_ptr<int64_t>();
   launch_kernel(self.device().index(), "nonzero", [=] { *count_at = k::count_nonzero(shape, in); });
   const int64_t count = counted.item<int64_t>();
-  at::Tensor out = at::empty({count, self.dim()}, self.options().dtype(at::kLong));
+  // Column-major, as the CPU's and CUDA's (pytorch gh-46224): out.t() is each dim's coordinates, contiguous.
+  at::Tensor out = at::empty_strided({count, self.dim()}, {1, count}, self.options().dtype(at::kLong));
   if (count == 0 || self.dim() == 0) return out;
   int64_t* data = out.data_ptr<int64_t>();
   const int64_t row = out.stride(0), col = out.stride(1);
