@@ -51,6 +51,12 @@ DELIBERATE = [
      "shared memory (racing writes, unspecified values); mlu refuses, as copy_ into such a tensor does"),
     ("nn.functional.batch_norm", lambda r: r["layout"] == "expanded" and r["outcome"] == "mlu_error",
      "as native_batch_norm"),
+    ("native_batch_norm", lambda r: r["variant"] == "out" and r["outcome"] == "values",
+     "a CPU bug: native_batch_norm.out on a non-contiguous input leaves save_mean / save_invstd uninitialised and "
+     "normalises with them (its own functional form disagrees: output off by 0.46, save_mean by 4.7e10); mlu "
+     "runs that same CPU kernel through the fallback, so both hold garbage, different garbage"),
+    ("_native_batch_norm_legit", lambda r: r["variant"] == "out" and r["outcome"] == "values",
+     "as native_batch_norm"),
     ("tril", lambda r: r["layout"] == "expanded" and r["outcome"] == "cpu_error",
      "tril_ on a self whose elements share memory: the CPU refuses only where its kernel takes a copying path "
      "(batched, unusual strides) and writes in place elsewhere; mlu always writes in place"),
@@ -76,7 +82,7 @@ def test_sweep_of_every_op_matches_the_cpus_layouts():
     rows = _sweep_rows()
     assert len({row["op"] for row in rows}) > 400, "the sweep must reach every op_db op"
     assert {"channels_last", "permuted", "sliced", "expanded"} <= {row["layout"] for row in rows}
-    assert {row["variant"] for row in rows} == {"function", "inplace", "backward"}
+    assert {row["variant"] for row in rows} == {"function", "inplace", "out", "backward"}
     differences = collections.defaultdict(list)
     for row in rows:
         if row["outcome"] != "ok" and not _deliberate(row):

@@ -15,6 +15,7 @@
 #include <ATen/ops/addbmm_native.h>
 #include <ATen/ops/addmm_meta.h>
 #include <ATen/ops/addmv_meta.h>
+#include <ATen/ops/addr.h>
 #include <ATen/ops/baddbmm_meta.h>
 #include <ATen/ops/bmm_meta.h>
 #include <ATen/ops/empty.h>
@@ -23,6 +24,7 @@
 
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
+#include "csrc/aten/Structured.h"
 #include "csrc/aten/StructuredPointwise.h"
 
 namespace torch_mlu {
@@ -250,6 +252,10 @@ TORCH_MLU_ATEN_IMPL(m) {
     }
     check_same_device("baddbmm", {self, b1, b2, out});
     return product_out<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha, out);
+  });
+  // addr.out: PyTorch's composite resizes out contiguous; the CPU's TensorIterator gives it self's layout.
+  m.impl("addr.out", [](T self, T vec1, T vec2, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
+    return copy_into(out, at::addr(self, vec1, vec2, beta, alpha));
   });
   m.impl("addmv", [](T self, T mat, T vec, S beta, S alpha) {
     if (!all_have_gemm(self, mat, vec)) {

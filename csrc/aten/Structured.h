@@ -158,9 +158,14 @@ void run_out(Launch launch, const Outs& outs, const Args&... args) {
 }
 
 // The out= form of an op computed functionally: resizes out (PyTorch's
-// resize_output rules and warning) and copies value into it.
+// resize_output rules and warning) and copies value into it. An out that is
+// resized takes value's (dense) layout, as TensorIterator lays out the out=
+// results it resizes on the CPU.
 inline at::Tensor& copy_into(at::Tensor& out, const at::Tensor& value) {
-  at::native::resize_output(out, value.sizes());
+  if (at::native::resize_output(out, value.sizes()) && value.is_non_overlapping_and_dense() &&
+      out.strides() != value.strides()) {
+    out.as_strided_(value.sizes(), value.strides(), out.storage_offset());
+  }
   return out.copy_(value);
 }
 

@@ -10,10 +10,10 @@ their tensor inputs re-laid out, each layout made by the same ops on both device
   expanded        every tensor with a last dim longer than 1 as its first column expanded (stride 0; other
                   values than the sample's, the same on both devices)
 
-each applied to every tensor input ("all") and to the sample's first input only ("input"). Three variants
-run: the function, its in-place variant (op_db's inplace_variant) on the re-laid `self`, and the backward
-(the gradients of the floating inputs, for grad_outputs laid out like the inputs). A case prints one JSON
-line:
+each applied to every tensor input ("all") and to the sample's first input only ("input"). Four variants
+run: the function, its in-place variant (op_db's inplace_variant) on the re-laid `self`, its out= variant
+into tensors of no elements (which the op resizes), and the backward (the gradients of the floating
+inputs, for grad_outputs laid out like the inputs). A case prints one JSON line:
 
   {"op", "sample", "layout", "target", "variant", "options", "outcome", "detail"}
 
@@ -174,6 +174,24 @@ def forward(fn):
     return lambda leaves, spec, layout: call(fn, leaves, spec)
 
 
+def into_out(fn):
+    """The out= variant with out tensors of no elements (the op resizes them; the CPU picks their strides)."""
+    def run(leaves, spec, layout):
+        expected = call(fn, leaves, spec)
+        device = next(x.device for x in leaves if isinstance(x, torch.Tensor))
+        flat, out_spec = tree_flatten(expected)
+        if not flat or not all(isinstance(x, torch.Tensor) for x in flat):
+            raise RuntimeError("no tensor outputs")
+        outs = [torch.empty(0, dtype=x.dtype, device=device) for x in flat]
+        sample_input, args, kwargs = tree_unflatten(leaves, spec)
+        result = fn(sample_input, *args, **kwargs, out=outs[0] if len(outs) == 1 else tuple(outs))
+        returned = tree_flatten(result)[0]
+        if any(r is not o for r, o in zip(returned, outs)):
+            raise RuntimeError("out= returned other tensors than its out arguments")
+        return tree_unflatten(outs, out_spec)
+    return run
+
+
 def backward(fn):
     """The gradients of the inputs that require grad, for grad_outputs laid out like the inputs."""
     def run(leaves, spec, layout):
@@ -271,6 +289,8 @@ def sweep_op(op, samples_per_op):
     variants = [("function", forward(op.op), False)]
     if op.inplace_variant is not None:
         variants.append(("inplace", forward(op.inplace_variant), False))
+    if op.supports_out:
+        variants.append(("out", into_out(op.op), False))
     if op.supports_autograd and dtype.is_floating_point:
         variants.append(("backward", backward(op.op), True))
     for k, sample in enumerate(samples):
