@@ -21,28 +21,17 @@ case). tests/test_device_checks.py runs this script and judges the lines against
 
   .venv/bin/python tests/opinfo/device_sweep.py [--ops add,cat] [--samples 2]
 """
-import argparse
-import json
 import re
 import sys
-import warnings
 
 import torch
 
 import torch_mlu  # noqa: F401
+from op_sweep import emit, main, pick_dtype
 
-from torch.testing._internal.common_methods_invocations import op_db
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 _DEVICE_MESSAGE = re.compile(r"device|Device|mlu|cpu", re.IGNORECASE)
-
-
-def pick_dtype(op):
-    dtypes = op.supported_dtypes("cpu")
-    for dtype in (torch.float32, torch.int64, torch.bool, torch.complex64):
-        if dtype in dtypes:
-            return dtype
-    return None
 
 
 def to_cpu(value):
@@ -89,10 +78,6 @@ def deterministic(op, leaves, spec, first):
     except Exception:
         return False
     return same(first, second)
-
-
-def emit(**fields):
-    print(json.dumps(fields), flush=True)
 
 
 def sweep_op(op, samples_per_op):
@@ -143,21 +128,6 @@ def sweep_op(op, samples_per_op):
                 emit(outcome=outcome, message=message, **case)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", default="", help="comma-separated op_db names (default: all)")
-    parser.add_argument("--samples", type=int, default=1, help="samples per op")
-    args = parser.parse_args()
-    wanted = set(filter(None, args.ops.split(",")))
-    warnings.simplefilter("ignore")
-    torch.manual_seed(0)
-    for op in op_db:
-        name = op.full_name if hasattr(op, "full_name") else op.name
-        if wanted and name not in wanted and op.name not in wanted:
-            continue
-        sweep_op(op, args.samples)
-    emit(done=True)
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__.splitlines()[0], sweep_op, default_samples=1))

@@ -38,17 +38,14 @@ script and judges the lines.
 
   .venv/bin/python tests/opinfo/layout_sweep.py [--ops add,group_norm] [--samples 3]
 """
-import argparse
-import json
 import sys
-import warnings
 
 import torch
 
 import torch_mlu  # noqa: F401
+from op_sweep import emit, main, pick_dtype
 
 from torch.testing import make_tensor
-from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.opinfo.core import SampleInput
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
@@ -57,14 +54,6 @@ UNINITIALIZED = {"empty", "empty_like", "new_empty", "new_empty_strided", "empty
                  "resize_as_"}
 LAYOUTS = ("channels_last", "permuted", "sliced", "expanded")
 TARGETS = ("all", "input")
-
-
-def pick_dtype(op):
-    dtypes = op.supported_dtypes("cpu")
-    for dtype in (torch.float32, torch.int64, torch.bool, torch.complex64):
-        if dtype in dtypes:
-            return dtype
-    return None
 
 
 def signature(sample):
@@ -234,10 +223,6 @@ def compare(cpu_out, mlu_out, cpu_leaves, mlu_leaves, check_values):
     return "ok", ""
 
 
-def emit(**fields):
-    print(json.dumps(fields), flush=True)
-
-
 def run_case(fn, cpu_leaves, mlu_leaves, spec, layout, check_values):
     cpu_error = mlu_error = None
     try:
@@ -327,21 +312,6 @@ def sweep_op(op, samples_per_op):
                         emit(outcome=outcome, detail=detail, **case)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", default="", help="comma-separated op_db names (default: all)")
-    parser.add_argument("--samples", type=int, default=8, help="samples per op")
-    args = parser.parse_args()
-    wanted = set(filter(None, args.ops.split(",")))
-    warnings.simplefilter("ignore")
-    torch.manual_seed(0)
-    for op in op_db:
-        name = op.full_name if hasattr(op, "full_name") else op.name
-        if wanted and name not in wanted and op.name not in wanted:
-            continue
-        sweep_op(op, args.samples)
-    emit(done=True)
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(__doc__.splitlines()[0], sweep_op, default_samples=8))
