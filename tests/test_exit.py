@@ -60,6 +60,7 @@ def _run(code):
 
 
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
+@pytest.mark.timeout(60 + 3 * RUNS)  # a run takes ~1.5 s of a loaded 2-core machine; 300 runs pass pytest's 300 s
 def test_program_exits_with_code_0_every_time(program):
     code = textwrap.dedent(PROGRAMS[program])
     with ThreadPoolExecutor(PARALLEL) as pool:
