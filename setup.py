@@ -33,4 +33,6 @@ class CMakeBuild(build_ext):
                 shutil.copy2(os.path.join(built, "lib", name), os.path.join(target, "lib"))
 
 
-setup(ext_modules=[Extension("torch_mlu._C", sources=[])], cmdclass={"build_ext": CMakeBuild})
+# setuptools' scratch files go to build/wheel, beside (not among) CMake's.
+setup(ext_modules=[Extension("torch_mlu._C", sources=[])], cmdclass={"build_ext": CMakeBuild},
+      options={"build": {"build_base": os.path.join("build", "wheel")}})
