@@ -155,12 +155,13 @@ at::Tensor copy_from_mlu(const at::Tensor& self, const at::Tensor& dst, bool non
 // of a taller matrix).
 at::Tensor copy_from_and_resize_mlu(const at::Tensor& self, const at::Tensor& dst) {
   if (dst.sizes() != self.sizes()) {
-    dst.resize_(self.sizes());
-    if (dst.strides() != self.strides() && self.numel() > 0 && at::has_internal_overlap(self) == at::MemOverlap::No) {
+    if (self.numel() > 0 && at::has_internal_overlap(self) == at::MemOverlap::No) {
       int64_t extent = 1;  // elements from the first to the last one addressed
       for (int64_t d = 0; d < self.dim(); ++d) extent += (self.size(d) - 1) * self.stride(d);
       dst.resize_({extent});
       dst.as_strided_(self.sizes(), self.strides(), dst.storage_offset());
+    } else {
+      dst.resize_(self.sizes());
     }
   }
   return copy_from_mlu(self, dst, /*non_blocking=*/false);

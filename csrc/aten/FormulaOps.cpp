@@ -54,12 +54,13 @@ double norm(const at::Tensor& self, int64_t reduction) {
   return reduction == at::Reduction::Mean ? 1.0 / static_cast<double>(self.numel()) : 1.0;
 }
 
-// `value` in the layout empty_like(self) has (the CPU's outputs that follow
-// their input's layout), copied only where it is not already.
+// `value` in the layout empty_like(self) would have (the CPU's outputs that
+// follow their input's layout): self's strides where self is dense, else its
+// suggested memory format. Copied only where value is not laid out so.
 at::Tensor laid_out_like(const at::Tensor& value, const at::Tensor& self) {
-  at::Tensor out = at::empty_like(self);
-  if (out.strides() == value.strides()) return value;
-  return out.copy_(value);
+  if (!self.is_non_overlapping_and_dense()) return value.contiguous(self.suggest_memory_format());
+  if (value.strides() == self.strides()) return value;
+  return at::empty_like(self).copy_(value);
 }
 
 // ---- element-wise losses ----
