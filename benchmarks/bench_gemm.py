@@ -1,6 +1,7 @@
 """Matrix products on mlu against stock PyTorch on the CPU (same machine, same run).
 
-Cases (issue 6's GEMM targets): torch.mm on square float32 and bfloat16 matrices of 256..4096,
+Cases (the shapes the GEMM targets in docs/bench_gemm.md are stated for): torch.mm on square float32 and
+bfloat16 matrices of 256..4096,
 a batch of 64 small 64x64 products (torch.bmm), and the shapes a transformer and an MLP
 training step issue (linear forward/backward as mm with transposed operands, mv).
 

@@ -1,4 +1,4 @@
-"""Training kernels on mlu against stock PyTorch on the CPU (same machine, same run): issue 6's suite.
+"""Training kernels on mlu against stock PyTorch on the CPU (same machine, same run); results in docs/bench_kernels.md.
 
 - conv2d at ResNet-18 layer shapes, batch 8: forward, and forward + backward (input and weight
   gradients), contiguous and channels_last;

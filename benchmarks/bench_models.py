@@ -1,4 +1,6 @@
-"""End-to-end training on mlu against stock PyTorch on the CPU (same process, same seed, same data): issue 7.
+"""End-to-end training on mlu against stock PyTorch on the CPU (same process, same seed, same data).
+
+Results and the targets they are measured against: docs/bench_models.md.
 
 Models (training steps per second: forward, loss, backward, optimizer step, gradients reset):
 - mlp: 1024 -> 2048 -> 2048 -> 10 with ReLU, batch 128, Adam;

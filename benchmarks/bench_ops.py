@@ -28,17 +28,19 @@ divided by k: the per-call time of a stream of launches, i.e. throughput, with
 all queued device work included. At least --min-reps batches and about
 --min-time seconds per device; the median batch is reported. The devices are
 timed one after the other, not interleaved: CPU PyTorch's OpenMP threads
-spin for milliseconds after each parallel region, and on 2 cores that spin
-would slow whichever mlu batch follows a CPU batch (measured: add 1M 0.30 ms
-alone, 0.56 ms interleaved). `--repeat R` runs the whole
+keep spinning after each parallel region, and on a machine with few cores
+that spin slows whichever mlu batch follows a CPU batch (the measurement is
+in docs/bench_kernels.md, "Measurements formerly in code comments").
+`--repeat R` runs the whole
 matrix R times and reports, per case, the median of the R passes (the machines
 are shared: a single pass can catch a burst of other load on one case).
 
 `--recheck R` then re-measures every case of >= 1M elements whose median ratio
 is below 0.8 (RECHECK_BELOW) with R more passes over just those cases, and
 reports the median of all its passes (the first ones included): a confirmation
-test for the "no op below 0.7" target, whose suspects on this host are mostly
-cases that caught a slow spell (re-measured alone they sit near parity). The
+test for the "no op below 0.7" target: on a shared machine a case below it
+is often one that caught a slow spell, and the extra passes tell those from
+real shortfalls. The
 JSON and the summary list every rechecked case with its ratio before and after.
 
 ratio = cpu time / mlu time: above 1 means mlu is faster. The summary gives

@@ -10,6 +10,12 @@ from hypothesis import HealthCheck, settings
 import torch_mlu  # noqa: F401  (registers mlu even when autoload is off)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# tools/test_wheel.sh runs tests against a wheel installed elsewhere: the torch_mlu
+# they import, and the one their subprocesses import, must not be the tree's.
+TESTING_INSTALLED = os.environ.get("TORCH_MLU_TEST_INSTALLED") == "1"
+if TESTING_INSTALLED:
+    assert not os.path.abspath(torch_mlu.__file__).startswith(REPO + os.sep), (
+        f"TORCH_MLU_TEST_INSTALLED=1 but torch_mlu comes from the source tree: {torch_mlu.__file__}")
 
 # Property tests (test_properties.py): the same examples on every run unless HYPOTHESIS_PROFILE=explore.
 settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True, print_blob=True,
@@ -19,13 +25,14 @@ settings.register_profile("explore", max_examples=1000, deadline=None, print_blo
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-def run_python(code, env=None, timeout=120):
-    """Runs `code` in a fresh interpreter; returns the CompletedProcess."""
+def run_python(code, env=None, timeout=120, cwd=None):
+    """Runs `code` in a fresh interpreter (in the tree, or `cwd`); returns the CompletedProcess."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True, text=True, env=full_env, timeout=timeout, cwd=REPO,
+        capture_output=True, text=True, env=full_env, timeout=timeout,
+        cwd=cwd or (os.path.dirname(REPO) if TESTING_INSTALLED else REPO),
     )
 
 
@@ -42,3 +49,63 @@ def _clean_device_state():
     for d in range(torch.mlu.device_count()):
         torch.mlu.synchronize(d)
     torch.mlu.set_device(0)
+
+
+def _results(value):
+    """The results of a run as a flat list: tuples and lists (named tuples too) unpacked, depth first."""
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in _results(v)]
+    return [value]
+
+
+def assert_native_matches_cpu(fn, *args, rtol=None, atol=None, tolerances=None, equal_nan=False,
+                              check_stride=False, on_mlu=True, compare=None, fell_back=None, msg=None):
+    """Asserts that fn runs natively on mlu (no op through the CPU fallback) and agrees with stock PyTorch on the CPU.
+
+    fn(*args) runs on args as given, then, with the fallback report reset, with every tensor of args moved to mlu;
+    with no args, fn(device) runs with "cpu", then with "mlu". The results (tensors, nested tuples / lists of them;
+    other values compared with ==) pair up one to one: each mlu tensor on mlu, of the CPU's dtype and shape, and
+    close to it by torch.testing.assert_close. Returns the mlu run's results.
+
+    Options: rtol / atol, or tolerances(dtype) -> dict(rtol=, atol=) (default: PyTorch's for the dtype);
+    equal_nan; check_stride: strides equal too; on_mlu=False: fn copies its results to the CPU itself;
+    compare(i, got, want): replaces the value comparison of the i-th result (got on the CPU), for another oracle;
+    fell_back: a set that collects the fallback's ops instead of asserting there are none; msg: a prefix for the
+    failure messages.
+    """
+    where = (lambda i: f"{msg}: result {i}") if msg else (lambda i: f"result {i}")
+    expected = fn(*args) if args else fn("cpu")
+    torch_mlu.reset_fallback_report()
+    actual = fn(*[a.to("mlu") if isinstance(a, torch.Tensor) else a for a in args]) if args else fn("mlu")
+    report = torch_mlu.fallback_report()
+    if fell_back is not None:
+        fell_back.update(report)
+    else:
+        assert report == {}, f"{msg + ': ' if msg else ''}the mlu run used the CPU fallback: {report}"
+    got, want = _results(actual), _results(expected)
+    assert len(got) == len(want), f"{msg + ': ' if msg else ''}{len(got)} results on mlu, {len(want)} on the CPU"
+    for i, (a, e) in enumerate(zip(got, want)):
+        if not isinstance(a, torch.Tensor) or not isinstance(e, torch.Tensor):
+            same = not isinstance(a, torch.Tensor) and not isinstance(e, torch.Tensor) and a == e
+            assert same, f"{where(i)}: {a!r} on mlu, {e!r} on the CPU"
+            continue
+        if on_mlu:
+            assert a.device.type == "mlu", f"{where(i)} of the mlu run is on {a.device}"
+        assert a.dtype == e.dtype and a.shape == e.shape, \
+            f"{where(i)}: {a.dtype} {tuple(a.shape)} on mlu, {e.dtype} {tuple(e.shape)} on the CPU"
+        if check_stride:
+            assert a.stride() == e.stride(), f"{where(i)}: strides {a.stride()} on mlu, {e.stride()} on the CPU"
+        a, e = a.detach().cpu(), e.detach()
+        if compare is not None:
+            compare(i, a, e)
+            continue
+        tol = tolerances(e.dtype) if tolerances is not None else \
+            {} if rtol is None and atol is None else dict(rtol=rtol, atol=atol)
+        torch.testing.assert_close(a, e, equal_nan=equal_nan, msg=lambda m, i=i: f"{where(i)}: {m}", **tol)
+    return actual
+
+
+@pytest.fixture
+def native_oracle():
+    """assert_native_matches_cpu: runs an op on mlu and on the CPU, asserts the mlu run is native and agrees."""
+    return assert_native_matches_cpu

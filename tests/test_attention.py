@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import torch_mlu
+import torch_mlu  # noqa: F401  (registers mlu)
 
 FUSED = "ScaledDotProductFusedAttentionOverrideableBackward0"
 
@@ -29,47 +29,50 @@ def sdpa_with_grads(q, k, v, mask=None, grad=None, mask_grad=True, **kw):
     return out, [t.grad for t in leaves], out.grad_fn.name()
 
 
-def check_against_cpu(q, k, v, mask=None, **kw):
-    """mlu vs the CPU in q's dtype; 16-bit results are judged against float64 with the CPU's own error.
+@pytest.fixture
+def check_against_cpu(native_oracle):
+    """The shared oracle on SDPA and its gradients, in q's dtype, with the CPU's strides; 16-bit results are
+    judged against float64 with the CPU's own error.
 
     mlu takes its fused kernel exactly where the CPU takes its own (flash) one, else the math path, so the
     outputs and the gradients have the CPU's layouts (Note [SDPA on PrivateUse1])."""
-    torch.manual_seed(1)
-    grad = torch.randn(q.shape[:-1] + (v.shape[-1],)).to(q.dtype)
-    cpu_out, cpu_grads, cpu_fn = sdpa_with_grads(q, k, v, mask, grad, **kw)
-    torch_mlu.reset_fallback_report()
-    to = lambda t: None if t is None else t.to("mlu")  # noqa: E731
-    out, grads, fn = sdpa_with_grads(to(q), to(k), to(v), to(mask), to(grad), **kw)
-    assert (fn == FUSED) == ("FlashAttentionForCpu" in cpu_fn), (fn, cpu_fn)
-    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
-    assert out.dtype == q.dtype and out.shape == cpu_out.shape and out.stride() == cpu_out.stride()
-    for g, e in zip(grads, cpu_grads):
-        assert g.stride() == e.stride(), (g.stride(), e.stride())
-    if q.dtype == torch.float32:
-        torch.testing.assert_close(out.cpu(), cpu_out, rtol=1e-5, atol=1e-5)
-        for g, e in zip(grads, cpu_grads):
-            torch.testing.assert_close(g.cpu(), e, rtol=1e-5, atol=1e-5)
-        return
-    wide = lambda t: None if t is None else t.double()  # noqa: E731
-    ref_mask = wide(mask) if mask is not None and mask.is_floating_point() else mask
-    ref_out, ref_grads, _ = sdpa_with_grads(wide(q), wide(k), wide(v), ref_mask, wide(grad), **kw)
-    eps = torch.finfo(q.dtype).eps
-    for got, cpu, ref in zip([out] + grads, [cpu_out] + cpu_grads, [ref_out] + ref_grads):
-        cpu_err = (cpu.double() - ref).abs().max().item()
-        err = (got.cpu().double() - ref).abs().max().item()
-        assert err <= 2 * cpu_err + 4 * eps * ref.abs().max().item(), (err, cpu_err)
+    def check(q, k, v, mask=None, **kw):
+        torch.manual_seed(1)
+        grad = torch.randn(q.shape[:-1] + (v.shape[-1],)).to(q.dtype)
+
+        def run(q, k, v, mask, grad):
+            out, grads, fn = sdpa_with_grads(q, k, v, mask, grad, **kw)
+            fused = fn == FUSED if q.device.type == "mlu" else "FlashAttentionForCpu" in fn
+            return [out] + grads, fused
+
+        if q.dtype == torch.float32:
+            native_oracle(run, q, k, v, mask, grad, check_stride=True, rtol=1e-5, atol=1e-5)
+            return
+        wide = lambda t: None if t is None else t.double()  # noqa: E731
+        ref_mask = wide(mask) if mask is not None and mask.is_floating_point() else mask
+        ref_out, ref_grads, _ = sdpa_with_grads(wide(q), wide(k), wide(v), ref_mask, wide(grad), **kw)
+        eps = torch.finfo(q.dtype).eps
+
+        def within_twice_the_cpus_error(i, got, cpu):
+            ref = ([ref_out] + ref_grads)[i]
+            cpu_err = (cpu.double() - ref).abs().max().item()
+            err = (got.double() - ref).abs().max().item()
+            assert err <= 2 * cpu_err + 4 * eps * ref.abs().max().item(), (err, cpu_err)
+
+        native_oracle(run, q, k, v, mask, grad, check_stride=True, compare=within_twice_the_cpus_error)
+    return check
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("causal", [False, True])
-def test_matches_cpu(dtype, causal):
+def test_matches_cpu(dtype, causal, check_against_cpu):
     torch.manual_seed(0)
     q, k, v = (torch.randn(2, 3, n, 32).to(dtype) for n in (300, 300, 300))
     check_against_cpu(q, k, v, is_causal=causal)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_lengths_differ_and_value_dim(dtype):
+def test_lengths_differ_and_value_dim(dtype, check_against_cpu):
     torch.manual_seed(0)
     q, k, v = torch.randn(1, 2, 70, 40).to(dtype), torch.randn(1, 2, 257, 40).to(dtype), torch.randn(1, 2, 257, 24).to(dtype)
     check_against_cpu(q, k, v)
@@ -78,7 +81,7 @@ def test_lengths_differ_and_value_dim(dtype):
 
 
 @pytest.mark.parametrize("kind", ["bool", "additive", "additive_broadcast", "additive_and_causal"])
-def test_masks(kind):
+def test_masks(kind, check_against_cpu):
     torch.manual_seed(0)
     q, k, v = torch.randn(2, 4, 65, 16), torch.randn(2, 4, 90, 16), torch.randn(2, 4, 90, 16)
     if kind == "bool":
@@ -103,13 +106,13 @@ def test_fully_masked_rows_are_zero():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_grouped_query_attention(dtype):
+def test_grouped_query_attention(dtype, check_against_cpu):
     torch.manual_seed(0)
     q, k, v = torch.randn(2, 8, 50, 32).to(dtype), torch.randn(2, 2, 50, 32).to(dtype), torch.randn(2, 2, 50, 32).to(dtype)
     check_against_cpu(q, k, v, is_causal=True, enable_gqa=True)
 
 
-def test_three_d_and_interleaved_layouts():
+def test_three_d_and_interleaved_layouts(check_against_cpu):
     torch.manual_seed(0)
     q, k, v = (torch.randn(4, 33, 16) for _ in range(3))
     check_against_cpu(q, k, v)
@@ -118,7 +121,7 @@ def test_three_d_and_interleaved_layouts():
     check_against_cpu(q, k, v, is_causal=True)
 
 
-def test_empty_and_single_key():
+def test_empty_and_single_key(check_against_cpu):
     # PyTorch answers an empty query itself, before choosing a backend.
     check_against_cpu(torch.randn(1, 2, 0, 8), torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8))
     check_against_cpu(torch.randn(1, 2, 6, 8), torch.randn(1, 2, 1, 8), torch.randn(1, 2, 1, 8))
@@ -221,7 +224,7 @@ def run_module(module, inputs, **kw):
 
 
 @pytest.mark.parametrize("module_kind", ["mha", "encoder_layer"])
-def test_modules_run_on_the_fused_kernel(module_kind):
+def test_modules_run_on_the_fused_kernel(module_kind, native_oracle):
     torch.manual_seed(0)
     x = torch.randn(3, 40, 64)
     mask = nn.Transformer.generate_square_subsequent_mask(40)
@@ -231,13 +234,14 @@ def test_modules_run_on_the_fused_kernel(module_kind):
     else:
         module = nn.TransformerEncoderLayer(64, 4, 128, dropout=0.0, batch_first=True)
         inputs, kw = (x,), dict(src_mask=mask, is_causal=True)
-    expected, expected_grads, _ = run_module(module, inputs, **kw)
-    module.zero_grad()
-    torch_mlu.reset_fallback_report()
-    got, grads, names = run_module(module.to("mlu"), [t.to("mlu") for t in inputs],
-                                   **{n: t.to("mlu") if isinstance(t, torch.Tensor) else t for n, t in kw.items()})
-    assert FUSED in names, names
-    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
-    torch.testing.assert_close(got.cpu(), expected, rtol=1e-4, atol=1e-5)
-    for g, e in zip(grads, expected_grads):
-        torch.testing.assert_close(g.cpu(), e, rtol=1e-4, atol=1e-5)
+    names = {}
+
+    def run(device):
+        module.zero_grad()
+        out, grads, names[device] = run_module(
+            module.to(device), [t.to(device) for t in inputs],
+            **{n: t.to(device) if isinstance(t, torch.Tensor) else t for n, t in kw.items()})
+        return out, grads
+
+    native_oracle(run, rtol=1e-4, atol=1e-5)
+    assert FUSED in names["mlu"], names["mlu"]

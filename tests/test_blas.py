@@ -5,6 +5,8 @@ them (matmul of every rank combination, linear, einsum, outer, inner, tensordot)
 strided operands, out= and in-place forms, beta == 0 not reading self, autograd, errors; integer
 products bit-equal to the CPU's wrapping arithmetic.
 """
+from functools import partial
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -25,21 +27,10 @@ def tolerances(dtype, k):
     return dict(rtol=1.6e-2, atol=2e-3 * k)  # results rounded to 8 or 11 bits
 
 
-def run_native(fn, *args):
-    expected = fn(*args)
-    torch_mlu.reset_fallback_report()
-    actual = fn(*[a.to("mlu") if isinstance(a, torch.Tensor) else a for a in args])
-    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
-    return expected, actual
-
-
-def check(fn, *args, k=64):
-    expected, actual = run_native(fn, *args)
-    expected = expected if isinstance(expected, (tuple, list)) else [expected]
-    actual = actual if isinstance(actual, (tuple, list)) else [actual]
-    for e, a in zip(expected, actual):
-        assert a.device.type == "mlu" and a.dtype == e.dtype and a.shape == e.shape
-        torch.testing.assert_close(a.cpu(), e, **tolerances(e.dtype, k))
+@pytest.fixture
+def check(native_oracle):
+    """The shared oracle with the tolerances of a k-term dot product in the result's dtype."""
+    return lambda fn, *args, k=64: native_oracle(fn, *args, tolerances=partial(tolerances, k=k))
 
 
 def rand(*shape, dtype=torch.float32):
@@ -49,7 +40,7 @@ def rand(*shape, dtype=torch.float32):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("ta", [False, True], ids=["A", "At"])
 @pytest.mark.parametrize("tb", [False, True], ids=["B", "Bt"])
-def test_mm_layouts(dtype, ta, tb):
+def test_mm_layouts(dtype, ta, tb, check):
     a = rand(70, 45, dtype=dtype) if not ta else rand(45, 70, dtype=dtype).t()
     b = rand(45, 83, dtype=dtype) if not tb else rand(83, 45, dtype=dtype).t()
     check(torch.mm, a, b, k=45)
@@ -57,12 +48,12 @@ def test_mm_layouts(dtype, ta, tb):
 
 @pytest.mark.parametrize("shape", [(1, 1, 1), (1, 300, 1), (300, 1, 5), (1, 7, 300), (5, 0, 3), (0, 4, 2),
                                    (4, 3, 0), (13, 33, 257), (130, 2, 129), (2, 130, 129)])
-def test_mm_edge_shapes(shape):
+def test_mm_edge_shapes(shape, check):
     m, k, n = shape
     check(torch.mm, rand(m, k), rand(k, n), k=max(k, 1))
 
 
-def test_mm_large_splits_over_blocks_and_threads():
+def test_mm_large_splits_over_blocks_and_threads(check):
     check(torch.mm, rand(300, 600), rand(600, 1100), k=600)
     check(torch.mm, rand(600, 300).t(), rand(1100, 600).t(), k=600)
     for dtype in (torch.bfloat16, torch.float16):  # bfloat16: AMX tiles where the CPU has them
@@ -71,7 +62,7 @@ def test_mm_large_splits_over_blocks_and_threads():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_bmm_and_baddbmm(dtype):
+def test_bmm_and_baddbmm(dtype, check):
     a, b = rand(6, 20, 33, dtype=dtype), rand(6, 33, 17, dtype=dtype)
     check(torch.bmm, a, b, k=33)
     check(torch.bmm, a.transpose(1, 2).contiguous().transpose(1, 2), b[:, :, :9], k=33)
@@ -82,13 +73,13 @@ def test_bmm_and_baddbmm(dtype):
     check(lambda c, a, b: c.clone().baddbmm_(a, b, alpha=3), c, a, b, k=33)
 
 
-def test_many_small_batched_products():
+def test_many_small_batched_products(check):
     check(torch.bmm, rand(64, 64, 64), rand(64, 64, 64))
     check(torch.bmm, rand(500, 3, 5), rand(500, 5, 2), k=5)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_addmm_forms(dtype):
+def test_addmm_forms(dtype, check):
     bias, a, b = rand(40, dtype=dtype), rand(30, 50, dtype=dtype), rand(50, 40, dtype=dtype)
     check(torch.addmm, bias, a, b, k=50)
     check(lambda s, a, b: torch.addmm(s, a, b, beta=0.25, alpha=1.5), rand(30, 40, dtype=dtype), a, b, k=50)
@@ -107,7 +98,7 @@ def test_addmm_forms(dtype):
     check(strided_out, bias, a, b, k=50)
 
 
-def test_beta_zero_does_not_read_self():
+def test_beta_zero_does_not_read_self(check):
     nan = torch.full((8, 5), float("nan"))
     check(lambda s, a, b: torch.addmm(s, a, b, beta=0), nan, rand(8, 3), rand(3, 5), k=3)
     check(lambda s, a, b: torch.baddbmm(s, a, b, beta=0), nan.expand(2, 8, 5), rand(2, 8, 3), rand(2, 3, 5), k=3)
@@ -115,7 +106,7 @@ def test_beta_zero_does_not_read_self():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_addbmm_addmv_mv_dot(dtype):
+def test_addbmm_addmv_mv_dot(dtype, check):
     s, b1, b2 = rand(9, 11, dtype=dtype), rand(4, 9, 13, dtype=dtype), rand(4, 13, 11, dtype=dtype)
     check(lambda s, a, b: torch.addbmm(s, a, b, beta=0.5, alpha=2), s, b1, b2, k=52)
     check(lambda s, a, b: s.clone().addbmm_(a, b), s, b1, b2, k=52)
@@ -131,7 +122,7 @@ def test_addbmm_addmv_mv_dot(dtype):
     check(torch.dot, x[:0], y[:0], k=1)
 
 
-def test_large_dot_and_mv():
+def test_large_dot_and_mv(check):
     check(torch.dot, rand(1 << 20), rand(1 << 20), k=1 << 20)
     check(torch.mv, rand(3000, 2000), rand(2000), k=2000)
     check(lambda a, b: a @ b, rand(2000), rand(2000, 3000), k=2000)  # one-row product
@@ -140,11 +131,11 @@ def test_large_dot_and_mv():
 @pytest.mark.parametrize("shapes", [((5,), (5,)), ((3, 5), (5,)), ((5,), (5, 4)), ((3, 5), (5, 4)),
                                     ((2, 3, 5), (5,)), ((5,), (2, 5, 4)), ((2, 3, 5), (5, 4)), ((3, 5), (2, 5, 4)),
                                     ((2, 1, 3, 5), (4, 5, 6)), ((7, 2, 3, 5), (7, 2, 5, 4))])
-def test_matmul_rank_combinations(shapes):
+def test_matmul_rank_combinations(shapes, check):
     check(torch.matmul, rand(*shapes[0]), rand(*shapes[1]), k=5)
 
 
-def test_composites_lower_to_native_products():
+def test_composites_lower_to_native_products(check):
     x, w, b = rand(16, 10, 32), rand(24, 32), rand(24)
     check(F.linear, x, w, b, k=32)
     check(F.linear, x, w, k=32)
@@ -155,7 +146,7 @@ def test_composites_lower_to_native_products():
     check(lambda a, b: torch.tensordot(a, b, dims=([1, 2], [0, 1])), rand(3, 4, 5), rand(4, 5, 6), k=20)
 
 
-def test_autograd_through_linear_and_bmm():
+def test_autograd_through_linear_and_bmm(check):
     def loss(x, w, b, q):
         x, w, b, q = (t.clone().requires_grad_() for t in (x, w, b, q))
         y = torch.bmm(F.linear(x, w, b), q)
@@ -173,7 +164,7 @@ def rand_int(*shape, dtype):
 
 
 @pytest.mark.parametrize("dtype", INT_DTYPES)
-def test_integer_products_are_native_and_wrap_like_the_cpu(dtype):
+def test_integer_products_are_native_and_wrap_like_the_cpu(dtype, native_oracle):
     """Note [Integer products]: every integer product form, bit-equal to the CPU's wrapping arithmetic."""
     a, b, c = rand_int(5, 37, dtype=dtype), rand_int(37, 9, dtype=dtype), rand_int(5, 9, dtype=dtype)
     batch1, batch2 = rand_int(3, 5, 37, dtype=dtype), rand_int(3, 37, 9, dtype=dtype)
@@ -192,9 +183,7 @@ def test_integer_products_are_native_and_wrap_like_the_cpu(dtype):
     if dtype in (torch.int32, torch.int64):  # the CPU's dot takes these integer types only
         cases.append(lambda a, b, c, x, y, v: torch.dot(v, v))
     for case in cases:
-        expected, actual = run_native(case, a, b, c, batch1, batch2, v)
-        assert actual.dtype == expected.dtype and actual.shape == expected.shape
-        assert torch.equal(actual.cpu(), expected)
+        native_oracle(case, a, b, c, batch1, batch2, v, rtol=0, atol=0)
 
 
 def test_bool_and_complex_products_fall_back_visibly():
@@ -237,18 +226,8 @@ def test_errors_match_the_cpu():
     assert torch.mm(a, a.t()).shape == (3, 3)  # still working
 
 
-def assert_native_and_matches_cpu(run):
-    """run(device) -> tensors: on mlu with nothing on the CPU fallback, equal to the CPU's."""
-    expected = run("cpu")
-    torch_mlu.reset_fallback_report()
-    actual = run("mlu")
-    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
-    for a, e in zip(actual, expected):
-        torch.testing.assert_close(a.cpu(), e, rtol=1e-5, atol=1e-5)
-
-
 @pytest.mark.parametrize("p", [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, float("inf")])
-def test_cdist_direct_path(p):
+def test_cdist_direct_path(p, native_oracle):
     torch.manual_seed(0)
     x1, x2 = torch.randn(2, 7, 5), torch.randn(2, 6, 5)
     x2[0, 0] = x1[0, 0]  # a zero distance: the gradient there is 0, as on the CPU
@@ -259,11 +238,11 @@ def test_cdist_direct_path(p):
         d.backward(torch.ones_like(d))
         return d, a.grad, b.grad
 
-    assert_native_and_matches_cpu(run)
+    native_oracle(run, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("p", [0.5, 1.0, 2.0, 3.0, float("inf")])
-def test_pdist(p):
+def test_pdist(p, native_oracle):
     torch.manual_seed(1)
     x = torch.randn(6, 4)
 
@@ -273,4 +252,4 @@ def test_pdist(p):
         d.backward(torch.arange(d.numel(), dtype=d.dtype, device=device))
         return d, leaf.grad
 
-    assert_native_and_matches_cpu(run)
+    native_oracle(run, rtol=1e-5, atol=1e-5)

@@ -8,33 +8,30 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_mlu
+import torch_mlu  # noqa: F401  (registers mlu)
 
 torch.manual_seed(0)
 
 
-def run(fn, args, dtype):
-    """fn(*args) on the CPU and on mlu; returns (cpu outputs, mlu outputs) incl. the gradients."""
-    def one(device):
+def forward_backward(fn, args, dtype):
+    """run(device): fn(*args) in dtype on device, then backward; returns the output and the gradients."""
+    def run(device):
         leaves = [a.detach().to(device=device, dtype=dtype).requires_grad_() if a is not None else None for a in args]
         out = fn(*leaves)
         torch.manual_seed(1)
         grad = torch.randn(out.shape).to(device=device, dtype=dtype)
         out.backward(grad)
         return [out] + [leaf.grad for leaf in leaves if leaf is not None]
-    expected = one("cpu")
-    torch_mlu.reset_fallback_report()
-    actual = one("mlu")
-    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
-    return expected, actual
+    return run
 
 
-def check(fn, args, dtype=torch.float32, **tol):
-    expected, actual = run(fn, args, dtype)
-    tol = tol or ({"rtol": 2e-2, "atol": 5e-2} if dtype == torch.bfloat16 else {"rtol": 1e-4, "atol": 1e-4})
-    for e, a in zip(expected, actual):
-        assert a.device.type == "mlu"
-        torch.testing.assert_close(a.cpu(), e, **tol)
+@pytest.fixture
+def check(native_oracle):
+    """The shared oracle on fn(*args) and its gradients, with this file's tolerances."""
+    def check(fn, args, dtype=torch.float32):
+        tol = {"rtol": 2e-2, "atol": 5e-2} if dtype == torch.bfloat16 else {"rtol": 1e-4, "atol": 1e-4}
+        native_oracle(forward_backward(fn, args, dtype), **tol)
+    return check
 
 
 CONV2D = [
@@ -48,20 +45,20 @@ CONV2D = [
 
 @pytest.mark.parametrize("kwargs", CONV2D, ids=str)
 @pytest.mark.parametrize("bias", [True, False])
-def test_conv2d(kwargs, bias):
+def test_conv2d(kwargs, bias, check):
     x, w = torch.randn(2, 4, 11, 9), torch.randn(6, 4 // kwargs.get("groups", 1), 3, 3)
     b = torch.randn(6) if bias else None
     check(lambda x, w, *b: F.conv2d(x, w, b[0] if b else None, **kwargs), [x, w] + ([b] if bias else []))
 
 
-def test_depthwise_and_pointwise():
+def test_depthwise_and_pointwise(check):
     check(lambda x, w, b: F.conv2d(x, w, b, padding=1, groups=8), [torch.randn(2, 8, 10, 10), torch.randn(8, 1, 3, 3),
                                                                    torch.randn(8)])
     check(lambda x, w: F.conv2d(x, w), [torch.randn(3, 16, 7, 7), torch.randn(32, 16, 1, 1)])  # 1x1: no unfolding
     check(lambda x, w: F.conv2d(x, w, stride=2), [torch.randn(3, 16, 7, 7), torch.randn(32, 16, 1, 1)])
 
 
-def test_conv1d_conv3d_and_unbatched():
+def test_conv1d_conv3d_and_unbatched(check):
     check(lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=3, dilation=2),
           [torch.randn(3, 5, 40), torch.randn(7, 5, 4), torch.randn(7)])
     check(lambda x, w, b: F.conv3d(x, w, b, padding=1, stride=(1, 2, 1)),
@@ -71,7 +68,7 @@ def test_conv1d_conv3d_and_unbatched():
 
 @pytest.mark.parametrize("kwargs", [dict(), dict(stride=2, padding=1, output_padding=1), dict(groups=2, dilation=2)],
                          ids=str)
-def test_conv_transpose(kwargs):
+def test_conv_transpose(kwargs, check):
     x, w, b = torch.randn(2, 4, 7, 6), torch.randn(4, 6 // kwargs.get("groups", 1), 3, 3), torch.randn(6)
     check(lambda x, w, b: F.conv_transpose2d(x, w, b, **kwargs), [x, w, b])
     check(lambda x, w: F.conv_transpose1d(x, w, stride=3), [torch.randn(2, 3, 9), torch.randn(3, 2, 4)])
@@ -79,12 +76,12 @@ def test_conv_transpose(kwargs):
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
-def test_dtypes(dtype):
+def test_dtypes(dtype, check):
     check(lambda x, w, b: F.conv2d(x, w, b, padding=1), [torch.randn(2, 8, 12, 12), torch.randn(16, 8, 3, 3),
                                                          torch.randn(16)], dtype=dtype)
 
 
-def test_channels_last_is_preserved():
+def test_channels_last_is_preserved(check):
     x = torch.randn(2, 8, 10, 10).to(memory_format=torch.channels_last)
     w = torch.randn(4, 8, 3, 3)
     expected = F.conv2d(x, w, padding=1)

@@ -1,9 +1,10 @@
-"""Device rules (issue 22): every op checks its operands' devices as CUDA does; host memory outlives its tasks.
+"""Device rules: every op checks its operands' devices as CUDA does; host memory outlives its tasks.
 
 See Note [Device checks] in csrc/aten/DeviceCheck.h. The sweep (tests/opinfo/device_sweep.py) moves each tensor
-operand of every op_db sample in turn to the CPU and to mlu:1; the issue's reproducers are spelled out below,
-and each op that legitimately reads host memory (0-dim CPU scalars, CPU indices, pinned copies) is run behind
-a slow queue with its host tensor overwritten and freed before the queue reaches it.
+operand of every op_db sample in turn to the CPU and to mlu:1; the mixed-device calls these rules were written
+for are spelled out below as reproducers, and each op that legitimately reads host memory (0-dim CPU scalars,
+CPU indices, pinned copies) is run behind a slow queue with its host tensor overwritten and freed before the
+queue reaches it.
 """
 import collections
 import gc
@@ -94,7 +95,7 @@ def test_every_aten_kernel_is_registered_with_the_device_check():
     assert not offenders, f"register aten kernels with TORCH_MLU_ATEN_IMPL (csrc/aten/DeviceCheck.h): {offenders}"
 
 
-# --- the issue's reproducers ------------------------------------------------------------------------------
+# --- reproducers: mixed-device calls the rules were written for ------------------------------------------
 
 def test_cat_and_stack_reject_a_cpu_operand():
     n = 1 << 22

@@ -1,4 +1,4 @@
-"""torch._foreach_* on mlu (csrc/aten/ForeachOps.cpp) against the CPU.
+"""torch._foreach_* on mlu (csrc/aten/ops/ForeachOps.cpp) against the CPU.
 
 Every overload torch.optim / clip_grad / GradScaler use, out-of-place and in place, over lists mixing an empty,
 a one-element, odd-sized and channels-last tensors, in float32 / bfloat16 / float16 (and int64 where the op
@@ -267,7 +267,7 @@ def _copy_to(x, device):
 
 
 @pytest.mark.parametrize("op,dtype", _foreach_infos())
-def test_foreach_opinfo_samples_match_cpu(op, dtype):
+def test_foreach_opinfo_samples_match_cpu(op, dtype, native_oracle):
     """PyTorch's own foreach OpInfos (foreach_*_op_db, what its test_foreach.py runs): the first 12 samples of each
     op, out of place and in place, on mlu vs the CPU; the same exception type where the CPU raises (a bool scalar
     subtracted, integer powers, ...); nothing on the CPU fallback."""
@@ -276,29 +276,20 @@ def test_foreach_opinfo_samples_match_cpu(op, dtype):
     except TypeError:
         samples = list(op.sample_inputs("cpu", dtype))[:12]
     tol = {"atol": 1e-2, "rtol": 1.6e-2} if dtype == torch.bfloat16 else {}
-    fell_back = {}
     for sample in samples:
         for fn in (op.method_variant, op.inplace_variant):
             if fn is None:
                 continue
-            inplace = fn is op.inplace_variant
-            cpu_args = _copy_to([sample.input, *sample.args], "cpu")
-            mlu_args = _copy_to([sample.input, *sample.args], "mlu")
+
+            def call(device, fn=fn, sample=sample):
+                args = _copy_to([sample.input, *sample.args], device)
+                out = fn(*args, **sample.kwargs)
+                return args[0] if fn is op.inplace_variant else out
+
             try:
-                expected = fn(*cpu_args, **sample.kwargs)
+                call("cpu")
             except Exception as cpu_error:  # noqa: BLE001 - the CPU's exception type is the oracle
                 with pytest.raises(type(cpu_error)):  # (an op the CPU refuses may reach it through the fallback)
-                    fn(*mlu_args, **sample.kwargs)
+                    call("mlu")
                 continue
-            torch_mlu.reset_fallback_report()
-            got = fn(*mlu_args, **sample.kwargs)
-            fell_back.update(torch_mlu.fallback_report())
-            if inplace:
-                expected, got = cpu_args[0], mlu_args[0]
-            expected = expected if isinstance(expected, (list, tuple)) else [expected]
-            got = got if isinstance(got, (list, tuple)) else [got]
-            assert len(got) == len(expected)
-            for g, e in zip(got, expected):
-                assert g.dtype == e.dtype and g.shape == e.shape
-                torch.testing.assert_close(g.cpu(), e, equal_nan=True, **tol)
-    assert fell_back == {}, fell_back
+            native_oracle(call, equal_nan=True, **tol)

@@ -1,8 +1,8 @@
-"""Layouts like the CPU (issue 24): any strided input works, outputs have the CPU's strides and aliasing.
+"""Layouts like the CPU: any strided input works, outputs have the CPU's strides and aliasing.
 
 The sweep (tests/opinfo/layout_sweep.py) re-lays every tensor input of every op_db sample as channels-last,
-permuted and sliced, and compares mlu with the CPU on values, significant strides and aliasing; the issue's
-reproducers are spelled out below; two channels-last models (a diffusers-style UNet with GroupNorm and
+permuted and sliced, and compares mlu with the CPU on values, significant strides and aliasing; reproducers of
+layouts that once went wrong are spelled out below; two channels-last models (a diffusers-style UNet with GroupNorm and
 attention, a ResNet) train on mlu with the CPU's losses and gradients.
 """
 import collections
@@ -96,7 +96,7 @@ def test_sweep_of_every_op_matches_the_cpus_layouts():
     assert not stale, f"DELIBERATE lists differences the sweep no longer sees: {stale}"
 
 
-# --- the issue's reproducers ------------------------------------------------------------------------------
+# --- reproducers: layouts that once went wrong ------------------------------------------------------------
 
 def assert_like_cpu(result, expected):
     assert result.shape == expected.shape

@@ -1,4 +1,4 @@
-"""The bad-input matrix (issue 22): what a new user gets wrong, and what mlu must answer.
+"""The bad-input matrix: what a new user gets wrong, and what mlu must answer.
 
 Every in-process case asserts the exception type and message, that the process stays usable (an op computes
 the right value afterwards), and that memory_allocated() is back at its baseline on every device. Cases that

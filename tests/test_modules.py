@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch.testing._internal.common_modules import module_db
 
-import torch_mlu
+import torch_mlu  # noqa: F401  (registers mlu)
 
 
 # module -> why it still sends ops to the CPU (the results are checked either way).
@@ -51,31 +51,39 @@ def outputs(x):
 
 
 def run(module, args, kwargs, seed):
+    """The outputs, input gradients, parameter gradients and buffers of a forward and a backward of module."""
     out = outputs(module(*args, **kwargs))
     differentiable = [o for o in out if o.requires_grad]
     if differentiable:
         gen = torch.Generator().manual_seed(seed)
         grads = [torch.randn(o.shape, generator=gen, dtype=o.dtype).to(o.device) for o in differentiable]
         torch.autograd.backward(differentiable, grads)
-    return out, [t.grad for t in leaves((args, kwargs))], [p.grad for p in module.parameters()]
+    return out, [t.grad for t in leaves((args, kwargs))], [p.grad for p in module.parameters()], \
+        list(module.buffers())
 
 
-def close(actual, expected, what):
-    assert (actual is None) == (expected is None), what
-    if expected is None:
-        return
-    assert actual.device.type == "mlu", what
-    # Long reductions (batch norm over many positions, attention) reorder float sums: a few ulps of the
-    # largest magnitude.
-    finite = expected.detach().abs().nan_to_num(0, posinf=0)
-    atol = 1e-5 + 4e-6 * finite.max().item() if expected.numel() else 1e-5
-    torch.testing.assert_close(actual.detach().cpu(), expected.detach(), rtol=1.3e-5, atol=atol, equal_nan=True,
-                               msg=what)
+def labels(result, module):
+    """What each of run's results is, in the order native_oracle numbers them."""
+    kinds = zip(("output", "input grad", "param grad"), result)
+    return [f"{kind} {j}" for kind, part in kinds for j in range(len(part))] + \
+        [f"buffer {name}" for name, _ in module.named_buffers()]
+
+
+def close(what, names):
+    """native_oracle's compare: PyTorch's float32 tolerances, the absolute one loosened for long sums."""
+    def compare(i, actual, expected):
+        # Long reductions (batch norm over many positions, attention) reorder float sums: a few ulps of the
+        # largest magnitude.
+        finite = expected.abs().nan_to_num(0, posinf=0)
+        atol = 1e-5 + 4e-6 * finite.max().item() if expected.numel() else 1e-5
+        torch.testing.assert_close(actual, expected, rtol=1.3e-5, atol=atol, equal_nan=True,
+                                   msg=lambda m: f"{what}: {names[i]}\n{m}")
+    return compare
 
 
 @pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
 @pytest.mark.parametrize("info", INFOS, ids=[m.name for m in INFOS])
-def test_module_matches_cpu(info, training):
+def test_module_matches_cpu(info, training, native_oracle):
     name = info.module_cls.__name__
     inputs = info.module_inputs_func(info, device="cpu", dtype=torch.float32, requires_grad=True, training=training)
     fell_back = set()
@@ -88,22 +96,22 @@ def test_module_matches_cpu(info, training):
         module = info.module_cls(*c_args, **c_kwargs).to(torch.float32)
         module.train(training)
         device_module = copy.deepcopy(module)
-        expected = run(module, fresh(args, "cpu"), fresh(kwargs, "cpu"), seed=i)
-        if info.is_lazy:  # materialised by the CPU forward: copy the parameters it picked
-            device_module = copy.deepcopy(module)
-            device_module.zero_grad(set_to_none=True)
-        device_module = device_module.to("mlu")
-        torch_mlu.reset_fallback_report()
-        actual = run(device_module, fresh(args, "mlu"), fresh(kwargs, "mlu"), seed=i)
-        torch.mlu.synchronize()
-        fell_back |= set(torch_mlu.fallback_report())
+        names = []
+
+        def on(device, module=module, device_module=device_module):
+            if device == "mlu":
+                if info.is_lazy:  # materialised by the CPU forward: copy the parameters it picked
+                    device_module = copy.deepcopy(module)
+                    device_module.zero_grad(set_to_none=True)
+                module = device_module.to("mlu")
+            result = run(module, fresh(args, device), fresh(kwargs, device), seed=i)
+            if device == "mlu":
+                torch.mlu.synchronize()
+            names[:] = labels(result, module)
+            return result
+
         what = f"{name} input {i} ({module_input.desc})"
-        assert len(actual[0]) == len(expected[0]), what
-        for kind, got, want in zip(("output", "input grad", "param grad"), actual, expected):
-            for j, (a, e) in enumerate(zip(got, want)):
-                close(a, e, f"{what}: {kind} {j}")
-        for (pname, a), e in zip(device_module.named_buffers(), module.buffers()):
-            close(a, e, f"{what}: buffer {pname}")
+        native_oracle(on, compare=close(what, names), fell_back=fell_back, msg=what)
     if name in STILL_FALLING_BACK:
         assert fell_back, f"{name} runs natively now: remove it from STILL_FALLING_BACK"
     else:

@@ -24,50 +24,51 @@ def run(x, shape, w, b):
     return [y] + [t.grad for t in leaves if t is not None]
 
 
-def check(x, shape, w=None, b=None, tol=None):
-    expected = run(x, shape, w, b)
-    bounds = {}
-    if x.dtype in (torch.bfloat16, torch.float16) and w is not None:
-        # The CPU sums the 16-bit weight / bias gradients in 16 bits (bfloat16 on (6, 10, 96): 0.17 off
-        # float64, mlu 0.08): the oracle is float64. Both use the saved mean / rstd, which are rounded to
-        # the input's dtype (as on the CPU), so the bound is eps(dtype) times the sum of |terms| per column.
-        wide = run(x.double(), shape, *(t.double() if t is not None else None for t in (w, b)))
-        eps = torch.finfo(x.dtype).eps
-        torch.manual_seed(3)
-        dy = torch.randn(x.shape).to(x.dtype).double().reshape(-1, w.numel())
-        xs = x.double().reshape(-1, w.numel())
-        xhat = (xs - xs.mean(1, keepdim=True)) / xs.var(1, unbiased=False, keepdim=True).add(1e-5).sqrt()
-        bounds = {2: 4 * eps * (dy * xhat).abs().sum(0).reshape(w.shape) + eps * wide[2].abs()}
-        if b is not None:
-            bounds[3] = 4 * eps * dy.abs().sum(0).reshape(w.shape) + eps * wide[3].abs()
-        expected = [r if i in bounds else e for i, (e, r) in enumerate(zip(expected, wide))]
-    torch_mlu.reset_fallback_report()
-    actual = run(*(t.to("mlu") if t is not None else None for t in (x,)), shape,
-                 *(t.to("mlu") if t is not None else None for t in (w, b)))
-    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
-    for i, (e, a) in enumerate(zip(expected, actual)):
-        assert a.device.type == "mlu" and a.shape == e.shape
-        if i in bounds:
-            assert ((a.cpu().double() - e).abs() <= bounds[i]).all(), ((a.cpu().double() - e).abs() / bounds[i]).max()
-            continue
-        assert a.dtype == e.dtype
-        torch.testing.assert_close(a.cpu(), e, **(tol or TOL[e.dtype]))
+@pytest.fixture
+def check(native_oracle):
+    """The shared oracle on layer_norm and its gradients, by TOL or tol; 16-bit weight / bias gradients against
+    float64."""
+    def check(x, shape, w=None, b=None, tol=None):
+        wide, bounds = None, {}
+        if x.dtype in (torch.bfloat16, torch.float16) and w is not None:
+            # The CPU sums the 16-bit weight / bias gradients in 16 bits (bfloat16 on (6, 10, 96): 0.17 off
+            # float64, mlu 0.08): the oracle is float64. Both use the saved mean / rstd, which are rounded to
+            # the input's dtype (as on the CPU), so the bound is eps(dtype) times the sum of |terms| per column.
+            wide = run(x.double(), shape, *(t.double() if t is not None else None for t in (w, b)))
+            eps = torch.finfo(x.dtype).eps
+            torch.manual_seed(3)
+            dy = torch.randn(x.shape).to(x.dtype).double().reshape(-1, w.numel())
+            xs = x.double().reshape(-1, w.numel())
+            xhat = (xs - xs.mean(1, keepdim=True)) / xs.var(1, unbiased=False, keepdim=True).add(1e-5).sqrt()
+            bounds = {2: 4 * eps * (dy * xhat).abs().sum(0).reshape(w.shape) + eps * wide[2].abs()}
+            if b is not None:
+                bounds[3] = 4 * eps * dy.abs().sum(0).reshape(w.shape) + eps * wide[3].abs()
+
+        def compare(i, got, want):
+            if i in bounds:
+                err = (got.double() - wide[i]).abs()
+                assert (err <= bounds[i]).all(), (err / bounds[i]).max()
+            else:
+                torch.testing.assert_close(got, want, **(tol or TOL[want.dtype]))
+
+        native_oracle(run, x, shape, w, b, compare=compare)
+    return check
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("affine", [True, False])
-def test_layer_norm(dtype, affine):
+def test_layer_norm(dtype, affine, check):
     x = (torch.randn(6, 10, 96) * 3 + 1).to(dtype)
     w, b = (torch.randn(96).to(dtype), torch.randn(96).to(dtype)) if affine else (None, None)
     check(x, [96], w, b)
 
 
-def test_several_normalized_dims_and_weight_only():
+def test_several_normalized_dims_and_weight_only(check):
     check(torch.randn(3, 5, 7, 11), [7, 11], torch.randn(7, 11), torch.randn(7, 11))
     check(torch.randn(4, 33), [33], torch.randn(33))
 
 
-def test_mixed_precision_parameters():
+def test_mixed_precision_parameters(check):
     x = torch.randn(8, 64).bfloat16()
     stats_cpu = torch.native_layer_norm(x, [64], torch.randn(64), torch.randn(64), 1e-5)
     stats_mlu = torch.native_layer_norm(x.to("mlu"), [64], torch.randn(64).to("mlu"), torch.randn(64).to("mlu"), 1e-5)
@@ -75,7 +76,7 @@ def test_mixed_precision_parameters():
     check(x, [64], torch.randn(64), torch.randn(64), tol=TOL[torch.bfloat16])
 
 
-def test_empty_and_long_rows():
+def test_empty_and_long_rows(check):
     check(torch.randn(0, 16), [16], torch.randn(16), torch.randn(16))
     got = torch.native_layer_norm(torch.randn(3, 0).to("mlu"), [0], None, None, 1e-5)
     want = torch.native_layer_norm(torch.randn(3, 0), [0], None, None, 1e-5)
@@ -116,18 +117,12 @@ def bn_run(x, w, b, rm, rv, training, device):
 @pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("shape", [(6, 5), (4, 3, 7), (2, 8, 5, 6), (2, 3, 2, 3, 4)], ids=str)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_batch_norm(training, shape, dtype):
+def test_batch_norm(training, shape, dtype, native_oracle):
     c = shape[1]
     x = (torch.randn(shape) * 2 + 0.5).to(dtype)
     w, b = torch.rand(c).to(dtype) + 0.5, torch.randn(c).to(dtype)
     rm, rv = torch.randn(c).to(dtype), torch.rand(c).to(dtype) + 0.5
-    expected = bn_run(x, w, b, rm, rv, training, "cpu")
-    torch_mlu.reset_fallback_report()
-    actual = bn_run(x, w, b, rm, rv, training, "mlu")
-    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
-    for e, a in zip(expected, actual):
-        assert a.dtype == e.dtype and a.shape == e.shape
-        torch.testing.assert_close(a.cpu(), e, **TOL[dtype])
+    native_oracle(lambda device: bn_run(x, w, b, rm, rv, training, device), **TOL[dtype])
 
 
 def test_batch_norm_without_affine_or_running_stats_and_bfloat16():

@@ -1,4 +1,4 @@
-"""OpInfo correctness harness: PyTorch's own op_db, run on mlu and compared with the CPU (issue 5).
+"""OpInfo correctness harness: PyTorch's own op_db, run on mlu and compared with the CPU.
 
 `torch.testing._internal.common_methods_invocations.op_db` (shipped in the wheel) describes ~700 ops
 with sample inputs, error inputs, supported dtypes and per-test skips/xfails/tolerances. This module

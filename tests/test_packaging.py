@@ -1,4 +1,4 @@
-"""The wheel carries everything an installed torch_mlu needs (issue 25, part 1).
+"""The wheel carries everything an installed torch_mlu needs.
 
 `pip wheel` of the tree must contain every Python package under torch_mlu/ (a hand-written package list once
 left torch_mlu.mlu.amp out, and `import torch` then failed to autoload the backend), both libraries, and the

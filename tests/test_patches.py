@@ -42,14 +42,14 @@ def test_unfold_and_fold(geometry, dtype):
         # rounds once, so the oracle is float64 and mlu may not be further from it than the CPU.
         ((_, ref),) = both(fn, data, torch.float64, devices=("cpu",))
         assert (ag.cpu().double() - ref).abs().max() <= (eg.double() - ref).abs().max() + 1e-2
+    assert torch_mlu.fallback_report() == {}, "unfold / fold fell back to the CPU"
 
 
-def test_unbatched_integer_and_errors():
+def test_unbatched_integer_and_errors(native_oracle):
     x = torch.randint(0, 100, (3, 6, 5))
-    torch_mlu.reset_fallback_report()
     # The CPU has no integer im2col; mlu copies any dtype: the CPU's float result, exactly.
-    assert torch.equal(F.unfold(x.to("mlu"), 2, padding=1).cpu(), F.unfold(x.float(), 2, padding=1).long())
-    assert torch_mlu.fallback_report() == {}
+    native_oracle(lambda device: F.unfold(x.to(device), 2, padding=1) if device == "mlu"
+                  else F.unfold(x.float(), 2, padding=1).long(), rtol=0, atol=0)
     (e, _), (a, _) = both(lambda t: F.fold(t, (6, 5), 2), torch.randn(12, 20))
     torch.testing.assert_close(a.cpu(), e)
     for bad in (lambda d: F.unfold(torch.randn(1, 2, 3, 3, device=d), 5),

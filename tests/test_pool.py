@@ -8,25 +8,23 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_mlu
+import torch_mlu  # noqa: F401  (registers mlu)
 
 torch.manual_seed(0)
 
 
-def check(fn, x, dtype=torch.float32):
-    def one(device):
-        leaf = x.detach().clone().to(dtype).to(device).requires_grad_()
-        out, idx = fn(leaf)
-        torch.manual_seed(5)
-        out.backward(torch.randn(out.shape).to(dtype).to(device))
-        return out, idx, leaf.grad
-    expected = one("cpu")
-    torch_mlu.reset_fallback_report()
-    actual = one("mlu")
-    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
-    for e, a in zip(expected, actual):
-        assert a.device.type == "mlu" and a.dtype == e.dtype and a.shape == e.shape and a.stride() == e.stride()
-        torch.testing.assert_close(a.cpu(), e, equal_nan=True)
+@pytest.fixture
+def check(native_oracle):
+    """The shared oracle on fn(x) -> (out, indices) and x's gradient, strides included (NaNs equal)."""
+    def check(fn, x, dtype=torch.float32):
+        def run(device):
+            leaf = x.detach().clone().to(dtype).to(device).requires_grad_()
+            out, idx = fn(leaf)
+            torch.manual_seed(5)
+            out.backward(torch.randn(out.shape).to(dtype).to(device))
+            return out, idx, leaf.grad
+        native_oracle(run, check_stride=True, equal_nan=True)
+    return check
 
 
 @pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
@@ -34,11 +32,11 @@ def check(fn, x, dtype=torch.float32):
                                     dict(kernel_size=3, stride=2, ceil_mode=True),
                                     dict(kernel_size=2, stride=1, padding=1, ceil_mode=True)], ids=str)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
-def test_max_pool2d(kwargs, dtype):
+def test_max_pool2d(kwargs, dtype, check):
     check(lambda x: F.max_pool2d(x, return_indices=True, **kwargs), torch.randn(2, 3, 9, 11), dtype)
 
 
-def test_ties_nan_unbatched_1d_and_channels_last():
+def test_ties_nan_unbatched_1d_and_channels_last(check):
     x = torch.randint(0, 3, (2, 3, 8, 8)).float()  # many ties: the first maximum wins
     x[0, 0, 2, 3] = float("nan")
     check(lambda x: F.max_pool2d(x, 3, 2, 1, return_indices=True), x)
@@ -57,21 +55,18 @@ def test_module_and_errors():
     assert F.max_pool2d(x.to("mlu"), 2).shape == (1, 2, 2, 2)
 
 
-def check_plain(fn, x, dtype=torch.float32, **tol):
-    """fn(x) and its gradient on the CPU and on mlu, no indices."""
-    def one(device):
-        leaf = x.detach().clone().to(dtype).to(device).requires_grad_()
-        out = fn(leaf)
-        torch.manual_seed(6)
-        out.backward(torch.randn(out.shape).to(dtype).to(device))
-        return out, leaf.grad
-    expected = one("cpu")
-    torch_mlu.reset_fallback_report()
-    actual = one("mlu")
-    assert torch_mlu.fallback_report() == {}, torch_mlu.fallback_report()
-    for e, a in zip(expected, actual):
-        assert a.device.type == "mlu" and a.dtype == e.dtype and a.shape == e.shape and a.stride() == e.stride()
-        torch.testing.assert_close(a.cpu(), e, **tol)
+@pytest.fixture
+def check_plain(native_oracle):
+    """The shared oracle on fn(x) (no indices) and x's gradient, strides included."""
+    def check_plain(fn, x, dtype=torch.float32, **tol):
+        def run(device):
+            leaf = x.detach().clone().to(dtype).to(device).requires_grad_()
+            out = fn(leaf)
+            torch.manual_seed(6)
+            out.backward(torch.randn(out.shape).to(dtype).to(device))
+            return out, leaf.grad
+        native_oracle(run, check_stride=True, **tol)
+    return check_plain
 
 
 @pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
@@ -81,16 +76,16 @@ def check_plain(fn, x, dtype=torch.float32, **tol):
                                     dict(kernel_size=2, divisor_override=-2),
                                     dict(kernel_size=2, stride=2, padding=1, ceil_mode=True, count_include_pad=False)],
                          ids=str)
-def test_avg_pool2d(kwargs):
+def test_avg_pool2d(kwargs, check_plain):
     check_plain(lambda x: F.avg_pool2d(x, **kwargs), torch.randn(2, 3, 9, 11))
 
 
 @pytest.mark.parametrize("size", [1, 3, (5, 4), (9, 11), (2, 7)], ids=str)
-def test_adaptive_avg_pool2d(size):
+def test_adaptive_avg_pool2d(size, check_plain):
     check_plain(lambda x: F.adaptive_avg_pool2d(x, size), torch.randn(2, 3, 9, 11))
 
 
-def test_average_pools_unbatched_channels_last_and_bfloat16():
+def test_average_pools_unbatched_channels_last_and_bfloat16(check_plain):
     check_plain(lambda x: F.avg_pool2d(x, 2), torch.randn(3, 8, 8))
     check_plain(lambda x: F.adaptive_avg_pool2d(x, 3), torch.randn(3, 8, 8))
     check_plain(lambda x: F.avg_pool2d(x, 2), torch.randn(2, 4, 6, 6).to(memory_format=torch.channels_last))
@@ -103,11 +98,11 @@ def test_average_pools_unbatched_channels_last_and_bfloat16():
                                     dict(kernel_size=(2, 3, 2), stride=(1, 2, 1), dilation=(2, 1, 1)),
                                     dict(kernel_size=3, stride=2, ceil_mode=True)], ids=str)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_max_pool3d(kwargs, dtype):
+def test_max_pool3d(kwargs, dtype, check):
     check(lambda x: F.max_pool3d(x, return_indices=True, **kwargs), torch.randn(2, 3, 7, 8, 9), dtype)
 
 
-def test_max_pool3d_ties_unbatched_channels_last_and_errors():
+def test_max_pool3d_ties_unbatched_channels_last_and_errors(check):
     x = torch.randint(0, 3, (2, 3, 6, 6, 6)).float()
     x[1, 2, 3, 3, 3] = float("nan")
     check(lambda x: F.max_pool3d(x, 3, 2, 1, return_indices=True), x)
@@ -124,20 +119,20 @@ def test_max_pool3d_ties_unbatched_channels_last_and_errors():
                                     dict(kernel_size=3, stride=2, padding=1, count_include_pad=False),
                                     dict(kernel_size=(3, 2, 2), stride=2, ceil_mode=True),
                                     dict(kernel_size=2, divisor_override=3)], ids=str)
-def test_avg_pool3d(kwargs):
+def test_avg_pool3d(kwargs, check_plain):
     check_plain(lambda x: F.avg_pool3d(x, **kwargs), torch.randn(2, 3, 7, 6, 5))
 
 
 @pytest.mark.parametrize("dims,size,out", [(1, (2, 3, 11), 4), (2, (2, 3, 9, 7), (4, 3)),
                                            (3, (2, 3, 5, 7, 6), (2, 3, 4)), (2, (3, 9, 7), (9, 7))], ids=str)
-def test_adaptive_max_pool(dims, size, out):
+def test_adaptive_max_pool(dims, size, out, check):
     fn = getattr(F, f"adaptive_max_pool{dims}d")
     x = torch.randint(0, 4, size).float()  # ties: the first maximum's index, as on the CPU
     check(lambda t: fn(t, out, return_indices=True), x)
     check(lambda t: fn(t, out, return_indices=True), torch.randn(size), torch.bfloat16)
 
 
-def test_adaptive_avg_pool3d():
+def test_adaptive_avg_pool3d(check_plain):
     check_plain(lambda x: F.adaptive_avg_pool3d(x, (2, 3, 4)), torch.randn(2, 3, 5, 7, 6))
     check_plain(lambda x: F.adaptive_avg_pool3d(x, 3), torch.randn(3, 4, 5, 6))
     with pytest.raises(RuntimeError, match="output_size must be 3"):
@@ -145,7 +140,7 @@ def test_adaptive_avg_pool3d():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
-def test_fractional_max_pool(dtype):
+def test_fractional_max_pool(dtype, check):
     torch.manual_seed(4)
     # The same random samples on both devices: the window starts are theirs, computed in the dtype like the CPU.
     u2, u3 = torch.rand(2, 3, 2).to(dtype), torch.rand(2, 3, 3).to(dtype)

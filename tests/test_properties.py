@@ -1,4 +1,4 @@
-"""Property tests (issue 22): random layouts, dtypes and broadcasts, mlu against the CPU, drawn by hypothesis.
+"""Property tests: random layouts, dtypes and broadcasts, mlu against the CPU, drawn by hypothesis.
 
 Every property builds the same tensor on both devices from one layout: a storage with an offset, a view that
 is contiguous, permuted, sliced with steps, expanded (zero strides) or self-overlapping (inputs only), then

@@ -50,7 +50,8 @@ OPS = _csv("MLU_OPINFO_OPS")
 USE_KNOWN_FAILURES = os.environ.get("MLU_OPINFO_KNOWN_FAILURES", "1") != "0"
 RUN_CRASHERS = os.environ.get("MLU_OPINFO_RUN_CRASHERS", "0") == "1"
 
-# Backward is compared in float32 only (the brief of issue 5); MLU_OPINFO_DTYPES narrows it further.
+# Backward is compared in float32 only (the scope of test_compare_cpu_grad, as tests/test_opinfo.py's docstring
+# states it); MLU_OPINFO_DTYPES narrows it further.
 GRAD_DTYPES = {torch.float32}
 
 # --- the CI shard ---------------------------------------------------------------------------------

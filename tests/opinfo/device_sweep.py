@@ -1,4 +1,5 @@
-"""The device-rule sweep (issue 22): every op_db op, each tensor operand moved in turn to the CPU and to mlu:1.
+"""The device-rule sweep (Note [Device checks]): every op_db op, each tensor operand moved in turn to the CPU and
+to mlu:1.
 
 For each op, the first samples of one dtype (float32 where the op takes it) run once with every tensor on
 mlu:0 (the baseline; an op that fails there is skipped: test_opinfo covers it). Then, for each tensor leaf of

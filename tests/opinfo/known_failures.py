@@ -78,7 +78,7 @@ KNOWN_FAILURES = [
 
     # --- not yet native: composite paths that round more often than the CPU's fused kernels ---
     KF("nn.functional.group_norm", "test_compare_cpu", ("bfloat16", "float16"), "xfail",
-       "no fused group_norm kernel yet (issue 6): PyTorch's composite runs on mlu (normalised rows through "
+       "no fused group_norm kernel yet: PyTorch's composite runs on mlu (normalised rows through "
        "native_layer_norm, then weight and bias as separate 16-bit ops), up to 3 ulp off the CPU's fused kernel "
        "(bfloat16: 0.023 at 1.08 on op_db's (2, 6, 3) sample)"),
 

@@ -1,4 +1,4 @@
-"""The layout sweep (issue 24): every op_db op on re-laid inputs, mlu against the CPU on values, strides, aliasing.
+"""The layout sweep: every op_db op on re-laid inputs, mlu against the CPU on values, strides, aliasing.
 
 For each op, the first samples of one dtype (float32 where the op takes it) run on the CPU and on mlu with
 their tensor inputs re-laid out, each layout made by the same ops on both devices:
