@@ -10,13 +10,13 @@ JOBS ?= $(shell nproc)
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: demo test build setup test-cpp test-python test-sanitizers asan-suites tsan asan bench opinfo clean
+.PHONY: demo test build setup wheel test-wheel test-cpp test-python test-sanitizers asan-suites tsan asan bench opinfo clean
 
 demo: build
 	$(PY) examples/demo.py
 
 test: build
-	$(MAKE) --no-print-directory test-cpp test-python test-sanitizers
+	$(MAKE) --no-print-directory test-cpp test-python test-wheel test-sanitizers
 
 setup:
 	@tools/bootstrap.sh
@@ -25,6 +25,17 @@ build: setup
 	@[ -f $(BUILD)/CMakeCache.txt ] || cmake -S . -B $(BUILD) -G Ninja -DPYTHON_EXECUTABLE=$(CURDIR)/$(PY) -DMLU_BUILD_TESTS=ON
 	cmake --build $(BUILD) -j $(JOBS)
 	@[ -f $(VENV)/.editable.stamp ] || { $(PY) -m pip install -q --no-build-isolation --no-deps -e . && touch $(VENV)/.editable.stamp; }
+
+# The wheel a user installs with pip (into $(WHEEL_DIR)), built from the current build.
+WHEEL_DIR := build/dist
+wheel: build
+	rm -rf $(WHEEL_DIR)
+	$(PY) -m pip wheel -q --no-build-isolation --no-deps -w $(WHEEL_DIR) .
+
+# The wheel installed into a fresh virtual environment outside the tree: a smoke test
+# and a subset of the suite against the installed copy (tools/test_wheel.sh).
+test-wheel: wheel
+	PYTHON=$(shell command -v python3) tools/test_wheel.sh $(WHEEL_DIR)
 
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

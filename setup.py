@@ -29,6 +29,8 @@ class CMakeBuild(build_ext):
         if os.path.abspath(target) != built:  # non-editable install: copy the outputs
             os.makedirs(os.path.join(target, "lib"), exist_ok=True)
             shutil.copy2(os.path.join(built, os.path.basename(self.get_ext_fullpath(ext.name))), target)
+            # Written by the build, after setuptools collected the package's modules.
+            shutil.copy2(os.path.join(built, "version.py"), target)
             for name in os.listdir(os.path.join(built, "lib")):
                 shutil.copy2(os.path.join(built, "lib", name), os.path.join(target, "lib"))
 

@@ -22,11 +22,38 @@ import torch  # noqa: E402
 
 import atexit  # noqa: E402
 
-from . import _C  # loads libtorch_mlu: kernels, device guard, hooks, allocator
-from . import _autograd_exit, mlu
+try:
+    from . import version  # written by the build: what the extension was compiled against
+except ImportError as err:
+    raise ImportError(
+        "torch_mlu is not built: torch_mlu/version.py, written by the build, is missing. Build it with "
+        "`make build` in the source tree, or install it with `pip install --no-build-isolation .`"
+    ) from err
 
-__version__ = "0.1.0"
-__all__ = ["fallback_report", "reset_fallback_report"]
+
+def _check_torch_version():
+    """Refuses a torch other than the one the extension was compiled against.
+
+    The C++ extension uses torch's C++ API, which changes between releases: a
+    mismatch would otherwise surface as an undefined symbol while loading it.
+    """
+    built = version.torch_version.split("+")[0]
+    running = str(torch.__version__).split("+")[0]
+    if built != running:
+        raise ImportError(
+            f"torch_mlu {version.__version__} was built against torch {version.torch_version}, but torch "
+            f"{torch.__version__} is installed. Install torch=={built} (`pip install torch=={built}`), or rebuild "
+            f"torch_mlu against the installed torch (`pip install --no-build-isolation .` in its source tree)."
+        )
+
+
+_check_torch_version()
+
+from . import _C  # noqa: E402  loads libtorch_mlu: kernels, device guard, hooks, allocator
+from . import _autograd_exit, mlu  # noqa: E402
+
+__version__ = version.__version__
+__all__ = ["fallback_report", "get_git_version", "reset_fallback_report"]
 
 
 def _register_backend():
@@ -39,6 +66,7 @@ def _register_backend():
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
+    torch.version.mlu = version.__version__  # the software MLU's version, as torch.version.cuda is CUDA's
     if not hasattr(torch, "is_mlu_available"):
         torch.is_mlu_available = mlu.is_available  # mmengine / mmcv look for it
 
@@ -50,6 +78,11 @@ def fallback_report():
     start of the process (or the last :func:`reset_fallback_report`).
     """
     return dict(_C._fallback_report())
+
+
+def get_git_version():
+    """The git revision this build of torch_mlu was made from (Cambricon's name)."""
+    return version.git_version
 
 
 def reset_fallback_report():

@@ -8,6 +8,7 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 
 #include "csrc/aten/Fallback.h"
+#include "csrc/aten/KernelConfig.h"
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
 #include "csrc/core/MLUGeneratorImpl.h"
@@ -46,6 +47,16 @@ py::dict device_properties(c10::DeviceIndex device) {
 py::dict fallback_report() {
   py::dict d;
   for (const auto& [name, count] : fallback_counts()) d[py::str(name)] = count;
+  return d;
+}
+
+py::dict kernel_config_dict() {
+  const KernelConfig config = kernel_config();
+  py::dict d;
+  d["detected_isa"] = config.detected_isa;
+  d["active_isa"] = config.active_isa;
+  d["amx_usable"] = config.amx_usable;
+  d["threads"] = config.threads;
   return d;
 }
 
@@ -125,4 +136,5 @@ PYBIND11_MODULE(_C, m) {
   bind_memory(m);
   m.def("_fallback_report", &fallback_report);
   m.def("_reset_fallback_report", &reset_fallback_counts);
+  m.def("_kernel_config", &kernel_config_dict);
 }

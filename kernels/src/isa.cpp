@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "gemm/gemm_amx.h"
+
 namespace mlu::kernels {
 
 namespace {
@@ -61,5 +63,7 @@ const char* isa_name(Isa isa) {
   }
   return "?";
 }
+
+bool amx_usable() { return detail::amx_bf16_usable(); }
 
 }  // namespace mlu::kernels

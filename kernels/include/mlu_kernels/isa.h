@@ -25,5 +25,8 @@ Isa active_isa();
 // called while kernels run on other threads.
 void set_isa(Isa isa);
 const char* isa_name(Isa isa);
+// Whether the BFloat16 GEMM may use Intel AMX tiles: the CPU has AMX-BF16
+// and the OS let this process use the tile registers (asked once).
+bool amx_usable();
 
 }  // namespace mlu::kernels
