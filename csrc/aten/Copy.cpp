@@ -2,8 +2,8 @@
 #include "csrc/aten/Copy.h"
 
 #include <ATen/MemoryOverlap.h>
-#include <ATen/ops/_neg_view.h>
 #include <ATen/ops/_local_scalar_dense.h>
+#include <ATen/ops/_neg_view.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/view_as_real.h>

@@ -3,24 +3,8 @@
 #include <vector>
 
 #include <c10/util/Exception.h>
-#include <mlu_kernels/parallel.h>
-#include <mlu_runtime/device.h>
 
 namespace torch_mlu {
-
-namespace {
-
-// The kernels' compute-thread pool is sized from the devices' core count
-// (TORCH_MLU_DEVICE_CORES) when the library loads; no thread starts here.
-const bool g_compute_threads_configured = [] {
-  mlu::mluDeviceProp prop{};
-  if (mlu::mluGetDeviceProperties(&prop, 0) == mlu::mluSuccess) {
-    mlu::kernels::set_num_threads(prop.multiProcessorCount);
-  }
-  return true;
-}();
-
-}  // namespace
 
 std::optional<mlu::kernels::ScalarType> kernel_dtype(at::ScalarType type) {
   using K = mlu::kernels::ScalarType;
@@ -59,9 +43,17 @@ mlu::kernels::Shape kernel_shape(const at::Tensor& t) {
 }
 
 mlu::kernels::Strides kernel_strides(const at::Tensor& t) {
-  mlu::kernels::Strides strides;
+  mlu::kernels::Strides strides{};
   for (int64_t i = 0; i < t.dim() && i < mlu::kernels::kMaxDims; ++i) strides.v[i] = t.stride(i);
   return strides;
+}
+
+mlu::kernels::Operand kernel_operand(const at::Tensor& t, const char* op) {
+  return kernel_operand(t, kernel_strides(t), op);
+}
+
+mlu::kernels::Operand kernel_operand(const at::Tensor& t, const mlu::kernels::Strides& strides, const char* op) {
+  return {kernel_data(t), require_kernel_dtype(t.scalar_type(), op), strides};
 }
 
 Collapsed collapse_dims(at::IntArrayRef sizes, at::IntArrayRef first, at::IntArrayRef second) {

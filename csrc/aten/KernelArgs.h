@@ -4,7 +4,8 @@
 // A kernel closure captures raw pointers and by-value shape/stride arrays
 // (mlu::kernels::Shape/Strides), never at::Tensor: tensors may be resized or
 // freed by the host before the task runs, while the memory itself stays valid
-// because frees are stream-ordered (Note [Stream-ordered frees]).
+// because a freed block is reused only in stream order (Note
+// [Stream-ordered reuse] in csrc/core/MLUCachingAllocator.h).
 #pragma once
 
 #include <optional>
@@ -12,6 +13,7 @@
 #include <ATen/core/Tensor.h>
 #include <mlu_kernels/dtype.h>
 #include <mlu_kernels/layout.h>
+#include <mlu_kernels/pointwise.h>
 
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
@@ -34,7 +36,14 @@ inline void* kernel_data(const at::Tensor& t) {
 }
 
 mlu::kernels::Shape kernel_shape(const at::Tensor& t);
+// t's strides (zero beyond t.dim()).
 mlu::kernels::Strides kernel_strides(const at::Tensor& t);
+
+// t as a kernel operand: its data, the kernels' dtype for it (an error
+// naming `op` where there is none) and its strides, or `strides` (t's,
+// permuted or regrouped by the caller).
+mlu::kernels::Operand kernel_operand(const at::Tensor& t, const char* op);
+mlu::kernels::Operand kernel_operand(const at::Tensor& t, const mlu::kernels::Strides& strides, const char* op);
 
 // Note [Collapsed dims]
 // The kernels take at most kMaxDims dims (PyTorch allows more). A shape seen

@@ -7,8 +7,9 @@
 // dtype (complex), the op runs through the CPU fallback instead.
 #pragma once
 
-#include <ATen/core/boxing/KernelFunction.h>
-#include <ATen/core/dispatch/Dispatcher.h>
+#include <string>
+#include <string_view>
+
 #include <c10/core/DeviceGuard.h>
 
 #include "csrc/aten/Fallback.h"
@@ -16,19 +17,6 @@
 #include "csrc/aten/Structured.h"
 
 namespace torch_mlu {
-
-// Runs the aten op `schema` ("aten::add.Tensor"; its C++ signature is Sig)
-// through the CPU fallback, for inputs the native kernel does not handle.
-template <class Sig, class... Args>
-decltype(auto) cpu_fallback(const char* schema, Args&&... args) {
-  const std::string_view full(schema);
-  const size_t dot = full.find('.');
-  const std::string name(full.substr(0, dot));
-  const std::string overload(dot == std::string_view::npos ? "" : full.substr(dot + 1));
-  auto op = c10::Dispatcher::singleton().findSchemaOrThrow(name.c_str(), overload.c_str()).typed<Sig>();
-  return c10::impl::BoxedKernelWrapper<Sig>::call(c10::BoxedKernel::makeFromFunction<&mlu_cpu_fallback>(), op,
-                                                  c10::DispatchKeySet(), std::forward<Args>(args)...);
-}
 
 template <class Meta, class Fallback, class... Args>
 at::Tensor pointwise_functional(PointwiseOp op, const OpParams& params, Fallback&& fallback,
@@ -63,47 +51,54 @@ at::Tensor& pointwise_out(PointwiseOp op, const OpParams& params, Fallback&& fal
 
 }  // namespace torch_mlu
 
+namespace torch_mlu {
+
+// "add.Tensor" for at::_ops::add_Tensor: the name Library::impl takes.
+template <class Op>
+const char* schema_name() {
+  static const std::string name = [] {
+    std::string n = std::string(Op::name).substr(std::string_view("aten::").size());
+    if (Op::overload_name[0] != '\0') n += std::string(".") + Op::overload_name;
+    return n;
+  }();
+  return name.c_str();
+}
+
+}  // namespace torch_mlu
+
 // Registration of a structured pointwise op whose meta is
 // at::meta::structured_<META> and takes (self, ARGS...): the functional,
-// in-place and out= schemas are strings ("add.Tensor", "add_.Tensor",
-// "add.out"). OP and PARAMS are expressions over the arguments (e.g.
+// in-place and out= ops are at::_ops names (add_Tensor, add__Tensor,
+// add_out), which give both the schema to register and the op to fall back
+// to. OP and PARAMS are expressions over the arguments (e.g.
 // (make_params({alpha}))); ARGS_DECL is the parenthesised parameter list
 // after self, ARGS the parenthesised argument names.
-#define MLU_POINTWISE_SCHEMA(schema) "aten::" schema
 // MLU_COMMA_IF (a, b) expands to ", a, b"; MLU_COMMA_IF () to nothing.
 #define MLU_COMMA_IF(...) __VA_OPT__(, ) __VA_ARGS__
 
-#define MLU_IMPL_FUNCTIONAL(m, META, fn, OP, PARAMS, ARGS_DECL, ARGS)                          \
-  m.impl(fn, [](const at::Tensor& self MLU_COMMA_IF ARGS_DECL) {                              \
-    return ::torch_mlu::pointwise_functional<at::meta::structured_##META>(                     \
-        OP, PARAMS,                                                                            \
-        [&] {                                                                                  \
-          return ::torch_mlu::cpu_fallback<at::Tensor(const at::Tensor& MLU_COMMA_IF ARGS_DECL)>( \
-              MLU_POINTWISE_SCHEMA(fn), self MLU_COMMA_IF ARGS);                               \
-        },                                                                                     \
-        self MLU_COMMA_IF ARGS);                                                               \
+#define MLU_IMPL_FUNCTIONAL(m, META, fn, OP, PARAMS, ARGS_DECL, ARGS)                                         \
+  m.impl(::torch_mlu::schema_name<ATEN_OP(fn)>(), [](const at::Tensor& self MLU_COMMA_IF ARGS_DECL) {         \
+    return ::torch_mlu::pointwise_functional<at::meta::structured_##META>(                                    \
+        OP, PARAMS, [&] { return ::torch_mlu::cpu_fallback<ATEN_OP(fn)>(self MLU_COMMA_IF ARGS); },           \
+        self MLU_COMMA_IF ARGS);                                                                              \
   })
-#define MLU_IMPL_INPLACE(m, META, ip, OP, PARAMS, ARGS_DECL, ARGS)                             \
-  m.impl(ip, [](at::Tensor& self MLU_COMMA_IF ARGS_DECL) -> at::Tensor& {                     \
-    return ::torch_mlu::pointwise_inplace<at::meta::structured_##META>(                        \
-        OP, PARAMS,                                                                            \
-        [&]() -> at::Tensor& {                                                                 \
-          return ::torch_mlu::cpu_fallback<at::Tensor&(at::Tensor& MLU_COMMA_IF ARGS_DECL)>(   \
-              MLU_POINTWISE_SCHEMA(ip), self MLU_COMMA_IF ARGS);                               \
-        },                                                                                     \
-        self MLU_COMMA_IF ARGS);                                                               \
+#define MLU_IMPL_INPLACE(m, META, ip, OP, PARAMS, ARGS_DECL, ARGS)                                            \
+  m.impl(::torch_mlu::schema_name<ATEN_OP(ip)>(), [](at::Tensor& self MLU_COMMA_IF ARGS_DECL) -> at::Tensor& { \
+    return ::torch_mlu::pointwise_inplace<at::meta::structured_##META>(                                       \
+        OP, PARAMS,                                                                                           \
+        [&]() -> at::Tensor& { return ::torch_mlu::cpu_fallback<ATEN_OP(ip)>(self MLU_COMMA_IF ARGS); },      \
+        self MLU_COMMA_IF ARGS);                                                                              \
   })
-#define MLU_IMPL_OUT(m, META, out, OP, PARAMS, ARGS_DECL, ARGS)                                \
-  m.impl(out, [](const at::Tensor& self MLU_COMMA_IF ARGS_DECL, at::Tensor& result) -> at::Tensor& { \
-    return ::torch_mlu::pointwise_out<at::meta::structured_##META>(                            \
-        OP, PARAMS,                                                                            \
-        [&]() -> at::Tensor& {                                                                 \
-          return ::torch_mlu::cpu_fallback<at::Tensor&(const at::Tensor& MLU_COMMA_IF ARGS_DECL, \
-                                                       at::Tensor&)>(MLU_POINTWISE_SCHEMA(out), \
-                                                                     self MLU_COMMA_IF ARGS, result); \
-        },                                                                                     \
-        result, self MLU_COMMA_IF ARGS);                                                       \
-  })
+#define MLU_IMPL_OUT(m, META, out, OP, PARAMS, ARGS_DECL, ARGS)                                               \
+  m.impl(::torch_mlu::schema_name<ATEN_OP(out)>(),                                                            \
+         [](const at::Tensor& self MLU_COMMA_IF ARGS_DECL, at::Tensor& result) -> at::Tensor& {               \
+           return ::torch_mlu::pointwise_out<at::meta::structured_##META>(                                    \
+               OP, PARAMS,                                                                                    \
+               [&]() -> at::Tensor& {                                                                         \
+                 return ::torch_mlu::cpu_fallback<ATEN_OP(out)>(self MLU_COMMA_IF ARGS, result);              \
+               },                                                                                             \
+               result, self MLU_COMMA_IF ARGS);                                                               \
+         })
 
 #define MLU_REGISTER_POINTWISE(m, META, fn, ip, out, OP, PARAMS, ARGS_DECL, ARGS) \
   MLU_IMPL_FUNCTIONAL(m, META, fn, OP, PARAMS, ARGS_DECL, ARGS);                  \
@@ -116,8 +111,7 @@ at::Tensor& pointwise_out(PointwiseOp op, const OpParams& params, Fallback&& fal
   MLU_IMPL_OUT(m, META, out, OP, PARAMS, ARGS_DECL, ARGS)
 
 // A unary op without arguments: name, name_, name.out.
-#define MLU_REGISTER_UNARY(m, name, OP) \
-  MLU_REGISTER_POINTWISE(m, name, #name, #name "_", #name ".out", OP, {}, (), ())
+#define MLU_REGISTER_UNARY(m, name, OP) MLU_REGISTER_POINTWISE(m, name, name, name##_, name##_out, OP, {}, (), ())
 
 // A binary op (self, Tensor other) with the usual schema names.
 #define MLU_REGISTER_BINARY(m, META, fn, ip, out, OP) \

@@ -27,7 +27,8 @@ struct MLUGeneratorImpl final : public c10::GeneratorImpl {
   c10::intrusive_ptr<c10::TensorImpl> get_state() const override;
 
   // The (seed, offset) for the next random op; advances the offset by one.
-  // Callers hold mutex_ (see Note [Acquire lock when using random generators]).
+  // Callers hold mutex_ (see PyTorch's Note [Acquire lock when using random
+  // generators] in c10/core/GeneratorImpl.h).
   std::pair<uint64_t, uint64_t> philox_engine_inputs();
 
   // Required by at::check_generator.

@@ -1,35 +1,69 @@
 // Activation functions and their backward ops on mlu.
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/sigmoid.h>
 #include <ATen/ops/clamp_min.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/softplus.h>
 #include <ATen/ops/elu_backward_meta.h>
+#include <ATen/ops/elu_backward_ops.h>
 #include <ATen/ops/elu_meta.h>
+#include <ATen/ops/elu_ops.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/gelu_backward_meta.h>
+#include <ATen/ops/gelu_backward_ops.h>
 #include <ATen/ops/gelu_meta.h>
+#include <ATen/ops/gelu_ops.h>
 #include <ATen/ops/hardshrink_backward_meta.h>
+#include <ATen/ops/hardshrink_backward_ops.h>
 #include <ATen/ops/hardshrink_meta.h>
+#include <ATen/ops/hardshrink_ops.h>
 #include <ATen/ops/hardsigmoid_backward_meta.h>
+#include <ATen/ops/hardsigmoid_backward_ops.h>
 #include <ATen/ops/hardsigmoid_meta.h>
+#include <ATen/ops/hardsigmoid_ops.h>
+#include <ATen/ops/hardswish_backward_ops.h>
+#include <ATen/ops/hardswish_ops.h>
+#include <ATen/ops/hardtanh_backward_ops.h>
+#include <ATen/ops/hardtanh_ops.h>
 #include <ATen/ops/leaky_relu_backward_meta.h>
+#include <ATen/ops/leaky_relu_backward_ops.h>
 #include <ATen/ops/leaky_relu_meta.h>
+#include <ATen/ops/leaky_relu_ops.h>
 #include <ATen/ops/logit_backward_meta.h>
+#include <ATen/ops/logit_backward_ops.h>
+#include <ATen/ops/logit_ops.h>
+#include <ATen/ops/mish_backward_ops.h>
 #include <ATen/ops/mish_meta.h>
+#include <ATen/ops/mish_ops.h>
 #include <ATen/ops/sigmoid_backward_meta.h>
+#include <ATen/ops/sigmoid_backward_ops.h>
 #include <ATen/ops/silu_backward_meta.h>
+#include <ATen/ops/silu_backward_ops.h>
 #include <ATen/ops/silu_meta.h>
+#include <ATen/ops/silu_ops.h>
+#include <ATen/ops/softplus.h>
 #include <ATen/ops/softplus_backward_meta.h>
+#include <ATen/ops/softplus_backward_ops.h>
 #include <ATen/ops/softplus_meta.h>
+#include <ATen/ops/softplus_ops.h>
 #include <ATen/ops/softshrink_backward_meta.h>
+#include <ATen/ops/softshrink_backward_ops.h>
 #include <ATen/ops/softshrink_meta.h>
+#include <ATen/ops/softshrink_ops.h>
 #include <ATen/ops/tanh_backward_meta.h>
+#include <ATen/ops/tanh_backward_ops.h>
 #include <ATen/ops/threshold_backward_meta.h>
+#include <ATen/ops/threshold_backward_ops.h>
 #include <ATen/ops/threshold_meta.h>
+#include <ATen/ops/threshold_ops.h>
 
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/StructuredPointwise.h"
 
 namespace torch_mlu {
 namespace {
+
+using T = const at::Tensor&;
 
 using Op = PointwiseOp;
 
@@ -61,8 +95,7 @@ at::Tensor& hardtanh_out_mlu(const at::Tensor& self, const at::Scalar& min, cons
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::unary_op(out, self);
   return launch_or(iter, Op::Clamp, make_params({min, max}), out, [&]() -> at::Tensor& {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, const at::Scalar&, const at::Scalar&, at::Tensor&)>(
-        "aten::hardtanh.out", self, min, max, out);
+    return cpu_fallback<ATEN_OP2(hardtanh, out)>(self, min, max, out);
   });
 }
 
@@ -80,8 +113,7 @@ at::Tensor& hardtanh_backward_out_mlu(const at::Tensor& grad, const at::Tensor& 
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
   return launch_or(iter, Op::HardtanhBackward, make_params({min, max}), grad_input, [&]() -> at::Tensor& {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, const at::Tensor&, const at::Scalar&, const at::Scalar&,
-                                    at::Tensor&)>("aten::hardtanh_backward.grad_input", grad, self, min, max,
+    return cpu_fallback<ATEN_OP2(hardtanh_backward, grad_input)>(grad, self, min, max,
                                                   grad_input);
   });
 }
@@ -92,8 +124,7 @@ at::Tensor hardtanh_backward_mlu(const at::Tensor& grad, const at::Tensor& self,
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
   if (!launch_pointwise(iter, Op::HardtanhBackward, make_params({min, max}))) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&, const at::Scalar&)>(
-        "aten::hardtanh_backward", grad, self, min, max);
+    return cpu_fallback<ATEN_OP(hardtanh_backward)>(grad, self, min, max);
   }
   return iter.output();
 }
@@ -102,7 +133,7 @@ at::Tensor& hardswish_out_mlu(const at::Tensor& self, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::unary_op(out, self);
   return launch_or(iter, Op::Hardswish, {}, out, [&]() -> at::Tensor& {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::hardswish.out", self, out);
+    return cpu_fallback<ATEN_OP2(hardswish, out)>(self, out);
   });
 }
 
@@ -114,13 +145,13 @@ at::Tensor hardswish_mlu(const at::Tensor& self) {
 at::Tensor& hardswish__mlu(at::Tensor& self) { return hardswish_out_mlu(self, self); }
 
 // Backward ops that return a fresh tensor from a binary iterator.
-template <Op kOp>
-at::Tensor binary_backward(const at::Tensor& grad, const at::Tensor& self, const char* schema) {
+template <Op kOp, class AtenOp>  // AtenOp: what falls back (Fallback.h)
+at::Tensor binary_backward(const at::Tensor& grad, const at::Tensor& self) {
   c10::OptionalDeviceGuard guard(self.device());
   at::Tensor grad_input;
   auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
   if (!launch_pointwise(iter, kOp)) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, const at::Tensor&)>(schema, grad, self);
+    return cpu_fallback<AtenOp>(grad, self);
   }
   return iter.output();
 }
@@ -129,7 +160,7 @@ at::Tensor& logit_out_mlu(const at::Tensor& self, std::optional<double> eps, at:
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::unary_float_op(out, self);
   return launch_or(iter, Op::Logit, eps_params(eps), out, [&]() -> at::Tensor& {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, std::optional<double>, at::Tensor&)>("aten::logit.out", self,
+    return cpu_fallback<ATEN_OP2(logit, out)>(self,
                                                                                              eps, out);
   });
 }
@@ -139,7 +170,7 @@ at::Tensor logit_mlu(const at::Tensor& self, std::optional<double> eps) {
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::unary_float_op(out, self);
   if (!launch_pointwise(iter, Op::Logit, eps_params(eps))) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, std::optional<double>)>("aten::logit", self, eps);
+    return cpu_fallback<ATEN_OP(logit)>(self, eps);
   }
   return iter.output();
 }
@@ -169,68 +200,92 @@ at::Tensor log_sigmoid_backward_mlu(const at::Tensor& grad, const at::Tensor& se
   return grad.mul(self.neg().sigmoid_());
 }
 
+// ---- glu: first half * sigmoid(second half) along dim ----
+
+void check_glu(T self, int64_t dim) {
+  TORCH_CHECK(self.dim() > 0, "glu does not support scalars because halving size must be even");
+  const int64_t d = c10::maybe_wrap_dim(dim, self.dim());
+  TORCH_CHECK(self.size(d) % 2 == 0, "Halving dimension must be even, but dimension ", d, " is size ",
+              self.size(d));
+}
+
+at::Tensor glu_mlu(T self, int64_t dim) {
+  check_glu(self, dim);
+  const auto halves = self.chunk(2, dim);
+  return at::mul(halves[0], at::sigmoid(halves[1]));
+}
+
+at::Tensor glu_backward_mlu(T grad_output, T self, int64_t dim) {
+  check_glu(self, dim);
+  const auto halves = self.chunk(2, dim);
+  const at::Tensor gate = at::sigmoid(halves[1]);
+  const at::Tensor grad_first = at::mul(grad_output, gate);
+  const at::Tensor grad_second = grad_first * halves[0] * (1 - gate);
+  return at::cat({grad_first, grad_second}, dim).contiguous();  // the CPU's grad_input is contiguous
+}
+
 }  // namespace
 
 TORCH_MLU_ATEN_IMPL(m) {
   MLU_REGISTER_UNARY(m, silu, Op::Silu);
   MLU_REGISTER_UNARY(m, mish, Op::Mish);
   MLU_REGISTER_UNARY(m, hardsigmoid, Op::Hardsigmoid);
-  MLU_REGISTER_POINTWISE(m, gelu, "gelu", "gelu_", "gelu.out", gelu_op(approximate), {},
+  MLU_REGISTER_POINTWISE(m, gelu, gelu, gelu_, gelu_out, gelu_op(approximate), {},
                          (c10::string_view approximate), (approximate));
-  MLU_REGISTER_POINTWISE(m, elu, "elu", "elu_", "elu.out", Op::Elu, (make_params({alpha, scale, input_scale})),
+  MLU_REGISTER_POINTWISE(m, elu, elu, elu_, elu_out, Op::Elu, (make_params({alpha, scale, input_scale})),
                          (const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale),
                          (alpha, scale, input_scale));
-  MLU_REGISTER_POINTWISE(m, leaky_relu, "leaky_relu", "leaky_relu_", "leaky_relu.out", Op::LeakyRelu,
+  MLU_REGISTER_POINTWISE(m, leaky_relu, leaky_relu, leaky_relu_, leaky_relu_out, Op::LeakyRelu,
                          (make_params({negative_slope})), (const at::Scalar& negative_slope), (negative_slope));
-  MLU_REGISTER_POINTWISE(m, threshold, "threshold", "threshold_", "threshold.out", Op::Threshold,
+  MLU_REGISTER_POINTWISE(m, threshold, threshold, threshold_, threshold_out, Op::Threshold,
                          (make_params({threshold, value})), (const at::Scalar& threshold, const at::Scalar& value),
                          (threshold, value));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softplus, "softplus", "softplus.out", Op::Softplus,
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softplus, softplus, softplus_out, Op::Softplus,
                                     (make_params({beta, threshold})),
                                     (const at::Scalar& beta, const at::Scalar& threshold), (beta, threshold));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardshrink, "hardshrink", "hardshrink.out", Op::Hardshrink,
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardshrink, hardshrink, hardshrink_out, Op::Hardshrink,
                                     (make_params({lambd})), (const at::Scalar& lambd), (lambd));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softshrink, "softshrink", "softshrink.out", Op::Softshrink,
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softshrink, softshrink, softshrink_out, Op::Softshrink,
                                     (make_params({lambd})), (const at::Scalar& lambd), (lambd));
 
   // Backward ops: functional and .grad_input (out=) only.
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, threshold_backward, "threshold_backward", "threshold_backward.grad_input",
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, threshold_backward, threshold_backward, threshold_backward_grad_input,
                                     Op::ThresholdBackward, (make_params({threshold})),
                                     (const at::Tensor& input, const at::Scalar& threshold), (input, threshold));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, sigmoid_backward, "sigmoid_backward", "sigmoid_backward.grad_input",
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, sigmoid_backward, sigmoid_backward, sigmoid_backward_grad_input,
                                     Op::SigmoidBackward, {}, (const at::Tensor& output), (output));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, tanh_backward, "tanh_backward", "tanh_backward.grad_input",
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, tanh_backward, tanh_backward, tanh_backward_grad_input,
                                     Op::TanhBackward, {}, (const at::Tensor& output), (output));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, logit_backward, "logit_backward", "logit_backward.grad_input",
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, logit_backward, logit_backward, logit_backward_grad_input,
                                     Op::LogitBackward, (eps_params(eps)),
                                     (const at::Tensor& input, std::optional<double> eps), (input, eps));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, gelu_backward, "gelu_backward", "gelu_backward.grad_input",
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, gelu_backward, gelu_backward, gelu_backward_grad_input,
                                     gelu_backward_op(approximate), {},
                                     (const at::Tensor& input, c10::string_view approximate), (input, approximate));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, silu_backward, "silu_backward", "silu_backward.grad_input",
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, silu_backward, silu_backward, silu_backward_grad_input,
                                     Op::SiluBackward, {}, (const at::Tensor& input), (input));
   MLU_REGISTER_POINTWISE_NO_INPLACE(
-      m, elu_backward, "elu_backward", "elu_backward.grad_input", Op::EluBackward,
+      m, elu_backward, elu_backward, elu_backward_grad_input, Op::EluBackward,
       (make_params({alpha, scale, input_scale, is_result})),
       (const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale, bool is_result,
        const at::Tensor& self_or_result),
       (alpha, scale, input_scale, is_result, self_or_result));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, leaky_relu_backward, "leaky_relu_backward",
-                                    "leaky_relu_backward.grad_input", Op::LeakyReluBackward,
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, leaky_relu_backward, leaky_relu_backward,
+                                    leaky_relu_backward_grad_input, Op::LeakyReluBackward,
                                     (make_params({negative_slope})),
                                     (const at::Tensor& input, const at::Scalar& negative_slope, bool self_is_result),
                                     (input, negative_slope, self_is_result));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardsigmoid_backward, "hardsigmoid_backward",
-                                    "hardsigmoid_backward.grad_input", Op::HardsigmoidBackward, {},
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardsigmoid_backward, hardsigmoid_backward,
+                                    hardsigmoid_backward_grad_input, Op::HardsigmoidBackward, {},
                                     (const at::Tensor& input), (input));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softplus_backward, "softplus_backward", "softplus_backward.grad_input",
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softplus_backward, softplus_backward, softplus_backward_grad_input,
                                     Op::SoftplusBackward, (make_params({beta, threshold})),
                                     (const at::Tensor& input, const at::Scalar& beta, const at::Scalar& threshold),
                                     (input, beta, threshold));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardshrink_backward, "hardshrink_backward", "hardshrink_backward.grad_input",
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardshrink_backward, hardshrink_backward, hardshrink_backward_grad_input,
                                     Op::ShrinkBackward, (make_params({lambd})),
                                     (const at::Tensor& input, const at::Scalar& lambd), (input, lambd));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softshrink_backward, "softshrink_backward", "softshrink_backward.grad_input",
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softshrink_backward, softshrink_backward, softshrink_backward_grad_input,
                                     Op::ShrinkBackward, (make_params({lambd})),
                                     (const at::Tensor& input, const at::Scalar& lambd), (input, lambd));
 
@@ -245,16 +300,22 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("hardswish_", TORCH_FN(hardswish__mlu));
   m.impl("hardswish.out", TORCH_FN(hardswish_out_mlu));
   m.impl("hardswish_backward", [](const at::Tensor& grad, const at::Tensor& self) {
-    return binary_backward<Op::HardswishBackward>(grad, self, "aten::hardswish_backward");
+    return binary_backward<Op::HardswishBackward, ATEN_OP(hardswish_backward)>(grad, self);
   });
   m.impl("mish_backward", [](const at::Tensor& grad, const at::Tensor& self) {
-    return binary_backward<Op::MishBackward>(grad, self, "aten::mish_backward");
+    return binary_backward<Op::MishBackward, ATEN_OP(mish_backward)>(grad, self);
   });
   m.impl("log_sigmoid_forward", TORCH_FN(log_sigmoid_forward_mlu));
   m.impl("log_sigmoid_backward", TORCH_FN(log_sigmoid_backward_mlu));
   m.impl("logit", TORCH_FN(logit_mlu));
   m.impl("logit_", TORCH_FN(logit__mlu));
   m.impl("logit.out", TORCH_FN(logit_out_mlu));
+  m.impl("glu", TORCH_FN(glu_mlu));
+  m.impl("glu.out", [](T self, int64_t dim, at::Tensor& out) -> at::Tensor& { return copy_into(out, glu_mlu(self, dim)); });
+  m.impl("glu_backward", TORCH_FN(glu_backward_mlu));
+  m.impl("glu_backward.grad_input", [](T grad_output, T self, int64_t dim, at::Tensor& grad_input) -> at::Tensor& {
+    return copy_into(grad_input, glu_backward_mlu(grad_output, self, dim));
+  });
 }
 
 }  // namespace torch_mlu

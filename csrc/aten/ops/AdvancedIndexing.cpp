@@ -17,12 +17,14 @@
 // serially, which is deterministic without sorting.
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorIterator.h>
-#include <ATen/native/IndexingUtils.h>
-#include <ATen/native/TensorAdvancedIndexing.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/IndexKernel.h>
+#include <ATen/native/IndexingUtils.h>
+#include <ATen/native/TensorAdvancedIndexing.h>
 #include <ATen/ops/_index_put_impl_native.h>
+#include <ATen/ops/_index_put_impl_ops.h>
 #include <ATen/ops/index_meta.h>
+#include <ATen/ops/index_ops.h>
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/masked_select.h>
 #include <c10/core/DeviceGuard.h>
@@ -190,7 +192,7 @@ bool is_full_mask(const at::Tensor& self, const IndexList& indices) {
 
 at::Tensor index_mlu(const at::Tensor& self, const IndexList& indices) {
   if (!has_kernel(self)) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, const IndexList&)>("aten::index.Tensor", self, indices);
+    return cpu_fallback<ATEN_OP2(index, Tensor)>(self, indices);
   }
   c10::OptionalDeviceGuard guard(self.device());
   if (is_full_mask(self, indices)) return at::masked_select(self, *indices[0]);
@@ -210,8 +212,7 @@ at::Tensor index_mlu(const at::Tensor& self, const IndexList& indices) {
 at::Tensor& index_put_impl_mlu(at::Tensor& self, const IndexList& indices, const at::Tensor& values, bool accumulate,
                                bool unsafe) {
   if (!has_kernel(self) || !has_kernel(values)) {
-    return cpu_fallback<at::Tensor&(at::Tensor&, const IndexList&, const at::Tensor&, bool, bool)>(
-        "aten::_index_put_impl_", self, indices, values, accumulate, unsafe);
+    return cpu_fallback<ATEN_OP(_index_put_impl_)>(self, indices, values, accumulate, unsafe);
   }
   c10::OptionalDeviceGuard guard(self.device());
   if (!accumulate && values.numel() == 1 && values.device() == self.device() && is_full_mask(self, indices)) {

@@ -24,6 +24,9 @@
 #include <cmath>
 #include <numeric>
 
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/logical_and.h>
+#include <ATen/ops/logical_not.h>
 #include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/SDPBackend.h>
@@ -39,6 +42,8 @@
 
 namespace torch_mlu {
 namespace {
+
+using T = const at::Tensor&;
 
 namespace k = mlu::kernels;
 
@@ -268,11 +273,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
   return {unbatch(grad_q), unbatch(grad_k), unbatch(grad_v), grad_bias};
 }
 
+// ---- _nested_tensor_from_mask_left_aligned ----
+
+// Whether every row of mask [N, L] is some Trues followed by only Falses
+// (TransformerEncoder's fast path asks before packing a padded batch). The
+// answer is a host bool: it waits for the queue, as the CPU's .item() would.
+bool mask_left_aligned(T /*t*/, T mask) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "Expected mask to be of type bool");
+  TORCH_CHECK(mask.dim() == 2, "Padding mask should be 2D");
+  if (mask.size(1) <= 1) return true;
+  const at::Tensor later = mask.narrow(1, 1, mask.size(1) - 1), earlier = mask.narrow(1, 0, mask.size(1) - 1);
+  return !at::logical_and(later, at::logical_not(earlier)).any().item<bool>();
+}
+
 }  // namespace
 
 TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(sdpa_fused_mlu));
   m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(sdpa_fused_backward_mlu));
+  m.impl("_nested_tensor_from_mask_left_aligned", TORCH_FN(mask_left_aligned));
 }
 
 }  // namespace torch_mlu

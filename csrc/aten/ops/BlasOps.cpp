@@ -14,12 +14,19 @@
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/addbmm_native.h>
 #include <ATen/ops/addmm_meta.h>
+#include <ATen/ops/addmm_ops.h>
 #include <ATen/ops/addmv_meta.h>
+#include <ATen/ops/addmv_ops.h>
 #include <ATen/ops/addr.h>
 #include <ATen/ops/baddbmm_meta.h>
+#include <ATen/ops/baddbmm_ops.h>
 #include <ATen/ops/bmm_meta.h>
+#include <ATen/ops/bmm_ops.h>
+#include <ATen/ops/dot_ops.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm_meta.h>
+#include <ATen/ops/mm_ops.h>
+#include <ATen/ops/vdot_ops.h>
 #include <mlu_kernels/gemm.h>
 
 #include "csrc/aten/DeviceCheck.h"
@@ -190,35 +197,35 @@ at::Tensor dot(const char* name, T self, T other) {
 
 TORCH_MLU_ATEN_IMPL(m) {
   m.impl("mm", [](T self, T mat2) {
-    if (!all_have_gemm(self, mat2)) return cpu_fallback<at::Tensor(T, T)>("aten::mm", self, mat2);
+    if (!all_have_gemm(self, mat2)) return cpu_fallback<ATEN_OP(mm)>(self, mat2);
     check_same_device("mm", {self, mat2});
     return plain_product<at::meta::structured_mm>("mm", self, mat2);
   });
   m.impl("mm.out", [](T self, T mat2, at::Tensor& out) -> at::Tensor& {
-    if (!all_have_gemm(self, mat2, out)) return cpu_fallback<at::Tensor&(T, T, at::Tensor&)>("aten::mm.out", self, mat2, out);
+    if (!all_have_gemm(self, mat2, out)) return cpu_fallback<ATEN_OP2(mm, out)>(self, mat2, out);
     check_same_device("mm", {self, mat2, out});
     return plain_product_out<at::meta::structured_mm>("mm", self, mat2, out);
   });
   m.impl("bmm", [](T self, T mat2) {
-    if (!all_have_gemm(self, mat2)) return cpu_fallback<at::Tensor(T, T)>("aten::bmm", self, mat2);
+    if (!all_have_gemm(self, mat2)) return cpu_fallback<ATEN_OP(bmm)>(self, mat2);
     check_same_device("bmm", {self, mat2});
     return plain_product<at::meta::structured_bmm>("bmm", self, mat2);
   });
   m.impl("bmm.out", [](T self, T mat2, at::Tensor& out) -> at::Tensor& {
-    if (!all_have_gemm(self, mat2, out)) return cpu_fallback<at::Tensor&(T, T, at::Tensor&)>("aten::bmm.out", self, mat2, out);
+    if (!all_have_gemm(self, mat2, out)) return cpu_fallback<ATEN_OP2(bmm, out)>(self, mat2, out);
     check_same_device("bmm", {self, mat2, out});
     return plain_product_out<at::meta::structured_bmm>("bmm", self, mat2, out);
   });
   m.impl("addmm", [](T self, T m1, T m2, S beta, S alpha) {
     if (!all_have_gemm(self, m1, m2)) {
-      return cpu_fallback<at::Tensor(T, T, T, S, S)>("aten::addmm", self, m1, m2, beta, alpha);
+      return cpu_fallback<ATEN_OP(addmm)>(self, m1, m2, beta, alpha);
     }
     check_same_device("addmm", {self, m1, m2});
     return product<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha);
   });
   m.impl("addmm_", [](at::Tensor& self, T m1, T m2, S beta, S alpha) -> at::Tensor& {
     if (!all_have_gemm(self, m1, m2)) {
-      return cpu_fallback<at::Tensor&(at::Tensor&, T, T, S, S)>("aten::addmm_", self, m1, m2, beta, alpha);
+      return cpu_fallback<ATEN_OP(addmm_)>(self, m1, m2, beta, alpha);
     }
     check_same_device("addmm_", {self, m1, m2});
     at::assert_no_internal_overlap(self);  // the CPU's addmm_ refuses it too (baddbmm_ does not)
@@ -226,28 +233,28 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("addmm.out", [](T self, T m1, T m2, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
     if (!all_have_gemm(self, m1, m2, out)) {
-      return cpu_fallback<at::Tensor&(T, T, T, S, S, at::Tensor&)>("aten::addmm.out", self, m1, m2, beta, alpha, out);
+      return cpu_fallback<ATEN_OP2(addmm, out)>(self, m1, m2, beta, alpha, out);
     }
     check_same_device("addmm", {self, m1, m2, out});
     return product_out<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha, out);
   });
   m.impl("baddbmm", [](T self, T b1, T b2, S beta, S alpha) {
     if (!all_have_gemm(self, b1, b2)) {
-      return cpu_fallback<at::Tensor(T, T, T, S, S)>("aten::baddbmm", self, b1, b2, beta, alpha);
+      return cpu_fallback<ATEN_OP(baddbmm)>(self, b1, b2, beta, alpha);
     }
     check_same_device("baddbmm", {self, b1, b2});
     return product<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha);
   });
   m.impl("baddbmm_", [](at::Tensor& self, T b1, T b2, S beta, S alpha) -> at::Tensor& {
     if (!all_have_gemm(self, b1, b2)) {
-      return cpu_fallback<at::Tensor&(at::Tensor&, T, T, S, S)>("aten::baddbmm_", self, b1, b2, beta, alpha);
+      return cpu_fallback<ATEN_OP(baddbmm_)>(self, b1, b2, beta, alpha);
     }
     check_same_device("baddbmm_", {self, b1, b2});
     return product_<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha);
   });
   m.impl("baddbmm.out", [](T self, T b1, T b2, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
     if (!all_have_gemm(self, b1, b2, out)) {
-      return cpu_fallback<at::Tensor&(T, T, T, S, S, at::Tensor&)>("aten::baddbmm.out", self, b1, b2, beta, alpha,
+      return cpu_fallback<ATEN_OP2(baddbmm, out)>(self, b1, b2, beta, alpha,
                                                                    out);
     }
     check_same_device("baddbmm", {self, b1, b2, out});
@@ -259,7 +266,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("addmv", [](T self, T mat, T vec, S beta, S alpha) {
     if (!all_have_gemm(self, mat, vec)) {
-      return cpu_fallback<at::Tensor(T, T, T, S, S)>("aten::addmv", self, mat, vec, beta, alpha);
+      return cpu_fallback<ATEN_OP(addmv)>(self, mat, vec, beta, alpha);
     }
     check_same_device("addmv", {self, mat, vec});
     c10::OptionalDeviceGuard guard(mat.device());
@@ -270,7 +277,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("addmv_", [](at::Tensor& self, T mat, T vec, S beta, S alpha) -> at::Tensor& {
     if (!all_have_gemm(self, mat, vec)) {
-      return cpu_fallback<at::Tensor&(at::Tensor&, T, T, S, S)>("aten::addmv_", self, mat, vec, beta, alpha);
+      return cpu_fallback<ATEN_OP(addmv_)>(self, mat, vec, beta, alpha);
     }
     check_same_device("addmv_", {self, mat, vec});
     c10::OptionalDeviceGuard guard(mat.device());
@@ -281,7 +288,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("addmv.out", [](T self, T mat, T vec, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
     if (!all_have_gemm(self, mat, vec, out)) {
-      return cpu_fallback<at::Tensor&(T, T, T, S, S, at::Tensor&)>("aten::addmv.out", self, mat, vec, beta, alpha, out);
+      return cpu_fallback<ATEN_OP2(addmv, out)>(self, mat, vec, beta, alpha, out);
     }
     check_same_device("addmv", {self, mat, vec, out});
     c10::OptionalDeviceGuard guard(mat.device());
@@ -297,11 +304,11 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("addbmm_", TORCH_FN(at::native::addbmm_));
   m.impl("addbmm.out", TORCH_FN(at::native::addbmm_out));
   m.impl("dot", [](T self, T other) {
-    if (!all_have_gemm(self, other)) return cpu_fallback<at::Tensor(T, T)>("aten::dot", self, other);
+    if (!all_have_gemm(self, other)) return cpu_fallback<ATEN_OP(dot)>(self, other);
     return dot("dot", self, other);
   });
   m.impl("vdot", [](T self, T other) {  // vdot conjugates self: the same as dot on real dtypes
-    if (!all_have_gemm(self, other)) return cpu_fallback<at::Tensor(T, T)>("aten::vdot", self, other);
+    if (!all_have_gemm(self, other)) return cpu_fallback<ATEN_OP(vdot)>(self, other);
     return dot("vdot", self, other);
   });
 }

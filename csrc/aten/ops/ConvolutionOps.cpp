@@ -98,8 +98,8 @@ at::MemoryFormat result_format(const at::Tensor& input, const at::Tensor& weight
 // when the result is channels-last, and also for contiguous operands when
 // the output is small (under 256 positions) and the kernel not 1x1: the
 // late layers, whose NCHW GEMMs are short and wide; the layout copies cost
-// less than that there (layer4 3x3 of ResNet at batch 8, forward + backward:
-// 73.6 -> 43.3 ms; the stem and the 1x1 layers got slower, so they stay NCHW).
+// less than that there. The stem and the 1x1 layers got slower that way, so
+// they stay NCHW (ResNet timings: docs/bench_models.md).
 at::MemoryFormat kernel_layout(at::MemoryFormat result, const at::Tensor& input, const at::Tensor& weight,
                                at::IntArrayRef out_spatial, bool transposed, int64_t groups) {
   if (transposed || groups != 1 || input.dim() < 4) return at::MemoryFormat::Contiguous;

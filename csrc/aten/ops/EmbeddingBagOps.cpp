@@ -151,7 +151,7 @@ at::Tensor dense_backward_mlu(T grad, T indices, T offset2bag, T bag_size, T max
   const auto* sizes_p = static_cast<const int64_t*>(kernel_data(sizes));
   const auto* best_p = static_cast<const int64_t*>(kernel_data(best));
   void* gw = kernel_data(grad_weight);
-  // The tensors the pointers refer to stay alive until the kernel ran (Note [Stream-ordered frees]).
+  // The memory the pointers refer to stays valid until the kernel ran (Note [Stream-ordered reuse]).
   launch_kernel(grad.device().index(), "embedding_bag_backward", [=] {
     k::embedding_bag_backward(a, gp, o2b_p, sizes_p, best_p, scale_grad_by_freq, gw);
   });

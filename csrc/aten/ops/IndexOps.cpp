@@ -2,21 +2,31 @@
 // scatter_add, scatter_reduce, index_add, masked_fill, cat and embedding's backward.
 //
 // Index values are checked on the device, while the kernel runs: an
-// out-of-range index is a device-side error (Note [Sticky device errors])
-// naming the op, raised at the next synchronisation; the device keeps working.
+// out-of-range index is a device-side error naming the op, stored on the
+// stream's queue and raised at the next synchronisation that covers it (Note
+// [Errors belong to queues] in mlu_runtime/queue.h); the device keeps working.
+#include <ATen/ops/embedding_dense_backward_ops.h>
+#include <ATen/ops/gather_ops.h>
+#include <ATen/ops/index_add_ops.h>
+#include <ATen/ops/index_copy_ops.h>
+#include <ATen/ops/index_select_ops.h>
+#include <ATen/ops/masked_fill_ops.h>
+#include <ATen/ops/scatter_add_ops.h>
+#include <ATen/ops/scatter_ops.h>
+#include <ATen/ops/scatter_reduce_ops.h>
 #include <limits>
 
 #include <ATen/Dispatch.h>
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/cat_meta.h>
-#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/ones_like.h>
-#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_add_meta.h>
 #include <ATen/ops/index_copy_meta.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/scatter_add_meta.h>
 #include <ATen/ops/scatter_meta.h>
 #include <ATen/ops/scatter_reduce_meta.h>
@@ -33,14 +43,6 @@ namespace torch_mlu {
 namespace {
 
 namespace k = mlu::kernels;
-
-// A tensor's strides as the kernels' Operand, over `ndim` dims of the
-// iteration shape (a 0-dim tensor is one element).
-k::Operand operand(const at::Tensor& t, const char* op) {
-  k::Operand o{const_cast<void*>(t.const_data_ptr()), require_kernel_dtype(t.scalar_type(), op), {}};
-  for (int64_t d = 0; d < t.dim(); ++d) o.strides.v[d] = t.stride(d);
-  return o;
-}
 
 k::Shape shape_of(const at::Tensor& t) {
   k::Shape s;
@@ -89,8 +91,7 @@ at::Tensor& index_select_out_mlu(const at::Tensor& self, int64_t dim, const at::
               "Expected all tensors to be on the same device, but found index on ", index.device(), " and self on ",
               self.device());
   if (!has_kernel(self)) {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, int64_t, const at::Tensor&, at::Tensor&)>(
-        "aten::index_select.out", self, dim, index, out);
+    return cpu_fallback<ATEN_OP2(index_select, out)>(self, dim, index, out);
   }
   at::assert_no_internal_overlap(out);
   at::assert_no_overlap(out, self);
@@ -108,14 +109,15 @@ at::Tensor& index_select_out_mlu(const at::Tensor& self, int64_t dim, const at::
   // Note [Transposed index_select]: when `dim` is the input's unit-stride dim
   // (x.t() selecting rows), every slice is strided and the gather reads one
   // element per cache line. For an index of at least a quarter of the dim,
-  // one tiled transposing copy first, then row-major slices, is 3x faster
-  // (1024 x 1024 float32: 1.7-2.0 -> 0.5-0.55 ms). The copy is queued before
-  // the gather and freed in stream order.
+  // one tiled transposing copy first (Note [Blocked transposing copies]),
+  // then row-major slices, reads whole cache lines and is much faster
+  // (timings: docs/bench_kernels.md). The copy is queued before the gather
+  // and freed in stream order.
   const bool strided_slices = self.dim() > 1 && !self.is_contiguous() && self.stride(dim) == 1 &&
                               self.size(dim) > 1 && index.numel() * 4 >= self.size(dim);
   const at::Tensor source = strided_slices ? self.contiguous() : self;
-  launch_gather("index_select", shape_of(out), static_cast<int>(self.dim() == 0 ? 0 : dim), operand(out, "index_select"),
-                operand(source, "index_select"), self.dim() == 0 ? 1 : self.size(dim), idx, self.device());
+  launch_gather("index_select", shape_of(out), static_cast<int>(self.dim() == 0 ? 0 : dim), kernel_operand(out, "index_select"),
+                kernel_operand(source, "index_select"), self.dim() == 0 ? 1 : self.size(dim), idx, self.device());
   return out;
 }
 
@@ -130,13 +132,13 @@ template <class Impl>
 void gather_impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& out, Impl&&) {
   if (index.numel() == 0) return;
   dim = at::maybe_wrap_dim(dim, self.dim());
-  launch_gather("gather", shape_of(index), static_cast<int>(dim), operand(out, "gather"), operand(self, "gather"),
-                self.dim() == 0 ? 1 : self.size(dim), operand(index, "gather"), self.device());
+  launch_gather("gather", shape_of(index), static_cast<int>(dim), kernel_operand(out, "gather"), kernel_operand(self, "gather"),
+                self.dim() == 0 ? 1 : self.size(dim), kernel_operand(index, "gather"), self.device());
 }
 
 at::Tensor gather_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
   if (!has_kernel(self)) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, int64_t, const at::Tensor&, bool)>("aten::gather", self, dim,
+    return cpu_fallback<ATEN_OP(gather)>(self, dim,
                                                                                           index, sparse_grad);
   }
   c10::OptionalDeviceGuard guard(self.device());
@@ -149,8 +151,7 @@ at::Tensor gather_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& ind
 at::Tensor& gather_out_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
                            at::Tensor& out) {
   if (!has_kernel(self)) {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, int64_t, const at::Tensor&, bool, at::Tensor&)>(
-        "aten::gather.out", self, dim, index, sparse_grad, out);
+    return cpu_fallback<ATEN_OP2(gather, out)>(self, dim, index, sparse_grad, out);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<at::meta::structured_gather> op(out);
@@ -183,8 +184,8 @@ void scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, con
   }
   // Float16 / BFloat16 sums and products accumulate in float in the kernel
   // (Note [Scatter accumulation in float], kernels/src/index.cpp).
-  launch_scatter(op, kind, shape_of(index), static_cast<int>(dim), operand(result, op),
-                 result.dim() == 0 ? 1 : result.size(dim), operand(source, op), operand(index, op), 1.0,
+  launch_scatter(op, kind, shape_of(index), static_cast<int>(dim), kernel_operand(result, op),
+                 result.dim() == 0 ? 1 : result.size(dim), kernel_operand(source, op), kernel_operand(index, op), 1.0,
                  self.device());
 }
 
@@ -273,8 +274,8 @@ at::Tensor& index_scatter_impl(const char* op, k::ScatterOp kind, const at::Tens
   if (source.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
   // The CPU's index_add of a 0-d or 1-d tensor rounds Float16 / BFloat16
   // after every update; of larger tensors, once (kernels/include/mlu_kernels/index.h).
-  launch_scatter(op, kind, shape_of(source), static_cast<int>(source.dim() == 0 ? 0 : dim), operand(result, op),
-                 result.dim() == 0 ? 1 : result.size(dim), operand(source, op), idx, alpha.toDouble(), self.device(),
+  launch_scatter(op, kind, shape_of(source), static_cast<int>(source.dim() == 0 ? 0 : dim), kernel_operand(result, op),
+                 result.dim() == 0 ? 1 : result.size(dim), kernel_operand(source, op), idx, alpha.toDouble(), self.device(),
                  /*round_each_update=*/result.dim() <= 1);
   return const_cast<at::Tensor&>(result);
 }
@@ -302,8 +303,7 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at:
 
 at::Tensor& masked_fill_scalar_mlu(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
   if (!has_kernel(self)) {
-    return cpu_fallback<at::Tensor&(at::Tensor&, const at::Tensor&, const at::Scalar&)>("aten::masked_fill_.Scalar",
-                                                                                       self, mask, value);
+    return cpu_fallback<ATEN_OP2(masked_fill_, Scalar)>(self, mask, value);
   }
   at::Tensor wrapped = at::scalar_tensor(value, at::TensorOptions().dtype(self.scalar_type()));
   return masked_fill_impl(self, mask, wrapped);
@@ -313,8 +313,7 @@ at::Tensor& masked_fill_tensor_mlu(at::Tensor& self, const at::Tensor& mask, con
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
   if (!has_kernel(self) || !has_kernel(value)) {
-    return cpu_fallback<at::Tensor&(at::Tensor&, const at::Tensor&, const at::Tensor&)>("aten::masked_fill_.Tensor",
-                                                                                       self, mask, value);
+    return cpu_fallback<ATEN_OP2(masked_fill_, Tensor)>(self, mask, value);
   }
   if (value.is_cpu()) return masked_fill_scalar_mlu(self, mask, value.item());
   return masked_fill_impl(self, mask, value);
@@ -354,8 +353,7 @@ at::Tensor& cat_out_mlu(const at::ITensorListRef& tensors, int64_t dim, at::Tens
 at::Tensor embedding_dense_backward_mlu(const at::Tensor& grad, const at::Tensor& indices, c10::SymInt num_weights,
                                        c10::SymInt padding_idx, bool scale_grad_by_freq) {
   if (scale_grad_by_freq || !has_kernel(grad)) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, const at::Tensor&, c10::SymInt, c10::SymInt, bool)>(
-        "aten::embedding_dense_backward", grad, indices, num_weights, padding_idx, scale_grad_by_freq);
+    return cpu_fallback_symint<ATEN_OP(embedding_dense_backward)>(grad, indices, num_weights, padding_idx, scale_grad_by_freq);
   }
   c10::OptionalDeviceGuard guard(grad.device());
   const int64_t n = num_weights.expect_int();
@@ -383,75 +381,73 @@ TORCH_MLU_ATEN_IMPL(m) {
   // scatter.src / scatter.value and their in-place and out= forms.
   m.impl("scatter.src", [](T self, int64_t dim, T index, T src) {
     return scatter_fn<at::meta::structured_scatter_src>("scatter", k::ScatterOp::Assign, src, 0, [&] {
-      return cpu_fallback<at::Tensor(T, int64_t, T, T)>("aten::scatter.src", self, dim, index, src);
+      return cpu_fallback<ATEN_OP2(scatter, src)>(self, dim, index, src);
     }, self, dim, index, src);
   });
   m.impl("scatter_.src", [](at::Tensor& self, int64_t dim, T index, T src) -> at::Tensor& {
     return scatter_inplace<at::meta::structured_scatter_src>("scatter", k::ScatterOp::Assign, src, 0,
         [&]() -> at::Tensor& {
-          return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T)>("aten::scatter_.src", self, dim, index, src);
+          return cpu_fallback<ATEN_OP2(scatter_, src)>(self, dim, index, src);
         }, self, dim, index, src);
   });
   m.impl("scatter.src_out", [](T self, int64_t dim, T index, T src, at::Tensor& out) -> at::Tensor& {
     return scatter_out<at::meta::structured_scatter_src>("scatter", k::ScatterOp::Assign, src, 0,
         [&]() -> at::Tensor& {
-          return cpu_fallback<at::Tensor&(T, int64_t, T, T, at::Tensor&)>("aten::scatter.src_out", self, dim, index,
+          return cpu_fallback<ATEN_OP2(scatter, src_out)>(self, dim, index,
                                                                          src, out);
         }, out, self, dim, index, src);
   });
   m.impl("scatter.value", [](T self, int64_t dim, T index, const at::Scalar& value) {
     return scatter_fn<at::meta::structured_scatter_value>("scatter", k::ScatterOp::Assign, at::Tensor(), value, [&] {
-      return cpu_fallback<at::Tensor(T, int64_t, T, const at::Scalar&)>("aten::scatter.value", self, dim, index, value);
+      return cpu_fallback<ATEN_OP2(scatter, value)>(self, dim, index, value);
     }, self, dim, index, value);
   });
   m.impl("scatter_.value", [](at::Tensor& self, int64_t dim, T index, const at::Scalar& value) -> at::Tensor& {
     return scatter_inplace<at::meta::structured_scatter_value>("scatter", k::ScatterOp::Assign, at::Tensor(), value,
         [&]() -> at::Tensor& {
-          return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, const at::Scalar&)>("aten::scatter_.value", self,
+          return cpu_fallback<ATEN_OP2(scatter_, value)>(self,
                                                                                       dim, index, value);
         }, self, dim, index, value);
   });
   m.impl("scatter.value_out", [](T self, int64_t dim, T index, const at::Scalar& value, at::Tensor& out) -> at::Tensor& {
     return scatter_out<at::meta::structured_scatter_value>("scatter", k::ScatterOp::Assign, at::Tensor(), value,
         [&]() -> at::Tensor& {
-          return cpu_fallback<at::Tensor&(T, int64_t, T, const at::Scalar&, at::Tensor&)>("aten::scatter.value_out",
-                                                                                         self, dim, index, value, out);
+          return cpu_fallback<ATEN_OP2(scatter, value_out)>(self, dim, index, value, out);
         }, out, self, dim, index, value);
   });
   m.impl("scatter.reduce", [](T self, int64_t dim, T index, T src, c10::string_view reduce) {
     return scatter_fn<at::meta::structured_scatter_reduce>("scatter", scatter_kind(reduce), src, 0, [&] {
-      return cpu_fallback<at::Tensor(T, int64_t, T, T, c10::string_view)>("aten::scatter.reduce", self, dim, index,
+      return cpu_fallback<ATEN_OP2(scatter, reduce)>(self, dim, index,
                                                                            src, reduce);
     }, self, dim, index, src, reduce);
   });
   m.impl("scatter_.reduce", [](at::Tensor& self, int64_t dim, T index, T src, c10::string_view reduce) -> at::Tensor& {
     return scatter_inplace<at::meta::structured_scatter_reduce>("scatter", scatter_kind(reduce), src, 0,
         [&]() -> at::Tensor& {
-          return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T, c10::string_view)>("aten::scatter_.reduce",
-                                                                                        self, dim, index, src, reduce);
+          return cpu_fallback<ATEN_OP2(scatter_, reduce)>(self, dim, index, src, reduce);
         }, self, dim, index, src, reduce);
   });
   m.impl("scatter_add", [](T self, int64_t dim, T index, T src) {
     return scatter_fn<at::meta::structured_scatter_add>("scatter_add", k::ScatterOp::Add, src, 0, [&] {
-      return cpu_fallback<at::Tensor(T, int64_t, T, T)>("aten::scatter_add", self, dim, index, src);
+      return cpu_fallback<ATEN_OP(scatter_add)>(self, dim, index, src);
     }, self, dim, index, src);
   });
   m.impl("scatter_add_", [](at::Tensor& self, int64_t dim, T index, T src) -> at::Tensor& {
     return scatter_inplace<at::meta::structured_scatter_add>("scatter_add", k::ScatterOp::Add, src, 0,
         [&]() -> at::Tensor& {
-          return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T)>("aten::scatter_add_", self, dim, index, src);
+          return cpu_fallback<ATEN_OP(scatter_add_)>(self, dim, index, src);
         }, self, dim, index, src);
   });
   m.impl("scatter_add.out", [](T self, int64_t dim, T index, T src, at::Tensor& out) -> at::Tensor& {
     return scatter_out<at::meta::structured_scatter_add>("scatter_add", k::ScatterOp::Add, src, 0,
         [&]() -> at::Tensor& {
-          return cpu_fallback<at::Tensor&(T, int64_t, T, T, at::Tensor&)>("aten::scatter_add.out", self, dim, index,
+          return cpu_fallback<ATEN_OP2(scatter_add, out)>(self, dim, index,
                                                                          src, out);
         }, out, self, dim, index, src);
   });
   m.impl("scatter_reduce.two", [](T self, int64_t dim, T index, T src, c10::string_view reduce, bool include_self) {
     if (!has_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, int64_t, T, T, c10::string_view, bool)>("aten::scatter_reduce.two", self, dim,
+      return cpu_fallback<ATEN_OP2(scatter_reduce, two)>(self, dim,
                                                                                index, src, reduce, include_self);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -463,8 +459,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("scatter_reduce_.two", [](at::Tensor& self, int64_t dim, T index, T src, c10::string_view reduce,
                                    bool include_self) -> at::Tensor& {
     if (!has_kernel(self)) {
-      return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T, c10::string_view, bool)>(
-          "aten::scatter_reduce_.two", self, dim, index, src, reduce, include_self);
+      return cpu_fallback<ATEN_OP2(scatter_reduce_, two)>(self, dim, index, src, reduce, include_self);
     }
     c10::OptionalDeviceGuard guard(self.device());
     MLUInplace<at::meta::structured_scatter_reduce_two> meta(self);
@@ -475,8 +470,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("scatter_reduce.two_out", [](T self, int64_t dim, T index, T src, c10::string_view reduce, bool include_self,
                                       at::Tensor& out) -> at::Tensor& {
     if (!has_kernel(self) || !has_kernel(out)) {
-      return cpu_fallback<at::Tensor&(T, int64_t, T, T, c10::string_view, bool, at::Tensor&)>(
-          "aten::scatter_reduce.two_out", self, dim, index, src, reduce, include_self, out);
+      return cpu_fallback<ATEN_OP2(scatter_reduce, two_out)>(self, dim, index, src, reduce, include_self, out);
     }
     c10::OptionalDeviceGuard guard(self.device());
     MLUOut<at::meta::structured_scatter_reduce_two> meta(out);
@@ -487,7 +481,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("index_add", [](T self, int64_t dim, T index, T source, const at::Scalar& alpha) {
     if (!has_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, int64_t, T, T, const at::Scalar&)>("aten::index_add", self, dim, index,
+      return cpu_fallback<ATEN_OP(index_add)>(self, dim, index,
                                                                           source, alpha);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -498,7 +492,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("index_add_", [](at::Tensor& self, int64_t dim, T index, T source, const at::Scalar& alpha) -> at::Tensor& {
     if (!has_kernel(self)) {
-      return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T, const at::Scalar&)>("aten::index_add_", self, dim,
+      return cpu_fallback<ATEN_OP(index_add_)>(self, dim,
                                                                                       index, source, alpha);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -508,7 +502,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("index_copy", [](T self, int64_t dim, T index, T source) {
     if (!has_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, int64_t, T, T)>("aten::index_copy", self, dim, index, source);
+      return cpu_fallback<ATEN_OP(index_copy)>(self, dim, index, source);
     }
     c10::OptionalDeviceGuard guard(self.device());
     MLUFunctional<at::meta::structured_index_copy> meta;
@@ -518,7 +512,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("index_copy_", [](at::Tensor& self, int64_t dim, T index, T source) -> at::Tensor& {
     if (!has_kernel(self)) {
-      return cpu_fallback<at::Tensor&(at::Tensor&, int64_t, T, T)>("aten::index_copy_", self, dim, index, source);
+      return cpu_fallback<ATEN_OP(index_copy_)>(self, dim, index, source);
     }
     c10::OptionalDeviceGuard guard(self.device());
     MLUInplace<at::meta::structured_index_copy> meta(self);

@@ -1,15 +1,17 @@
 // nll_loss (the loss part of cross_entropy) and its backward op on mlu
 // (mlu_kernels/loss.h), on the current stream; nll_loss2d (per-position
 // losses of [N, C, H, W] inputs) as nll_loss over the positions (mse_loss
-// and the other element-wise losses: FormulaOps.cpp). PyTorch's meta functions
+// and the other element-wise losses: ElementwiseLossOps.cpp). PyTorch's meta functions
 // check the arguments and size the results; an out-of-range target is a
 // device-side error naming the op, raised at the next synchronisation, like
 // an out-of-range gather index.
 #include <ATen/native/Resize.h>
 #include <ATen/ops/nll_loss_backward.h>
 #include <ATen/ops/nll_loss_backward_meta.h>
+#include <ATen/ops/nll_loss_backward_ops.h>
 #include <ATen/ops/nll_loss_forward.h>
 #include <ATen/ops/nll_loss_forward_meta.h>
+#include <ATen/ops/nll_loss_forward_ops.h>
 #include <mlu_kernels/loss.h>
 
 #include "csrc/aten/DeviceCheck.h"
@@ -132,8 +134,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("nll_loss_forward", [](T self, T target, W weight, int64_t reduction, int64_t ignore_index) {
     if (!has_loss_kernel(self, weight)) {
-      return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(T, T, W, int64_t, int64_t)>(
-          "aten::nll_loss_forward", self, target, weight, reduction, ignore_index);
+      return cpu_fallback<ATEN_OP(nll_loss_forward)>(self, target, weight, reduction, ignore_index);
     }
     c10::OptionalDeviceGuard guard(self.device());
     MLUFunctional<at::meta::structured_nll_loss_forward, 2> meta;
@@ -144,8 +145,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("nll_loss_forward.output", [](T self, T target, W weight, int64_t reduction, int64_t ignore_index,
                                        at::Tensor& output, at::Tensor& total_weight) {
     if (!has_loss_kernel(self, weight)) {
-      return cpu_fallback<std::tuple<at::Tensor&, at::Tensor&>(T, T, W, int64_t, int64_t, at::Tensor&, at::Tensor&)>(
-          "aten::nll_loss_forward.output", self, target, weight, reduction, ignore_index, output, total_weight);
+      return cpu_fallback<ATEN_OP2(nll_loss_forward, output)>(self, target, weight, reduction, ignore_index, output, total_weight);
     }
     c10::OptionalDeviceGuard guard(self.device());
     MLUOut<at::meta::structured_nll_loss_forward, 2> meta(output, total_weight);
@@ -157,8 +157,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("nll_loss_backward", [](T grad_output, T self, T target, W weight, int64_t reduction,
                                  int64_t ignore_index, T total_weight) {
     if (!has_loss_kernel(self, weight)) {
-      return cpu_fallback<at::Tensor(T, T, T, W, int64_t, int64_t, T)>(
-          "aten::nll_loss_backward", grad_output, self, target, weight, reduction, ignore_index, total_weight);
+      return cpu_fallback<ATEN_OP(nll_loss_backward)>(grad_output, self, target, weight, reduction, ignore_index, total_weight);
     }
     c10::OptionalDeviceGuard guard(self.device());
     MLUFunctional<at::meta::structured_nll_loss_backward> meta;
@@ -169,8 +168,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("nll_loss_backward.grad_input", [](T grad_output, T self, T target, W weight, int64_t reduction,
                                             int64_t ignore_index, T total_weight, at::Tensor& grad_input) -> at::Tensor& {
     if (!has_loss_kernel(self, weight)) {
-      return cpu_fallback<at::Tensor&(T, T, T, W, int64_t, int64_t, T, at::Tensor&)>(
-          "aten::nll_loss_backward.grad_input", grad_output, self, target, weight, reduction, ignore_index,
+      return cpu_fallback<ATEN_OP2(nll_loss_backward, grad_input)>(grad_output, self, target, weight, reduction, ignore_index,
           total_weight, grad_input);
     }
     c10::OptionalDeviceGuard guard(self.device());

@@ -1,5 +1,5 @@
 // native_layer_norm, native_batch_norm, native_group_norm and their backward
-// ops on mlu (mlu_kernels/norm.h; group norm's backward is in FormulaOps.cpp),
+// ops on mlu (mlu_kernels/norm.h; group norm's backward is written below as the CPU's formula),
 // fused per row / per channel on the current stream;
 // batch norm's running statistics are updated with the native element-wise
 // ops, in queue order. Without these, PyTorch's composite layer
@@ -11,6 +11,7 @@
 // input's (mixed precision), else in the input's.
 #include <limits>
 
+#include <ATen/ops/sum.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/native/layer_norm.h>
 #include <ATen/ops/empty.h>
@@ -24,6 +25,8 @@
 
 namespace torch_mlu {
 namespace {
+
+using T = const at::Tensor&;
 
 namespace k = mlu::kernels;
 
@@ -297,6 +300,49 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& inpu
   return {output, mean.to(stats), rstd.to(stats)};
 }
 
+// ---- group norm backward ----
+
+// With X [N, G, D, HxW] (D = C / G channels per group), mean / rstd [N, G],
+// in float: ds = sum_hw dY X, db = sum_hw dY per channel, then the CPU's
+//   dX = rstd gamma dY + c2 X + c3,
+//   c2 = (sum_c db gamma * mean - sum_c ds gamma) rstd^3 / (D HxW),
+//   c3 = -c2 mean - sum_c db gamma * rstd / (D HxW),
+//   dgamma = sum_n (ds - db mean) rstd,  dbeta = sum_n db.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(T grad_out, T input, T mean, T rstd,
+                                                                   const std::optional<at::Tensor>& weight,
+                                                                   int64_t n, int64_t c, int64_t hxw, int64_t group,
+                                                                   std::array<bool, 3> mask) {
+  TORCH_CHECK(group > 0 && c % group == 0, "native_group_norm_backward: ", c, " channels are not a multiple of ",
+              group, " groups");
+  const int64_t d = c / group;
+  const auto wide = [](const at::Tensor& t) { return t.scalar_type() == at::kDouble ? t : t.to(at::kFloat); };
+  const at::Tensor x = wide(input).reshape({n, group, d, hxw});
+  const at::Tensor dy = wide(grad_out).reshape({n, group, d, hxw});
+  const at::Tensor mu = wide(mean).reshape({n, group, 1});
+  const at::Tensor rs = wide(rstd).reshape({n, group, 1});
+  const at::Tensor ds = at::sum(dy * x, {-1});  // [N, G, D]
+  const at::Tensor db = at::sum(dy, {-1});
+  const bool has_weight = weight.has_value() && weight->defined();
+  const at::Tensor gamma = has_weight ? wide(*weight).reshape({1, group, d}) : at::Tensor();
+  at::Tensor grad_input, grad_weight, grad_bias;
+  if (mask[0]) {
+    const at::Tensor ds_gamma = at::sum(has_weight ? ds * gamma : ds, {-1}, true);  // [N, G, 1]
+    const at::Tensor db_gamma = at::sum(has_weight ? db * gamma : db, {-1}, true);
+    const double s = 1.0 / static_cast<double>(d * hxw);
+    const at::Tensor c1 = has_weight ? rs * gamma : rs.expand({n, group, d});
+    const at::Tensor c2 = (db_gamma * mu - ds_gamma) * rs * rs * rs * s;
+    const at::Tensor c3 = -c2 * mu - db_gamma * rs * s;
+    grad_input = (c1.unsqueeze(-1) * dy + c2.unsqueeze(-1) * x + c3.unsqueeze(-1))
+                     .reshape(input.sizes())
+                     .to(input.scalar_type())
+                     .contiguous(input.suggest_memory_format());
+  }
+  const at::ScalarType param_type = has_weight ? weight->scalar_type() : input.scalar_type();
+  if (mask[1]) grad_weight = at::sum((ds - db * mu) * rs, {0}).reshape({c}).to(param_type);
+  if (mask[2]) grad_bias = at::sum(db, {0}).reshape({c}).to(param_type);
+  return {grad_input, grad_weight, grad_bias};
+}
+
 }  // namespace
 
 TORCH_MLU_ATEN_IMPL(m) {
@@ -305,6 +351,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("native_layer_norm_backward", TORCH_FN(layer_norm_backward));
   m.impl("native_batch_norm", TORCH_FN(batch_norm));
   m.impl("native_batch_norm_backward", TORCH_FN(batch_norm_backward));
+  m.impl("native_group_norm_backward", TORCH_FN(group_norm_backward));
 }
 
 }  // namespace torch_mlu

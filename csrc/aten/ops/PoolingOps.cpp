@@ -9,20 +9,40 @@
 // planes, results are copied into other layouts.
 #include <ATen/native/FractionalMaxPooling.h>
 #include <ATen/native/Pool.h>
+#include <ATen/ops/_adaptive_avg_pool2d_backward_ops.h>
+#include <ATen/ops/_adaptive_avg_pool2d_ops.h>
+#include <ATen/ops/_adaptive_avg_pool3d_backward_ops.h>
+#include <ATen/ops/_adaptive_avg_pool3d_ops.h>
 #include <ATen/ops/adaptive_max_pool2d_backward_meta.h>
+#include <ATen/ops/adaptive_max_pool2d_backward_ops.h>
 #include <ATen/ops/adaptive_max_pool2d_meta.h>
+#include <ATen/ops/adaptive_max_pool2d_ops.h>
 #include <ATen/ops/adaptive_max_pool3d_backward_meta.h>
+#include <ATen/ops/adaptive_max_pool3d_backward_ops.h>
 #include <ATen/ops/adaptive_max_pool3d_meta.h>
+#include <ATen/ops/adaptive_max_pool3d_ops.h>
 #include <ATen/ops/avg_pool2d_backward_meta.h>
+#include <ATen/ops/avg_pool2d_backward_ops.h>
 #include <ATen/ops/avg_pool2d_meta.h>
+#include <ATen/ops/avg_pool2d_ops.h>
 #include <ATen/ops/avg_pool3d_backward_meta.h>
+#include <ATen/ops/avg_pool3d_backward_ops.h>
 #include <ATen/ops/avg_pool3d_meta.h>
+#include <ATen/ops/avg_pool3d_ops.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/fractional_max_pool2d_backward_meta.h>
+#include <ATen/ops/fractional_max_pool2d_backward_ops.h>
 #include <ATen/ops/fractional_max_pool2d_meta.h>
+#include <ATen/ops/fractional_max_pool2d_ops.h>
+#include <ATen/ops/fractional_max_pool3d_backward_ops.h>
 #include <ATen/ops/fractional_max_pool3d_meta.h>
+#include <ATen/ops/fractional_max_pool3d_ops.h>
 #include <ATen/ops/max_pool2d_with_indices_backward_meta.h>
+#include <ATen/ops/max_pool2d_with_indices_backward_ops.h>
 #include <ATen/ops/max_pool2d_with_indices_meta.h>
+#include <ATen/ops/max_pool2d_with_indices_ops.h>
+#include <ATen/ops/max_pool3d_with_indices_backward_ops.h>
+#include <ATen/ops/max_pool3d_with_indices_ops.h>
 #include <mlu_kernels/pool.h>
 
 #include "csrc/aten/DeviceCheck.h"
@@ -279,14 +299,13 @@ void launch_adaptive_max_pool(int dims, T self, T output, T indices) {
 }  // namespace
 
 TORCH_MLU_ATEN_IMPL(m) {
-  using Pair = std::tuple<at::Tensor, at::Tensor>;
   using RefPair = std::tuple<at::Tensor&, at::Tensor&>;
   namespace meta = at::meta;
 
   // ---- max pooling 2-D (structured) and 3-D ----
   m.impl("max_pool2d_with_indices", [](T self, A kernel, A stride, A padding, A dilation, bool ceil_mode) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<Pair(T, A, A, A, A, bool)>("aten::max_pool2d_with_indices", self, kernel, stride, padding,
+      return cpu_fallback<ATEN_OP(max_pool2d_with_indices)>(self, kernel, stride, padding,
                                                      dilation, ceil_mode);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -297,8 +316,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("max_pool2d_with_indices.out", [](T self, A kernel, A stride, A padding, A dilation, bool ceil_mode,
                                            at::Tensor& out, at::Tensor& indices) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<RefPair(T, A, A, A, A, bool, at::Tensor&, at::Tensor&)>(
-          "aten::max_pool2d_with_indices.out", self, kernel, stride, padding, dilation, ceil_mode, out, indices);
+      return cpu_fallback<ATEN_OP2(max_pool2d_with_indices, out)>(self, kernel, stride, padding, dilation, ceil_mode, out, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
     run_out<meta::structured_max_pool2d_with_indices, 2>(
@@ -309,8 +327,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("max_pool2d_with_indices_backward", [](T grad_output, T self, A kernel, A stride, A padding, A dilation,
                                                 bool ceil_mode, T indices) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T, A, A, A, A, bool, T)>("aten::max_pool2d_with_indices_backward",
-                                                                grad_output, self, kernel, stride, padding,
+      return cpu_fallback<ATEN_OP(max_pool2d_with_indices_backward)>(grad_output, self, kernel, stride, padding,
                                                                 dilation, ceil_mode, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -322,8 +339,7 @@ TORCH_MLU_ATEN_IMPL(m) {
          [](T grad_output, T self, A kernel, A stride, A padding, A dilation, bool ceil_mode, T indices,
             at::Tensor& grad_input) -> at::Tensor& {
            if (!has_pool_kernel(self)) {
-             return cpu_fallback<at::Tensor&(T, T, A, A, A, A, bool, T, at::Tensor&)>(
-                 "aten::max_pool2d_with_indices_backward.grad_input", grad_output, self, kernel, stride, padding,
+             return cpu_fallback<ATEN_OP2(max_pool2d_with_indices_backward, grad_input)>(grad_output, self, kernel, stride, padding,
                  dilation, ceil_mode, indices, grad_input);
            }
            c10::OptionalDeviceGuard guard(self.device());
@@ -337,7 +353,7 @@ TORCH_MLU_ATEN_IMPL(m) {
          });
   m.impl("max_pool3d_with_indices", [](T self, A kernel, A stride, A padding, A dilation, bool ceil_mode) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<Pair(T, A, A, A, A, bool)>("aten::max_pool3d_with_indices", self, kernel, stride, padding,
+      return cpu_fallback<ATEN_OP(max_pool3d_with_indices)>(self, kernel, stride, padding,
                                                      dilation, ceil_mode);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -346,8 +362,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("max_pool3d_with_indices_backward", [](T grad_output, T self, A kernel, A stride, A padding, A dilation,
                                                 bool ceil_mode, T indices) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T, A, A, A, A, bool, T)>("aten::max_pool3d_with_indices_backward",
-                                                                grad_output, self, kernel, stride, padding,
+      return cpu_fallback<ATEN_OP(max_pool3d_with_indices_backward)>(grad_output, self, kernel, stride, padding,
                                                                 dilation, ceil_mode, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -357,7 +372,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   // ---- fractional max pooling 2-D and 3-D (structured; the 3-D backward is not) ----
   m.impl("fractional_max_pool2d", [](T self, A kernel, A output_size, T samples) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<Pair(T, A, A, T)>("aten::fractional_max_pool2d", self, kernel, output_size, samples);
+      return cpu_fallback<ATEN_OP(fractional_max_pool2d)>(self, kernel, output_size, samples);
     }
     c10::OptionalDeviceGuard guard(self.device());
     return run_functional<meta::structured_fractional_max_pool2d, 2>(
@@ -367,7 +382,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("fractional_max_pool2d.output", [](T self, A kernel, A output_size, T samples, at::Tensor& out,
                                             at::Tensor& indices) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<RefPair(T, A, A, T, at::Tensor&, at::Tensor&)>("aten::fractional_max_pool2d.output", self,
+      return cpu_fallback<ATEN_OP2(fractional_max_pool2d, output)>(self,
                                                                          kernel, output_size, samples, out, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -378,7 +393,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("fractional_max_pool2d_backward", [](T grad_output, T self, A kernel, A output_size, T indices) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T, A, A, T)>("aten::fractional_max_pool2d_backward", grad_output, self,
+      return cpu_fallback<ATEN_OP(fractional_max_pool2d_backward)>(grad_output, self,
                                                      kernel, output_size, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -391,7 +406,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("fractional_max_pool3d", [](T self, A kernel, A output_size, T samples) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<Pair(T, A, A, T)>("aten::fractional_max_pool3d", self, kernel, output_size, samples);
+      return cpu_fallback<ATEN_OP(fractional_max_pool3d)>(self, kernel, output_size, samples);
     }
     c10::OptionalDeviceGuard guard(self.device());
     return run_functional<meta::structured_fractional_max_pool3d, 2>(
@@ -400,7 +415,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("fractional_max_pool3d_backward", [](T grad_output, T self, A kernel, A output_size, T indices) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T, A, A, T)>("aten::fractional_max_pool3d_backward", grad_output, self,
+      return cpu_fallback<ATEN_OP(fractional_max_pool3d_backward)>(grad_output, self,
                                                      kernel, output_size, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -411,7 +426,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("avg_pool2d", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
                           OptInt divisor) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, A, A, A, bool, bool, OptInt)>("aten::avg_pool2d", self, kernel, stride,
+      return cpu_fallback<ATEN_OP(avg_pool2d)>(self, kernel, stride,
                                                                       padding, ceil_mode, count_include_pad, divisor);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -422,8 +437,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("avg_pool2d.out", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
                               OptInt divisor, at::Tensor& out) -> at::Tensor& {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor&(T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
-          "aten::avg_pool2d.out", self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, out);
+      return cpu_fallback<ATEN_OP2(avg_pool2d, out)>(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, out);
     }
     c10::OptionalDeviceGuard guard(self.device());
     run_out<meta::structured_avg_pool2d, 1>(
@@ -434,8 +448,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("avg_pool2d_backward", [](T grad_output, T self, A kernel, A stride, A padding, bool ceil_mode,
                                    bool count_include_pad, OptInt divisor) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T, A, A, A, bool, bool, OptInt)>(
-          "aten::avg_pool2d_backward", grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad,
+      return cpu_fallback<ATEN_OP(avg_pool2d_backward)>(grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad,
           divisor);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -449,8 +462,7 @@ TORCH_MLU_ATEN_IMPL(m) {
                                               bool count_include_pad, OptInt divisor,
                                               at::Tensor& grad_input) -> at::Tensor& {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor&(T, T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
-          "aten::avg_pool2d_backward.grad_input", grad_output, self, kernel, stride, padding, ceil_mode,
+      return cpu_fallback<ATEN_OP2(avg_pool2d_backward, grad_input)>(grad_output, self, kernel, stride, padding, ceil_mode,
           count_include_pad, divisor, grad_input);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -465,7 +477,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("avg_pool3d", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
                           OptInt divisor) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, A, A, A, bool, bool, OptInt)>("aten::avg_pool3d", self, kernel, stride,
+      return cpu_fallback<ATEN_OP(avg_pool3d)>(self, kernel, stride,
                                                                       padding, ceil_mode, count_include_pad, divisor);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -476,8 +488,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("avg_pool3d.out", [](T self, A kernel, A stride, A padding, bool ceil_mode, bool count_include_pad,
                               OptInt divisor, at::Tensor& out) -> at::Tensor& {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor&(T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
-          "aten::avg_pool3d.out", self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, out);
+      return cpu_fallback<ATEN_OP2(avg_pool3d, out)>(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor, out);
     }
     c10::OptionalDeviceGuard guard(self.device());
     run_out<meta::structured_avg_pool3d, 1>(
@@ -488,8 +499,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("avg_pool3d_backward", [](T grad_output, T self, A kernel, A stride, A padding, bool ceil_mode,
                                    bool count_include_pad, OptInt divisor) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T, A, A, A, bool, bool, OptInt)>(
-          "aten::avg_pool3d_backward", grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad,
+      return cpu_fallback<ATEN_OP(avg_pool3d_backward)>(grad_output, self, kernel, stride, padding, ceil_mode, count_include_pad,
           divisor);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -503,8 +513,7 @@ TORCH_MLU_ATEN_IMPL(m) {
                                               bool count_include_pad, OptInt divisor,
                                               at::Tensor& grad_input) -> at::Tensor& {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor&(T, T, A, A, A, bool, bool, OptInt, at::Tensor&)>(
-          "aten::avg_pool3d_backward.grad_input", grad_output, self, kernel, stride, padding, ceil_mode,
+      return cpu_fallback<ATEN_OP2(avg_pool3d_backward, grad_input)>(grad_output, self, kernel, stride, padding, ceil_mode,
           count_include_pad, divisor, grad_input);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -519,25 +528,25 @@ TORCH_MLU_ATEN_IMPL(m) {
 
   // ---- adaptive average pooling 2-D and 3-D ----
   m.impl("_adaptive_avg_pool2d", [](T self, A output_size) {
-    if (!has_pool_kernel(self)) return cpu_fallback<at::Tensor(T, A)>("aten::_adaptive_avg_pool2d", self, output_size);
+    if (!has_pool_kernel(self)) return cpu_fallback<ATEN_OP(_adaptive_avg_pool2d)>(self, output_size);
     c10::OptionalDeviceGuard guard(self.device());
     return adaptive_avg_pool(2, self, output_size);
   });
   m.impl("_adaptive_avg_pool3d", [](T self, A output_size) {
-    if (!has_pool_kernel(self)) return cpu_fallback<at::Tensor(T, A)>("aten::_adaptive_avg_pool3d", self, output_size);
+    if (!has_pool_kernel(self)) return cpu_fallback<ATEN_OP(_adaptive_avg_pool3d)>(self, output_size);
     c10::OptionalDeviceGuard guard(self.device());
     return adaptive_avg_pool(3, self, output_size);
   });
   m.impl("_adaptive_avg_pool2d_backward", [](T grad_output, T self) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T)>("aten::_adaptive_avg_pool2d_backward", grad_output, self);
+      return cpu_fallback<ATEN_OP(_adaptive_avg_pool2d_backward)>(grad_output, self);
     }
     c10::OptionalDeviceGuard guard(self.device());
     return adaptive_avg_pool_backward(2, grad_output, self);
   });
   m.impl("_adaptive_avg_pool3d_backward", [](T grad_output, T self) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T)>("aten::_adaptive_avg_pool3d_backward", grad_output, self);
+      return cpu_fallback<ATEN_OP(_adaptive_avg_pool3d_backward)>(grad_output, self);
     }
     c10::OptionalDeviceGuard guard(self.device());
     return adaptive_avg_pool_backward(3, grad_output, self);
@@ -545,14 +554,14 @@ TORCH_MLU_ATEN_IMPL(m) {
 
   // ---- adaptive max pooling 2-D and 3-D (structured) ----
   m.impl("adaptive_max_pool2d", [](T self, A output_size) {
-    if (!has_pool_kernel(self)) return cpu_fallback<Pair(T, A)>("aten::adaptive_max_pool2d", self, output_size);
+    if (!has_pool_kernel(self)) return cpu_fallback<ATEN_OP(adaptive_max_pool2d)>(self, output_size);
     c10::OptionalDeviceGuard guard(self.device());
     return run_functional<meta::structured_adaptive_max_pool2d, 2>(
         [&](T out, T idx) { launch_adaptive_max_pool(2, self, out, idx); }, self, output_size);
   });
   m.impl("adaptive_max_pool2d.out", [](T self, A output_size, at::Tensor& out, at::Tensor& indices) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<RefPair(T, A, at::Tensor&, at::Tensor&)>("aten::adaptive_max_pool2d.out", self,
+      return cpu_fallback<ATEN_OP2(adaptive_max_pool2d, out)>(self,
                                                                    output_size, out, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -562,14 +571,14 @@ TORCH_MLU_ATEN_IMPL(m) {
     return RefPair(out, indices);
   });
   m.impl("adaptive_max_pool3d", [](T self, A output_size) {
-    if (!has_pool_kernel(self)) return cpu_fallback<Pair(T, A)>("aten::adaptive_max_pool3d", self, output_size);
+    if (!has_pool_kernel(self)) return cpu_fallback<ATEN_OP(adaptive_max_pool3d)>(self, output_size);
     c10::OptionalDeviceGuard guard(self.device());
     return run_functional<meta::structured_adaptive_max_pool3d, 2>(
         [&](T out, T idx) { launch_adaptive_max_pool(3, self, out, idx); }, self, output_size);
   });
   m.impl("adaptive_max_pool3d.out", [](T self, A output_size, at::Tensor& out, at::Tensor& indices) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<RefPair(T, A, at::Tensor&, at::Tensor&)>("aten::adaptive_max_pool3d.out", self,
+      return cpu_fallback<ATEN_OP2(adaptive_max_pool3d, out)>(self,
                                                                    output_size, out, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -580,7 +589,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("adaptive_max_pool2d_backward", [](T grad_output, T self, T indices) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T, T)>("aten::adaptive_max_pool2d_backward", grad_output, self, indices);
+      return cpu_fallback<ATEN_OP(adaptive_max_pool2d_backward)>(grad_output, self, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
     return run_functional<meta::structured_adaptive_max_pool2d_backward, 1>(
@@ -593,8 +602,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("adaptive_max_pool2d_backward.grad_input", [](T grad_output, T self, T indices,
                                                        at::Tensor& grad_input) -> at::Tensor& {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor&(T, T, T, at::Tensor&)>("aten::adaptive_max_pool2d_backward.grad_input",
-                                                             grad_output, self, indices, grad_input);
+      return cpu_fallback<ATEN_OP2(adaptive_max_pool2d_backward, grad_input)>(grad_output, self, indices, grad_input);
     }
     c10::OptionalDeviceGuard guard(self.device());
     run_out<meta::structured_adaptive_max_pool2d_backward, 1>(
@@ -607,7 +615,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("adaptive_max_pool3d_backward", [](T grad_output, T self, T indices) {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor(T, T, T)>("aten::adaptive_max_pool3d_backward", grad_output, self, indices);
+      return cpu_fallback<ATEN_OP(adaptive_max_pool3d_backward)>(grad_output, self, indices);
     }
     c10::OptionalDeviceGuard guard(self.device());
     return run_functional<meta::structured_adaptive_max_pool3d_backward, 1>(
@@ -620,8 +628,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("adaptive_max_pool3d_backward.grad_input", [](T grad_output, T self, T indices,
                                                        at::Tensor& grad_input) -> at::Tensor& {
     if (!has_pool_kernel(self)) {
-      return cpu_fallback<at::Tensor&(T, T, T, at::Tensor&)>("aten::adaptive_max_pool3d_backward.grad_input",
-                                                             grad_output, self, indices, grad_input);
+      return cpu_fallback<ATEN_OP2(adaptive_max_pool3d_backward, grad_input)>(grad_output, self, indices, grad_input);
     }
     c10::OptionalDeviceGuard guard(self.device());
     run_out<meta::structured_adaptive_max_pool3d_backward, 1>(

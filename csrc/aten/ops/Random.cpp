@@ -6,13 +6,13 @@
 #include <limits>
 
 #include <ATen/ExpandUtils.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/view_as_real.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <ATen/ops/result_type.h>
 #include <ATen/ops/mul.h>
 #include <ATen/ops/ones_like.h>
+#include <ATen/ops/result_type.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/random.h>
 #include <mlu_kernels/sampling.h>

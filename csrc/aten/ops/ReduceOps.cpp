@@ -4,6 +4,20 @@
 // functions (output shape, dtype and argument checks as on the CPU) and then
 // one kernel of mlu_kernels/reduce.h over the input and the output viewed
 // with stride 0 on the reduced dims.
+#include <ATen/ops/all_ops.h>
+#include <ATen/ops/amax_ops.h>
+#include <ATen/ops/amin_ops.h>
+#include <ATen/ops/any_ops.h>
+#include <ATen/ops/argmax_ops.h>
+#include <ATen/ops/argmin_ops.h>
+#include <ATen/ops/cumprod_ops.h>
+#include <ATen/ops/cumsum_ops.h>
+#include <ATen/ops/linalg_vector_norm_ops.h>
+#include <ATen/ops/max_ops.h>
+#include <ATen/ops/mean_ops.h>
+#include <ATen/ops/min_ops.h>
+#include <ATen/ops/prod_ops.h>
+#include <ATen/ops/sum_ops.h>
 #include <algorithm>
 #include <numeric>
 
@@ -83,8 +97,7 @@ void launch_reduce(ReduceOp op, const at::Tensor& self, const at::Tensor& result
                    bool keepdim, double p = 0) {
   if (result.numel() == 0) return;
   const Geometry g = reduce_geometry(self, result, mask, keepdim);
-  const k::Operand in{const_cast<void*>(self.const_data_ptr()), require_kernel_dtype(self.scalar_type(), "reduce"),
-                      g.in};
+  const k::Operand in = kernel_operand(self, g.in, "reduce");
   const k::Operand out{result.data_ptr(), require_kernel_dtype(result.scalar_type(), "reduce"), g.out};
   const k::Shape shape = g.shape;
   c10::DeviceGuard guard(result.device());
@@ -135,8 +148,7 @@ void launch_arg_reduce(bool is_max, const at::Tensor& self, int64_t dim, const a
                        const at::Tensor& indices, bool keepdim) {
   if (indices.numel() == 0) return;
   const RowGeometry g = row_geometry(self, dim, indices, values, keepdim);
-  const k::Operand in{const_cast<void*>(self.const_data_ptr()), require_kernel_dtype(self.scalar_type(), "argmax"),
-                      g.in};
+  const k::Operand in = kernel_operand(self, g.in, "argmax");
   const k::Operand idx{indices.data_ptr(), k::ScalarType::Int64, g.out};
   const k::Operand val{values.defined() ? values.data_ptr() : nullptr,
                        values.defined() ? require_kernel_dtype(values.scalar_type(), "max") : k::ScalarType::Int64,
@@ -150,8 +162,7 @@ void launch_arg_reduce(bool is_max, const at::Tensor& self, int64_t dim, const a
 void launch_scan(k::ScanOp op, const at::Tensor& self, int64_t dim, const at::Tensor& result) {
   if (result.numel() == 0) return;
   const RowGeometry g = row_geometry(self, dim, result, at::Tensor(), /*out_keeps_dim=*/true);
-  const k::Operand in{const_cast<void*>(self.const_data_ptr()), require_kernel_dtype(self.scalar_type(), "cumsum"),
-                      g.in};
+  const k::Operand in = kernel_operand(self, g.in, "cumsum");
   const k::Operand out{result.data_ptr(), require_kernel_dtype(result.scalar_type(), "cumsum"), g.out};
   k::Shape shape = g.shape;
   c10::DeviceGuard guard(result.device());
@@ -191,8 +202,7 @@ at::Tensor sum_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool kee
   return reduce_functional<at::meta::structured_sum_dim_IntList>(
       MLU_REDUCE_IMPL(ReduceOp::Sum, mask_of(self, dim), keepdim, 0),
       [&] {
-        return cpu_fallback<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
-                                       std::optional<at::ScalarType>)>("aten::sum.dim_IntList", self, dim, keepdim,
+        return cpu_fallback<ATEN_OP2(sum, dim_IntList)>(self, dim, keepdim,
                                                                        dtype);
       },
       self, dim, keepdim, dtype);
@@ -203,8 +213,7 @@ at::Tensor& sum_out_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, boo
   return reduce_out<at::meta::structured_sum_dim_IntList>(
       MLU_REDUCE_IMPL(ReduceOp::Sum, mask_of(self, dim), keepdim, 0),
       [&]() -> at::Tensor& {
-        return cpu_fallback<at::Tensor&(const at::Tensor&, at::OptionalIntArrayRef, bool,
-                                        std::optional<at::ScalarType>, at::Tensor&)>("aten::sum.IntList_out", self,
+        return cpu_fallback<ATEN_OP2(sum, IntList_out)>(self,
                                                                                      dim, keepdim, dtype, out);
       },
       out, self, dim, keepdim, dtype);
@@ -215,8 +224,7 @@ at::Tensor mean_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool ke
   return reduce_functional<at::meta::structured_mean_dim>(
       MLU_REDUCE_IMPL(ReduceOp::Mean, mask_of(self, dim), keepdim, 0),
       [&] {
-        return cpu_fallback<at::Tensor(const at::Tensor&, at::OptionalIntArrayRef, bool,
-                                       std::optional<at::ScalarType>)>("aten::mean.dim", self, dim, keepdim, dtype);
+        return cpu_fallback<ATEN_OP2(mean, dim)>(self, dim, keepdim, dtype);
       },
       self, dim, keepdim, dtype);
 }
@@ -229,8 +237,7 @@ at::Tensor& mean_out_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bo
   return reduce_out<at::meta::structured_mean_dim>(
       MLU_REDUCE_IMPL(ReduceOp::Mean, mask_of(self, dim), keepdim, 0),
       [&]() -> at::Tensor& {
-        return cpu_fallback<at::Tensor&(const at::Tensor&, at::OptionalIntArrayRef, bool,
-                                        std::optional<at::ScalarType>, at::Tensor&)>("aten::mean.out", self, dim,
+        return cpu_fallback<ATEN_OP2(mean, out)>(self, dim,
                                                                                      keepdim, dtype, out);
       },
       out, self, dim, keepdim, dtype);
@@ -240,15 +247,14 @@ at::Tensor prod_dim_mlu(const at::Tensor& self, int64_t dim, bool keepdim, std::
   return reduce_functional<at::meta::structured_prod_dim_int>(
       MLU_REDUCE_IMPL(ReduceOp::Prod, mask_of(self, at::IntArrayRef(dim)), keepdim, 0),
       [&] {
-        return cpu_fallback<at::Tensor(const at::Tensor&, int64_t, bool, std::optional<at::ScalarType>)>(
-            "aten::prod.dim_int", self, dim, keepdim, dtype);
+        return cpu_fallback<ATEN_OP2(prod, dim_int)>(self, dim, keepdim, dtype);
       },
       self, dim, keepdim, dtype);
 }
 
 at::Tensor prod_mlu(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
   if (!has_reduce_kernel(self)) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, std::optional<at::ScalarType>)>("aten::prod", self, dtype);
+    return cpu_fallback<ATEN_OP(prod)>(self, dtype);
   }
   c10::OptionalDeviceGuard guard(self.device());
   const at::ScalarType out_dtype = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/true);
@@ -257,22 +263,20 @@ at::Tensor prod_mlu(const at::Tensor& self, std::optional<at::ScalarType> dtype)
   return result;
 }
 
-template <class Meta>
-at::Tensor amax_like(ReduceOp op, const at::Tensor& self, at::IntArrayRef dim, bool keepdim, const char* schema) {
+template <class Meta, class AtenOp>
+at::Tensor amax_like(ReduceOp op, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
   return reduce_functional<Meta>(
       MLU_REDUCE_IMPL(op, mask_of(self, dim), keepdim, 0),
-      [&] { return cpu_fallback<at::Tensor(const at::Tensor&, at::IntArrayRef, bool)>(schema, self, dim, keepdim); },
+      [&] { return cpu_fallback<AtenOp>(self, dim, keepdim); },
       self, dim, keepdim);
 }
 
-template <class Meta>
-at::Tensor& amax_like_out(ReduceOp op, const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out,
-                          const char* schema) {
+template <class Meta, class AtenOp>
+at::Tensor& amax_like_out(ReduceOp op, const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
   return reduce_out<Meta>(
       MLU_REDUCE_IMPL(op, mask_of(self, dim), keepdim, 0),
       [&]() -> at::Tensor& {
-        return cpu_fallback<at::Tensor&(const at::Tensor&, at::IntArrayRef, bool, at::Tensor&)>(schema, self, dim,
-                                                                                                keepdim, out);
+        return cpu_fallback<AtenOp>(self, dim, keepdim, out);
       },
       out, self, dim, keepdim);
 }
@@ -283,7 +287,7 @@ at::Tensor max_all_mlu(const at::Tensor& self, bool is_max) {
               "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
               "the 'dim' argument.");
   if (!has_reduce_kernel(self)) {
-    return cpu_fallback<at::Tensor(const at::Tensor&)>(is_max ? "aten::max" : "aten::min", self);
+    return is_max ? cpu_fallback<ATEN_OP(max)>(self) : cpu_fallback<ATEN_OP(min)>(self);
   }
   c10::OptionalDeviceGuard guard(self.device());
   at::Tensor result = at::empty({}, self.options());
@@ -294,8 +298,8 @@ at::Tensor max_all_mlu(const at::Tensor& self, bool is_max) {
 template <class Meta>
 std::tuple<at::Tensor, at::Tensor> max_dim_mlu(bool is_max, const at::Tensor& self, int64_t dim, bool keepdim) {
   if (!has_reduce_kernel(self)) {
-    return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, int64_t, bool)>(
-        is_max ? "aten::max.dim" : "aten::min.dim", self, dim, keepdim);
+    return is_max ? cpu_fallback<ATEN_OP2(max, dim)>(self, dim, keepdim)
+                  : cpu_fallback<ATEN_OP2(min, dim)>(self, dim, keepdim);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta, 2> op;
@@ -307,8 +311,7 @@ std::tuple<at::Tensor, at::Tensor> max_dim_mlu(bool is_max, const at::Tensor& se
 template <class Meta>
 at::Tensor argmax_mlu(bool is_max, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   if (!has_reduce_kernel(self)) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, std::optional<int64_t>, bool)>(
-        is_max ? "aten::argmax" : "aten::argmin", self, dim, keepdim);
+    return is_max ? cpu_fallback<ATEN_OP(argmax)>(self, dim, keepdim) : cpu_fallback<ATEN_OP(argmin)>(self, dim, keepdim);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> op;
@@ -327,11 +330,11 @@ at::Tensor argmax_mlu(bool is_max, const at::Tensor& self, std::optional<int64_t
 }
 
 // all / any: bool results (uint8 for uint8 inputs, as PyTorch).
-template <class Meta, class... Args>
+template <class Meta, class AtenOp, class... Args>
 at::Tensor all_any_mlu(ReduceOp op, const at::Tensor& self, const at::native::DimMask& mask, bool keepdim,
-                       const char* schema, const Args&... args) {
+                       const Args&... args) {
   if (!has_reduce_kernel(self)) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, const Args&...)>(schema, self, args...);
+    return cpu_fallback<AtenOp>(self, args...);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> op_meta;
@@ -356,8 +359,7 @@ at::Tensor linalg_vector_norm_mlu(const at::Tensor& self, const at::Scalar& ord,
         launch_reduce(norm_op(p), self, result, at::native::make_dim_mask(dim, self.dim()), keepdim, p);
       },
       [&] {
-        return cpu_fallback<at::Tensor(const at::Tensor&, const at::Scalar&, at::OptionalIntArrayRef, bool,
-                                       std::optional<at::ScalarType>)>("aten::linalg_vector_norm", self, ord, dim,
+        return cpu_fallback<ATEN_OP(linalg_vector_norm)>(self, ord, dim,
                                                                        keepdim, dtype);
       },
       self, ord, dim, keepdim, dtype);
@@ -371,9 +373,7 @@ at::Tensor& linalg_vector_norm_out_mlu(const at::Tensor& self, const at::Scalar&
         launch_reduce(norm_op(p), self, result, at::native::make_dim_mask(dim, self.dim()), keepdim, p);
       },
       [&]() -> at::Tensor& {
-        return cpu_fallback<at::Tensor&(const at::Tensor&, const at::Scalar&, at::OptionalIntArrayRef, bool,
-                                        std::optional<at::ScalarType>, at::Tensor&)>(
-            "aten::linalg_vector_norm.out", self, ord, dim, keepdim, dtype, out);
+        return cpu_fallback<ATEN_OP2(linalg_vector_norm, out)>(self, ord, dim, keepdim, dtype, out);
       },
       out, self, ord, dim, keepdim, dtype);
 }
@@ -421,12 +421,10 @@ std::tuple<at::Tensor, at::Tensor> std_mean_mlu(const at::Tensor& self, at::Opti
   return {var.sqrt_(), mean};
 }
 
-template <class Meta>
-at::Tensor cumulative_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
-                          const char* schema) {
+template <class Meta, class AtenOp>
+at::Tensor cumulative_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
   if (!has_reduce_kernel(self) || (dtype.has_value() && !kernel_dtype(*dtype))) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, int64_t, std::optional<at::ScalarType>)>(schema, self, dim,
-                                                                                                dtype);
+    return cpu_fallback<AtenOp>(self, dim, dtype);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> meta;
@@ -435,12 +433,11 @@ at::Tensor cumulative_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim, std
   return std::move(meta.output(0));
 }
 
-template <class Meta>
+template <class Meta, class AtenOp>
 at::Tensor& cumulative_out_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim,
-                               std::optional<at::ScalarType> dtype, at::Tensor& out, const char* schema) {
+                               std::optional<at::ScalarType> dtype, at::Tensor& out) {
   if (!has_reduce_kernel(self) || !has_reduce_kernel(out) || out.is_same(self)) {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, int64_t, std::optional<at::ScalarType>, at::Tensor&)>(
-        schema, self, dim, dtype, out);
+    return cpu_fallback<AtenOp>(self, dim, dtype, out);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> meta(out);
@@ -460,16 +457,16 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("prod.dim_int", TORCH_FN(prod_dim_mlu));
   m.impl("prod", TORCH_FN(prod_mlu));
   m.impl("amax", [](const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-    return amax_like<at::meta::structured_amax>(ReduceOp::Max, self, dim, keepdim, "aten::amax");
+    return amax_like<at::meta::structured_amax, ATEN_OP(amax)>(ReduceOp::Max, self, dim, keepdim);
   });
   m.impl("amin", [](const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
-    return amax_like<at::meta::structured_amin>(ReduceOp::Min, self, dim, keepdim, "aten::amin");
+    return amax_like<at::meta::structured_amin, ATEN_OP(amin)>(ReduceOp::Min, self, dim, keepdim);
   });
   m.impl("amax.out", [](const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) -> at::Tensor& {
-    return amax_like_out<at::meta::structured_amax>(ReduceOp::Max, self, dim, keepdim, out, "aten::amax.out");
+    return amax_like_out<at::meta::structured_amax, ATEN_OP2(amax, out)>(ReduceOp::Max, self, dim, keepdim, out);
   });
   m.impl("amin.out", [](const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) -> at::Tensor& {
-    return amax_like_out<at::meta::structured_amin>(ReduceOp::Min, self, dim, keepdim, out, "aten::amin.out");
+    return amax_like_out<at::meta::structured_amin, ATEN_OP2(amin, out)>(ReduceOp::Min, self, dim, keepdim, out);
   });
   m.impl("max", [](const at::Tensor& self) { return max_all_mlu(self, true); });
   m.impl("min", [](const at::Tensor& self) { return max_all_mlu(self, false); });
@@ -486,26 +483,22 @@ TORCH_MLU_ATEN_IMPL(m) {
     return argmax_mlu<at::meta::structured_argmin>(false, self, dim, keepdim);
   });
   m.impl("all", [](const at::Tensor& self) {
-    return all_any_mlu<at::meta::structured_all>(ReduceOp::All, self, mask_of(self, {}), false, "aten::all");
+    return all_any_mlu<at::meta::structured_all, ATEN_OP(all)>(ReduceOp::All, self, mask_of(self, {}), false);
   });
   m.impl("any", [](const at::Tensor& self) {
-    return all_any_mlu<at::meta::structured_any>(ReduceOp::Any, self, mask_of(self, {}), false, "aten::any");
+    return all_any_mlu<at::meta::structured_any, ATEN_OP(any)>(ReduceOp::Any, self, mask_of(self, {}), false);
   });
   m.impl("all.dim", [](const at::Tensor& self, int64_t dim, bool keepdim) {
-    return all_any_mlu<at::meta::structured_all_dim>(ReduceOp::All, self, mask_of(self, at::IntArrayRef(dim)), keepdim,
-                                                     "aten::all.dim", dim, keepdim);
+    return all_any_mlu<at::meta::structured_all_dim, ATEN_OP2(all, dim)>(ReduceOp::All, self, mask_of(self, at::IntArrayRef(dim)), keepdim, dim, keepdim);
   });
   m.impl("any.dim", [](const at::Tensor& self, int64_t dim, bool keepdim) {
-    return all_any_mlu<at::meta::structured_any_dim>(ReduceOp::Any, self, mask_of(self, at::IntArrayRef(dim)), keepdim,
-                                                     "aten::any.dim", dim, keepdim);
+    return all_any_mlu<at::meta::structured_any_dim, ATEN_OP2(any, dim)>(ReduceOp::Any, self, mask_of(self, at::IntArrayRef(dim)), keepdim, dim, keepdim);
   });
   m.impl("all.dims", [](const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
-    return all_any_mlu<at::meta::structured_all_dims>(ReduceOp::All, self, mask_of(self, dim), keepdim,
-                                                      "aten::all.dims", dim, keepdim);
+    return all_any_mlu<at::meta::structured_all_dims, ATEN_OP2(all, dims)>(ReduceOp::All, self, mask_of(self, dim), keepdim, dim, keepdim);
   });
   m.impl("any.dims", [](const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim) {
-    return all_any_mlu<at::meta::structured_any_dims>(ReduceOp::Any, self, mask_of(self, dim), keepdim,
-                                                      "aten::any.dims", dim, keepdim);
+    return all_any_mlu<at::meta::structured_any_dims, ATEN_OP2(any, dims)>(ReduceOp::Any, self, mask_of(self, dim), keepdim, dim, keepdim);
   });
   m.impl("linalg_vector_norm", TORCH_FN(linalg_vector_norm_mlu));
   m.impl("linalg_vector_norm.out", TORCH_FN(linalg_vector_norm_out_mlu));
@@ -522,19 +515,18 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("var_mean.correction", TORCH_FN(var_mean_mlu));
   m.impl("std_mean.correction", TORCH_FN(std_mean_mlu));
   m.impl("cumsum", [](const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
-    return cumulative_mlu<at::meta::structured_cumsum>(k::ScanOp::Sum, self, dim, dtype, "aten::cumsum");
+    return cumulative_mlu<at::meta::structured_cumsum, ATEN_OP(cumsum)>(k::ScanOp::Sum, self, dim, dtype);
   });
   m.impl("cumprod", [](const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
-    return cumulative_mlu<at::meta::structured_cumprod>(k::ScanOp::Prod, self, dim, dtype, "aten::cumprod");
+    return cumulative_mlu<at::meta::structured_cumprod, ATEN_OP(cumprod)>(k::ScanOp::Prod, self, dim, dtype);
   });
   m.impl("cumsum.out", [](const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
                           at::Tensor& out) -> at::Tensor& {
-    return cumulative_out_mlu<at::meta::structured_cumsum>(k::ScanOp::Sum, self, dim, dtype, out, "aten::cumsum.out");
+    return cumulative_out_mlu<at::meta::structured_cumsum, ATEN_OP2(cumsum, out)>(k::ScanOp::Sum, self, dim, dtype, out);
   });
   m.impl("cumprod.out", [](const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
                            at::Tensor& out) -> at::Tensor& {
-    return cumulative_out_mlu<at::meta::structured_cumprod>(k::ScanOp::Prod, self, dim, dtype, out,
-                                                            "aten::cumprod.out");
+    return cumulative_out_mlu<at::meta::structured_cumprod, ATEN_OP2(cumprod, out)>(k::ScanOp::Prod, self, dim, dtype, out);
   });
 }
 

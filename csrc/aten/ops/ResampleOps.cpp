@@ -6,26 +6,46 @@
 // planes and results are copied into other layouts. Integer inputs take the
 // kernel for nearest modes (a copy) and the CPU fallback otherwise.
 #include <ATen/ops/_upsample_nearest_exact1d_backward_meta.h>
+#include <ATen/ops/_upsample_nearest_exact1d_backward_ops.h>
 #include <ATen/ops/_upsample_nearest_exact1d_meta.h>
+#include <ATen/ops/_upsample_nearest_exact1d_ops.h>
 #include <ATen/ops/_upsample_nearest_exact2d_backward_meta.h>
+#include <ATen/ops/_upsample_nearest_exact2d_backward_ops.h>
 #include <ATen/ops/_upsample_nearest_exact2d_meta.h>
+#include <ATen/ops/_upsample_nearest_exact2d_ops.h>
 #include <ATen/ops/_upsample_nearest_exact3d_backward_meta.h>
+#include <ATen/ops/_upsample_nearest_exact3d_backward_ops.h>
 #include <ATen/ops/_upsample_nearest_exact3d_meta.h>
+#include <ATen/ops/_upsample_nearest_exact3d_ops.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/upsample_bicubic2d_backward_meta.h>
+#include <ATen/ops/upsample_bicubic2d_backward_ops.h>
 #include <ATen/ops/upsample_bicubic2d_meta.h>
+#include <ATen/ops/upsample_bicubic2d_ops.h>
 #include <ATen/ops/upsample_bilinear2d_backward_meta.h>
+#include <ATen/ops/upsample_bilinear2d_backward_ops.h>
 #include <ATen/ops/upsample_bilinear2d_meta.h>
+#include <ATen/ops/upsample_bilinear2d_ops.h>
 #include <ATen/ops/upsample_linear1d_backward_meta.h>
+#include <ATen/ops/upsample_linear1d_backward_ops.h>
 #include <ATen/ops/upsample_linear1d_meta.h>
+#include <ATen/ops/upsample_linear1d_ops.h>
 #include <ATen/ops/upsample_nearest1d_backward_meta.h>
+#include <ATen/ops/upsample_nearest1d_backward_ops.h>
 #include <ATen/ops/upsample_nearest1d_meta.h>
+#include <ATen/ops/upsample_nearest1d_ops.h>
 #include <ATen/ops/upsample_nearest2d_backward_meta.h>
+#include <ATen/ops/upsample_nearest2d_backward_ops.h>
 #include <ATen/ops/upsample_nearest2d_meta.h>
+#include <ATen/ops/upsample_nearest2d_ops.h>
 #include <ATen/ops/upsample_nearest3d_backward_meta.h>
+#include <ATen/ops/upsample_nearest3d_backward_ops.h>
 #include <ATen/ops/upsample_nearest3d_meta.h>
+#include <ATen/ops/upsample_nearest3d_ops.h>
 #include <ATen/ops/upsample_trilinear3d_backward_meta.h>
+#include <ATen/ops/upsample_trilinear3d_backward_ops.h>
 #include <ATen/ops/upsample_trilinear3d_meta.h>
+#include <ATen/ops/upsample_trilinear3d_ops.h>
 #include <mlu_kernels/resample.h>
 
 #include <array>
@@ -141,14 +161,14 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("upsample_nearest1d", [](T self, A output_size, S scales) {
     return forward<meta::structured_upsample_nearest1d>(
         Resample{k::ResampleMode::Nearest, 1, false, {scales}}, self,
-        [&] { return cpu_fallback<at::Tensor(T, A, S)>("aten::upsample_nearest1d", self, output_size, scales); }, self,
+        [&] { return cpu_fallback<ATEN_OP(upsample_nearest1d)>(self, output_size, scales); }, self,
         output_size, scales);
   });
   m.impl("upsample_nearest1d.out", [](T self, A output_size, S scales, at::Tensor& out) -> at::Tensor& {
     return forward_out<meta::structured_upsample_nearest1d>(
         out, Resample{k::ResampleMode::Nearest, 1, false, {scales}}, self,
         [&]() -> at::Tensor& {
-          return cpu_fallback<at::Tensor&(T, A, S, at::Tensor&)>("aten::upsample_nearest1d.out", self, output_size,
+          return cpu_fallback<ATEN_OP2(upsample_nearest1d, out)>(self, output_size,
                                                                  scales, out);
         },
         self, output_size, scales);
@@ -157,7 +177,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return backward<meta::structured_upsample_nearest1d_backward>(
         Resample{k::ResampleMode::Nearest, 1, false, {scales}}, grad_output,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, A, S)>("aten::upsample_nearest1d_backward", grad_output, output_size,
+          return cpu_fallback<ATEN_OP(upsample_nearest1d_backward)>(grad_output, output_size,
                                                       input_size, scales);
         },
         grad_output, output_size, input_size, scales);
@@ -167,8 +187,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return backward_out<meta::structured_upsample_nearest1d_backward>(
                grad_input, Resample{k::ResampleMode::Nearest, 1, false, {scales}}, grad_output,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, A, S, at::Tensor&)>(
-                     "aten::upsample_nearest1d_backward.grad_input", grad_output, output_size, input_size, scales,
+                 return cpu_fallback<ATEN_OP2(upsample_nearest1d_backward, grad_input)>(grad_output, output_size, input_size, scales,
                      grad_input);
                },
                grad_output, output_size, input_size, scales);
@@ -177,7 +196,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return forward<meta::structured_upsample_nearest2d>(
         Resample{k::ResampleMode::Nearest, 2, false, {scales_h, scales_w}}, self,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, S, S)>("aten::upsample_nearest2d", self, output_size, scales_h,
+          return cpu_fallback<ATEN_OP(upsample_nearest2d)>(self, output_size, scales_h,
                                                       scales_w);
         },
         self, output_size, scales_h, scales_w);
@@ -186,7 +205,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return forward_out<meta::structured_upsample_nearest2d>(
         out, Resample{k::ResampleMode::Nearest, 2, false, {scales_h, scales_w}}, self,
         [&]() -> at::Tensor& {
-          return cpu_fallback<at::Tensor&(T, A, S, S, at::Tensor&)>("aten::upsample_nearest2d.out", self, output_size,
+          return cpu_fallback<ATEN_OP2(upsample_nearest2d, out)>(self, output_size,
                                                                     scales_h, scales_w, out);
         },
         self, output_size, scales_h, scales_w);
@@ -195,7 +214,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return backward<meta::structured_upsample_nearest2d_backward>(
         Resample{k::ResampleMode::Nearest, 2, false, {scales_h, scales_w}}, grad_output,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, A, S, S)>("aten::upsample_nearest2d_backward", grad_output, output_size,
+          return cpu_fallback<ATEN_OP(upsample_nearest2d_backward)>(grad_output, output_size,
                                                          input_size, scales_h, scales_w);
         },
         grad_output, output_size, input_size, scales_h, scales_w);
@@ -205,8 +224,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return backward_out<meta::structured_upsample_nearest2d_backward>(
                grad_input, Resample{k::ResampleMode::Nearest, 2, false, {scales_h, scales_w}}, grad_output,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, A, S, S, at::Tensor&)>(
-                     "aten::upsample_nearest2d_backward.grad_input", grad_output, output_size, input_size, scales_h,
+                 return cpu_fallback<ATEN_OP2(upsample_nearest2d_backward, grad_input)>(grad_output, output_size, input_size, scales_h,
                      scales_w, grad_input);
                },
                grad_output, output_size, input_size, scales_h, scales_w);
@@ -215,7 +233,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return forward<meta::structured_upsample_nearest3d>(
         Resample{k::ResampleMode::Nearest, 3, false, {scales_d, scales_h, scales_w}}, self,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, S, S, S)>("aten::upsample_nearest3d", self, output_size, scales_d,
+          return cpu_fallback<ATEN_OP(upsample_nearest3d)>(self, output_size, scales_d,
                                                          scales_h, scales_w);
         },
         self, output_size, scales_d, scales_h, scales_w);
@@ -225,8 +243,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return forward_out<meta::structured_upsample_nearest3d>(
                out, Resample{k::ResampleMode::Nearest, 3, false, {scales_d, scales_h, scales_w}}, self,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, S, S, S, at::Tensor&)>(
-                     "aten::upsample_nearest3d.out", self, output_size, scales_d, scales_h, scales_w, out);
+                 return cpu_fallback<ATEN_OP2(upsample_nearest3d, out)>(self, output_size, scales_d, scales_h, scales_w, out);
                },
                self, output_size, scales_d, scales_h, scales_w);
          });
@@ -235,7 +252,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return backward<meta::structured_upsample_nearest3d_backward>(
         Resample{k::ResampleMode::Nearest, 3, false, {scales_d, scales_h, scales_w}}, grad_output,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, A, S, S, S)>("aten::upsample_nearest3d_backward", grad_output,
+          return cpu_fallback<ATEN_OP(upsample_nearest3d_backward)>(grad_output,
                                                             output_size, input_size, scales_d, scales_h, scales_w);
         },
         grad_output, output_size, input_size, scales_d, scales_h, scales_w);
@@ -246,8 +263,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return backward_out<meta::structured_upsample_nearest3d_backward>(
                grad_input, Resample{k::ResampleMode::Nearest, 3, false, {scales_d, scales_h, scales_w}}, grad_output,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, A, S, S, S, at::Tensor&)>(
-                     "aten::upsample_nearest3d_backward.grad_input", grad_output, output_size, input_size, scales_d,
+                 return cpu_fallback<ATEN_OP2(upsample_nearest3d_backward, grad_input)>(grad_output, output_size, input_size, scales_d,
                      scales_h, scales_w, grad_input);
                },
                grad_output, output_size, input_size, scales_d, scales_h, scales_w);
@@ -255,14 +271,14 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_upsample_nearest_exact1d", [](T self, A output_size, S scales) {
     return forward<meta::structured__upsample_nearest_exact1d>(
         Resample{k::ResampleMode::NearestExact, 1, false, {scales}}, self,
-        [&] { return cpu_fallback<at::Tensor(T, A, S)>("aten::_upsample_nearest_exact1d", self, output_size, scales); },
+        [&] { return cpu_fallback<ATEN_OP(_upsample_nearest_exact1d)>(self, output_size, scales); },
         self, output_size, scales);
   });
   m.impl("_upsample_nearest_exact1d.out", [](T self, A output_size, S scales, at::Tensor& out) -> at::Tensor& {
     return forward_out<meta::structured__upsample_nearest_exact1d>(
         out, Resample{k::ResampleMode::NearestExact, 1, false, {scales}}, self,
         [&]() -> at::Tensor& {
-          return cpu_fallback<at::Tensor&(T, A, S, at::Tensor&)>("aten::_upsample_nearest_exact1d.out", self,
+          return cpu_fallback<ATEN_OP2(_upsample_nearest_exact1d, out)>(self,
                                                                  output_size, scales, out);
         },
         self, output_size, scales);
@@ -271,7 +287,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return backward<meta::structured__upsample_nearest_exact1d_backward>(
         Resample{k::ResampleMode::NearestExact, 1, false, {scales}}, grad_output,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, A, S)>("aten::_upsample_nearest_exact1d_backward", grad_output,
+          return cpu_fallback<ATEN_OP(_upsample_nearest_exact1d_backward)>(grad_output,
                                                       output_size, input_size, scales);
         },
         grad_output, output_size, input_size, scales);
@@ -281,8 +297,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return backward_out<meta::structured__upsample_nearest_exact1d_backward>(
                grad_input, Resample{k::ResampleMode::NearestExact, 1, false, {scales}}, grad_output,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, A, S, at::Tensor&)>(
-                     "aten::_upsample_nearest_exact1d_backward.grad_input", grad_output, output_size, input_size,
+                 return cpu_fallback<ATEN_OP2(_upsample_nearest_exact1d_backward, grad_input)>(grad_output, output_size, input_size,
                      scales, grad_input);
                },
                grad_output, output_size, input_size, scales);
@@ -291,7 +306,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return forward<meta::structured__upsample_nearest_exact2d>(
         Resample{k::ResampleMode::NearestExact, 2, false, {scales_h, scales_w}}, self,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, S, S)>("aten::_upsample_nearest_exact2d", self, output_size, scales_h,
+          return cpu_fallback<ATEN_OP(_upsample_nearest_exact2d)>(self, output_size, scales_h,
                                                       scales_w);
         },
         self, output_size, scales_h, scales_w);
@@ -301,7 +316,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return forward_out<meta::structured__upsample_nearest_exact2d>(
                out, Resample{k::ResampleMode::NearestExact, 2, false, {scales_h, scales_w}}, self,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, S, S, at::Tensor&)>("aten::_upsample_nearest_exact2d.out", self,
+                 return cpu_fallback<ATEN_OP2(_upsample_nearest_exact2d, out)>(self,
                                                                            output_size, scales_h, scales_w, out);
                },
                self, output_size, scales_h, scales_w);
@@ -310,7 +325,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return backward<meta::structured__upsample_nearest_exact2d_backward>(
         Resample{k::ResampleMode::NearestExact, 2, false, {scales_h, scales_w}}, grad_output,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, A, S, S)>("aten::_upsample_nearest_exact2d_backward", grad_output,
+          return cpu_fallback<ATEN_OP(_upsample_nearest_exact2d_backward)>(grad_output,
                                                          output_size, input_size, scales_h, scales_w);
         },
         grad_output, output_size, input_size, scales_h, scales_w);
@@ -320,8 +335,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return backward_out<meta::structured__upsample_nearest_exact2d_backward>(
                grad_input, Resample{k::ResampleMode::NearestExact, 2, false, {scales_h, scales_w}}, grad_output,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, A, S, S, at::Tensor&)>(
-                     "aten::_upsample_nearest_exact2d_backward.grad_input", grad_output, output_size, input_size,
+                 return cpu_fallback<ATEN_OP2(_upsample_nearest_exact2d_backward, grad_input)>(grad_output, output_size, input_size,
                      scales_h, scales_w, grad_input);
                },
                grad_output, output_size, input_size, scales_h, scales_w);
@@ -330,7 +344,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return forward<meta::structured__upsample_nearest_exact3d>(
         Resample{k::ResampleMode::NearestExact, 3, false, {scales_d, scales_h, scales_w}}, self,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, S, S, S)>("aten::_upsample_nearest_exact3d", self, output_size, scales_d,
+          return cpu_fallback<ATEN_OP(_upsample_nearest_exact3d)>(self, output_size, scales_d,
                                                          scales_h, scales_w);
         },
         self, output_size, scales_d, scales_h, scales_w);
@@ -340,8 +354,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return forward_out<meta::structured__upsample_nearest_exact3d>(
                out, Resample{k::ResampleMode::NearestExact, 3, false, {scales_d, scales_h, scales_w}}, self,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, S, S, S, at::Tensor&)>(
-                     "aten::_upsample_nearest_exact3d.out", self, output_size, scales_d, scales_h, scales_w, out);
+                 return cpu_fallback<ATEN_OP2(_upsample_nearest_exact3d, out)>(self, output_size, scales_d, scales_h, scales_w, out);
                },
                self, output_size, scales_d, scales_h, scales_w);
          });
@@ -350,7 +363,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return backward<meta::structured__upsample_nearest_exact3d_backward>(
         Resample{k::ResampleMode::NearestExact, 3, false, {scales_d, scales_h, scales_w}}, grad_output,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, A, S, S, S)>("aten::_upsample_nearest_exact3d_backward", grad_output,
+          return cpu_fallback<ATEN_OP(_upsample_nearest_exact3d_backward)>(grad_output,
                                                             output_size, input_size, scales_d, scales_h, scales_w);
         },
         grad_output, output_size, input_size, scales_d, scales_h, scales_w);
@@ -362,8 +375,7 @@ TORCH_MLU_ATEN_IMPL(m) {
                grad_input, Resample{k::ResampleMode::NearestExact, 3, false, {scales_d, scales_h, scales_w}},
                grad_output,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, A, S, S, S, at::Tensor&)>(
-                     "aten::_upsample_nearest_exact3d_backward.grad_input", grad_output, output_size, input_size,
+                 return cpu_fallback<ATEN_OP2(_upsample_nearest_exact3d_backward, grad_input)>(grad_output, output_size, input_size,
                      scales_d, scales_h, scales_w, grad_input);
                },
                grad_output, output_size, input_size, scales_d, scales_h, scales_w);
@@ -372,7 +384,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return forward<meta::structured_upsample_linear1d>(
         Resample{k::ResampleMode::Linear, 1, align_corners, {scales}}, self,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, bool, S)>("aten::upsample_linear1d", self, output_size, align_corners,
+          return cpu_fallback<ATEN_OP(upsample_linear1d)>(self, output_size, align_corners,
                                                          scales);
         },
         self, output_size, align_corners, scales);
@@ -382,7 +394,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return forward_out<meta::structured_upsample_linear1d>(
                out, Resample{k::ResampleMode::Linear, 1, align_corners, {scales}}, self,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, bool, S, at::Tensor&)>("aten::upsample_linear1d.out", self,
+                 return cpu_fallback<ATEN_OP2(upsample_linear1d, out)>(self,
                                                                               output_size, align_corners, scales, out);
                },
                self, output_size, align_corners, scales);
@@ -391,7 +403,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return backward<meta::structured_upsample_linear1d_backward>(
         Resample{k::ResampleMode::Linear, 1, align_corners, {scales}}, grad_output,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, A, bool, S)>("aten::upsample_linear1d_backward", grad_output,
+          return cpu_fallback<ATEN_OP(upsample_linear1d_backward)>(grad_output,
                                                             output_size, input_size, align_corners, scales);
         },
         grad_output, output_size, input_size, align_corners, scales);
@@ -402,8 +414,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return backward_out<meta::structured_upsample_linear1d_backward>(
                grad_input, Resample{k::ResampleMode::Linear, 1, align_corners, {scales}}, grad_output,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, A, bool, S, at::Tensor&)>(
-                     "aten::upsample_linear1d_backward.grad_input", grad_output, output_size, input_size, align_corners,
+                 return cpu_fallback<ATEN_OP2(upsample_linear1d_backward, grad_input)>(grad_output, output_size, input_size, align_corners,
                      scales, grad_input);
                },
                grad_output, output_size, input_size, align_corners, scales);
@@ -412,7 +423,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return forward<meta::structured_upsample_bilinear2d>(
         Resample{k::ResampleMode::Linear, 2, align_corners, {scales_h, scales_w}}, self,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, bool, S, S)>("aten::upsample_bilinear2d", self, output_size,
+          return cpu_fallback<ATEN_OP(upsample_bilinear2d)>(self, output_size,
                                                             align_corners, scales_h, scales_w);
         },
         self, output_size, align_corners, scales_h, scales_w);
@@ -422,8 +433,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return forward_out<meta::structured_upsample_bilinear2d>(
                out, Resample{k::ResampleMode::Linear, 2, align_corners, {scales_h, scales_w}}, self,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, bool, S, S, at::Tensor&)>(
-                     "aten::upsample_bilinear2d.out", self, output_size, align_corners, scales_h, scales_w, out);
+                 return cpu_fallback<ATEN_OP2(upsample_bilinear2d, out)>(self, output_size, align_corners, scales_h, scales_w, out);
                },
                self, output_size, align_corners, scales_h, scales_w);
          });
@@ -432,7 +442,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return backward<meta::structured_upsample_bilinear2d_backward>(
                Resample{k::ResampleMode::Linear, 2, align_corners, {scales_h, scales_w}}, grad_output,
                [&] {
-                 return cpu_fallback<at::Tensor(T, A, A, bool, S, S)>("aten::upsample_bilinear2d_backward", grad_output,
+                 return cpu_fallback<ATEN_OP(upsample_bilinear2d_backward)>(grad_output,
                                                                       output_size, input_size, align_corners, scales_h,
                                                                       scales_w);
                },
@@ -444,8 +454,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return backward_out<meta::structured_upsample_bilinear2d_backward>(
                grad_input, Resample{k::ResampleMode::Linear, 2, align_corners, {scales_h, scales_w}}, grad_output,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, A, bool, S, S, at::Tensor&)>(
-                     "aten::upsample_bilinear2d_backward.grad_input", grad_output, output_size, input_size,
+                 return cpu_fallback<ATEN_OP2(upsample_bilinear2d_backward, grad_input)>(grad_output, output_size, input_size,
                      align_corners, scales_h, scales_w, grad_input);
                },
                grad_output, output_size, input_size, align_corners, scales_h, scales_w);
@@ -454,7 +463,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return forward<meta::structured_upsample_bicubic2d>(
         Resample{k::ResampleMode::Cubic, 2, align_corners, {scales_h, scales_w}}, self,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, bool, S, S)>("aten::upsample_bicubic2d", self, output_size,
+          return cpu_fallback<ATEN_OP(upsample_bicubic2d)>(self, output_size,
                                                             align_corners, scales_h, scales_w);
         },
         self, output_size, align_corners, scales_h, scales_w);
@@ -464,8 +473,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return forward_out<meta::structured_upsample_bicubic2d>(
                out, Resample{k::ResampleMode::Cubic, 2, align_corners, {scales_h, scales_w}}, self,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, bool, S, S, at::Tensor&)>(
-                     "aten::upsample_bicubic2d.out", self, output_size, align_corners, scales_h, scales_w, out);
+                 return cpu_fallback<ATEN_OP2(upsample_bicubic2d, out)>(self, output_size, align_corners, scales_h, scales_w, out);
                },
                self, output_size, align_corners, scales_h, scales_w);
          });
@@ -474,7 +482,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return backward<meta::structured_upsample_bicubic2d_backward>(
                Resample{k::ResampleMode::Cubic, 2, align_corners, {scales_h, scales_w}}, grad_output,
                [&] {
-                 return cpu_fallback<at::Tensor(T, A, A, bool, S, S)>("aten::upsample_bicubic2d_backward", grad_output,
+                 return cpu_fallback<ATEN_OP(upsample_bicubic2d_backward)>(grad_output,
                                                                       output_size, input_size, align_corners, scales_h,
                                                                       scales_w);
                },
@@ -486,8 +494,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return backward_out<meta::structured_upsample_bicubic2d_backward>(
                grad_input, Resample{k::ResampleMode::Cubic, 2, align_corners, {scales_h, scales_w}}, grad_output,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, A, bool, S, S, at::Tensor&)>(
-                     "aten::upsample_bicubic2d_backward.grad_input", grad_output, output_size, input_size,
+                 return cpu_fallback<ATEN_OP2(upsample_bicubic2d_backward, grad_input)>(grad_output, output_size, input_size,
                      align_corners, scales_h, scales_w, grad_input);
                },
                grad_output, output_size, input_size, align_corners, scales_h, scales_w);
@@ -496,7 +503,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return forward<meta::structured_upsample_trilinear3d>(
         Resample{k::ResampleMode::Linear, 3, align_corners, {scales_d, scales_h, scales_w}}, self,
         [&] {
-          return cpu_fallback<at::Tensor(T, A, bool, S, S, S)>("aten::upsample_trilinear3d", self, output_size,
+          return cpu_fallback<ATEN_OP(upsample_trilinear3d)>(self, output_size,
                                                                align_corners, scales_d, scales_h, scales_w);
         },
         self, output_size, align_corners, scales_d, scales_h, scales_w);
@@ -507,8 +514,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return forward_out<meta::structured_upsample_trilinear3d>(
                out, Resample{k::ResampleMode::Linear, 3, align_corners, {scales_d, scales_h, scales_w}}, self,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, bool, S, S, S, at::Tensor&)>("aten::upsample_trilinear3d.out",
-                                                                                    self, output_size, align_corners,
+                 return cpu_fallback<ATEN_OP2(upsample_trilinear3d, out)>(self, output_size, align_corners,
                                                                                     scales_d, scales_h, scales_w, out);
                },
                self, output_size, align_corners, scales_d, scales_h, scales_w);
@@ -518,8 +524,7 @@ TORCH_MLU_ATEN_IMPL(m) {
            return backward<meta::structured_upsample_trilinear3d_backward>(
                Resample{k::ResampleMode::Linear, 3, align_corners, {scales_d, scales_h, scales_w}}, grad_output,
                [&] {
-                 return cpu_fallback<at::Tensor(T, A, A, bool, S, S, S)>("aten::upsample_trilinear3d_backward",
-                                                                         grad_output, output_size, input_size,
+                 return cpu_fallback<ATEN_OP(upsample_trilinear3d_backward)>(grad_output, output_size, input_size,
                                                                          align_corners, scales_d, scales_h, scales_w);
                },
                grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w);
@@ -531,8 +536,7 @@ TORCH_MLU_ATEN_IMPL(m) {
                grad_input, Resample{k::ResampleMode::Linear, 3, align_corners, {scales_d, scales_h, scales_w}},
                grad_output,
                [&]() -> at::Tensor& {
-                 return cpu_fallback<at::Tensor&(T, A, A, bool, S, S, S, at::Tensor&)>(
-                     "aten::upsample_trilinear3d_backward.grad_input", grad_output, output_size, input_size,
+                 return cpu_fallback<ATEN_OP2(upsample_trilinear3d_backward, grad_input)>(grad_output, output_size, input_size,
                      align_corners, scales_d, scales_h, scales_w, grad_input);
                },
                grad_output, output_size, input_size, align_corners, scales_d, scales_h, scales_w);

@@ -2,6 +2,13 @@
 // torch.unique / unique_consecutive. The size is computed on
 // the device and read back (a synchronisation, as on CUDA), then one kernel
 // writes the result in queue order.
+#include <ATen/ops/_unique2_ops.h>
+#include <ATen/ops/_unique_ops.h>
+#include <ATen/ops/masked_select_ops.h>
+#include <ATen/ops/nonzero_ops.h>
+#include <ATen/ops/unique_consecutive_ops.h>
+#include <ATen/ops/unique_dim_consecutive_ops.h>
+#include <ATen/ops/unique_dim_ops.h>
 #include <algorithm>
 
 #include <ATen/ExpandUtils.h>
@@ -23,18 +30,14 @@ namespace {
 
 namespace k = mlu::kernels;
 
-k::Operand operand(const at::Tensor& t) {
-  return {const_cast<void*>(t.const_data_ptr()), require_kernel_dtype(t.scalar_type(), "select"), kernel_strides(t)};
-}
-
 at::Tensor nonzero_mlu(const at::Tensor& self) {
   // Coordinates are per dim, so a deep input cannot be collapsed (Note [Collapsed dims]).
   if (!has_kernel(self) || self.dim() > k::kMaxDims) {
-    return cpu_fallback<at::Tensor(const at::Tensor&)>("aten::nonzero", self);
+    return cpu_fallback<ATEN_OP(nonzero)>(self);
   }
   c10::OptionalDeviceGuard guard(self.device());
   const k::Shape shape = kernel_shape(self);
-  const k::Operand in = operand(self);
+  const k::Operand in = kernel_operand(self, "select");
   // The count by the kernel library's own pass (no self != 0 temporary).
   at::Tensor counted = at::empty({}, self.options().dtype(at::kLong));
   int64_t* count_at = counted.data_ptr<int64_t>();
@@ -52,7 +55,7 @@ at::Tensor nonzero_mlu(const at::Tensor& self) {
 at::Tensor masked_select_mlu(const at::Tensor& self, const at::Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
   if (!has_kernel(self)) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, const at::Tensor&)>("aten::masked_select", self, mask);
+    return cpu_fallback<ATEN_OP(masked_select)>(self, mask);
   }
   c10::OptionalDeviceGuard guard(self.device());
   auto [self_b, mask_b] = at::expand_outplace(self, mask);
@@ -62,10 +65,10 @@ at::Tensor masked_select_mlu(const at::Tensor& self, const at::Tensor& mask) {
   if (count == 0) return out;
   const Collapsed layout = kernel_layout(*self_b, m);  // Note [Collapsed dims]
   const k::Shape shape = layout.shape;
-  k::Operand in = operand(*self_b), sel = operand(m);
+  k::Operand in = kernel_operand(*self_b, "select"), sel = kernel_operand(m, "select");
   in.strides = layout.first;
   sel.strides = layout.second;
-  const k::Operand dst = operand(out);
+  const k::Operand dst = kernel_operand(out, "select");
   launch_kernel(self.device().index(), "masked_select", [=] { k::masked_select(shape, in, sel, dst); });
   return out;
 }
@@ -169,7 +172,7 @@ UniqueResult unique_dim_impl(const at::Tensor& self, int64_t dim, bool consecuti
 
 UniqueResult unique2_mlu(const at::Tensor& self, bool sorted, bool return_inverse, bool return_counts) {
   if (!has_kernel(self)) {
-    return cpu_fallback<UniqueResult(const at::Tensor&, bool, bool, bool)>("aten::_unique2", self, sorted,
+    return cpu_fallback<ATEN_OP(_unique2)>(self, sorted,
                                                                            return_inverse, return_counts);
   }
   return unique_flat(self, /*consecutive=*/false, return_inverse, return_counts);
@@ -177,7 +180,7 @@ UniqueResult unique2_mlu(const at::Tensor& self, bool sorted, bool return_invers
 
 std::tuple<at::Tensor, at::Tensor> unique_mlu(const at::Tensor& self, bool sorted, bool return_inverse) {
   if (!has_kernel(self)) {
-    return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, bool, bool)>("aten::_unique", self,
+    return cpu_fallback<ATEN_OP(_unique)>(self,
                                                                                              sorted, return_inverse);
   }
   auto [unique, inverse, counts] = unique_flat(self, /*consecutive=*/false, return_inverse, false);
@@ -187,8 +190,7 @@ std::tuple<at::Tensor, at::Tensor> unique_mlu(const at::Tensor& self, bool sorte
 UniqueResult unique_consecutive_mlu(const at::Tensor& self, bool return_inverse, bool return_counts,
                                     std::optional<int64_t> dim) {
   if (!has_kernel(self)) {
-    return cpu_fallback<UniqueResult(const at::Tensor&, bool, bool, std::optional<int64_t>)>(
-        "aten::unique_consecutive", self, return_inverse, return_counts, dim);
+    return cpu_fallback<ATEN_OP(unique_consecutive)>(self, return_inverse, return_counts, dim);
   }
   if (dim.has_value()) return unique_dim_impl(self, *dim, /*consecutive=*/true, return_inverse, return_counts);
   return unique_flat(self, /*consecutive=*/true, return_inverse, return_counts);
@@ -197,8 +199,7 @@ UniqueResult unique_consecutive_mlu(const at::Tensor& self, bool return_inverse,
 UniqueResult unique_dim_mlu(const at::Tensor& self, int64_t dim, bool sorted, bool return_inverse,
                             bool return_counts) {
   if (!has_kernel(self)) {
-    return cpu_fallback<UniqueResult(const at::Tensor&, int64_t, bool, bool, bool)>(
-        "aten::unique_dim", self, dim, sorted, return_inverse, return_counts);
+    return cpu_fallback<ATEN_OP(unique_dim)>(self, dim, sorted, return_inverse, return_counts);
   }
   return unique_dim_impl(self, dim, /*consecutive=*/false, return_inverse, return_counts);
 }
@@ -206,8 +207,7 @@ UniqueResult unique_dim_mlu(const at::Tensor& self, int64_t dim, bool sorted, bo
 UniqueResult unique_dim_consecutive_mlu(const at::Tensor& self, int64_t dim, bool return_inverse,
                                         bool return_counts) {
   if (!has_kernel(self)) {
-    return cpu_fallback<UniqueResult(const at::Tensor&, int64_t, bool, bool)>(
-        "aten::unique_dim_consecutive", self, dim, return_inverse, return_counts);
+    return cpu_fallback<ATEN_OP(unique_dim_consecutive)>(self, dim, return_inverse, return_counts);
   }
   return unique_dim_impl(self, dim, /*consecutive=*/true, return_inverse, return_counts);
 }

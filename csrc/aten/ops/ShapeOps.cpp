@@ -1,5 +1,9 @@
 // Shape and ordering ops on mlu: flip, roll, tril/triu, sort, topk, the
 // range factories (arange, linspace, eye).
+#include <ATen/ops/sort_ops.h>
+#include <ATen/ops/topk_ops.h>
+#include <ATen/ops/tril_ops.h>
+#include <ATen/ops/triu_ops.h>
 #include <cmath>
 
 #include <ATen/WrapDimUtils.h>
@@ -98,7 +102,7 @@ void launch_triangle(bool lower, const at::Tensor& self, int64_t diagonal, const
 template <class Meta>
 at::Tensor triangle_mlu(bool lower, const at::Tensor& self, int64_t diagonal) {
   if (!kernel_dtype(self.scalar_type())) {  // complex32 and the like
-    return cpu_fallback<at::Tensor(const at::Tensor&, int64_t)>(lower ? "aten::tril" : "aten::triu", self, diagonal);
+    return lower ? cpu_fallback<ATEN_OP(tril)>(self, diagonal) : cpu_fallback<ATEN_OP(triu)>(self, diagonal);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> meta;
@@ -110,8 +114,8 @@ at::Tensor triangle_mlu(bool lower, const at::Tensor& self, int64_t diagonal) {
 template <class Meta>
 at::Tensor& triangle_out_mlu(bool lower, const at::Tensor& self, int64_t diagonal, at::Tensor& result) {
   if (!kernel_dtype(self.scalar_type())) {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, int64_t, at::Tensor&)>(lower ? "aten::tril.out" : "aten::triu.out",
-                                                                            self, diagonal, result);
+    return lower ? cpu_fallback<ATEN_OP2(tril, out)>(self, diagonal, result)
+                 : cpu_fallback<ATEN_OP2(triu, out)>(self, diagonal, result);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> meta(result);
@@ -126,10 +130,6 @@ at::Tensor& triangle_out_mlu(bool lower, const at::Tensor& self, int64_t diagona
 }
 
 // ---- sort / topk ----
-
-k::Operand operand_of(const at::Tensor& t, const k::Strides& strides, const char* op) {
-  return {const_cast<void*>(t.const_data_ptr()), require_kernel_dtype(t.scalar_type(), op), strides};
-}
 
 // Strides of t with `dim` moved last (t.dim() == ndim, or 0-dim).
 k::Strides strides_dim_last(const at::Tensor& t, int64_t dim) {
@@ -158,9 +158,9 @@ void launch_sort(const at::Tensor& self, int64_t dim, bool descending, const at:
   if (self.numel() == 0) return;
   dim = self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim());
   const k::Shape shape = shape_dim_last(self, dim, self.dim() == 0 ? 1 : self.size(dim));
-  const k::Operand in = operand_of(self, strides_dim_last(self, dim), "sort");
-  const k::Operand v = operand_of(values, strides_dim_last(values, dim), "sort");
-  const k::Operand x = operand_of(indices, strides_dim_last(indices, dim), "sort");
+  const k::Operand in = kernel_operand(self, strides_dim_last(self, dim), "sort");
+  const k::Operand v = kernel_operand(values, strides_dim_last(values, dim), "sort");
+  const k::Operand x = kernel_operand(indices, strides_dim_last(indices, dim), "sort");
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), "sort", [=] { k::sort(shape, v, x, in, descending); });
 }
@@ -168,8 +168,7 @@ void launch_sort(const at::Tensor& self, int64_t dim, bool descending, const at:
 std::tuple<at::Tensor, at::Tensor> sort_mlu(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
                                             bool descending) {
   if (!has_kernel(self)) {
-    return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, std::optional<bool>, int64_t, bool)>(
-        "aten::sort.stable", self, stable, dim, descending);
+    return cpu_fallback<ATEN_OP2(sort, stable)>(self, stable, dim, descending);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<at::meta::structured_sort_stable, 2> meta;
@@ -181,9 +180,7 @@ std::tuple<at::Tensor, at::Tensor> sort_mlu(const at::Tensor& self, std::optiona
 std::tuple<at::Tensor&, at::Tensor&> sort_out_mlu(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
                                                   bool descending, at::Tensor& values, at::Tensor& indices) {
   if (!has_kernel(self)) {
-    return cpu_fallback<std::tuple<at::Tensor&, at::Tensor&>(const at::Tensor&, std::optional<bool>, int64_t, bool,
-                                                             at::Tensor&, at::Tensor&)>(
-        "aten::sort.values_stable", self, stable, dim, descending, values, indices);
+    return cpu_fallback<ATEN_OP2(sort, values_stable)>(self, stable, dim, descending, values, indices);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<at::meta::structured_sort_stable, 2> meta(values, indices);
@@ -198,9 +195,9 @@ void launch_topk(const at::Tensor& self, int64_t k_count, int64_t dim, bool larg
   if (self.numel() == 0 || k_count == 0) return;
   dim = self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim());
   const k::Shape shape = shape_dim_last(self, dim, self.dim() == 0 ? 1 : self.size(dim));
-  const k::Operand in = operand_of(self, strides_dim_last(self, dim), "topk");
-  const k::Operand v = operand_of(values, strides_dim_last(values, dim), "topk");
-  const k::Operand x = operand_of(indices, strides_dim_last(indices, dim), "topk");
+  const k::Operand in = kernel_operand(self, strides_dim_last(self, dim), "topk");
+  const k::Operand v = kernel_operand(values, strides_dim_last(values, dim), "topk");
+  const k::Operand x = kernel_operand(indices, strides_dim_last(indices, dim), "topk");
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), "topk", [=] { k::topk(shape, k_count, v, x, in, largest, sorted); });
 }
@@ -209,8 +206,7 @@ std::tuple<at::Tensor, at::Tensor> topk_mlu(const at::Tensor& self, c10::SymInt 
                                             bool sorted) {
   const int64_t k_count = k_sym.expect_int();
   if (!has_kernel(self)) {
-    return cpu_fallback<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, c10::SymInt, int64_t, bool, bool)>(
-        "aten::topk", self, k_sym, dim, largest, sorted);
+    return cpu_fallback_symint<ATEN_OP(topk)>(self, k_sym, dim, largest, sorted);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<at::meta::structured_topk, 2> meta;

@@ -4,9 +4,13 @@
 // CUDA), half_to_float is supported: Float16 in, float out.
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/_log_softmax_backward_data_meta.h>
+#include <ATen/ops/_log_softmax_backward_data_ops.h>
 #include <ATen/ops/_log_softmax_meta.h>
+#include <ATen/ops/_log_softmax_ops.h>
 #include <ATen/ops/_softmax_backward_data_meta.h>
+#include <ATen/ops/_softmax_backward_data_ops.h>
 #include <ATen/ops/_softmax_meta.h>
+#include <ATen/ops/_softmax_ops.h>
 #include <ATen/ops/empty_like.h>
 #include <mlu_kernels/softmax.h>
 
@@ -22,10 +26,6 @@ using T = const at::Tensor&;
 
 bool has_softmax_kernel(const at::Tensor& t) {
   return at::isFloatingType(t.scalar_type()) && has_kernel(t) && t.dim() <= k::kMaxDims;
-}
-
-k::Operand operand(const at::Tensor& t, const char* op) {
-  return {const_cast<void*>(t.const_data_ptr()), require_kernel_dtype(t.scalar_type(), op), kernel_strides(t)};
 }
 
 // Note [Softmax over a strided dim]: the kernel wants each row contiguous,
@@ -52,7 +52,7 @@ void launch_forward(const char* name, const at::Tensor& input, int64_t dim, cons
     return;
   }
   const k::Shape shape = kernel_shape(input);
-  const k::Operand in = operand(input, name), out = operand(output, name);
+  const k::Operand in = kernel_operand(input, name), out = kernel_operand(output, name);
   const int kd = static_cast<int>(d);
   launch_kernel(input.device().index(), name, [=] { k::softmax(shape, kd, out, in, log); });
 }
@@ -70,16 +70,16 @@ void launch_backward(const char* name, const at::Tensor& grad, const at::Tensor&
     return;
   }
   const k::Shape shape = kernel_shape(output);
-  const k::Operand gi = operand(grad_input, name), g = operand(grad, name), o = operand(output, name);
+  const k::Operand gi = kernel_operand(grad_input, name), g = kernel_operand(grad, name), o = kernel_operand(output, name);
   const int kd = static_cast<int>(d);
   launch_kernel(output.device().index(), name, [=] { k::softmax_backward(shape, kd, gi, g, o, log); });
 }
 
 // The functional and out= forms of _softmax / _log_softmax.
-template <class Meta, bool kLog>
-at::Tensor forward(const char* name, const char* schema, T self, int64_t dim, bool half_to_float) {
+template <class Meta, bool kLog, class AtenOp>  // AtenOp: what falls back (Fallback.h)
+at::Tensor forward(const char* name, T self, int64_t dim, bool half_to_float) {
   if (!has_softmax_kernel(self)) {
-    return cpu_fallback<at::Tensor(T, int64_t, bool)>(schema, self, dim, half_to_float);
+    return cpu_fallback<AtenOp>(self, dim, half_to_float);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> meta;
@@ -88,11 +88,11 @@ at::Tensor forward(const char* name, const char* schema, T self, int64_t dim, bo
   return std::move(meta.output());
 }
 
-template <class Meta, bool kLog>
-at::Tensor& forward_out(const char* name, const char* schema, T self, int64_t dim, bool half_to_float,
+template <class Meta, bool kLog, class AtenOp>  // AtenOp: what falls back (Fallback.h)
+at::Tensor& forward_out(const char* name, T self, int64_t dim, bool half_to_float,
                         at::Tensor& out) {
   if (!has_softmax_kernel(self) || !has_softmax_kernel(out)) {
-    return cpu_fallback<at::Tensor&(T, int64_t, bool, at::Tensor&)>(schema, self, dim, half_to_float, out);
+    return cpu_fallback<AtenOp>(self, dim, half_to_float, out);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> meta(out);
@@ -102,10 +102,10 @@ at::Tensor& forward_out(const char* name, const char* schema, T self, int64_t di
   return out;
 }
 
-template <class Meta, bool kLog>
-at::Tensor backward(const char* name, const char* schema, T grad, T output, int64_t dim, at::ScalarType input_dtype) {
+template <class Meta, bool kLog, class AtenOp>  // AtenOp: what falls back (Fallback.h)
+at::Tensor backward(const char* name, T grad, T output, int64_t dim, at::ScalarType input_dtype) {
   if (!has_softmax_kernel(grad) || !has_softmax_kernel(output) || !at::isFloatingType(input_dtype)) {
-    return cpu_fallback<at::Tensor(T, T, int64_t, at::ScalarType)>(schema, grad, output, dim, input_dtype);
+    return cpu_fallback<AtenOp>(grad, output, dim, input_dtype);
   }
   c10::OptionalDeviceGuard guard(grad.device());
   MLUFunctional<Meta> meta;
@@ -114,12 +114,12 @@ at::Tensor backward(const char* name, const char* schema, T grad, T output, int6
   return std::move(meta.output());
 }
 
-template <class Meta, bool kLog>
-at::Tensor& backward_out(const char* name, const char* schema, T grad, T output, int64_t dim,
+template <class Meta, bool kLog, class AtenOp>  // AtenOp: what falls back (Fallback.h)
+at::Tensor& backward_out(const char* name, T grad, T output, int64_t dim,
                          at::ScalarType input_dtype, at::Tensor& out) {
   if (!has_softmax_kernel(grad) || !has_softmax_kernel(output) || !has_softmax_kernel(out) ||
       !at::isFloatingType(input_dtype)) {
-    return cpu_fallback<at::Tensor&(T, T, int64_t, at::ScalarType, at::Tensor&)>(schema, grad, output, dim,
+    return cpu_fallback<AtenOp>(grad, output, dim,
                                                                                  input_dtype, out);
   }
   c10::OptionalDeviceGuard guard(grad.device());
@@ -134,37 +134,37 @@ at::Tensor& backward_out(const char* name, const char* schema, T grad, T output,
 
 TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_softmax", [](T self, int64_t dim, bool half_to_float) {
-    return forward<at::meta::structured__softmax, false>("softmax", "aten::_softmax", self, dim, half_to_float);
+    return forward<at::meta::structured__softmax, false, ATEN_OP(_softmax)>("softmax", self, dim, half_to_float);
   });
   m.impl("_softmax.out", [](T self, int64_t dim, bool half_to_float, at::Tensor& out) -> at::Tensor& {
-    return forward_out<at::meta::structured__softmax, false>("softmax", "aten::_softmax.out", self, dim,
+    return forward_out<at::meta::structured__softmax, false, ATEN_OP2(_softmax, out)>("softmax", self, dim,
                                                              half_to_float, out);
   });
   m.impl("_log_softmax", [](T self, int64_t dim, bool half_to_float) {
-    return forward<at::meta::structured__log_softmax, true>("log_softmax", "aten::_log_softmax", self, dim,
+    return forward<at::meta::structured__log_softmax, true, ATEN_OP(_log_softmax)>("log_softmax", self, dim,
                                                             half_to_float);
   });
   m.impl("_log_softmax.out", [](T self, int64_t dim, bool half_to_float, at::Tensor& out) -> at::Tensor& {
-    return forward_out<at::meta::structured__log_softmax, true>("log_softmax", "aten::_log_softmax.out", self, dim,
+    return forward_out<at::meta::structured__log_softmax, true, ATEN_OP2(_log_softmax, out)>("log_softmax", self, dim,
                                                                 half_to_float, out);
   });
   m.impl("_softmax_backward_data", [](T grad, T output, int64_t dim, at::ScalarType input_dtype) {
-    return backward<at::meta::structured__softmax_backward_data, false>(
-        "softmax_backward", "aten::_softmax_backward_data", grad, output, dim, input_dtype);
+    return backward<at::meta::structured__softmax_backward_data, false, ATEN_OP(_softmax_backward_data)>(
+        "softmax_backward", grad, output, dim, input_dtype);
   });
   m.impl("_softmax_backward_data.out",
          [](T grad, T output, int64_t dim, at::ScalarType input_dtype, at::Tensor& out) -> at::Tensor& {
-           return backward_out<at::meta::structured__softmax_backward_data, false>(
-               "softmax_backward", "aten::_softmax_backward_data.out", grad, output, dim, input_dtype, out);
+           return backward_out<at::meta::structured__softmax_backward_data, false, ATEN_OP2(_softmax_backward_data, out)>(
+               "softmax_backward", grad, output, dim, input_dtype, out);
          });
   m.impl("_log_softmax_backward_data", [](T grad, T output, int64_t dim, at::ScalarType input_dtype) {
-    return backward<at::meta::structured__log_softmax_backward_data, true>(
-        "log_softmax_backward", "aten::_log_softmax_backward_data", grad, output, dim, input_dtype);
+    return backward<at::meta::structured__log_softmax_backward_data, true, ATEN_OP(_log_softmax_backward_data)>(
+        "log_softmax_backward", grad, output, dim, input_dtype);
   });
   m.impl("_log_softmax_backward_data.out",
          [](T grad, T output, int64_t dim, at::ScalarType input_dtype, at::Tensor& out) -> at::Tensor& {
-           return backward_out<at::meta::structured__log_softmax_backward_data, true>(
-               "log_softmax_backward", "aten::_log_softmax_backward_data.out", grad, output, dim, input_dtype, out);
+           return backward_out<at::meta::structured__log_softmax_backward_data, true, ATEN_OP2(_log_softmax_backward_data, out)>(
+               "log_softmax_backward", grad, output, dim, input_dtype, out);
          });
 }
 

@@ -2,12 +2,19 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/TypeProperties.h>
 #include <ATen/ops/addcdiv_meta.h>
+#include <ATen/ops/addcdiv_ops.h>
 #include <ATen/ops/addcmul_meta.h>
+#include <ATen/ops/addcmul_ops.h>
 #include <ATen/ops/clamp_max_meta.h>
+#include <ATen/ops/clamp_max_ops.h>
 #include <ATen/ops/clamp_meta.h>
 #include <ATen/ops/clamp_min_meta.h>
+#include <ATen/ops/clamp_min_ops.h>
+#include <ATen/ops/clamp_ops.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/lerp_meta.h>
+#include <ATen/ops/lerp_ops.h>
+#include <ATen/ops/where_ops.h>
 
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/StructuredPointwise.h"
@@ -45,8 +52,7 @@ at::Tensor clamp_mlu(const at::Tensor& self, const std::optional<at::Scalar>& mi
   iter.meta(self, lo, hi);
   at::Tensor& out = iter.output();
   return clamp_impl(iter, lo, hi, out, [&]() -> at::Tensor& {
-    out = cpu_fallback<at::Tensor(const at::Tensor&, const std::optional<at::Scalar>&,
-                                  const std::optional<at::Scalar>&)>("aten::clamp", self, min, max);
+    out = cpu_fallback<ATEN_OP(clamp)>(self, min, max);
     return out;
   });
 }
@@ -58,8 +64,7 @@ at::Tensor& clamp__mlu(at::Tensor& self, const std::optional<at::Scalar>& min, c
   const at::OptionalScalarRef hi = max ? at::OptionalScalarRef(&*max) : at::OptionalScalarRef();
   iter.meta(self, lo, hi);
   return clamp_impl(iter, lo, hi, self, [&]() -> at::Tensor& {
-    return cpu_fallback<at::Tensor&(at::Tensor&, const std::optional<at::Scalar>&,
-                                    const std::optional<at::Scalar>&)>("aten::clamp_", self, min, max);
+    return cpu_fallback<ATEN_OP(clamp_)>(self, min, max);
   });
 }
 
@@ -71,8 +76,7 @@ at::Tensor& clamp_out_mlu(const at::Tensor& self, const std::optional<at::Scalar
   const at::OptionalScalarRef hi = max ? at::OptionalScalarRef(&*max) : at::OptionalScalarRef();
   iter.meta(self, lo, hi);
   return clamp_impl(iter, lo, hi, out, [&]() -> at::Tensor& {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, const std::optional<at::Scalar>&,
-                                    const std::optional<at::Scalar>&, at::Tensor&)>("aten::clamp.out", self, min,
+    return cpu_fallback<ATEN_OP2(clamp, out)>(self, min,
                                                                                     max, out);
   });
 }
@@ -93,8 +97,7 @@ at::Tensor clamp_tensor_mlu(const at::Tensor& self, const std::optional<at::Tens
   MLUFunctional<at::meta::structured_clamp_Tensor> iter;
   iter.meta(self, ref_of(min), ref_of(max));
   if (!launch_pointwise(iter, clamp_tensor_op(min, max))) {
-    return cpu_fallback<at::Tensor(const at::Tensor&, const std::optional<at::Tensor>&,
-                                   const std::optional<at::Tensor>&)>("aten::clamp.Tensor", self, min, max);
+    return cpu_fallback<ATEN_OP2(clamp, Tensor)>(self, min, max);
   }
   return std::move(iter.output());
 }
@@ -105,8 +108,7 @@ at::Tensor& clamp_tensor__mlu(at::Tensor& self, const std::optional<at::Tensor>&
   MLUInplace<at::meta::structured_clamp_Tensor> iter(self);
   iter.meta(self, ref_of(min), ref_of(max));
   if (!launch_pointwise(iter, clamp_tensor_op(min, max))) {
-    return cpu_fallback<at::Tensor&(at::Tensor&, const std::optional<at::Tensor>&,
-                                    const std::optional<at::Tensor>&)>("aten::clamp_.Tensor", self, min, max);
+    return cpu_fallback<ATEN_OP2(clamp_, Tensor)>(self, min, max);
   }
   return self;
 }
@@ -117,8 +119,7 @@ at::Tensor& clamp_tensor_out_mlu(const at::Tensor& self, const std::optional<at:
   MLUOut<at::meta::structured_clamp_Tensor> iter(out);
   iter.meta(self, ref_of(min), ref_of(max));
   if (!launch_pointwise(iter, clamp_tensor_op(min, max))) {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, const std::optional<at::Tensor>&,
-                                    const std::optional<at::Tensor>&, at::Tensor&)>("aten::clamp.Tensor_out", self,
+    return cpu_fallback<ATEN_OP2(clamp, Tensor_out)>(self,
                                                                                     min, max, out);
   }
   return out;
@@ -155,8 +156,7 @@ at::Tensor& where_out_mlu(const at::Tensor& condition, const at::Tensor& self, c
                   .add_const_input(other_)
                   .build();
   if (!launch_pointwise(iter, Op::Where, {}, result_type)) {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, const at::Tensor&, const at::Tensor&, at::Tensor&)>(
-        "aten::where.self_out", condition, self, other, out);
+    return cpu_fallback<ATEN_OP2(where, self_out)>(condition, self, other, out);
   }
   return out;
 }
@@ -179,22 +179,22 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("clamp.Tensor", TORCH_FN(clamp_tensor_mlu));
   m.impl("clamp_.Tensor", TORCH_FN(clamp_tensor__mlu));
   m.impl("clamp.Tensor_out", TORCH_FN(clamp_tensor_out_mlu));
-  MLU_REGISTER_POINTWISE(m, clamp_min, "clamp_min", "clamp_min_", "clamp_min.out", Op::ClampMin,
+  MLU_REGISTER_POINTWISE(m, clamp_min, clamp_min, clamp_min_, clamp_min_out, Op::ClampMin,
                          (make_params({min})), (const at::Scalar& min), (min));
-  MLU_REGISTER_POINTWISE(m, clamp_max, "clamp_max", "clamp_max_", "clamp_max.out", Op::ClampMax,
+  MLU_REGISTER_POINTWISE(m, clamp_max, clamp_max, clamp_max_, clamp_max_out, Op::ClampMax,
                          (make_params({max})), (const at::Scalar& max), (max));
-  MLU_REGISTER_BINARY(m, clamp_min_Tensor, "clamp_min.Tensor", "clamp_min_.Tensor", "clamp_min.Tensor_out",
+  MLU_REGISTER_BINARY(m, clamp_min_Tensor, clamp_min_Tensor, clamp_min__Tensor, clamp_min_Tensor_out,
                       Op::ClampMinTensor);
-  MLU_REGISTER_BINARY(m, clamp_max_Tensor, "clamp_max.Tensor", "clamp_max_.Tensor", "clamp_max.Tensor_out",
+  MLU_REGISTER_BINARY(m, clamp_max_Tensor, clamp_max_Tensor, clamp_max__Tensor, clamp_max_Tensor_out,
                       Op::ClampMaxTensor);
-  MLU_REGISTER_POINTWISE(m, lerp_Scalar, "lerp.Scalar", "lerp_.Scalar", "lerp.Scalar_out", Op::LerpScalar,
+  MLU_REGISTER_POINTWISE(m, lerp_Scalar, lerp_Scalar, lerp__Scalar, lerp_Scalar_out, Op::LerpScalar,
                          (make_params({weight})), (const at::Tensor& end, const at::Scalar& weight), (end, weight));
-  MLU_REGISTER_POINTWISE(m, lerp_Tensor, "lerp.Tensor", "lerp_.Tensor", "lerp.Tensor_out", Op::LerpTensor, {},
+  MLU_REGISTER_POINTWISE(m, lerp_Tensor, lerp_Tensor, lerp__Tensor, lerp_Tensor_out, Op::LerpTensor, {},
                          (const at::Tensor& end, const at::Tensor& weight), (end, weight));
-  MLU_REGISTER_POINTWISE(m, addcmul, "addcmul", "addcmul_", "addcmul.out", Op::Addcmul, (make_params({value})),
+  MLU_REGISTER_POINTWISE(m, addcmul, addcmul, addcmul_, addcmul_out, Op::Addcmul, (make_params({value})),
                          (const at::Tensor& tensor1, const at::Tensor& tensor2, const at::Scalar& value),
                          (tensor1, tensor2, value));
-  MLU_REGISTER_POINTWISE(m, addcdiv, "addcdiv", "addcdiv_", "addcdiv.out", Op::Addcdiv, (make_params({value})),
+  MLU_REGISTER_POINTWISE(m, addcdiv, addcdiv, addcdiv_, addcdiv_out, Op::Addcdiv, (make_params({value})),
                          (const at::Tensor& tensor1, const at::Tensor& tensor2, const at::Scalar& value),
                          (tensor1, tensor2, value));
   m.impl("where.self", TORCH_FN(where_mlu));

@@ -1,6 +1,51 @@
 // Unary math on mlu: the structured unary ops, each one pointwise kernel
 // over PyTorch's own TensorIterator (see StructuredPointwise.h), and the few
 // unary ops that are not structured (abs, logical_not, nan_to_num, isnan, ...).
+#include <ATen/ops/abs_ops.h>
+#include <ATen/ops/acos_ops.h>
+#include <ATen/ops/acosh_ops.h>
+#include <ATen/ops/asin_ops.h>
+#include <ATen/ops/asinh_ops.h>
+#include <ATen/ops/atan_ops.h>
+#include <ATen/ops/atanh_ops.h>
+#include <ATen/ops/bitwise_not_ops.h>
+#include <ATen/ops/ceil_ops.h>
+#include <ATen/ops/cos_ops.h>
+#include <ATen/ops/cosh_ops.h>
+#include <ATen/ops/digamma_ops.h>
+#include <ATen/ops/erf_ops.h>
+#include <ATen/ops/erfc_ops.h>
+#include <ATen/ops/erfinv_ops.h>
+#include <ATen/ops/exp2_ops.h>
+#include <ATen/ops/exp_ops.h>
+#include <ATen/ops/expm1_ops.h>
+#include <ATen/ops/floor_ops.h>
+#include <ATen/ops/frac_ops.h>
+#include <ATen/ops/isneginf_ops.h>
+#include <ATen/ops/isposinf_ops.h>
+#include <ATen/ops/lgamma_ops.h>
+#include <ATen/ops/log10_ops.h>
+#include <ATen/ops/log1p_ops.h>
+#include <ATen/ops/log2_ops.h>
+#include <ATen/ops/log_ops.h>
+#include <ATen/ops/logical_not_ops.h>
+#include <ATen/ops/nan_to_num_ops.h>
+#include <ATen/ops/neg_ops.h>
+#include <ATen/ops/pow_ops.h>
+#include <ATen/ops/reciprocal_ops.h>
+#include <ATen/ops/round_ops.h>
+#include <ATen/ops/rsqrt_ops.h>
+#include <ATen/ops/sgn_ops.h>
+#include <ATen/ops/sigmoid_ops.h>
+#include <ATen/ops/sign_ops.h>
+#include <ATen/ops/signbit_ops.h>
+#include <ATen/ops/sin_ops.h>
+#include <ATen/ops/sinc_ops.h>
+#include <ATen/ops/sinh_ops.h>
+#include <ATen/ops/sqrt_ops.h>
+#include <ATen/ops/tan_ops.h>
+#include <ATen/ops/tanh_ops.h>
+#include <ATen/ops/trunc_ops.h>
 #include <limits>
 
 #include <ATen/ops/abs_native.h>
@@ -68,11 +113,11 @@ at::Tensor& run_or_fallback(const at::TensorIteratorBase& iter, Op op, const OpP
 at::Tensor& abs_out_mlu(const at::Tensor& self, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   if (self.is_complex()) {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::abs.out", self, out);
+    return cpu_fallback<ATEN_OP2(abs, out)>(self, out);
   }
   auto iter = at::TensorIterator::unary_op(out, self);
   return run_or_fallback(iter, Op::Abs, {}, out, [&]() -> at::Tensor& {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::abs.out", self, out);
+    return cpu_fallback<ATEN_OP2(abs, out)>(self, out);
   });
 }
 
@@ -82,7 +127,7 @@ at::Tensor& logical_not_out_mlu(const at::Tensor& self, at::Tensor& out) {
   return run_or_fallback(
       iter, Op::LogicalNot, {}, out,
       [&]() -> at::Tensor& {
-        return cpu_fallback<at::Tensor&(const at::Tensor&, at::Tensor&)>("aten::logical_not.out", self, out);
+        return cpu_fallback<ATEN_OP2(logical_not, out)>(self, out);
       },
       self.scalar_type());
 }
@@ -107,8 +152,7 @@ at::Tensor& nan_to_num_out_mlu(const at::Tensor& self, std::optional<double> nan
     return out;
   }
   auto fallback = [&]() -> at::Tensor& {
-    return cpu_fallback<at::Tensor&(const at::Tensor&, std::optional<double>, std::optional<double>,
-                                    std::optional<double>, at::Tensor&)>("aten::nan_to_num.out", self, nan, posinf,
+    return cpu_fallback<ATEN_OP2(nan_to_num, out)>(self, nan, posinf,
                                                                          neginf, out);
   };
   if (self.is_complex()) return fallback();
@@ -169,14 +213,14 @@ TORCH_MLU_ATEN_IMPL(m) {
   MLU_REGISTER_UNARY(m, tan, Op::Tan);
   MLU_REGISTER_UNARY(m, tanh, Op::Tanh);
   MLU_REGISTER_UNARY(m, trunc, Op::Trunc);
-  MLU_REGISTER_POINTWISE(m, round_decimals, "round.decimals", "round_.decimals", "round.decimals_out",
+  MLU_REGISTER_POINTWISE(m, round_decimals, round_decimals, round__decimals, round_decimals_out,
                          Op::RoundDecimals, (make_params({decimals})), (int64_t decimals), (decimals));
-  MLU_REGISTER_POINTWISE(m, pow_Tensor_Scalar, "pow.Tensor_Scalar", "pow_.Scalar", "pow.Tensor_Scalar_out",
+  MLU_REGISTER_POINTWISE(m, pow_Tensor_Scalar, pow_Tensor_Scalar, pow__Scalar, pow_Tensor_Scalar_out,
                          Op::PowScalar, (make_params({exponent})), (const at::Scalar& exponent), (exponent));
   // No in-place variants:
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, signbit, "signbit", "signbit.out", Op::Signbit, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, isposinf, "isposinf", "isposinf.out", Op::IsPosInf, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, isneginf, "isneginf", "isneginf.out", Op::IsNegInf, {}, (), ());
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, signbit, signbit, signbit_out, Op::Signbit, {}, (), ());
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, isposinf, isposinf, isposinf_out, Op::IsPosInf, {}, (), ());
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, isneginf, isneginf, isneginf_out, Op::IsNegInf, {}, (), ());
   m.impl("abs.out", TORCH_FN(abs_out_mlu));
   m.impl("logical_not.out", TORCH_FN(logical_not_out_mlu));
   m.impl("isnan", TORCH_FN(isnan_mlu));

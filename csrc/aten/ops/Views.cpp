@@ -3,8 +3,8 @@
 // are registered here, because a view cannot go through the CPU fallback
 // (the fallback would return a copy, not a view).
 #include <ATen/native/Resize.h>
-#include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/set_native.h>
 #include <ATen/ops/unfold_native.h>
 #include <ATen/ops/view_as_complex_native.h>

@@ -1,6 +1,6 @@
 """``torch.mlu.amp``: mixed precision on mlu, as ``torch.cuda.amp`` is for CUDA.
 
-The cast policies live in C++ (csrc/aten/AutocastMode.cpp, the AutocastPrivateUse1 key). These wrappers
+The cast policies live in C++ (csrc/aten/ops/AutocastMode.cpp, the AutocastPrivateUse1 key). These wrappers
 are the device-bound spellings older scripts use (``torch.mlu.amp.autocast()``,
 ``torch.mlu.amp.GradScaler()``, ``custom_fwd`` / ``custom_bwd``); new code can call ``torch.autocast("mlu")``
 and ``torch.amp.GradScaler("mlu")`` directly.
