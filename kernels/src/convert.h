@@ -11,8 +11,10 @@
 #include <utility>
 
 #include "mlu_kernels/half.h"
+#include "isa_variants.h"
 
 namespace mlu::kernels::detail {
+inline namespace MLU_KERNELS_ISA_TAG {  // Note [Per-ISA variants]
 
 template <class T>
 inline constexpr bool is_complex_v = false;
@@ -74,4 +76,5 @@ inline To convert(From from) {
   }
 }
 
+}  // namespace MLU_KERNELS_ISA_TAG
 }  // namespace mlu::kernels::detail

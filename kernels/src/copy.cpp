@@ -1,16 +1,17 @@
 #include "mlu_kernels/copy.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 
 #include "convert.h"
+#include "copy_table.h"
 #include "dispatch.h"
 #include "strided_loop.h"
-#include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 #include "mlu_kernels/pointwise.h"
-#include "register_transpose.h"
 #include "unravel.h"
 
 namespace mlu::kernels {
@@ -20,26 +21,20 @@ namespace {
 constexpr int64_t kCopyGrain = 65536;  // elements per parallel chunk, at least
 constexpr int64_t kTile = 32;
 
-// A square register transpose (register_transpose.h) for one element size.
-template <class T>
-struct TransposeBlock {
-  int64_t size = 0;  // 0: none for this size and ISA
-  void (*run)(T*, int64_t, const T*, int64_t) = nullptr;
-};
+const detail::CopyKernels& active_kernels() { return MLU_KERNELS_ACTIVE_ISA_VARIANT(copy_kernels)(); }
 
+// The active ISA's register transpose for T's size (copy_table.h), if any.
 template <class T>
-TransposeBlock<T> transpose_block() {
-  const Isa isa = active_isa();
-  if constexpr (sizeof(T) == 4) {
-    if (isa >= Isa::Avx512) return {16, detail::transpose_16x16_b32_avx512};
-    if (isa >= Isa::Avx2) return {8, detail::transpose_8x8_b32_avx2};
-  } else if constexpr (sizeof(T) == 8) {
-    if (isa >= Isa::Avx512) return {8, detail::transpose_8x8_b64_avx512};
-    if (isa >= Isa::Avx2) return {4, detail::transpose_4x4_b64_avx2};
-  } else if constexpr (sizeof(T) == 2) {
-    if (isa >= Isa::Avx2) return {16, detail::transpose_16x16_b16_avx2};
+detail::TransposeBlock<T> transpose_block() {
+  if constexpr (std::is_same_v<T, uint16_t>) {
+    return active_kernels().transpose16;
+  } else if constexpr (std::is_same_v<T, uint32_t>) {
+    return active_kernels().transpose32;
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
+    return active_kernels().transpose64;
+  } else {
+    return {};
   }
-  return {};
 }
 
 // d[i * da + j * db] = s[i * sa + j * sb] over [a0, a1) x [b0, b1).
@@ -62,9 +57,13 @@ void copy_tile_scalar(T* d, int64_t da, int64_t db, const T* s, int64_t sa, int6
 // touched once (with power-of-two row pitches, as in 1024 x 1024, a 32-row
 // tile of scalar copies has its lines in one L1 set and evicts them before
 // their other elements are used). The block's edges, and copies with a -1
-// unit stride, run the scalar tile loop. 1024 x 1024 float32 (C++ loop,
-// 2 threads, Zen 5): 600-760 us scalar, 290-340 us with 16 x 16 AVX-512
-// blocks, 340-370 us with 8 x 8 AVX2 blocks; PyTorch's CPU copy 410-500 us.
+// unit stride, run the scalar tile loop. The register transposes are per ISA
+// (register_transpose.h, compiled in copy_isa.cpp, picked through
+// copy_table.h): blocks of 16 x 16 4-byte and 8 x 8 8-byte elements with
+// AVX-512, 8 x 8 and 4 x 4 with AVX2, 16 x 16 2-byte elements with either,
+// none in the baseline. (What the blocks gained over the scalar tiles, per
+// ISA, and against PyTorch's CPU copy, as measured when they were written:
+// docs/bench_kernels.md.)
 template <class T>
 void copy_tiled(T* dst, const Strides& ds, const T* src, const Strides& ss, const Shape& shape, int a, int b) {
   Shape outer;
@@ -80,7 +79,7 @@ void copy_tiled(T* dst, const Strides& ds, const T* src, const Strides& ss, cons
   const int64_t rows = shape.sizes[a], cols = shape.sizes[b];
   const int64_t tiles = (rows + kTile - 1) / kTile;
   const int64_t da = ds.v[a], db = ds.v[b], sa = ss.v[a], sb = ss.v[b];
-  const TransposeBlock<T> block = sa == 1 && db == 1 ? transpose_block<T>() : TransposeBlock<T>{};
+  const detail::TransposeBlock<T> block = sa == 1 && db == 1 ? transpose_block<T>() : detail::TransposeBlock<T>{};
   parallel_for(0, numel(outer) * tiles, std::max<int64_t>(1, kCopyGrain / (kTile * cols)), [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t o = t / tiles;
@@ -127,39 +126,30 @@ void copy_contiguous(To* __restrict dst, const From* __restrict src, int64_t n) 
   for (int64_t i = 0; i < n; ++i) dst[i] = detail::convert<To>(src[i]);
 }
 
-// A reversed row (flip along the innermost dim): GCC vectorises it with a
-// permute; the AVX2 copy moves 32 bytes per step instead of the baseline's
-// 16 (this file is built for the baseline ISA).
-template <class To, class From>
-inline void copy_reversed(To* __restrict d, const From* __restrict s, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) d[i] = detail::convert<To>(s[-i]);
+// The active ISA's reversed row copy (copy_isa.cpp) for the element types
+// dispatch_pair picks: bits for equal dtypes, else the converting pair.
+detail::ReversedRow reversed_row(ScalarType to, ScalarType from) {
+  const detail::CopyKernels& kernels = active_kernels();
+  if (to == from) return kernels.reversed_bits[std::countr_zero(element_size(to))];
+  return kernels.reversed[static_cast<int>(to)][static_cast<int>(from)];
 }
 
-template <class To, class From>
-[[gnu::target("avx2")]] void copy_reversed_avx2(To* __restrict d, const From* __restrict s, int64_t n) {
-  copy_reversed(d, s, n);
-}
-
+// `reversed` copies the rows of a flip along the innermost dim (reversed_row).
 template <class To, class From>
 void copy_strided(To* dst, const Strides& dst_strides, const From* src,
-                  const Strides& src_strides, const Shape& shape) {
+                  const Strides& src_strides, const Shape& shape, detail::ReversedRow reversed) {
   const int last = shape.ndim - 1;
   const int64_t n = shape.sizes[last];
   const int64_t ds = dst_strides.v[last];
   const int64_t ss = src_strides.v[last];
   const Strides* operands[2] = {&dst_strides, &src_strides};
-  const bool wide_vectors = active_isa() != Isa::Baseline;
   detail::for_each_row(shape, operands, [&](const int64_t* offsets) {
     To* d = dst + offsets[0];
     const From* s = src + offsets[1];
     if (ds == 1 && ss == 1) {
       copy_contiguous(d, s, n);
     } else if (ds == 1 && ss == -1) {
-      if (wide_vectors) {
-        copy_reversed_avx2(d, s, n);
-      } else {
-        copy_reversed(d, s, n);
-      }
+      reversed(d, s, n);
     } else {
       for (int64_t i = 0; i < n; ++i) d[i * ds] = detail::convert<To>(s[i * ss]);
     }
@@ -229,11 +219,12 @@ void copy(void* dst, ScalarType dst_type, const Strides& dst_strides, const void
       return;
     }
     const int64_t inner = n / s.sizes[0];
+    const detail::ReversedRow reversed = reversed_row(dst_type, src_type);
     parallel_for(0, s.sizes[0], std::max<int64_t>(1, kCopyGrain / std::max<int64_t>(inner, 1)),
                  [&](int64_t b, int64_t e) {
                    Shape part = s;
                    part.sizes[0] = e - b;
-                   copy_strided(d + b * ds.v[0], ds, sp + b * ss.v[0], ss, part);
+                   copy_strided(d + b * ds.v[0], ds, sp + b * ss.v[0], ss, part, reversed);
                  });
   });
 }

@@ -1,7 +1,5 @@
 #include "mlu_kernels/index.h"
 
-#include "intrinsics.h"  // first: before anything that includes <immintrin.h>
-
 #include <algorithm>
 #include <cstring>
 #include <bit>
@@ -12,8 +10,8 @@
 #include "bad_index.h"
 #include "convert.h"
 #include "dispatch.h"
+#include "index_table.h"
 #include "mlu_kernels/copy.h"
-#include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels {
@@ -62,114 +60,8 @@ int64_t index_at(const void* base, int64_t offset) {
   return static_cast<int64_t>(static_cast<const I*>(base)[offset]);
 }
 
-// Note [Vector gathers]
-// A gather along a contiguous row of 4- or 8-byte elements with a contiguous
-// index row (torch.gather's usual case) takes AVX-512's gather instructions:
-// 16 elements each for 4-byte elements (two groups of 8 int64 indices checked,
-// then narrowed to 32 bits), else 8. C++ loop over 1024 rows of 1024 float32
-// (2 threads, Zen 5): 365 us scalar (checks interleaved), 300 us scalar after
-// Note [Check, then copy], 248 us with 8-lane gathers, 211 us with 16 lanes
-// and one unsigned compare per group. As in the scalar loop, an out-of-range
-// index reads element 0 and the caller reports it afterwards.
-// Gathers the whole groups in [0, len); returns how many elements it did and
-// sets `bad` if some index was out of [0, size).
-template <class T, class I>
-[[gnu::target("avx512f")]] int64_t gather_row_avx512(T* __restrict d, const T* __restrict from,
-                                                     const I* __restrict idx, int64_t len, int64_t size,
-                                                     bool& bad) {
-  static_assert(sizeof(T) == 4 || sizeof(T) == 8);
-  const __m512i bound = _mm512_set1_epi64(size);
-  __mmask8 bad_lanes = 0;
-  int64_t j = 0;
-  if constexpr (sizeof(T) == 4) {
-    // 16 lanes per gather: two groups of 8 indices narrowed to 32 bits once
-    // checked (size < 2^31 here: a row of 4-byte elements indexed by int32
-    // offsets of at most 4 * size bytes is all vpgatherdd can address).
-    if (size <= (int64_t{1} << 29)) {
-      for (; j + 16 <= len; j += 16) {
-        __m512i lo, hi;
-        if constexpr (sizeof(I) == 8) {
-          lo = _mm512_loadu_si512(idx + j);
-          hi = _mm512_loadu_si512(idx + j + 8);
-        } else {
-          lo = _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + j)));
-          hi = _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + j + 8)));
-        }
-        const __mmask8 ok_lo = _mm512_cmplt_epu64_mask(lo, bound), ok_hi = _mm512_cmplt_epu64_mask(hi, bound);
-        bad_lanes |= static_cast<__mmask8>(~(ok_lo & ok_hi));
-        const __m256i lo32 = _mm512_cvtepi64_epi32(_mm512_maskz_mov_epi64(ok_lo, lo));
-        const __m256i hi32 = _mm512_cvtepi64_epi32(_mm512_maskz_mov_epi64(ok_hi, hi));
-        const __m512i i32 = _mm512_inserti64x4(_mm512_castsi256_si512(lo32), hi32, 1);
-        _mm512_storeu_si512(d + j, _mm512_i32gather_epi32(i32, from, 4));
-      }
-    }
-  }
-  for (; j + 8 <= len; j += 8) {
-    __m512i i;
-    if constexpr (sizeof(I) == 8) {
-      i = _mm512_loadu_si512(idx + j);
-    } else {
-      i = _mm512_cvtepi32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(idx + j)));
-    }
-    const __mmask8 ok = _mm512_cmplt_epu64_mask(i, bound);  // negative: huge as unsigned
-    bad_lanes |= static_cast<__mmask8>(~ok);
-    i = _mm512_maskz_mov_epi64(ok, i);
-    if constexpr (sizeof(T) == 4) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j), _mm512_i64gather_epi32(i, from, 4));
-    } else {
-      _mm512_storeu_si512(d + j, _mm512_i64gather_epi64(i, from, 8));
-    }
-  }
-  bad |= bad_lanes != 0;
-  return j;
-}
-
-// Whether any of len indices (step apart) lies outside [0, size). An index x
-// is out of range exactly when x or size - 1 - x (wrapping) is negative: a
-// sign bit in an OR, which vectorises (an unsigned 64-bit compare does not,
-// in AVX2).
-template <class I>
-inline bool any_out_of_range(const I* __restrict at, int64_t step, int64_t len, int64_t size) {
-  uint64_t signs = 0;
-  for (int64_t j = 0; j < len; ++j) {
-    const auto x = static_cast<uint64_t>(static_cast<int64_t>(at[j * step]));
-    signs |= x | (static_cast<uint64_t>(size) - 1 - x);
-  }
-  return (signs >> 63) != 0;
-}
-
-// d[j] = from[idx[j]] over a contiguous row; returns whether some index was
-// out of [0, size) (size > 0; such an element gets from[0]).
-// Note [Check, then copy]: without vector gathers, the row's indices are
-// first checked in one branch-free pass, then copied by a loop that only
-// loads and stores (the checks interleaved with the copy made it 1.7x slower:
-// C++ loop over 1024 rows of 1024 bfloat16, 530 -> 300 us).
-template <class T, class I>
-bool gather_row_contiguous(T* __restrict d, const T* __restrict from, const I* __restrict idx, int64_t len,
-                           int64_t size, bool vector_gathers) {
-  bool bad = false;
-  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-    if (vector_gathers) {
-      int64_t j = gather_row_avx512(d, from, idx, len, size, bad);
-      for (; j < len; ++j) {
-        const int64_t i = static_cast<int64_t>(idx[j]);
-        const bool ok = (i >= 0) & (i < size);
-        bad |= !ok;
-        d[j] = from[ok ? i : 0];
-      }
-      return bad;
-    }
-  }
-  if (any_out_of_range(idx, 1, len, size)) [[unlikely]] {
-    for (int64_t j = 0; j < len; ++j) {
-      const int64_t i = static_cast<int64_t>(idx[j]);
-      d[j] = from[(i >= 0) & (i < size) ? i : 0];
-    }
-    return true;
-  }
-  for (int64_t j = 0; j < len; ++j) d[j] = from[idx[j]];
-  return false;
-}
+// The active ISA's row routines (index_isa.cpp).
+const detail::IndexKernels& active_kernels() { return MLU_KERNELS_ACTIVE_ISA_VARIANT(index_kernels)(); }
 
 template <class F>
 void dispatch_index(ScalarType type, F&& f) {
@@ -261,12 +153,14 @@ IndexCheck gather(const Shape& shape, int dim, const Operand& out, const Operand
   const int64_t n_rows = numel(rows.outer);
   if (n_rows == 0 || rows.len == 0) return {};
   const int64_t ro = so.v[kMaxDims - 1], ri = si.v[kMaxDims - 1], rx = sx.v[kMaxDims - 1];
-  const bool vector_gathers = active_isa() >= Isa::Avx512;  // Note [Vector gathers]
+  const detail::IndexKernels& kernels = active_kernels();
   BadIndex bad;
   dispatch_index(index.dtype, [&](auto itag) {
     using I = typename decltype(itag)::type;
     detail::dispatch_bits(element_size(out.dtype), [&](auto tag) {
       using T = typename decltype(tag)::type;
+      // Contiguous rows: Note [Vector gathers] or Note [Check, then copy] (index_isa.cpp).
+      const detail::GatherRow gather_row = kernels.gather_row[std::countr_zero(sizeof(T))][sizeof(I) == 8];
       T* dst = static_cast<T*>(out.data);
       const T* src = static_cast<const T*>(in.data);
       parallel_for(0, n_rows, std::max<int64_t>(1, kGrain / rows.len), [&](int64_t b, int64_t e) {
@@ -282,7 +176,7 @@ IndexCheck gather(const Shape& shape, int dim, const Operand& out, const Operand
           bool any_bad = size == 0 && len > 0;  // an empty dim: every index is out of range
           if (size == 0) {
           } else if (so == 1 && si == 1 && sx == 1) {  // the common case
-            any_bad = gather_row_contiguous(d, from, idx, len, size, vector_gathers);
+            any_bad = gather_row(d, from, idx, len, size);
           } else {
             for (int64_t j = 0; j < len; ++j) {
               const int64_t i = static_cast<int64_t>(idx[j * sx]);
@@ -382,64 +276,38 @@ inline void for_each_position(const void* index, int64_t index_dim, int64_t len,
   }
 }
 
-// A destination row back from its float accumulators: an element whose float
-// did not change keeps its bits (NaN payloads included), the others round.
-// A select, then an unconditional store, so the loop vectorises; the AVX2
-// copy is the same loop for 8 lanes (this file is built for the baseline ISA).
-template <class T>
-inline void store_row_back(T* __restrict d, const float* __restrict acc, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) {
-    const T before = d[k], after = detail::convert<T>(acc[k]);
-    const bool same = std::bit_cast<uint32_t>(detail::widen(before)) == std::bit_cast<uint32_t>(acc[k]);
-    d[k] = T{static_cast<uint16_t>(same ? before.x : after.x)};
+// The active ISA's update of a contiguous float / double slice (index_isa.cpp).
+template <ScatterOp Op, class T>
+detail::UpdateSlice<T> update_slice(const detail::IndexKernels& kernels) {
+  static_assert(Op == ScatterOp::Add || Op == ScatterOp::Mul);
+  constexpr int op = Op == ScatterOp::Add ? 0 : 1;
+  if constexpr (std::is_same_v<T, float>) {
+    return kernels.update_float[op];
+  } else {
+    return kernels.update_double[op];
   }
 }
 
+// The active ISA's float-row steps for Half / BFloat16 (index_isa.cpp).
 template <class T>
-[[gnu::target("avx2")]] void store_row_back_avx2(T* __restrict d, const float* __restrict acc, int64_t n) {
-  store_row_back(d, acc, n);
-}
-
-// One contiguous slice's update in its own type: d + alpha * v (Add) or
-// d * v (Mul), rounded once per update as the pointwise engine does (no FMA
-// contraction: the AVX2 clone only widens the vectors, this file being built
-// for the baseline ISA; index_add_ of 1024 rows of 1024 float32, A/B: 331-352 -> 248-288 us).
-template <ScatterOp kOp, class T>
-inline void update_slice(T* __restrict d, const T* __restrict v, int64_t n, T alpha) {
-  for (int64_t q = 0; q < n; ++q) d[q] = kOp == ScatterOp::Add ? static_cast<T>(d[q] + alpha * v[q]) : d[q] * v[q];
-}
-
-template <ScatterOp kOp, class T>
-[[gnu::target("avx2")]] void update_slice_avx2(T* __restrict d, const T* __restrict v, int64_t n, T alpha) {
-  update_slice<kOp>(d, v, n, alpha);
-}
-
-// Note [Scatter updates from a float row]
-// A row's updates in float are prepared in one sequential pass that also
-// checks its indices (Note [Check, then copy]): operand[j] is what position j
-// adds (alpha * value) or multiplies by (value). The update loop is then a
-// load, an add or multiply and a store per position; widening bfloat16 and
-// multiplying by alpha inside it made it twice as long. alpha * value rounds
-// to float exactly as it did inside the update. Returns whether any index is
-// out of range; the update loop reports those and skips them.
-template <ScatterOp Op, class I, class T>
-inline bool prepare_updates(const I* __restrict at, int64_t step_x, const T* __restrict values, int64_t step_v,
-                            int64_t len, int64_t size, float alpha, float* __restrict operand) {
-  // Two loops: one mixing 8- and 2-byte loads does not vectorise.
-  const bool any_bad = any_out_of_range(at, step_x, len, size);
-  for (int64_t j = 0; j < len; ++j) {
-    const float v = detail::widen(values[j * step_v]);
-    operand[j] = Op == ScatterOp::Add ? alpha * v : v;
+const detail::FloatRowFns<T>& float_row_fns(const detail::IndexKernels& kernels) {
+  if constexpr (std::is_same_v<T, Half>) {
+    return kernels.half;
+  } else {
+    return kernels.bfloat16;
   }
-  return any_bad;
 }
 
-// The same for unit strides, in AVX2 (this file is built for the baseline ISA).
+// Of those, Note [Scatter updates from a float row] on unit strides.
 template <ScatterOp Op, class I, class T>
-[[gnu::target("avx2")]] bool prepare_contiguous_updates_avx2(const I* __restrict at, const T* __restrict values,
-                                                             int64_t len, int64_t size, float alpha,
-                                                             float* __restrict operand) {
-  return prepare_updates<Op>(at, 1, values, 1, len, size, alpha, operand);
+detail::PrepareUpdates<I, T> contiguous_updates(const detail::FloatRowFns<T>& fns) {
+  static_assert(Op == ScatterOp::Add || Op == ScatterOp::Mul);
+  constexpr int op = Op == ScatterOp::Add ? 0 : 1;
+  if constexpr (std::is_same_v<I, int32_t>) {
+    return fns.prepare_int32[op];
+  } else {
+    return fns.prepare_int64[op];
+  }
 }
 
 // The in-range positions j of a 1-D index (len values, `step` apart) as
@@ -536,18 +404,13 @@ bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& se
         if (ds == 1 && vs == 1) {
           // Contiguous slices of the compute type: the engine's expression
           // (Add: d + alpha * v) inline, without a pointwise() call per slice
-          // and thread (index_add of 1024 rows of 1024 float32: 162 -> 130 us).
+          // and thread: that call's fixed cost was paid once per slice
+          // (timings: docs/bench_kernels.md).
           const T alpha_t = static_cast<T>(alpha);
-          const bool wide_vectors = active_isa() != Isa::Baseline;
+          const detail::UpdateSlice<T> update = update_slice<kOp, T>(active_kernels());
           parallel_for(0, slice, grain, [&](int64_t b, int64_t e) {
             for_each_position<I>(index.data, index_dim, len, dim_size, bad, [&](int64_t j, int64_t i) {
-              T* d = dst + i * self_dim + b;
-              const T* v = from + j * src_dim + b;
-              if (wide_vectors) {
-                update_slice_avx2<kOp>(d, v, e - b, alpha_t);
-              } else {
-                update_slice<kOp>(d, v, e - b, alpha_t);
-              }
+              update(dst + i * self_dim + b, from + j * src_dim + b, e - b, alpha_t);
             });
           });
           return;
@@ -611,7 +474,7 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
         // Note [Scatter accumulation in float]: a float accumulator per element
         // of the row's destination, set from the destination where an index
         // first points at it, stored back once after the row's updates.
-        const bool wide_vectors = active_isa() != Isa::Baseline;
+        const detail::FloatRowFns<T>& float_rows = float_row_fns<T>(active_kernels());
         parallel_for(0, n_rows, grain, [&](int64_t b, int64_t e) {
           std::unique_ptr<float[]> acc(new float[static_cast<size_t>(dim_size)]);  // only touched ones are read
           std::unique_ptr<float[]> operand(new float[static_cast<size_t>(rows.len)]);
@@ -643,9 +506,10 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
               const float* __restrict by = operand.get();
               const I* __restrict at = idx;
               const int64_t len = rows.len, step_x = rx, size = dim_size;
-              const bool any_bad = wide_vectors && rx == 1 && rv == 1
-                                       ? prepare_contiguous_updates_avx2<kOp>(at, v, len, size, a, operand.get())
-                                       : prepare_updates<kOp>(at, step_x, v, rv, len, size, a, operand.get());
+              const bool any_bad =
+                  rx == 1 && rv == 1
+                      ? contiguous_updates<kOp, I>(float_rows)(at, v, len, size, a, operand.get())
+                      : detail::prepare_updates<kOp>(at, step_x, v, rv, len, size, a, operand.get());
               for (int64_t j = 0; j < len; ++j) {
                 const int64_t i = static_cast<int64_t>(at[j * step_x]);
                 if (any_bad && static_cast<uint64_t>(i) >= static_cast<uint64_t>(size)) {
@@ -660,11 +524,7 @@ IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& sel
               }
             }
             if (whole_row) {
-              if (wide_vectors) {
-                store_row_back_avx2(d, acc.get(), dim_size);
-              } else {
-                store_row_back(d, acc.get(), dim_size);
-              }
+              float_rows.store_row_back(d, acc.get(), dim_size);
             } else {
               for (int64_t j = 0; j < rows.len; ++j) {
                 const int64_t i = static_cast<int64_t>(idx[j * rx]);

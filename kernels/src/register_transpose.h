@@ -1,27 +1,35 @@
 // Square transposes in vector registers, for the blocked transposing copy
-// (Note [Blocked transposing copies], copy.cpp).
+// (Note [Blocked transposing copies], copy.cpp). Included by copy_isa.cpp
+// only (Note [Per-ISA variants]): the AVX-512 ones exist in its avx512
+// variant, the AVX2 ones in its avx2 variant, and the copy reaches them
+// through the tables copy_isa.cpp fills (copy_table.h). The AVX-512 table
+// keeps the avx2 variant's 16 x 16 two-byte transpose (measured faster there
+// than the same intrinsics compiled for AVX-512).
 //
 // Each function reads the B rows s, s + ld_s, ..., s + (B-1) * ld_s of B
 // elements and writes their transpose as the rows d, d + ld_d, ...: d[i *
 // ld_d + j] = s[j * ld_s + i] for i, j < B. Rows are loaded and stored as
 // whole unaligned vectors, so a block touches each of its cache lines once;
 // the rows must not overlap between source and destination. Elements are
-// moved as bits (no conversion, NaN payloads kept). Each is compiled for its
-// instruction set with a target attribute: call it only when active_isa()
-// has that set. They are out of line on purpose: the copy's tile loop is
-// baseline code and calls one per block of B * B elements.
+// moved as bits (no conversion, NaN payloads kept). The copy's tile loop
+// (baseline code, copy.cpp) calls one per block of B * B elements.
 #pragma once
 
-#include <immintrin.h>
+#ifndef MLU_ISA_NS
+#error "register_transpose.h is for the per-ISA copy file (copy_isa.cpp)"
+#endif
+
+#include "intrinsics.h"
 
 #include <cstdint>
 
-namespace mlu::kernels::detail {
+namespace mlu::kernels::MLU_ISA_NS {
+
+#if defined(__AVX512F__)
 
 // 16 x 16 four-byte elements: 64 shuffles (unpack pairs of rows, then pairs
 // of pairs, then 128-bit lanes twice).
-[[gnu::target("avx512f"), gnu::noinline]] inline void transpose_16x16_b32_avx512(uint32_t* d, int64_t ld_d,
-                                                                                const uint32_t* s, int64_t ld_s) {
+inline void transpose_16x16_b32_avx512(uint32_t* d, int64_t ld_d, const uint32_t* s, int64_t ld_s) {
   __m512 r[16], t[16];
   for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_ps(s + k * ld_s);
   for (int k = 0; k < 16; k += 2) {
@@ -47,8 +55,7 @@ namespace mlu::kernels::detail {
 }
 
 // 8 x 8 eight-byte elements: unpack pairs of rows, then 128-bit lanes twice.
-[[gnu::target("avx512f"), gnu::noinline]] inline void transpose_8x8_b64_avx512(uint64_t* d, int64_t ld_d,
-                                                                              const uint64_t* s, int64_t ld_s) {
+inline void transpose_8x8_b64_avx512(uint64_t* d, int64_t ld_d, const uint64_t* s, int64_t ld_s) {
   __m512d r[8], t[8];
   for (int k = 0; k < 8; ++k) r[k] = _mm512_loadu_pd(s + k * ld_s);
   for (int k = 0; k < 8; k += 2) {
@@ -67,9 +74,10 @@ namespace mlu::kernels::detail {
   }
 }
 
+#elif defined(__AVX2__)
+
 // 8 x 8 four-byte elements.
-[[gnu::target("avx2"), gnu::noinline]] inline void transpose_8x8_b32_avx2(uint32_t* d, int64_t ld_d, const uint32_t* s,
-                                                                         int64_t ld_s) {
+inline void transpose_8x8_b32_avx2(uint32_t* d, int64_t ld_d, const uint32_t* s, int64_t ld_s) {
   __m256 r[8], t[8];
   for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(reinterpret_cast<const float*>(s + k * ld_s));
   for (int k = 0; k < 8; k += 2) {
@@ -89,8 +97,7 @@ namespace mlu::kernels::detail {
 }
 
 // 4 x 4 eight-byte elements.
-[[gnu::target("avx2"), gnu::noinline]] inline void transpose_4x4_b64_avx2(uint64_t* d, int64_t ld_d, const uint64_t* s,
-                                                                         int64_t ld_s) {
+inline void transpose_4x4_b64_avx2(uint64_t* d, int64_t ld_d, const uint64_t* s, int64_t ld_s) {
   __m256d r[4];
   for (int k = 0; k < 4; ++k) r[k] = _mm256_loadu_pd(reinterpret_cast<const double*>(s + k * ld_s));
   const __m256d even_01 = _mm256_unpacklo_pd(r[0], r[1]), odd_01 = _mm256_unpackhi_pd(r[0], r[1]);
@@ -104,8 +111,7 @@ namespace mlu::kernels::detail {
 
 // 16 x 16 two-byte elements: unpacks of 16, 32 and 64 bits, then 128-bit
 // lanes. Within each half of eight, vector k then holds column bitrev3(k).
-[[gnu::target("avx2"), gnu::noinline]] inline void transpose_16x16_b16_avx2(uint16_t* d, int64_t ld_d,
-                                                                           const uint16_t* s, int64_t ld_s) {
+inline void transpose_16x16_b16_avx2(uint16_t* d, int64_t ld_d, const uint16_t* s, int64_t ld_s) {
   __m256i r[16], t[16];
   for (int k = 0; k < 16; ++k) r[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + k * ld_s));
   for (int k = 0; k < 16; k += 2) {
@@ -133,4 +139,6 @@ namespace mlu::kernels::detail {
   }
 }
 
-}  // namespace mlu::kernels::detail
+#endif  // __AVX512F__, __AVX2__
+
+}  // namespace mlu::kernels::MLU_ISA_NS

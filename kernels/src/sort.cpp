@@ -145,9 +145,9 @@ void radix_sort_high_words(std::vector<uint64_t>& words, std::vector<uint64_t>& 
 // branch); the few that pass are inserted into a sorted array of k words.
 // An equal image never passes: the kept one has the lower index, as in the
 // packed sort. std::partial_sort's heap did the same scan on 64-bit words
-// with a heap update per pass (1024 x 1024 float32, k = 8: 44% of the time
-// in partial_sort and its heap; topk 2.4-2.7 -> 1.9-2.1 ms, A/B). Testing
-// blocks of 32 images with one OR of the compares first was slower.
+// with a heap update per pass, and was the largest part of topk's time
+// (profile and A/B timings: docs/bench_kernels.md). Testing blocks of 32
+// images with one OR of the compares first was slower.
 constexpr int64_t kFewFirst = 32;
 
 template <class V>

@@ -44,15 +44,25 @@ struct BagCheck {
 // max_indices [num_bags, dim] (Max only, else may be nullptr).
 BagCheck embedding_bag(const EmbeddingBagArgs& args, void* output, int64_t* offset2bag, int64_t* bag_size,
                        int64_t* max_indices);
+// Scalar reference (embedding_bag_ref.cpp): one output element at a time, sums in double.
+BagCheck embedding_bag_ref(const EmbeddingBagArgs& args, void* output, int64_t* offset2bag, int64_t* bag_size,
+                           int64_t* max_indices);
 
 // grad_weight [num_weights, dim] (overwritten) from grad [num_bags, dim]
 // (contiguous); scale_grad_by_freq divides by each row's count in indices.
 void embedding_bag_backward(const EmbeddingBagArgs& args, const void* grad, const int64_t* offset2bag,
                             const int64_t* bag_size, const int64_t* max_indices, bool scale_grad_by_freq,
                             void* grad_weight);
+// Scalar reference: one grad_weight element at a time, summing its positions (or bags, Max) in double.
+void embedding_bag_backward_ref(const EmbeddingBagArgs& args, const void* grad, const int64_t* offset2bag,
+                                const int64_t* bag_size, const int64_t* max_indices, bool scale_grad_by_freq,
+                                void* grad_weight);
 
 // grad_per_sample_weights [num_indices] = grad[bag] . weight[index] (0 for padding).
 void embedding_bag_per_sample_weights_backward(const EmbeddingBagArgs& args, const void* grad,
                                                const int64_t* offset2bag, void* grad_per_sample_weights);
+// Scalar reference: each dot product in double.
+void embedding_bag_per_sample_weights_backward_ref(const EmbeddingBagArgs& args, const void* grad,
+                                                   const int64_t* offset2bag, void* grad_per_sample_weights);
 
 }  // namespace mlu::kernels

@@ -23,6 +23,10 @@ enum class LossReduction : int { None = 0, Mean = 1, Sum = 2 };
 IndexCheck nll_loss_forward(ScalarType type, int64_t n, int64_t classes, const void* input, const int64_t* target,
                             const void* weight, LossReduction reduction, int64_t ignore_index, void* output,
                             void* total_weight);
+// Scalar reference (loss_ref.cpp): one sample at a time, sums in double.
+IndexCheck nll_loss_forward_ref(ScalarType type, int64_t n, int64_t classes, const void* input,
+                                const int64_t* target, const void* weight, LossReduction reduction,
+                                int64_t ignore_index, void* output, void* total_weight);
 
 // grad_input [n, classes] (overwritten): -weight[t_i] * g_i at (i, t_i), zero
 // elsewhere, where g_i = grad_output[i] (None), grad_output (Sum) or
@@ -30,5 +34,9 @@ IndexCheck nll_loss_forward(ScalarType type, int64_t n, int64_t classes, const v
 IndexCheck nll_loss_backward(ScalarType type, int64_t n, int64_t classes, const void* grad_output,
                              const int64_t* target, const void* weight, LossReduction reduction,
                              int64_t ignore_index, const void* total_weight, void* grad_input);
+// Scalar reference: one element of grad_input at a time, in double.
+IndexCheck nll_loss_backward_ref(ScalarType type, int64_t n, int64_t classes, const void* grad_output,
+                                 const int64_t* target, const void* weight, LossReduction reduction,
+                                 int64_t ignore_index, const void* total_weight, void* grad_input);
 
 }  // namespace mlu::kernels

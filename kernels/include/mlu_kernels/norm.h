@@ -16,22 +16,35 @@ namespace mlu::kernels {
 
 void layer_norm(ScalarType type, int64_t rows, int64_t cols, const void* x, const void* weight, const void* bias,
                 double eps, void* y, void* mean, void* rstd);
+// Scalar reference (norm_ref.cpp): the formulas above, sums in double.
+void layer_norm_ref(ScalarType type, int64_t rows, int64_t cols, const void* x, const void* weight,
+                    const void* bias, double eps, void* y, void* mean, void* rstd);
 
 // Any of grad_input, grad_weight, grad_bias may be nullptr (not wanted);
 // weight may be nullptr (all ones).
 void layer_norm_backward(ScalarType type, int64_t rows, int64_t cols, const void* grad_y, const void* x,
                          const void* mean, const void* rstd, const void* weight, void* grad_input, void* grad_weight,
                          void* grad_bias);
+// Scalar reference: dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * weight; sums in double.
+void layer_norm_backward_ref(ScalarType type, int64_t rows, int64_t cols, const void* grad_y, const void* x,
+                             const void* mean, const void* rstd, const void* weight, void* grad_input,
+                             void* grad_weight, void* grad_bias);
 
 // Batch normalisation of x [n, channels, spatial] (contiguous), per channel
 // over the n * spatial elements, in the same accumulation type A. Statistics
 // for training: mean and the biased variance (two passes).
 void batch_norm_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, void* mean,
                            void* var);
+// Scalar reference: the two passes in double.
+void batch_norm_statistics_ref(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x,
+                               void* mean, void* var);
 
 // y = (x - mean[c]) * invstd[c] * weight[c] + bias[c] (weight / bias optional).
 void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, const void* mean,
                       const void* invstd, const void* weight, const void* bias, void* y);
+// Scalar reference: (x - mean) * invstd * weight + bias in double, one element at a time.
+void batch_norm_apply_ref(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x,
+                          const void* mean, const void* invstd, const void* weight, const void* bias, void* y);
 
 // With m = n * spatial, xhat = (x - mean) * invstd, per channel:
 //   grad_bias = sum(dy), grad_weight = sum(dy * xhat),
@@ -41,5 +54,9 @@ void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spat
 void batch_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* grad_y,
                          const void* x, const void* mean, const void* invstd, const void* weight, bool training,
                          void* grad_input, void* grad_weight, void* grad_bias);
+// Scalar reference: the formulas above, sums in double.
+void batch_norm_backward_ref(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* grad_y,
+                             const void* x, const void* mean, const void* invstd, const void* weight, bool training,
+                             void* grad_input, void* grad_weight, void* grad_bias);
 
 }  // namespace mlu::kernels

@@ -24,6 +24,9 @@ struct AdamStep {
 // max_exp_avg_sq may be nullptr unless amsgrad.
 void adam_step(const AdamStep& s, ScalarType type, int64_t n, void* param, void* grad, void* exp_avg,
                void* exp_avg_sq, void* max_exp_avg_sq, const float* grad_scale);
+// Scalar reference (optimizer_ref.cpp): the same update per element, in double.
+void adam_step_ref(const AdamStep& s, ScalarType type, int64_t n, void* param, void* grad, void* exp_avg,
+                   void* exp_avg_sq, void* max_exp_avg_sq, const float* grad_scale);
 
 struct SgdStep {
   double lr, weight_decay, momentum, dampening;
@@ -32,6 +35,9 @@ struct SgdStep {
 // momentum_buffer may be nullptr when momentum is 0.
 void sgd_step(const SgdStep& s, ScalarType type, int64_t n, void* param, void* grad, void* momentum_buffer,
               const float* grad_scale);
+// Scalar reference: the same update per element, in double.
+void sgd_step_ref(const SgdStep& s, ScalarType type, int64_t n, void* param, void* grad, void* momentum_buffer,
+                  const float* grad_scale);
 
 struct AdagradStep {
   double lr, lr_decay, weight_decay, eps;
@@ -40,5 +46,8 @@ struct AdagradStep {
 };
 void adagrad_step(const AdagradStep& s, ScalarType type, int64_t n, void* param, void* grad, void* state_sum,
                   const float* grad_scale);
+// Scalar reference: the same update per element, in double.
+void adagrad_step_ref(const AdagradStep& s, ScalarType type, int64_t n, void* param, void* grad, void* state_sum,
+                      const float* grad_scale);
 
 }  // namespace mlu::kernels

@@ -23,12 +23,17 @@ struct PoolShape {
 };
 
 void max_pool(const PoolShape& shape, ScalarType type, const void* input, void* output, int64_t* indices);
+// Scalar reference (pool_ref.cpp): each output's taps in a loop nest, skipping those outside the plane.
+void max_pool_ref(const PoolShape& shape, ScalarType type, const void* input, void* output, int64_t* indices);
 
 // grad_input (overwritten): zero, plus grad_output at each output's index
 // (summed where windows overlap on one maximum). The backward op of max_pool
 // and of adaptive_max_pool.
 void max_pool_backward(const PoolShape& shape, ScalarType type, const void* grad_output, const int64_t* indices,
                        void* grad_input);
+// Scalar reference: each input element sums, in double, the outputs whose index is it.
+void max_pool_backward_ref(const PoolShape& shape, ScalarType type, const void* grad_output, const int64_t* indices,
+                           void* grad_input);
 
 // Average pooling (AvgPoolKernel.cpp, AveragePool3d.cpp): a window of
 // `kernel` from (o * stride - padding), clipped to the padded plane for the
@@ -39,15 +44,29 @@ void max_pool_backward(const PoolShape& shape, ScalarType type, const void* grad
 // Float16/BFloat16 sum in float.
 void avg_pool(const PoolShape& shape, ScalarType type, const void* input, void* output, bool count_include_pad,
               int64_t divisor_override);
+// Scalar reference: each output's taps summed in double.
+void avg_pool_ref(const PoolShape& shape, ScalarType type, const void* input, void* output, bool count_include_pad,
+                  int64_t divisor_override);
 void avg_pool_backward(const PoolShape& shape, ScalarType type, const void* grad_output, void* grad_input,
                        bool count_include_pad, int64_t divisor_override);
+// Scalar reference: each input element sums, in double, grad_output / divisor of the windows holding it.
+void avg_pool_backward_ref(const PoolShape& shape, ScalarType type, const void* grad_output, void* grad_input,
+                           bool count_include_pad, int64_t divisor_override);
 
 // Adaptive pooling to `out`: output i of a dim of size in -> out covers
 // [floor(i * in / out), ceil((i + 1) * in / out)) (kernel, stride, padding
 // unused). Average, or maximum with indices as max_pool.
 void adaptive_avg_pool(const PoolShape& shape, ScalarType type, const void* input, void* output);
+// Scalar reference: each output's window summed in double.
+void adaptive_avg_pool_ref(const PoolShape& shape, ScalarType type, const void* input, void* output);
 void adaptive_avg_pool_backward(const PoolShape& shape, ScalarType type, const void* grad_output, void* grad_input);
+// Scalar reference: each input element sums, in double, the windows holding it.
+void adaptive_avg_pool_backward_ref(const PoolShape& shape, ScalarType type, const void* grad_output,
+                                    void* grad_input);
 void adaptive_max_pool(const PoolShape& shape, ScalarType type, const void* input, void* output, int64_t* indices);
+// Scalar reference: as max_pool_ref over the adaptive windows.
+void adaptive_max_pool_ref(const PoolShape& shape, ScalarType type, const void* input, void* output,
+                           int64_t* indices);
 
 // Fractional max pooling (FractionalMaxPool2d.cpp / 3d.cpp): the windows of
 // `kernel` start at per-plane pseudo-random positions. For a dim of size in
@@ -58,5 +77,8 @@ void adaptive_max_pool(const PoolShape& shape, ScalarType type, const void* inpu
 // indices as max_pool; the backward op is max_pool_backward.
 void fractional_max_pool(const PoolShape& shape, int dims, ScalarType type, const void* input, const void* samples,
                          void* output, int64_t* indices);
+// Scalar reference: each window's start from generate_intervals' formula for its index, then as max_pool_ref.
+void fractional_max_pool_ref(const PoolShape& shape, int dims, ScalarType type, const void* input,
+                             const void* samples, void* output, int64_t* indices);
 
 }  // namespace mlu::kernels

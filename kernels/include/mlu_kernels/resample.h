@@ -38,7 +38,11 @@ struct ResampleShape {
 bool resample_supports(const ResampleShape& shape, ScalarType type);
 
 void resample(const ResampleShape& shape, ScalarType type, const void* input, void* output);
+// Scalar reference (resample_ref.cpp): each output's taps from the formulas above, summed in double.
+void resample_ref(const ResampleShape& shape, ScalarType type, const void* input, void* output);
 // grad_input is overwritten.
 void resample_backward(const ResampleShape& shape, ScalarType type, const void* grad_output, void* grad_input);
+// Scalar reference: each input element sums, in double, every output's weight on it.
+void resample_backward_ref(const ResampleShape& shape, ScalarType type, const void* grad_output, void* grad_input);
 
 }  // namespace mlu::kernels

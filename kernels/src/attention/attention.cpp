@@ -12,18 +12,13 @@
 #include "mlu_kernels/parallel.h"
 #include "mlu_kernels/philox.h"
 #include "rows.h"
+#include "../verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
 
 const detail::AttentionRowFns& row_fns() {
-  switch (active_isa()) {
-    case Isa::Avx512Bf16:  // no variant of its own (isa.h)
-    case Isa::Avx512: return isa_avx512::attention_rows();
-    case Isa::Avx2: return isa_avx2::attention_rows();
-    case Isa::Baseline: break;
-  }
-  return isa_baseline::attention_rows();
+  return MLU_KERNELS_ACTIVE_ISA_VARIANT(attention_rows)();
 }
 
 // Note [Online softmax]
@@ -326,6 +321,15 @@ void backward_head(const AttentionArgs& args, const AttentionGradients& grads, c
   store_rows(t, element(grads.grad_v, t, b, hk, 0), grads.grad_v.row_stride, w.grad_v.data(), dv, keys, dv);
 }
 
+// "batch2 heads8/2 q128 kv128 d64/64 causal dropout0.1" (kv heads, value dim after the slashes).
+void describe(detail::VerboseCall& call, const AttentionArgs& args) {
+  call.describe(args.dtype, "batch%lld heads%lld/%lld q%lld kv%lld d%lld/%lld%s dropout%g",
+                static_cast<long long>(args.batch), static_cast<long long>(args.heads),
+                static_cast<long long>(args.kv_heads), static_cast<long long>(args.q_len),
+                static_cast<long long>(args.kv_len), static_cast<long long>(args.head_dim),
+                static_cast<long long>(args.value_dim), args.causal ? " causal" : "", args.dropout_p);
+}
+
 }  // namespace
 
 bool attention_supports(ScalarType dtype) {
@@ -353,11 +357,14 @@ void attention_forward(const AttentionArgs& args) {
   const int64_t heads = args.batch * args.heads;
   const int64_t blocks = (args.q_len + kQueryRows - 1) / kQueryRows;
   if (heads == 0 || blocks == 0) return;
+  detail::VerboseCall call("attention_forward");
+  if (call) describe(call, args);
   // Whole heads per task when there are enough of them (K^T is built once
   // per task); else each head's query blocks in a few chunks, taken in
   // zigzag order (first, last, second, ...) so that under a causal mask the
   // cheap early chunks and the costly late ones mix in every thread's share.
   const int64_t chunks = std::clamp<int64_t>((4 * num_threads() + heads - 1) / heads, 1, blocks);
+  call.path(chunks == 1 ? "whole_heads" : "query_chunks");
   parallel_for(0, heads * chunks, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) {
       const int64_t bh = t / chunks, p = t % chunks;
@@ -370,6 +377,9 @@ void attention_forward(const AttentionArgs& args) {
 
 void attention_backward(const AttentionArgs& args, const AttentionGradients& grads) {
   const detail::AttentionRowFns& fns = row_fns();
+  detail::VerboseCall call("attention_backward");
+  if (call) describe(call, args);
+  call.path("per_kv_head");
   parallel_for(0, args.batch * args.kv_heads, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) backward_head(args, grads, fns, t / args.kv_heads, t % args.kv_heads);
   });

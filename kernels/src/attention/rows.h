@@ -3,6 +3,7 @@
 // threading; these are the element-wise steps between the GEMMs.
 #pragma once
 
+#include "../isa_variants.h"
 #include <cstdint>
 
 namespace mlu::kernels::detail {
@@ -20,12 +21,4 @@ struct AttentionRowFns {
 
 }  // namespace mlu::kernels::detail
 
-namespace mlu::kernels::isa_baseline {
-const detail::AttentionRowFns& attention_rows();
-}
-namespace mlu::kernels::isa_avx2 {
-const detail::AttentionRowFns& attention_rows();
-}
-namespace mlu::kernels::isa_avx512 {
-const detail::AttentionRowFns& attention_rows();
-}
+MLU_KERNELS_DECLARE_ISA_VARIANTS(const detail::AttentionRowFns& attention_rows())

@@ -117,6 +117,8 @@ constexpr int64_t kWideBelow = 1024;
 
 void conv_forward(const ConvShape& s, ScalarType type, const void* input, const void* weight, const void* bias,
                   void* output) {
+  detail::VerboseCall call("conv_forward");
+  detail::describe_conv(call, s, type, "nchw");
   const Geometry g = geometry(s);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -216,6 +218,8 @@ void conv_forward(const ConvShape& s, ScalarType type, const void* input, const 
 
 void conv_backward_input(const ConvShape& s, ScalarType type, const void* grad_output, const void* weight,
                          const void* bias, void* grad_input) {
+  detail::VerboseCall call("conv_backward_input");
+  detail::describe_conv(call, s, type, "nchw");
   const Geometry g = geometry(s);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -268,6 +272,8 @@ void conv_backward_input(const ConvShape& s, ScalarType type, const void* grad_o
 
 void conv_backward_weight(const ConvShape& s, ScalarType type, const void* grad_output, const void* input,
                           void* grad_weight, void* grad_bias) {
+  detail::VerboseCall call("conv_backward_weight");
+  detail::describe_conv(call, s, type, "nchw");
   const Geometry g = geometry(s);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;

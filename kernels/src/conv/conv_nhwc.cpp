@@ -151,6 +151,8 @@ constexpr int64_t kSmallWeightBytes = int64_t{1} << 20;
 
 void conv_forward_channels_last(const ConvShape& s, ScalarType type, const void* input, const void* weight,
                                 const void* bias, void* output) {
+  detail::VerboseCall call("conv_forward");
+  detail::describe_conv(call, s, type, "nhwc");
   const Geometry g = detail::geometry(s);
   const int64_t k = g.taps * s.in_channels, cout = s.out_channels, rows = s.batch * g.out_plane;
   const bool per_thread = k * cout * static_cast<int64_t>(element_size(type)) <= kSmallWeightBytes;
@@ -207,6 +209,8 @@ void conv_forward_channels_last(const ConvShape& s, ScalarType type, const void*
 
 void conv_backward_input_channels_last(const ConvShape& s, ScalarType type, const void* grad_output,
                                        const void* weight, void* grad_input) {
+  detail::VerboseCall call("conv_backward_input");
+  detail::describe_conv(call, s, type, "nhwc");
   const Geometry g = detail::geometry(s);
   const int64_t cin = s.in_channels, cout = s.out_channels, k = g.taps * cin, rows = s.batch * g.out_plane;
   if (g.identity) {  // grad_input rows = grad_output rows x weight [C_out x C_in]
@@ -245,6 +249,8 @@ void conv_backward_input_channels_last(const ConvShape& s, ScalarType type, cons
 
 void conv_backward_weight_channels_last(const ConvShape& s, ScalarType type, const void* grad_output,
                                         const void* input, void* grad_weight, void* grad_bias) {
+  detail::VerboseCall call("conv_backward_weight");
+  detail::describe_conv(call, s, type, "nhwc");
   const Geometry g = detail::geometry(s);
   const int64_t cin = s.in_channels, cout = s.out_channels, k = g.taps * cin, rows = s.batch * g.out_plane;
   const int64_t block = g.identity ? rows : block_rows(rows, k);

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "mlu_kernels/conv.h"
+#include "../verbose_call.h"
 
 namespace mlu::kernels::detail {
 
@@ -38,6 +39,20 @@ inline Geometry geometry(const ConvShape& s) {
   g.identity = g.taps == 1 && g.in_plane == g.out_plane;
   for (int d = 0; d < 3; ++d) g.identity = g.identity && g.stride[d] == 1 && g.padding[d] == 0;
   return g;
+}
+
+// Opens the MLU_KERNELS_VERBOSE line of a convolution call ("n8 c64->128
+// 2d in56x56 k3x3 s1 g1"), the layout's name as its path.
+inline void describe_conv(VerboseCall& call, const ConvShape& s, ScalarType type, const char* layout) {
+  call.path(layout);
+  if (!call) return;
+  call.describe(type, "n%lld c%lld->%lld %dd in%lldx%lldx%lld k%lldx%lldx%lld s%lld g%lld",
+                static_cast<long long>(s.batch), static_cast<long long>(s.in_channels),
+                static_cast<long long>(s.out_channels), s.dims, static_cast<long long>(s.in_size[0]),
+                static_cast<long long>(s.in_size[1]), static_cast<long long>(s.in_size[2]),
+                static_cast<long long>(s.kernel[0]), static_cast<long long>(s.kernel[1]),
+                static_cast<long long>(s.kernel[2]), static_cast<long long>(s.stride[0]),
+                static_cast<long long>(s.groups));
 }
 
 }  // namespace mlu::kernels::detail

@@ -20,18 +20,13 @@
 #include "mlu_kernels/copy.h"
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
+#include "../verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
 
 const detail::GemmKernels& active_kernels() {
-  switch (active_isa()) {
-    case Isa::Avx512Bf16:  // no variant of its own (isa.h)
-    case Isa::Avx512: return isa_avx512::gemm_kernels();
-    case Isa::Avx2: return isa_avx2::gemm_kernels();
-    case Isa::Baseline: break;
-  }
-  return isa_baseline::gemm_kernels();
+  return MLU_KERNELS_ACTIVE_ISA_VARIANT(gemm_kernels)();
 }
 
 template <class T>
@@ -241,10 +236,10 @@ void gemm_vector(ScalarType type, ScalarType c_type, int64_t m, int64_t n, int64
   });
 }
 
-// One matrix of the batch.
+// One matrix of the batch; returns the path it took (MLU_KERNELS_VERBOSE).
 // serial: run on the calling thread (one item of a batch split over threads).
 template <class T>
-void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
+const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   const int64_t es = static_cast<int64_t>(element_size(args.dtype));
   const ScalarType c_type = args.float_c ? ScalarType::Float32 : args.dtype;
   int64_t m = args.m, n = args.n;
@@ -256,12 +251,12 @@ void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   char* c_base = static_cast<char*>(c.data) + t * args.batch_stride_c * static_cast<int64_t>(element_size(c_type));
   if (args.k == 0 || args.alpha == 0) {
     scale_c<T>(c_type, m, n, c, c_base, args.beta);
-    return;
+    return "scale";
   }
   const T alpha = static_cast<T>(args.alpha), beta = static_cast<T>(args.beta);
   if (n == 1 || m == 1) {
     gemm_vector<T>(args.dtype, c_type, m, n, args.k, alpha, beta, a, b, c, c_base);
-    return;
+    return "gemv";
   }
   const bool in_compute_type = c_type == compute_type<T>();
   if (in_compute_type && c.col_stride != 1 && c.row_stride == 1) {
@@ -275,7 +270,7 @@ void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   if (in_compute_type && c.col_stride == 1) {
     gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, reinterpret_cast<T*>(c_base), c.row_stride,
                     serial);
-    return;
+    return "blocked";
   }
   // C in another dtype (rounded once, at the end) or with no unit stride.
   thread_local std::vector<T> c_buffer;
@@ -292,7 +287,7 @@ void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
                                        serial);
       if (alpha != T(1)) {
         c_to_workspace<T>(c_type, m, n, c, c_base, w, ldw, alpha, false);
-        return;
+        return "amx";
       }
       Shape shape;  // the rounding to BFloat16: the per-ISA converting copy
       shape.ndim = 2;
@@ -304,13 +299,14 @@ void gemm_one(const GemmArgs& args, int64_t t, bool serial) {
       w_strides.v[0] = ldw;
       w_strides.v[1] = 1;
       copy(c_base, c_type, c_strides, w, ScalarType::Float32, w_strides, shape);
-      return;
+      return "amx";
     }
   }
   T* w = detail::grow(c_buffer, m * n);
   if (beta != T(0)) c_to_workspace<T>(c_type, m, n, c, c_base, w, n, T(1), true);
   gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, w, n, serial);
   c_to_workspace<T>(c_type, m, n, c, c_base, w, n, T(1), false);
+  return "blocked_workspace";
 }
 
 }  // namespace
@@ -343,7 +339,13 @@ bool gemm_supports(ScalarType dtype) {
 
 void gemm(const GemmArgs& args) {
   if (args.m <= 0 || args.n <= 0 || args.batch <= 0) return;
+  detail::VerboseCall call("gemm");
+  if (call) {
+    call.describe(args.dtype, "m%lld n%lld k%lld batch%lld", static_cast<long long>(args.m),
+                  static_cast<long long>(args.n), static_cast<long long>(args.k), static_cast<long long>(args.batch));
+  }
   if (detail::is_gemm_integer(args.dtype)) {
+    call.path("integer");
     detail::gemm_integer(args);  // Note [Integer products]
     return;
   }
@@ -353,13 +355,14 @@ void gemm(const GemmArgs& args) {
     // Note [Batched GEMM]: many small products go one per thread; larger
     // ones one after another, each split over the threads.
     if (args.batch > 1 && args.batch >= num_threads() && macs < kSerialMacs * 64) {
+      call.path("batched");  // each product on one thread
       parallel_for(0, args.batch, 1, [&](int64_t lo, int64_t hi) {
         for (int64_t t = lo; t < hi; ++t) gemm_one<T>(args, t, true);
       });
       return;
     }
     const bool nested = in_parallel_region();  // e.g. per tile of the fused attention
-    for (int64_t t = 0; t < args.batch; ++t) gemm_one<T>(args, t, nested);
+    for (int64_t t = 0; t < args.batch; ++t) call.path(gemm_one<T>(args, t, nested));
   };
   if (args.dtype == ScalarType::Float64) {
     run(std::type_identity<double>{});

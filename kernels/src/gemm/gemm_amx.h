@@ -5,7 +5,8 @@
 // TDPBF16PS multiplies a 16 x 32 BFloat16 tile of A by a 32 x 16 tile of B
 // (stored as 16 rows of 16 column pairs: "VNNI" order, two depth steps per
 // column) into a 16 x 16 float tile: 8192 multiply-adds per instruction,
-// about 1 TFLOP/s per core on this host against 0.17 for AVX-512 FMA. The
+// several times the per-core rate of AVX-512 FMA (mlu_gemm_peak measures
+// both; figures in docs/bench_gemm.md). The
 // kernel keeps a 32 x 32 block of C in four tiles, with two A and two B
 // tiles per 32-deep step. B is packed in that order; A is packed into
 // 32-row panels unless it is row-major with whole panels (rows and depth

@@ -183,8 +183,9 @@ void pack(T* dst, const void* src, ScalarType type, int64_t ws, int64_t ds, int6
 // need not be depth-major: a row-major A (unit stride along the depth, the
 // common case: mm of row-major matrices, linear's input) is packed as
 // row-major panels, kRows plain row copies kDepth apart, instead of being
-// transposed element by element (which cost a fifth of a 64x64x64 batched
-// product); the micro-kernel then reads row i at a fixed offset i * kDepth.
+// transposed element by element (a strided gather that took a sizeable
+// share of small batched products: docs/bench_gemm.md); the micro-kernel
+// then reads row i at a fixed offset i * kDepth.
 // Other A layouts are packed depth-major.
 template <class T>
 void pack_a(T* dst, const void* src, ScalarType type, int64_t rs, int64_t cs, int64_t rows, int64_t depth,

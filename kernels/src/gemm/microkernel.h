@@ -3,6 +3,7 @@
 // they were chosen for. gemm.cpp drives them (Note [GEMM blocking]).
 #pragma once
 
+#include "../isa_variants.h"
 #include <cstdint>
 
 #include "mlu_kernels/dtype.h"
@@ -52,12 +53,4 @@ struct GemmKernels {
 
 }  // namespace mlu::kernels::detail
 
-namespace mlu::kernels::isa_baseline {
-const detail::GemmKernels& gemm_kernels();
-}
-namespace mlu::kernels::isa_avx2 {
-const detail::GemmKernels& gemm_kernels();
-}
-namespace mlu::kernels::isa_avx512 {
-const detail::GemmKernels& gemm_kernels();
-}
+MLU_KERNELS_DECLARE_ISA_VARIANTS(const detail::GemmKernels& gemm_kernels())

@@ -44,8 +44,8 @@ struct Lanes<BFloat16> {
   // denormal inputs as zero and keeps a NaN's sign and payload (the scalar
   // conversion returns 0x7FC0). One vfpclassps finds both kinds of lane
   // (rare); they are redone with bfloat16_from_float. The integer rounding
-  // below was the bottleneck of bfloat16 element-wise ops: tanh_backward of
-  // 1M elements 56 -> 41 us on two Zen 5 cores.
+  // below was the bottleneck of bfloat16 element-wise ops, which one
+  // instruction per 16 lanes removes (timings: docs/bench_kernels.md).
   static void narrow(BFloat16* dst, const float* src) {
     const __m512 v = _mm512_loadu_ps(src);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));

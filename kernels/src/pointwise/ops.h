@@ -14,8 +14,10 @@
 
 #include "mlu_kernels/pointwise.h"
 #include "integer_division.h"
+#include "../isa_variants.h"
 
 namespace mlu::kernels::ops {
+inline namespace MLU_KERNELS_ISA_TAG {  // Note [Per-ISA variants]
 
 using detail::integer_div;
 using detail::integer_rem;
@@ -315,7 +317,8 @@ struct Logit {
 // and one divide. We use the same formula, operation for operation (fused
 // multiply-adds where ATen has them), so float gelu tracks the CPU's to an
 // ulp or two instead of differing by its approximation error, and costs what
-// the CPU's costs (SLEEF's 1-ulp erf is 2.5 ns per float). `exp_neg_x2` is
+// the CPU's costs (SLEEF's 1-ulp erf, used before, is dearer; timings in
+// docs/bench_kernels.md). `exp_neg_x2` is
 // exp(-(x * x)), computed by the caller (vectorised in the ISA bodies).
 // Double keeps std::erf (ATen: SLEEF's 1-ulp erf). torch.erf itself does
 // not use this (vector_math.h erf_block, more accurate), nor does gelu's
@@ -710,4 +713,5 @@ constexpr bool bool_result() {
   }
 }
 
+}  // namespace MLU_KERNELS_ISA_TAG
 }  // namespace mlu::kernels::ops

@@ -9,6 +9,7 @@
 #include "mlu_kernels/parallel.h"
 #include "ops.h"
 #include "table.h"
+#include "../verbose_call.h"
 
 namespace mlu::kernels {
 
@@ -46,13 +47,7 @@ constexpr OpInfo kOps[] = {
 };
 
 const detail::PointwiseTable& active_table() {
-  switch (active_isa()) {
-    case Isa::Avx512Bf16: return isa_avx512bf16::pointwise_table();
-    case Isa::Avx512: return isa_avx512::pointwise_table();
-    case Isa::Avx2: return isa_avx2::pointwise_table();
-    case Isa::Baseline: break;
-  }
-  return isa_baseline::pointwise_table();
+  return MLU_KERNELS_ACTIVE_ISA_VARIANT_BF16(pointwise_table)();
 }
 
 // Below this many elements a kernel runs on one thread: waking the pool
@@ -97,7 +92,10 @@ void pointwise(PointwiseOp op, ScalarType compute, const Shape& shape, const Ope
   }
   const int64_t n = numel(s);
   if (n == 0) return;
+  detail::VerboseCall call("pointwise");
+  if (call) call.describe(compute, "%s n%lld ndim%d", kOps[static_cast<int>(op)].name, static_cast<long long>(n), s.ndim);
   if (sign_bit_op(op, s, local)) {
+    call.path("sign_bit");
     // Neg/abs of a 16-bit float into its own dtype only touch the sign bit:
     // exact, and without the float round trip (CPU PyTorch's vectorised
     // kernels do the same).
@@ -113,6 +111,7 @@ void pointwise(PointwiseOp op, ScalarType compute, const Shape& shape, const Ope
   }
   const detail::PointwiseRange fn =
       active_table().fn[static_cast<int>(op)][detail::compute_index(compute)];
+  call.path(s.ndim == 1 ? "flat" : "strided");  // flat: every operand coalesced to one stride
   parallel_for(0, n, kParallelGrain,
                [&](int64_t begin, int64_t end) { fn(s, local, params, begin, end); });
 }

@@ -4,6 +4,7 @@
 // table of the active ISA and splits the range over the compute threads.
 #pragma once
 
+#include "../isa_variants.h"
 #include <cstdint>
 
 #include "mlu_kernels/pointwise.h"
@@ -39,15 +40,4 @@ struct PointwiseTable {
 
 }  // namespace mlu::kernels::detail
 
-namespace mlu::kernels::isa_baseline {
-const detail::PointwiseTable& pointwise_table();
-}
-namespace mlu::kernels::isa_avx2 {
-const detail::PointwiseTable& pointwise_table();
-}
-namespace mlu::kernels::isa_avx512 {
-const detail::PointwiseTable& pointwise_table();
-}
-namespace mlu::kernels::isa_avx512bf16 {
-const detail::PointwiseTable& pointwise_table();
-}
+MLU_KERNELS_DECLARE_ISA_VARIANTS(const detail::PointwiseTable& pointwise_table())

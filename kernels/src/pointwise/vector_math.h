@@ -111,8 +111,8 @@ template <> struct Sleef<double> {
 #undef MLU_SLEEF_D_MEMBER
 
 // Note [Fast float exp]
-// CPU PyTorch's contiguous float exp goes through MKL, about twice as fast as
-// SLEEF's 1-ulp expf (0.58 ns per float on AVX-512). On AVX-512, float exp is
+// CPU PyTorch's contiguous float exp goes through MKL, which outruns SLEEF's
+// 1-ulp expf (timings: docs/bench_kernels.md). On AVX-512, float exp is
 // computed here instead: k = round(x log2(e)), r = x - k ln(2) in two steps
 // (Cody-Waite; exact enough for |k| <= 150), exp(r) by its degree-7 Taylor
 // polynomial (truncation below 5e-9 for |r| <= ln(2)/2), and 2^k applied by
@@ -149,9 +149,10 @@ template <> struct Sleef<double> {
 // (polynomial_tables.h, fitted by kernels/tools/fit_tables.py). Interval 0
 // computes t + t (c1 + c2 t + ...) instead, so small |x| (denormals too) come
 // out exact in relative terms; NaN reaches t (interval 0) and propagates.
-// About 20 vector operations: this machine issues one 512-bit floating
-// operation per cycle, so the count is the speed (tanh as 1 - 2 / (exp(2|x|)
-// + 1) with a vdivps took ~40 and ran at a third of MKL's rate).
+// About 20 vector operations. Where the core issues one 512-bit floating
+// operation per cycle (as on the host this was tuned on), the count is the
+// speed: tanh as 1 - 2 / (exp(2|x|) + 1) with a vdivps took about twice as
+// many and fell well behind MKL (timings: docs/bench_kernels.md).
 #if defined(__AVX512F__)
 template <const auto& Table, int Last>
 [[gnu::always_inline]] inline __m512 table_polynomial(__m512 a) {  // a = |x|
@@ -188,8 +189,9 @@ template <const auto& Table, int Last>
 // Note [Fast float erf]
 // Note [Table-driven float functions] over 21 intervals up to 4; 1 from 4 on
 // (erf rounds to 1 from 3.92 on); the sign goes back last. Within 2 ulp of
-// erf (kernels test Pointwise.FastFloatErfWithinTwoUlps); the double rational
-// it replaces on AVX-512 cost four times as much.
+// erf (kernels test Pointwise.FastFloatErfWithinTwoUlps); it replaces, on
+// AVX-512, the rational approximation in double (erf_block), which needs a
+// divide and double-width lanes (timings: docs/bench_kernels.md).
 [[gnu::always_inline]] inline __m512 erf_avx512(__m512 x) {
   const __m512 sign = _mm512_set1_ps(-0.0f);
   const __m512 a = _mm512_andnot_ps(sign, x);
@@ -208,7 +210,7 @@ template <const auto& Table, int Last>
 // and log(x) = k ln(2) + log(1 + f), ln(2) split in two so k ln(2) stays
 // exact. Zero gives -inf, negative numbers NaN (vgetmantps's sign control),
 // inf inf. Within 2 ulp of log (kernels test Pointwise.FastFloatLogWithinTwoUlps),
-// about twice as fast as SLEEF's 1-ulp logf.
+// and cheaper than SLEEF's 1-ulp logf (timings: docs/bench_kernels.md).
 #if defined(__AVX512F__)
 [[gnu::always_inline]] inline __m512 log_avx512(__m512 x) {
   const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
@@ -303,7 +305,8 @@ inline void map2(int64_t n, T* out, const T* a, const T* b) {
 // are the ones Eigen's fast float erf uses), evaluated in double: at most 1.6
 // ulp from the exact erf over [-5, 5] (2M points, measured against
 // math.erf), and a vectorisable loop of multiplies, adds and one divide,
-// about 5x faster than SLEEF's 1-ulp erf (2.5 ns per float). double: SLEEF.
+// much cheaper than SLEEF's 1-ulp erf (timings: docs/bench_kernels.md).
+// double: SLEEF.
 // Only torch.erf uses it: gelu and its backward compute erf as the CPU's
 // gelu does (ops.h Note [ATen's float erf in gelu]).
 template <class T>
@@ -366,7 +369,7 @@ MLU_SLEEF_UNARY(Log2, log2)
 MLU_SLEEF_UNARY(Log10, log10)
 MLU_SLEEF_UNARY(Log1p, log1p)
 // torch.sin / torch.cos: the SLEEF variants ATen's own vectorised kernels
-// use (float: 3.5 ulp, about half the cost of the 1-ulp ones; double: 1 ulp).
+// use (float: 3.5 ulp, cheaper than the 1-ulp ones; double: 1 ulp).
 MLU_SLEEF_UNARY(Sin, sin_aten)
 MLU_SLEEF_UNARY(Cos, cos_aten)
 MLU_SLEEF_UNARY(Tan, tan)
@@ -377,7 +380,7 @@ MLU_SLEEF_UNARY(Sinh, sinh)
 MLU_SLEEF_UNARY(Cosh, cosh)
 // float tanh on AVX-512: Note [Fast float tanh] (<= 2 ulp). Elsewhere
 // torch.tanh itself takes SLEEF's 3.5-ulp tanh, as ATen does (SLEEF's 1-ulp
-// one costs 4x as much: 2.7 vs 0.6 ns per float on AVX-512), and the
+// one costs several times as much; timings: docs/bench_kernels.md), and the
 // composites (gelu tanh, mish) the 1-ulp one: 1 + tanh(x) near -1 would turn
 // 3.5 ulp into a large relative error.
 MLU_VECTOR_BODY(Tanh) { map1<T, Tanh<T, Sleef<T>::tanh_u35>::fn>(n, o, in[0]); }
@@ -489,12 +492,12 @@ inline void gelu_erf_block(int64_t n, T* t) {
   }
 }
 // Gelu's forward on AVX-512 takes the table erf (Note [Fast float erf]): 1
-// ulp instead of ATen's 1.5e-7, and no divide (1M floats on one thread:
-// 0.75 -> ~0.5 ns each). It differs from the CPU by the CPU's approximation
-// error; gelu_backward keeps ATen's formula.
+// ulp instead of ATen's 1.5e-7, and no divide, so it is also faster
+// (timings: docs/bench_kernels.md). It differs from the CPU by the CPU's
+// approximation error; gelu_backward keeps ATen's formula.
 // On AVX-512, float gelu is one pass in registers: the same operations in
-// the same order as the three passes below, so the same bits (float32 1M on
-// two threads: 100 -> 92 us).
+// the same order as the three passes below, so the same bits, without
+// storing and reloading the intermediate blocks (timings likewise).
 #if defined(__AVX512F__)
 [[gnu::always_inline]] inline __m512 gelu_avx512(__m512 x) {
   const __m512 t = erf_avx512(_mm512_mul_ps(x, _mm512_set1_ps(static_cast<float>(std::numbers::sqrt2 / 2))));

@@ -15,8 +15,10 @@
 #include "../convert.h"
 #include "mlu_kernels/half.h"
 #include "mlu_kernels/reduce.h"
+#include "../isa_variants.h"
 
 namespace mlu::kernels::reduce_ops {
+inline namespace MLU_KERNELS_ISA_TAG {  // Note [Per-ISA variants]
 
 using detail::is_floating_v;
 
@@ -176,4 +178,5 @@ inline bool better(bool is_max, Acc candidate, Acc best) {
   return is_max ? candidate > best : candidate < best;
 }
 
+}  // namespace MLU_KERNELS_ISA_TAG
 }  // namespace mlu::kernels::reduce_ops

@@ -7,6 +7,7 @@
 #include "accumulate.h"
 #include "mlu_kernels/isa.h"
 #include "reduce_table.h"
+#include "../verbose_call.h"
 
 namespace mlu::kernels {
 
@@ -15,13 +16,7 @@ namespace {
 namespace ro = reduce_ops;
 
 const detail::ReduceKernels& active() {
-  switch (active_isa()) {
-    case Isa::Avx512Bf16:  // no variant of its own (isa.h)
-    case Isa::Avx512: return isa_avx512::reduce_kernels();
-    case Isa::Avx2: return isa_avx2::reduce_kernels();
-    case Isa::Baseline: break;
-  }
-  return isa_baseline::reduce_kernels();
+  return MLU_KERNELS_ACTIVE_ISA_VARIANT(reduce_kernels)();
 }
 
 // Rows along the last dim must stay rows: only the outer dims coalesce.
@@ -111,6 +106,12 @@ void reduce(ReduceOp op, const Shape& shape, const Operand& out, const Operand& 
   }
   for (int d = 0; d < s.ndim; ++d) {
     if (s.sizes[d] == 0 && o.strides.v[d] != 0) return;  // no outputs at all
+  }
+  detail::VerboseCall call("reduce");
+  if (call) {
+    call.describe(i.dtype, "op%d numel%lld ndim%d", static_cast<int>(op), static_cast<long long>(numel(s)), s.ndim);
+    // Along the innermost dim (rows folded), or across it (columns folded).
+    call.path(o.strides.v[s.ndim - 1] == 0 ? "rows" : "columns");
   }
   active().reduce(op, s, o, i, p);
 }

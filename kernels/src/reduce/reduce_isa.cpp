@@ -66,12 +66,13 @@ typedef double DoubleLanes __attribute__((vector_size(128)));
 
 // Note [Prefetch in row folds]
 // A fold of many short contiguous rows (sum(dim=-1) of 16384 x 1024 float32,
-// 64 MB) stalled on memory at half the rate of one long fold over the same
-// bytes (2.0-2.3 vs 1.2 ms): the per-row merges and stores between the rows'
-// loads keep the core from running far enough ahead. Prefetching the lines
-// 8 KB ahead of the loads (past the row's end too: a prefetch never faults)
-// brings the rows to the long fold's rate (1.2 ms; 2, 4 and 16 KB were
-// measured, 8 KB best). amax(dim=-1) of the same tensor: 1.9-2.0 ms without.
+// 64 MB) stalled on memory, well below the rate of one long fold over the
+// same bytes: the per-row merges and stores between the rows' loads keep the
+// core from running far enough ahead. Prefetching the lines 8 KB ahead of
+// the loads (past the row's end too: a prefetch never faults) brings the
+// rows to the long fold's rate; 8 KB was the best of the distances tried
+// (2 to 16 KB). Max/min folds (amax(dim=-1)) gain the same way. Timings:
+// docs/bench_kernels.md.
 constexpr int64_t kPrefetchBytes = 8192;
 
 // Max/min round nothing, so a contiguous row folds in 16 lanes of the
@@ -158,7 +159,8 @@ inline void lane_step(V& a, const V& x) {  // by reference: no vector in the ABI
 
 // 8 floats at q as doubles. On AVX-512 one vcvtps2pd ymm -> zmm: GCC lowers
 // __builtin_convertvector to four 128-bit converts with inserts and
-// extracts, which made the whole fold 2x slower (perf annotate of sum).
+// extracts, which made the whole fold much slower (perf annotate of sum;
+// timings in docs/bench_kernels.md).
 [[gnu::always_inline]] inline void widen8(const float* q, EightDoubles& wide) {  // by reference: no vector in the ABI
 #if defined(__AVX512F__)
   const __m512d d = _mm512_cvtps_pd(_mm256_loadu_ps(q));
@@ -379,7 +381,7 @@ void reduce_typed(const Dims& kept, const Dims& red, bool last_reduced, int64_t 
     }
     // Few outputs, long reductions: fixed chunks of the reduced range.
     const int64_t chunks = std::min<int64_t>(threads, n_red / kGrain);
-    std::vector<Acc> partial(static_cast<size_t>(chunks));
+    vector<Acc> partial(static_cast<size_t>(chunks));
     for (int64_t o = 0; o < n_out; ++o) {
       int64_t io, oo;
       offsets_of(kept, o, io, oo);
@@ -646,9 +648,8 @@ void scan_typed(ScanOp op, const Rows& rows, const S* src, int64_t s_in, const O
   // step reads or writes the kColumns rows' contiguous span. An operand laid
   // out the other way (contiguous rows far apart: a transposed view) is read
   // (written) through a tile of kSteps steps, row by row; the row-at-a-time
-  // loop touched one element per cache line of the strided operand (1024 x
-  // 1024 floats: transposed input 4.1 -> 0.23 ms, transposed output 2.06
-  // -> 0.15 ms).
+  // loop touched one element per cache line of the strided operand, an
+  // order of magnitude slower (timings: docs/bench_kernels.md).
   const bool by_columns =
       last >= 0 && rows.outer.size[last] >= 16 &&
       ((s_out != 1 && rows.outer.out[last] == 1) || (s_in != 1 && rows.outer.in[last] == 1));

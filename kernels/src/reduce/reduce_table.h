@@ -1,6 +1,7 @@
 // The per-ISA reduction kernels (reduce_isa.cpp), picked by reduce.cpp.
 #pragma once
 
+#include "../isa_variants.h"
 #include "mlu_kernels/reduce.h"
 
 namespace mlu::kernels::detail {
@@ -13,12 +14,4 @@ struct ReduceKernels {
 
 }  // namespace mlu::kernels::detail
 
-namespace mlu::kernels::isa_baseline {
-const detail::ReduceKernels& reduce_kernels();
-}
-namespace mlu::kernels::isa_avx2 {
-const detail::ReduceKernels& reduce_kernels();
-}
-namespace mlu::kernels::isa_avx512 {
-const detail::ReduceKernels& reduce_kernels();
-}
+MLU_KERNELS_DECLARE_ISA_VARIANTS(const detail::ReduceKernels& reduce_kernels())

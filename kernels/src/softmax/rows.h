@@ -5,6 +5,7 @@
 // work over the compute threads.
 #pragma once
 
+#include "../isa_variants.h"
 #include <cstdint>
 
 #include "mlu_kernels/half.h"
@@ -45,12 +46,4 @@ struct SoftmaxRows {
 
 }  // namespace mlu::kernels::detail
 
-namespace mlu::kernels::isa_baseline {
-const detail::SoftmaxRows& softmax_rows();
-}
-namespace mlu::kernels::isa_avx2 {
-const detail::SoftmaxRows& softmax_rows();
-}
-namespace mlu::kernels::isa_avx512 {
-const detail::SoftmaxRows& softmax_rows();
-}
+MLU_KERNELS_DECLARE_ISA_VARIANTS(const detail::SoftmaxRows& softmax_rows())

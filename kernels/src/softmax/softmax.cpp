@@ -12,18 +12,13 @@
 #include "mlu_kernels/parallel.h"
 #include "rows.h"
 #include "../unravel.h"
+#include "../verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
 
 const detail::SoftmaxRows& active_rows() {
-  switch (active_isa()) {
-    case Isa::Avx512Bf16:  // no variant of its own (isa.h)
-    case Isa::Avx512: return isa_avx512::softmax_rows();
-    case Isa::Avx2: return isa_avx2::softmax_rows();
-    case Isa::Baseline: break;
-  }
-  return isa_baseline::softmax_rows();
+  return MLU_KERNELS_ACTIVE_ISA_VARIANT(softmax_rows)();
 }
 
 // The rows of `shape` along `dim`: `rest` indexes them, each operand's row
@@ -182,8 +177,9 @@ bool by_columns(const RowLayout& layout, int n_ops) {
 }
 
 // Note [Short rows by columns]
-// Rows shorter than kSoftmaxMinColumns cost a row routine call each (a
-// softmax over 4 classes of 1024 samples took 57 ns a row, 7x the CPU).
+// Rows shorter than kSoftmaxMinColumns cost a row routine call each, whose
+// fixed cost dwarfs a few elements' work (a softmax over 4 classes was far
+// slower than the CPU's: docs/bench_kernels.md).
 // Many of them are done by columns instead, as the CPU does after making its
 // input contiguous: for_each_column_block copies a span of rows, transposed,
 // into per-thread buffers (rows become columns), runs the column routine and
@@ -293,11 +289,17 @@ void dispatch_compute(ScalarType out, ScalarType in, F&& f) {
 
 void softmax(const Shape& shape, int dim, const Operand& out, const Operand& in, bool log) {
   const Operand* ops[2] = {&out, &in};
+  detail::VerboseCall call(log ? "log_softmax" : "softmax");
   dispatch_compute(out.dtype, in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto& fns = row_fns<T>();
     const RowLayout layout = row_layout(shape, dim, ops, 2);
+    if (call) {
+      call.describe(in.dtype, "rows%lld len%lld", static_cast<long long>(numel(layout.rest)),
+                    static_cast<long long>(layout.len));
+    }
     if (by_columns(layout, 2) || short_rows(layout)) {
+      call.path("columns");
       if (all_bfloat16(ops)) {  // Note [Softmax by columns]: converted in the column routine
         const auto& columns = active_rows().bf16;
         for_each_column_block<BFloat16, 2>(
@@ -311,6 +313,7 @@ void softmax(const Shape& shape, int dim, const Operand& out, const Operand& in,
       });
       return;
     }
+    call.path("rows");
     for_each_row<T, 2>(shape, dim, ops, [&](T* const* p, int64_t len) { fns.forward(p[0], p[1], len, log); });
   });
 }
@@ -318,11 +321,17 @@ void softmax(const Shape& shape, int dim, const Operand& out, const Operand& in,
 void softmax_backward(const Shape& shape, int dim, const Operand& grad_input, const Operand& grad,
                       const Operand& output, bool log) {
   const Operand* ops[3] = {&grad_input, &grad, &output};
+  detail::VerboseCall call(log ? "log_softmax_backward" : "softmax_backward");
   dispatch_compute(grad_input.dtype, output.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto& fns = row_fns<T>();
     const RowLayout layout = row_layout(shape, dim, ops, 3);
+    if (call) {
+      call.describe(output.dtype, "rows%lld len%lld", static_cast<long long>(numel(layout.rest)),
+                    static_cast<long long>(layout.len));
+    }
     if (by_columns(layout, 3) || short_rows(layout)) {
+      call.path("columns");
       if (all_bfloat16(ops)) {
         const auto& columns = active_rows().bf16;
         for_each_column_block<BFloat16, 3>(
@@ -336,6 +345,7 @@ void softmax_backward(const Shape& shape, int dim, const Operand& grad_input, co
       });
       return;
     }
+    call.path("rows");
     for_each_row<T, 3>(shape, dim, ops,
                        [&](T* const* p, int64_t len) { fns.backward(p[0], p[1], p[2], len, log); });
   });

@@ -171,7 +171,7 @@ void forward_columns(S* out, int64_t out_step, const S* in, int64_t in_step, int
   }
   // Softmax's exponentials: in the output, or for a converted output in a
   // float buffer (len rows of `width`).
-  thread_local std::vector<T> exps;
+  thread_local vector<T> exps;
   T* kept = nullptr;
   int64_t kept_step = 0;
   if (!log) {
