@@ -10,7 +10,9 @@ set -euo pipefail
 NM=${NM:-nm}
 split() { tr ';' '\n' <<<"$1" | sed '/^$/d'; }
 defined() { "$NM" --defined-only "$@" | awk 'NF == 3 { print $3 }' | sort -u; }
-weak() { "$NM" --defined-only "$@" | awk 'NF == 3 && ($2 == "W" || $2 == "V" || $2 == "u") { print $3 }' | sort -u; }
+# Weak code only (W): weak or unique data (V, u: inline constexpr tables, static locals) holds the same
+# bytes whichever copy the linker keeps; a function compiled for AVX-512 does not.
+weak() { "$NM" --defined-only "$@" | awk 'NF == 3 && $2 == "W" { print $3 }' | sort -u; }
 # The personality-routine reference every C++ object carries is data, not code.
 harmless='^DW\.ref\.__gxx_personality_v0$'
 
