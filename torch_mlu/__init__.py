@@ -92,5 +92,8 @@ def reset_fallback_report():
 
 _register_backend()
 
+from . import distributed  # noqa: E402
+distributed._register()
+
 # See Note [Autograd device threads at exit] in _autograd_exit.py.
 atexit.register(_autograd_exit.drain_autograd_device_threads)

@@ -134,6 +134,7 @@ PYBIND11_MODULE(_C, m) {
         return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(generator)););
   });
   bind_memory(m);
+  bind_distributed(m);
   m.def("_fallback_report", &fallback_report);
   m.def("_reset_fallback_report", &reset_fallback_counts);
   m.def("_kernel_config", &kernel_config_dict);

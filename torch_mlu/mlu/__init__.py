@@ -255,7 +255,7 @@ def set_autocast_dtype(dtype: torch.dtype) -> None:
     torch.set_autocast_dtype("mlu", dtype)
 
 
-from . import amp, memory, random  # noqa: E402
+from . import amp, cncl, memory, random  # noqa: E402
 from .random import *  # noqa: F403,E402
 from .memory import *  # noqa: F403,E402
 from .streams import (  # noqa: E402

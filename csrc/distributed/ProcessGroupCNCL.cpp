@@ -1,0 +1,361 @@
+// The device layer of the cncl backend: checks, communication streams, the
+// communication task, agreement checks, coalescing. The ops themselves (which
+// Gloo call each one makes) are in ProcessGroupCNCLOps.cpp.
+#include "csrc/distributed/ProcessGroupCNCL.h"
+
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/ScalarType.h>
+#include <c10/util/Exception.h>
+#include <mlu_runtime/queue.h>
+
+#include "csrc/core/MLUCachingAllocator.h"
+#include "csrc/core/MLUException.h"
+#include "csrc/core/MLUFunctions.h"
+#include "csrc/distributed/CNCLConfig.h"
+
+namespace torch_mlu::distributed {
+namespace {
+
+// A collective the ranks disagree on: raised on every rank, the group stays usable.
+struct MismatchError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+constexpr int kFingerprintWords = 7;  // calls, hash of all, then the first call: name, dtype, numel, root, op
+
+const std::vector<std::string>& call_names() {
+  static const std::vector<std::string> names = {
+      "broadcast",     "all_reduce",     "reduce",       "all_gather",   "all_gather_into_tensor",
+      "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "gather",
+      "scatter",       "barrier"};
+  return names;
+}
+
+int64_t name_code(const char* name) {
+  const auto& names = call_names();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+
+std::string describe(const int64_t* row) {
+  const auto& names = call_names();
+  std::string text = (row[2] >= 0 && row[2] < static_cast<int64_t>(names.size())) ? names[row[2]] : "?";
+  text += "(";
+  if (row[3] >= 0) text += c10::str("dtype=", c10::toString(static_cast<c10::ScalarType>(row[3])));
+  if (row[4] >= 0) text += c10::str(", numel=", row[4]);
+  if (row[5] >= 0) text += c10::str(", root=", row[5]);
+  if (row[6] >= 0) text += c10::str(", op=", row[6]);
+  text += ")";
+  if (row[0] > 1) text += c10::str(" and ", row[0] - 1, " more coalesced");
+  return text;
+}
+
+// Exchanges the calls' fingerprints through Gloo; throws MismatchError when
+// the ranks disagree. Runs inside the communication task, in stream order.
+void verify_agreement(c10d::Backend& gloo, const std::vector<ProcessGroupCNCL::Call>& calls, int rank, int size) {
+  std::vector<const ProcessGroupCNCL::Call*> collectives;
+  for (const auto& call : calls) {
+    if (call.fingerprint) collectives.push_back(&call);
+  }
+  if (collectives.empty()) return;
+  at::Tensor mine = at::empty({kFingerprintWords}, at::TensorOptions().dtype(at::kLong));
+  int64_t* m = mine.data_ptr<int64_t>();
+  size_t hash = 0;
+  for (const auto* call : collectives) {
+    hash = hash * 1000003u ^ static_cast<size_t>(name_code(call->name));
+    for (int64_t v : *call->fingerprint) hash = hash * 1000003u ^ static_cast<size_t>(v);
+  }
+  m[0] = static_cast<int64_t>(collectives.size());
+  m[1] = static_cast<int64_t>(hash & 0x7fffffffffffffffULL);
+  m[2] = name_code(collectives[0]->name);
+  for (int i = 0; i < 4; ++i) m[3 + i] = (*collectives[0]->fingerprint)[i];
+  at::Tensor all = at::empty({size * kFingerprintWords}, mine.options());
+  gloo._allgather_base(all, mine)->wait();
+  const int64_t* rows = all.data_ptr<int64_t>();
+  for (int r = 0; r < size; ++r) {
+    if (std::equal(m, m + kFingerprintWords, rows + r * kFingerprintWords)) continue;
+    throw MismatchError(c10::str(
+        "collectives differ across ranks: rank ", rank, " called ", describe(m), " while rank ", r, " called ",
+        describe(rows + r * kFingerprintWords),
+        ". Every rank must call the same collectives in the same order, with tensors of the same dtype and size "
+        "(and the same root and reduce op)."));
+  }
+}
+
+std::string message_of(const std::exception& e) {
+  if (const auto* error = dynamic_cast<const c10::Error*>(&e)) return error->what_without_backtrace();
+  return e.what();
+}
+
+std::exception_ptr dist_backend_error(const std::string& message) {
+  try {
+    C10_THROW_ERROR(DistBackendError, message);
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+bool dtype_supported(c10::ScalarType dtype) {
+  switch (dtype) {
+    case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16:
+    case at::kChar: case at::kByte: case at::kInt: case at::kLong: case at::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+ProcessGroupCNCL::ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size,
+                                   std::chrono::milliseconds timeout)
+    : c10d::Backend(rank, size), gloo_(std::move(gloo)), timeout_(timeout) {
+  TORCH_CHECK(gloo_, "ProcessGroupCNCL needs a Gloo process group to carry its transfers");
+  if (cncl_config().debug) {
+    std::cerr << "[cncl] rank " << rank << "/" << size << ": process group over Gloo, timeout " << timeout.count()
+              << " ms\n";
+  }
+}
+
+ProcessGroupCNCL::~ProcessGroupCNCL() { shutdown(); }
+
+void ProcessGroupCNCL::shutdown() {
+  // Finish the transfers in flight (each ends within Gloo's timeout) before the
+  // futures' thread goes. The streams themselves live on: the caching allocator
+  // may still record events on them for tensors freed later.
+  std::vector<MLUStream> streams;
+  {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    for (const auto& [key, stream] : streams_) streams.push_back(stream);
+  }
+  for (const auto& stream : streams) {
+    try {
+      stream.synchronize();
+    } catch (const std::exception&) {
+      // Its Works already carry the error.
+    }
+  }
+  completion_->stop();
+}
+
+void ProcessGroupCNCL::setTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+
+void ProcessGroupCNCL::setSequenceNumberForGroup() { gloo_->setSequenceNumberForGroup(); }
+
+uint64_t ProcessGroupCNCL::getSequenceNumberForGroup() { return gloo_->getSequenceNumberForGroup(); }
+
+void ProcessGroupCNCL::throw_if_broken() const {
+  std::lock_guard<std::mutex> lock(failure_->mutex);
+  if (!failure_->message.empty()) {
+    C10_THROW_ERROR(DistBackendError,
+                    c10::str("cncl process group (rank ", getRank(), ") is broken by an earlier failure: ",
+                             failure_->message, ". Destroy it (destroy_process_group) and start over."));
+  }
+}
+
+c10::Device ProcessGroupCNCL::check_tensors(const char* op, const std::vector<at::Tensor>& tensors) {
+  std::optional<c10::Device> device;
+  for (const auto& t : tensors) {
+    TORCH_CHECK_VALUE(t.defined(), "cncl ", op, ": got an undefined tensor");
+    TORCH_CHECK_VALUE(t.device().type() == c10::DeviceType::PrivateUse1, "cncl ", op,
+                      ": expected mlu tensors, got a tensor on ", t.device(),
+                      ". cncl moves mlu tensors only; for CPU tensors use a group with backend "
+                      "'cpu:gloo,mlu:cncl' (what init_process_group() picks by default) or 'gloo'.");
+    TORCH_CHECK_VALUE(t.layout() == c10::kStrided, "cncl ", op, ": expected dense tensors, got layout ", t.layout());
+    TORCH_CHECK_VALUE(t.is_non_overlapping_and_dense(), "cncl ", op,
+                      ": Tensors must be contiguous (got sizes ", t.sizes(), ", strides ", t.strides(),
+                      "); call .contiguous() first.");
+    TORCH_CHECK_VALUE(dtype_supported(t.scalar_type()), "cncl ", op, ": dtype ", t.scalar_type(),
+                      " is not supported; cncl carries float32, float64, float16, bfloat16, int8, uint8, int32, "
+                      "int64 and bool (complex tensors go through torch.view_as_real).");
+    if (!device) {
+      device = t.device();
+    } else {
+      TORCH_CHECK_VALUE(*device == t.device(), "cncl ", op, ": got tensors on ", *device, " and on ", t.device(),
+                        "; all tensors of one collective must be on the same mlu device.");
+    }
+  }
+  if (!device) return c10::Device(c10::DeviceType::PrivateUse1, current_device());
+  if (!device_) {
+    const auto bound = getBoundDeviceId();
+    device_ = bound ? bound->index() : device->index();
+  }
+  TORCH_CHECK_VALUE(device->index() == *device_, "cncl ", op, ": tensor on ", *device, ", but rank ", getRank(),
+                    " of this process group communicates from mlu:", static_cast<int>(*device_),
+                    " (its bound device_id or the device of its first collective). Keep each rank's tensors on "
+                    "one device: call torch.mlu.set_device(local_rank) before creating them.");
+  return *device;
+}
+
+MLUStream ProcessGroupCNCL::comm_stream(int key, c10::DeviceIndex device) {
+  std::lock_guard<std::mutex> lock(streams_mutex_);
+  auto it = streams_.find({device, key});
+  if (it != streams_.end()) return it->second;
+  // A queue of its own, not one of the pools: a communication task blocks its
+  // queue until the peers answer, which must not stall a user's stream.
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, device));
+  int least = 0, greatest = 0;
+  MLU_CHECK(mlu::mluDeviceGetQueuePriorityRange(&least, &greatest));
+  mlu::mluQueue_t queue = nullptr;
+  MLU_CHECK(mlu::mluQueueCreateWithPriority(&queue, greatest));
+  MLUStream stream = getStreamFromExternal(queue, device);
+  streams_.emplace(std::make_pair(device, key), stream);
+  return stream;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::run(Call call, c10d::OpType op_type,
+                                                     std::vector<at::Tensor> inputs,
+                                                     std::vector<at::Tensor> outputs, int stream_key) {
+  throw_if_broken();
+  std::vector<at::Tensor> all = inputs;
+  all.insert(all.end(), outputs.begin(), outputs.end());
+  const c10::Device device = check_tensors(call.name, all);
+  if (coalescing_) {
+    if (!coalesced_device_) coalesced_device_ = device;
+    TORCH_CHECK_VALUE(*coalesced_device_ == device, "cncl ", call.name, ": coalesced ops on ", *coalesced_device_,
+                      " and ", device, "; one coalesced group uses one device.");
+    const char* name = call.name;
+    pending_.push_back(Pending{std::move(call), inputs, outputs});
+    return c10::make_intrusive<WorkCNCL>(coalesced_signal_, getRank(), op_type, name, device, std::move(outputs),
+                                         std::vector<at::Tensor>{}, timeout_);
+  }
+  const char* name = call.name;
+  std::vector<Call> calls;
+  calls.push_back(std::move(call));
+  return launch(std::move(calls), std::make_shared<CommSignal>(completion_), op_type, name, device,
+                std::move(inputs), std::move(outputs), stream_key);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls, std::shared_ptr<CommSignal> signal,
+                                                        c10d::OpType op_type, const char* name, c10::Device device,
+                                                        std::vector<at::Tensor> inputs,
+                                                        std::vector<at::Tensor> outputs, int stream_key) {
+  const MLUStream current = getCurrentMLUStream(device.index());
+  const MLUStream comm = comm_stream(stream_key, device.index());
+  stream_wait_stream(comm, current);
+  const CNCLConfig& config = cncl_config();
+  std::vector<at::Tensor> stash;
+  if (config.avoid_record_streams) {
+    stash = inputs;
+    stash.insert(stash.end(), outputs.begin(), outputs.end());
+  } else {
+    auto* allocator = c10::GetAllocator(c10::DeviceType::PrivateUse1);
+    auto* device_allocator = dynamic_cast<c10::DeviceAllocator*>(allocator);
+    for (const auto* list : {&inputs, &outputs}) {
+      for (const auto& t : *list) {
+        if (t.storage().data_ptr().get() != nullptr) device_allocator->recordStream(t.storage().data_ptr(), comm);
+      }
+    }
+  }
+  const int rank = getRank();
+  const int size = getSize();
+  MLU_CHECK(mlu::mluLaunchTask(
+      comm.queue(), "cncl collective",
+      [calls = std::move(calls), gloo = gloo_, signal, failure = failure_, rank, size, name,
+       check = config.check_collectives, teardown = config.async_error_handling == 1 ||
+                                                   config.async_error_handling == 3]() {
+        std::string message;
+        bool mismatch = false;
+        try {
+          {
+            std::lock_guard<std::mutex> lock(failure->mutex);
+            if (!failure->message.empty()) throw std::runtime_error("the group is broken: " + failure->message);
+          }
+          if (check) verify_agreement(*gloo, calls, rank, size);
+          std::vector<c10::intrusive_ptr<c10d::Work>> works;
+          works.reserve(calls.size());
+          for (const auto& call : calls) works.push_back(call.start(*gloo));
+          for (const auto& work : works) work->wait();
+          for (const auto& call : calls) {
+            if (call.finish) call.finish();
+          }
+          const int source = (works.size() == 1 && works[0]->retrieveOpType() == c10d::OpType::RECVANYSOURCE)
+                                 ? works[0]->sourceRank()
+                                 : -1;
+          signal->finish(nullptr, "", source);
+          return;
+        } catch (const MismatchError& e) {
+          mismatch = true;
+          message = e.what();
+        } catch (const std::exception& e) {
+          message = message_of(e);
+        }
+        message = c10::str("cncl ", name, " failed on rank ", rank, ": ", message);
+        if (!mismatch) {
+          std::lock_guard<std::mutex> lock(failure->mutex);
+          if (failure->message.empty()) failure->message = message;
+        }
+        if (cncl_config().debug || (teardown && !mismatch)) std::cerr << "[cncl] " << message << "\n";
+        if (teardown && !mismatch) {
+          std::cerr << "[cncl] terminating the process (TORCH_CNCL_ASYNC_ERROR_HANDLING)\n";
+          std::abort();
+        }
+        signal->finish(dist_backend_error(message), message);
+      }));
+  return c10::make_intrusive<WorkCNCL>(std::move(signal), getRank(), op_type, name, device, std::move(outputs),
+                                       std::move(stash), timeout_);
+}
+
+void ProcessGroupCNCL::startCoalescing() {
+  TORCH_CHECK(!coalescing_, "cncl: startCoalescing called twice without endCoalescing");
+  coalescing_ = true;
+  coalesced_signal_ = std::make_shared<CommSignal>(completion_);
+  coalesced_device_.reset();
+  pending_.clear();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::endCoalescing() {
+  TORCH_CHECK(coalescing_, "cncl: endCoalescing called without startCoalescing");
+  coalescing_ = false;
+  auto signal = std::move(coalesced_signal_);
+  auto pending = std::move(pending_);
+  pending_.clear();
+  const c10::Device device =
+      coalesced_device_.value_or(c10::Device(c10::DeviceType::PrivateUse1, current_device()));
+  if (pending.empty()) {
+    signal->finish(nullptr, "");
+    return c10::make_intrusive<WorkCNCL>(std::move(signal), getRank(), c10d::OpType::COALESCED, "coalesced", device,
+                                         std::vector<at::Tensor>{}, std::vector<at::Tensor>{}, timeout_);
+  }
+  std::vector<Call> calls;
+  std::vector<at::Tensor> inputs, outputs;
+  for (auto& p : pending) {
+    calls.push_back(std::move(p.call));
+    inputs.insert(inputs.end(), p.inputs.begin(), p.inputs.end());
+    outputs.insert(outputs.end(), p.outputs.begin(), p.outputs.end());
+  }
+  // One task starts every op before waiting for any, so a coalesced exchange
+  // of sends and recvs cannot wait on itself.
+  return launch(std::move(calls), std::move(signal), c10d::OpType::COALESCED, "coalesced", device,
+                std::move(inputs), std::move(outputs), kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::barrier(const c10d::BarrierOptions& opts) {
+  throw_if_broken();
+  c10::DeviceIndex index = current_device();
+  if (device_) index = *device_;
+  if (opts.device) index = opts.device->index();
+  const c10::Device device(c10::DeviceType::PrivateUse1, index);
+  Call call{"barrier", std::array<int64_t, 4>{-1, -1, -1, -1},
+            [](c10d::Backend& gloo) { return gloo.barrier(); }, nullptr};
+  std::vector<Call> calls;
+  calls.push_back(std::move(call));
+  // The barrier task follows this rank's current stream, and its Work blocks
+  // the host: when barrier() returns, every rank's earlier work is done.
+  return launch(std::move(calls), std::make_shared<CommSignal>(completion_), c10d::OpType::BARRIER, "barrier",
+                device, {}, {}, kCollectiveStream);
+}
+
+void ProcessGroupCNCL::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
+  throw_if_broken();
+  gloo_->monitoredBarrier(opts, wait_all_ranks);
+}
+
+}  // namespace torch_mlu::distributed

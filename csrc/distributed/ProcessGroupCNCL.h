@@ -1,0 +1,162 @@
+// ProcessGroupCNCL: the `cncl` c10d backend of mlu, a transport-agnostic
+// device layer over Gloo.
+//
+// Note [cncl over Gloo]
+// The transfers are Gloo's, which ships inside the torch wheel; its headers do
+// not, so Python creates the ProcessGroupGloo (on this group's store) and C++
+// holds it through the c10d::Backend base class. What this class adds is what a
+// real accelerator's collective library needs from the framework:
+// - Stream order. Each collective is one task on a communication stream of the
+//   tensors' device (one stream for collectives, one per peer and direction for
+//   point-to-point ops, so that a send and a recv with the same peer never wait
+//   behind each other). The stream first waits for the caller's current stream;
+//   the task then runs the Gloo op on host aliases of the device memory (zero
+//   copy: the software MLU's memory is host-addressable) and waits for it.
+//   Tensors stay alive through record_stream (or are stashed in the Work under
+//   TORCH_CNCL_AVOID_RECORD_STREAMS=1). Work semantics: WorkCNCL.h.
+// - Reduce ops Gloo lacks: AVG is SUM then a division, PREMUL_SUM a scaling
+//   then SUM; BAND/BOR/BXOR are Gloo's own.
+// - Agreement. Before each collective the ranks exchange a fingerprint (op,
+//   dtype, size, root, reduce op) so a mismatch is an error naming the op, not a
+//   crash inside Gloo (TORCH_CNCL_CHECK_COLLECTIVES=0 skips it).
+// - Failure. A transfer that fails (a peer died) or times out (Gloo's timeout is
+//   the group's) fails its Work and marks the group broken: every later
+//   collective raises at once with the first error.
+// - Coalescing (startCoalescing/endCoalescing, batch_isend_irecv): the ops are
+//   collected and run as one task that starts every Gloo op before waiting for
+//   any.
+// All tensors of one rank's group live on one device: the bound device
+// (init_process_group(device_id=...)) or the device of its first collective.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include "csrc/core/MLUStream.h"
+#include "csrc/distributed/WorkCNCL.h"
+
+namespace torch_mlu::distributed {
+
+class ProcessGroupCNCL : public c10d::Backend {
+ public:
+  // One Gloo op over host aliases, run inside a communication task.
+  struct Call {
+    const char* name;  // the torch.distributed name, for messages
+    // What every rank must agree on: dtype, numel, root, reduce op (-1: may
+    // differ). Point-to-point calls have none.
+    std::optional<std::array<int64_t, 4>> fingerprint;
+    std::function<c10::intrusive_ptr<c10d::Work>(c10d::Backend& gloo)> start;
+    std::function<void()> finish;  // after the transfer, on the host aliases
+  };
+
+  ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout);
+  ~ProcessGroupCNCL() override;
+
+  const std::string getBackendName() const override { return "cncl"; }
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+  void setSequenceNumberForGroup() override;
+  uint64_t getSequenceNumberForGroup() override;
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  void shutdown() override;
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                     const c10d::AllreduceCoalescedOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                 std::vector<at::Tensor>& inputs,
+                                                                 const c10d::AllgatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                      const c10d::ReduceScatterOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_split_sizes,
+                                               std::vector<int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts = {}) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts = {}) override;
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks = false) override;
+
+ private:
+  // Which communication stream a call runs on.
+  static constexpr int kCollectiveStream = 0;
+  static int send_stream(int peer) { return 1 + 2 * peer; }
+  static int recv_stream(int peer) { return 2 + 2 * peer; }
+
+  // Checks `tensors` (defined, mlu, dense, one device, the group's device) and
+  // returns their device.
+  c10::Device check_tensors(const char* op, const std::vector<at::Tensor>& tensors);
+  // Validates, then runs `call` (or collects it while coalescing).
+  c10::intrusive_ptr<c10d::Work> run(Call call, c10d::OpType op_type, std::vector<at::Tensor> inputs,
+                                     std::vector<at::Tensor> outputs, int stream_key);
+  c10::intrusive_ptr<c10d::Work> launch(std::vector<Call> calls, std::shared_ptr<CommSignal> signal,
+                                        c10d::OpType op_type, const char* name, c10::Device device,
+                                        std::vector<at::Tensor> inputs, std::vector<at::Tensor> outputs,
+                                        int stream_key);
+  MLUStream comm_stream(int key, c10::DeviceIndex device);
+  void throw_if_broken() const;
+
+  c10::intrusive_ptr<c10d::Backend> gloo_;
+  std::chrono::milliseconds timeout_;
+  // Set by a failed transfer (from a device thread); read by every later call.
+  struct Failure {
+    std::mutex mutex;
+    std::string message;
+  };
+  std::shared_ptr<Failure> failure_ = std::make_shared<Failure>();
+  std::shared_ptr<CompletionQueue> completion_ = std::make_shared<CompletionQueue>();
+
+  std::mutex streams_mutex_;
+  std::map<std::pair<c10::DeviceIndex, int>, MLUStream> streams_;
+  std::optional<c10::DeviceIndex> device_;  // the group's device on this rank, once known
+
+  struct Pending {
+    Call call;
+    std::vector<at::Tensor> inputs, outputs;
+  };
+  bool coalescing_ = false;
+  std::shared_ptr<CommSignal> coalesced_signal_;  // shared by the Works of the group being collected
+  std::vector<Pending> pending_;
+  std::optional<c10::Device> coalesced_device_;
+  c10d::OpType coalesced_op_ = c10d::OpType::COALESCED;
+};
+
+}  // namespace torch_mlu::distributed

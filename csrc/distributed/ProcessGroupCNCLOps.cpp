@@ -1,0 +1,415 @@
+// The ops of the cncl backend: for each, which Gloo call runs on the host
+// aliases of the mlu tensors, what the ranks must agree on, and how the reduce
+// ops Gloo lacks are made (Note [cncl over Gloo] in ProcessGroupCNCL.h).
+#include <ATen/ops/from_blob.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+
+#include "csrc/distributed/ProcessGroupCNCL.h"
+
+namespace torch_mlu::distributed {
+namespace {
+
+using c10d::ReduceOp;
+using Fingerprint = std::array<int64_t, 4>;
+
+// A CPU tensor over the same memory: the software MLU's memory is
+// host-addressable, so Gloo reads and writes it in place.
+at::Tensor host_alias(const at::Tensor& t) {
+  return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), at::TensorOptions().dtype(t.scalar_type()));
+}
+
+std::vector<at::Tensor> host_aliases(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> out;
+  out.reserve(tensors.size());
+  for (const auto& t : tensors) out.push_back(host_alias(t));
+  return out;
+}
+
+std::vector<std::vector<at::Tensor>> host_aliases(const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<std::vector<at::Tensor>> out;
+  out.reserve(lists.size());
+  for (const auto& list : lists) out.push_back(host_aliases(list));
+  return out;
+}
+
+std::vector<at::Tensor> flatten(const std::vector<std::vector<at::Tensor>>& lists) {
+  std::vector<at::Tensor> out;
+  for (const auto& list : lists) out.insert(out.end(), list.begin(), list.end());
+  return out;
+}
+
+int64_t total_numel(const std::vector<at::Tensor>& tensors) {
+  int64_t n = 0;
+  for (const auto& t : tensors) n += t.numel();
+  return n;
+}
+
+const at::Tensor& first(const char* op, const std::vector<at::Tensor>& tensors) {
+  TORCH_CHECK_VALUE(!tensors.empty(), "cncl ", op, ": expected at least one tensor");
+  return tensors.front();
+}
+
+// How a c10d reduce op runs on Gloo: SUM for AVG (then a division) and for
+// PREMUL_SUM (after a scaling); the others as they are.
+struct Reduction {
+  ReduceOp gloo_op{ReduceOp::SUM};
+  bool average = false;
+  bool premul = false;
+  double factor = 1.0;
+  at::Tensor factor_tensor;  // an alias of PREMUL_SUM's tensor factor (read in the task)
+  at::Tensor factor_owner;   // the factor itself, kept alive as an input
+
+  // Scales `t` in place (PREMUL_SUM); returns it.
+  const at::Tensor& scale(const at::Tensor& t) const {
+    if (premul) factor_tensor.defined() ? t.mul_(factor_tensor.to(t.scalar_type())) : t.mul_(factor);
+    return t;
+  }
+  void finish(const at::Tensor& t, int size) const {
+    if (!average) return;
+    if (c10::isFloatingType(t.scalar_type())) {
+      t.div_(size);
+    } else {
+      t.div_(size, "trunc");
+    }
+  }
+};
+
+Reduction plan_reduction(const char* op, const ReduceOp& reduce_op, c10::ScalarType dtype) {
+  Reduction r;
+  const bool floating = c10::isFloatingType(dtype);
+  switch (reduce_op.op_) {
+    case ReduceOp::AVG:
+      TORCH_CHECK_VALUE(dtype != at::kBool, "cncl ", op, ": ReduceOp.AVG does not apply to bool tensors");
+      r.average = true;
+      break;
+    case ReduceOp::PREMUL_SUM: {
+      TORCH_CHECK_VALUE(floating, "cncl ", op, ": ReduceOp.PREMUL_SUM needs a floating-point tensor, got ", dtype);
+      r.premul = true;
+      const auto* supplement = dynamic_cast<const c10d::PreMulSumSupplement*>(reduce_op.supplement_.get());
+      TORCH_CHECK_VALUE(supplement != nullptr, "cncl ", op, ": PREMUL_SUM without a factor");
+      if (supplement->tensor_factor.defined()) {
+        r.factor_owner = supplement->tensor_factor;
+        r.factor_tensor = r.factor_owner.is_cpu() ? r.factor_owner : host_alias(r.factor_owner);
+      } else {
+        r.factor = supplement->double_factor;
+      }
+      break;
+    }
+    case ReduceOp::BAND:
+    case ReduceOp::BOR:
+    case ReduceOp::BXOR:
+      TORCH_CHECK_VALUE(!floating, "cncl ", op, ": bitwise reduce ops need integer or bool tensors, got ", dtype);
+      r.gloo_op = reduce_op;
+      break;
+    case ReduceOp::SUM:
+    case ReduceOp::PRODUCT:
+    case ReduceOp::MIN:
+    case ReduceOp::MAX:
+      r.gloo_op = ReduceOp(reduce_op.op_);
+      break;
+    default:
+      TORCH_CHECK_VALUE(false, "cncl ", op, ": unsupported reduce op ", static_cast<int>(reduce_op.op_));
+  }
+  return r;
+}
+
+std::vector<at::Tensor> with_factor(std::vector<at::Tensor> inputs, const Reduction& r) {
+  if (r.factor_owner.defined() && !r.factor_owner.is_cpu()) inputs.push_back(r.factor_owner);
+  return inputs;
+}
+
+// Copies scaled by PREMUL_SUM's factor, so the caller's input is left alone.
+std::vector<at::Tensor> scaled_copies(const std::vector<at::Tensor>& hosts, const Reduction& r) {
+  std::vector<at::Tensor> out;
+  for (const auto& h : hosts) out.push_back(r.scale(h.clone()));
+  return out;
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::broadcast(std::vector<at::Tensor>& tensors,
+                                                           const c10d::BroadcastOptions& opts) {
+  const auto& t = first("broadcast", tensors);
+  Call call{"broadcast", Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(tensors), opts.rootRank, -1},
+            [hosts = host_aliases(tensors), opts](c10d::Backend& gloo) mutable { return gloo.broadcast(hosts, opts); },
+            nullptr};
+  return run(std::move(call), c10d::OpType::BROADCAST, tensors, tensors, kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allreduce(std::vector<at::Tensor>& tensors,
+                                                           const c10d::AllreduceOptions& opts) {
+  const auto& t = first("all_reduce", tensors);
+  Reduction r = plan_reduction("all_reduce", opts.reduceOp, t.scalar_type());
+  auto hosts = host_aliases(tensors);
+  const int size = getSize();
+  Call call{"all_reduce",
+            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(tensors), -1,
+                        static_cast<int64_t>(opts.reduceOp.op_)},
+            [hosts, r](c10d::Backend& gloo) mutable {
+              for (const auto& h : hosts) r.scale(h);
+              c10d::AllreduceOptions gloo_opts;
+              gloo_opts.reduceOp = r.gloo_op;
+              return gloo.allreduce(hosts, gloo_opts);
+            },
+            [hosts, r, size] {
+              for (const auto& h : hosts) r.finish(h, size);
+            }};
+  return run(std::move(call), c10d::OpType::ALLREDUCE, with_factor(tensors, r), tensors, kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allreduce_coalesced(std::vector<at::Tensor>& tensors,
+                                                                     const c10d::AllreduceCoalescedOptions& opts) {
+  const auto& t = first("all_reduce_coalesced", tensors);
+  for (const auto& other : tensors) {
+    TORCH_CHECK_VALUE(other.scalar_type() == t.scalar_type(),
+                      "cncl all_reduce_coalesced: all tensors must have one dtype, got ", t.scalar_type(), " and ",
+                      other.scalar_type());
+  }
+  Reduction r = plan_reduction("all_reduce_coalesced", opts.reduceOp, t.scalar_type());
+  auto hosts = host_aliases(tensors);
+  const int size = getSize();
+  Call call{"all_reduce",
+            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(tensors), -1,
+                        static_cast<int64_t>(opts.reduceOp.op_)},
+            [hosts, r](c10d::Backend& gloo) mutable {
+              for (const auto& h : hosts) r.scale(h);
+              c10d::AllreduceCoalescedOptions gloo_opts;
+              gloo_opts.reduceOp = r.gloo_op;
+              return gloo.allreduce_coalesced(hosts, gloo_opts);
+            },
+            [hosts, r, size] {
+              for (const auto& h : hosts) r.finish(h, size);
+            }};
+  return run(std::move(call), c10d::OpType::ALLREDUCE_COALESCED, with_factor(tensors, r), tensors,
+             kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::reduce(std::vector<at::Tensor>& tensors,
+                                                        const c10d::ReduceOptions& opts) {
+  const auto& t = first("reduce", tensors);
+  Reduction r = plan_reduction("reduce", opts.reduceOp, t.scalar_type());
+  auto hosts = host_aliases(tensors);
+  const int size = getSize();
+  const bool is_root = getRank() == opts.rootRank;
+  Call call{"reduce",
+            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(tensors), opts.rootRank,
+                        static_cast<int64_t>(opts.reduceOp.op_)},
+            [hosts, r, opts](c10d::Backend& gloo) mutable {
+              for (const auto& h : hosts) r.scale(h);
+              c10d::ReduceOptions gloo_opts = opts;
+              gloo_opts.reduceOp = r.gloo_op;
+              return gloo.reduce(hosts, gloo_opts);
+            },
+            [hosts, r, size, is_root] {
+              if (!is_root) return;
+              for (const auto& h : hosts) r.finish(h, size);
+            }};
+  return run(std::move(call), c10d::OpType::REDUCE, with_factor(tensors, r), tensors, kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                           std::vector<at::Tensor>& inputs,
+                                                           const c10d::AllgatherOptions& opts) {
+  const auto& t = first("all_gather", inputs);
+  Call call{"all_gather", Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(inputs), -1, -1},
+            [outs = host_aliases(outputs), ins = host_aliases(inputs), opts](c10d::Backend& gloo) mutable {
+              return gloo.allgather(outs, ins, opts);
+            },
+            nullptr};
+  return run(std::move(call), c10d::OpType::ALLGATHER, inputs, flatten(outputs), kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                                 const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK_VALUE(output.numel() == input.numel() * getSize(), "cncl all_gather_into_tensor: the output has ",
+                    output.numel(), " elements; it needs world_size (", getSize(), ") x the input's ", input.numel());
+  TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(), "cncl all_gather_into_tensor: output dtype ",
+                    output.scalar_type(), " differs from input dtype ", input.scalar_type());
+  Call call{"all_gather_into_tensor", Fingerprint{static_cast<int64_t>(input.scalar_type()), input.numel(), -1, -1},
+            [out = host_alias(output), in = host_alias(input), opts](c10d::Backend& gloo) mutable {
+              return gloo._allgather_base(out, in, opts);
+            },
+            nullptr};
+  return run(std::move(call), c10d::OpType::_ALLGATHER_BASE, {input}, {output}, kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                                     std::vector<at::Tensor>& inputs,
+                                                                     const c10d::AllgatherOptions& opts) {
+  const auto& t = first("all_gather_coalesced", inputs);
+  Call call{"all_gather", Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(inputs), -1, -1},
+            [outs = host_aliases(outputs), ins = host_aliases(inputs), opts](c10d::Backend& gloo) mutable {
+              return gloo.allgather_coalesced(outs, ins, opts);
+            },
+            nullptr};
+  return run(std::move(call), c10d::OpType::ALLGATHER_COALESCED, inputs, flatten(outputs), kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
+                                                                                 std::vector<at::Tensor>& inputs,
+                                                                                 const c10d::AllgatherOptions& opts) {
+  const auto& t = first("all_gather_into_tensor_coalesced", inputs);
+  Call call{"all_gather_into_tensor",
+            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(inputs), -1, -1},
+            [outs = host_aliases(outputs), ins = host_aliases(inputs), opts](c10d::Backend& gloo) mutable {
+              return gloo.allgather_into_tensor_coalesced(outs, ins, opts);
+            },
+            nullptr};
+  return run(std::move(call), c10d::OpType::COALESCED, inputs, outputs, kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                        std::vector<at::Tensor>& inputs,
+                                                        const c10d::GatherOptions& opts) {
+  const auto& t = first("gather", inputs);
+  Call call{"gather", Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(inputs), opts.rootRank, -1},
+            [outs = host_aliases(outputs), ins = host_aliases(inputs), opts](c10d::Backend& gloo) mutable {
+              return gloo.gather(outs, ins, opts);
+            },
+            nullptr};
+  return run(std::move(call), c10d::OpType::GATHER, inputs, flatten(outputs), kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::scatter(std::vector<at::Tensor>& outputs,
+                                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                                         const c10d::ScatterOptions& opts) {
+  const auto& t = first("scatter", outputs);
+  Call call{"scatter", Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(outputs), opts.rootRank, -1},
+            [outs = host_aliases(outputs), ins = host_aliases(inputs), opts](c10d::Backend& gloo) mutable {
+              return gloo.scatter(outs, ins, opts);
+            },
+            nullptr};
+  return run(std::move(call), c10d::OpType::SCATTER, flatten(inputs), outputs, kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                                const c10d::ReduceScatterOptions& opts) {
+  const auto& t = first("reduce_scatter", outputs);
+  Reduction r = plan_reduction("reduce_scatter", opts.reduceOp, t.scalar_type());
+  auto outs = host_aliases(outputs);
+  const int size = getSize();
+  Call call{"reduce_scatter",
+            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(outputs), -1,
+                        static_cast<int64_t>(opts.reduceOp.op_)},
+            [outs, ins = host_aliases(inputs), r](c10d::Backend& gloo) mutable {
+              c10d::ReduceScatterOptions gloo_opts;
+              gloo_opts.reduceOp = r.gloo_op;
+              if (r.premul) {
+                for (auto& list : ins) list = scaled_copies(list, r);
+              }
+              return gloo.reduce_scatter(outs, ins, gloo_opts);
+            },
+            [outs, r, size] {
+              for (const auto& o : outs) r.finish(o, size);
+            }};
+  return run(std::move(call), c10d::OpType::REDUCE_SCATTER, with_factor(flatten(inputs), r), outputs,
+             kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                                                      const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK_VALUE(input.numel() == output.numel() * getSize(), "cncl reduce_scatter_tensor: the input has ",
+                    input.numel(), " elements; it needs world_size (", getSize(), ") x the output's ",
+                    output.numel());
+  TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(), "cncl reduce_scatter_tensor: output dtype ",
+                    output.scalar_type(), " differs from input dtype ", input.scalar_type());
+  Reduction r = plan_reduction("reduce_scatter_tensor", opts.reduceOp, input.scalar_type());
+  at::Tensor out = host_alias(output);
+  const int size = getSize();
+  Call call{"reduce_scatter_tensor",
+            Fingerprint{static_cast<int64_t>(input.scalar_type()), output.numel(), -1,
+                        static_cast<int64_t>(opts.reduceOp.op_)},
+            [out, in = host_alias(input), r](c10d::Backend& gloo) mutable {
+              c10d::ReduceScatterOptions gloo_opts;
+              gloo_opts.reduceOp = r.gloo_op;
+              if (r.premul) in = r.scale(in.clone());
+              return gloo._reduce_scatter_base(out, in, gloo_opts);
+            },
+            [out, r, size] { r.finish(out, size); }};
+  return run(std::move(call), c10d::OpType::_REDUCE_SCATTER_BASE, with_factor({input}, r), {output},
+             kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
+  const auto& t = first("reduce_scatter_tensor_coalesced", outputs);
+  Reduction r = plan_reduction("reduce_scatter_tensor_coalesced", opts.reduceOp, t.scalar_type());
+  auto outs = host_aliases(outputs);
+  const int size = getSize();
+  Call call{"reduce_scatter_tensor",
+            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(outputs), -1,
+                        static_cast<int64_t>(opts.reduceOp.op_)},
+            [outs, ins = host_aliases(inputs), r](c10d::Backend& gloo) mutable {
+              c10d::ReduceScatterOptions gloo_opts;
+              gloo_opts.reduceOp = r.gloo_op;
+              if (r.premul) ins = scaled_copies(ins, r);
+              return gloo.reduce_scatter_tensor_coalesced(outs, ins, gloo_opts);
+            },
+            [outs, r, size] {
+              for (const auto& o : outs) r.finish(o, size);
+            }};
+  return run(std::move(call), c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, with_factor(inputs, r), outputs,
+             kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                               std::vector<int64_t>& output_split_sizes,
+                                                               std::vector<int64_t>& input_split_sizes,
+                                                               const c10d::AllToAllOptions& opts) {
+  const bool even = output_split_sizes.empty() && input_split_sizes.empty();
+  Call call{"all_to_all_single",
+            Fingerprint{static_cast<int64_t>(input.scalar_type()), even ? input.numel() : -1, -1, -1},
+            [out = host_alias(output), in = host_alias(input), output_split_sizes, input_split_sizes,
+             opts](c10d::Backend& gloo) mutable {
+              return gloo.alltoall_base(out, in, output_split_sizes, input_split_sizes, opts);
+            },
+            nullptr};
+  return run(std::move(call), c10d::OpType::ALLTOALL_BASE, {input}, {output}, kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::alltoall(std::vector<at::Tensor>& outputs,
+                                                          std::vector<at::Tensor>& inputs,
+                                                          const c10d::AllToAllOptions& opts) {
+  const auto& t = first("all_to_all", inputs);
+  Call call{"all_to_all", Fingerprint{static_cast<int64_t>(t.scalar_type()), -1, -1, -1},
+            [outs = host_aliases(outputs), ins = host_aliases(inputs), opts](c10d::Backend& gloo) mutable {
+              return gloo.alltoall(outs, ins, opts);
+            },
+            nullptr};
+  return run(std::move(call), c10d::OpType::ALLTOALL, inputs, outputs, kCollectiveStream);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
+  TORCH_CHECK_VALUE(dst_rank >= 0 && dst_rank < getSize() && dst_rank != getRank(), "cncl send: invalid destination rank ",
+                    dst_rank, " (world size ", getSize(), ", this rank ", getRank(), ")");
+  Call call{"send", std::nullopt,
+            [hosts = host_aliases(tensors), dst_rank, tag](c10d::Backend& gloo) mutable {
+              return gloo.send(hosts, dst_rank, tag);
+            },
+            nullptr};
+  return run(std::move(call), c10d::OpType::SEND, tensors, {}, send_stream(dst_rank));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::recv(std::vector<at::Tensor>& tensors, int src_rank, int tag) {
+  TORCH_CHECK_VALUE(src_rank >= 0 && src_rank < getSize() && src_rank != getRank(), "cncl recv: invalid source rank ",
+                    src_rank, " (world size ", getSize(), ", this rank ", getRank(), ")");
+  Call call{"recv", std::nullopt,
+            [hosts = host_aliases(tensors), src_rank, tag](c10d::Backend& gloo) mutable {
+              return gloo.recv(hosts, src_rank, tag);
+            },
+            nullptr};
+  return run(std::move(call), c10d::OpType::RECV, {}, tensors, recv_stream(src_rank));
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  Call call{"recv", std::nullopt,
+            [hosts = host_aliases(tensors), tag](c10d::Backend& gloo) mutable {
+              return gloo.recvAnysource(hosts, tag);
+            },
+            nullptr};
+  return run(std::move(call), c10d::OpType::RECVANYSOURCE, {}, tensors, recv_stream(getSize()));
+}
+
+}  // namespace torch_mlu::distributed

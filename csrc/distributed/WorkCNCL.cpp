@@ -1,0 +1,203 @@
+#include "csrc/distributed/WorkCNCL.h"
+
+#include <ATen/core/ivalue.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+#include <mlu_runtime/queue.h>
+
+#include "csrc/core/MLUException.h"
+#include "csrc/core/MLUStream.h"
+#include "csrc/distributed/CNCLConfig.h"
+
+namespace torch_mlu::distributed {
+
+void CommSignal::finish(std::exception_ptr failure, std::string failure_message, int source) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+    error = std::move(failure);
+    error_message = std::move(failure_message);
+    source_rank = source;
+  }
+  cv.notify_all();
+  if (completion) completion->notify();
+}
+
+bool CommSignal::wait_for(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex);
+  return cv.wait_for(lock, timeout, [this] { return done; });
+}
+
+bool CommSignal::is_done() {
+  std::lock_guard<std::mutex> lock(mutex);
+  return done;
+}
+
+WorkCNCL::WorkCNCL(std::shared_ptr<CommSignal> signal, int rank, c10d::OpType op_type, const char* op_name,
+                   c10::Device device, std::vector<at::Tensor> outputs, std::vector<at::Tensor> stash,
+                   std::chrono::milliseconds timeout)
+    : c10d::Work(rank, op_type, op_name),
+      signal_(std::move(signal)),
+      op_name_(op_name),
+      device_(device),
+      outputs_(std::move(outputs)),
+      stash_(std::move(stash)),
+      timeout_(timeout) {}
+
+bool WorkCNCL::isCompleted() { return signal_->is_done(); }
+
+bool WorkCNCL::isSuccess() const {
+  std::lock_guard<std::mutex> lock(signal_->mutex);
+  return signal_->done && !signal_->error;
+}
+
+std::exception_ptr WorkCNCL::exception() const {
+  std::lock_guard<std::mutex> lock(signal_->mutex);
+  return signal_->error;
+}
+
+int WorkCNCL::sourceRank() const {
+  std::lock_guard<std::mutex> lock(signal_->mutex);
+  TORCH_CHECK(signal_->done, "sourceRank() is known once the recv has completed: call wait() first");
+  return signal_->source_rank;
+}
+
+std::vector<at::Tensor> WorkCNCL::result() { return outputs_; }
+
+void WorkCNCL::make_current_stream_wait() {
+  // The wait outlasts the transfer's own timeout (Gloo's), so a transfer that
+  // ends in an error is reported as that error, not as a second timeout.
+  const auto limit = timeout_ + std::chrono::seconds(10);
+  MLU_CHECK(mlu::mluLaunchTask(getCurrentMLUStream(device_.index()).queue(), "cncl wait",
+                               [signal = signal_, limit](mlu::TaskContext& context) {
+                                 if (!signal->wait_for(limit)) {
+                                   context.fail("the collective did not finish within the process group's timeout");
+                                   return;
+                                 }
+                                 std::lock_guard<std::mutex> lock(signal->mutex);
+                                 if (signal->error) context.fail(signal->error_message);
+                               }));
+}
+
+void WorkCNCL::wait_on_host(std::chrono::milliseconds timeout) {
+  if (!signal_->wait_for(timeout)) {
+    C10_THROW_ERROR(DistBackendError,
+                    c10::str("cncl ", op_name_, " on rank ", rank_, " timed out after ", timeout.count(),
+                             " ms waiting for the other ranks. A rank may have died, hung, or not called ", op_name_,
+                             "; check the other ranks' logs."));
+  }
+  std::lock_guard<std::mutex> lock(signal_->mutex);
+  if (signal_->error) std::rethrow_exception(signal_->error);
+}
+
+void WorkCNCL::synchronize() { make_current_stream_wait(); }
+
+void WorkCNCL::blockCurrentStream() { make_current_stream_wait(); }
+
+bool WorkCNCL::wait(std::chrono::milliseconds timeout) {
+  const bool host_blocking = timeout != kNoTimeout || retrieveOpType() == c10d::OpType::BARRIER;
+  if (host_blocking || cncl_config().blocking_wait) {
+    wait_on_host(timeout == kNoTimeout ? timeout_ + std::chrono::seconds(10) : timeout);
+  } else {
+    {
+      std::lock_guard<std::mutex> lock(signal_->mutex);
+      if (signal_->error) std::rethrow_exception(signal_->error);
+    }
+    make_current_stream_wait();
+  }
+  // Later work on the current stream is ordered after the transfer now, so the
+  // caching allocator may hand the stashed blocks to it.
+  stash_.clear();
+  return true;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> WorkCNCL::getFuture() {
+  std::unique_lock<std::mutex> lock(future_mutex_);
+  if (!future_) {
+    future_ = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()),
+                                                       std::vector<c10::Device>{device_});
+    lock.unlock();
+    if (signal_->is_done()) {
+      complete_future();
+    } else {
+      signal_->completion->add(c10::intrusive_ptr<WorkCNCL>::reclaim_copy(this));
+    }
+    lock.lock();
+  }
+  return future_;
+}
+
+void WorkCNCL::complete_future() {
+  c10::intrusive_ptr<c10::ivalue::Future> future;
+  {
+    std::lock_guard<std::mutex> lock(future_mutex_);
+    if (!future_ || future_completed_) return;
+    future_completed_ = true;
+    future = future_;
+  }
+  std::exception_ptr error = exception();
+  if (error) {
+    future->setError(error);
+    return;
+  }
+  // markCompleted records an event on the device's current stream of this
+  // thread; the transfer is over, so later users only need that ordering.
+  c10::DeviceGuard guard(device_);
+  future->markCompleted(c10::IValue(outputs_));
+}
+
+CompletionQueue::~CompletionQueue() { stop(); }
+
+void CompletionQueue::add(c10::intrusive_ptr<WorkCNCL> work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return;
+  if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
+  pending_.emplace_back(work->signal_, std::move(work));
+  cv_.notify_one();
+}
+
+void CompletionQueue::notify() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cv_.notify_one();
+}
+
+void CompletionQueue::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    std::vector<c10::intrusive_ptr<WorkCNCL>> finished;
+    for (size_t i = 0; i < pending_.size();) {
+      if (pending_[i].first->is_done()) {
+        finished.push_back(std::move(pending_[i].second));
+        pending_[i] = std::move(pending_.back());
+        pending_.pop_back();
+      } else {
+        ++i;
+      }
+    }
+    if (!finished.empty()) {
+      lock.unlock();
+      for (auto& work : finished) work->complete_future();
+      finished.clear();  // drop the works (and their tensors) on this host thread
+      lock.lock();
+      continue;
+    }
+    if (stopping_) break;
+    cv_.wait(lock);
+  }
+}
+
+void CompletionQueue::stop() {
+  std::thread thread;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+    thread = std::move(thread_);
+  }
+  cv_.notify_one();
+  if (thread.joinable()) thread.join();
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_.clear();
+}
+
+}  // namespace torch_mlu::distributed

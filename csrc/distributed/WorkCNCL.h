@@ -1,0 +1,110 @@
+// WorkCNCL: the handle of one collective (or one coalesced group of them) of
+// the cncl backend, and the two small objects it shares.
+//
+// A collective runs as one task on a communication stream (ProcessGroupCNCL.h).
+// - CommSignal is all the task touches: it is finished exactly once, with or
+//   without an error, when the transfer is over. It holds no tensor, because a
+//   task's captures are destroyed on a device thread, and freeing device memory
+//   there would launch onto queues from inside a queue.
+// - WorkCNCL is the caller's handle. Work.wait() makes the current stream wait
+//   for the transfer and never blocks the host, unless TORCH_CNCL_BLOCKING_WAIT
+//   is set, an explicit timeout is given, or the op is a barrier; a failed
+//   transfer fails the waiting stream's task, so the error surfaces at that
+//   stream's next synchronization (Note [Errors belong to queues]).
+// - The future of getFuture() lives on mlu (a device-aware ivalue::Future) and
+//   is completed, with the outputs or the error, by the process group's
+//   CompletionQueue thread once the transfer has finished; DDP's comm hooks
+//   and their then() callbacks run there, never on a device thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+namespace torch_mlu::distributed {
+
+class CompletionQueue;
+
+struct CommSignal {
+  explicit CommSignal(std::shared_ptr<CompletionQueue> completion) : completion(std::move(completion)) {}
+  // Called once, by the communication task.
+  void finish(std::exception_ptr failure, std::string failure_message, int source = -1);
+  // Waits up to `timeout` for finish(); returns whether it happened.
+  bool wait_for(std::chrono::milliseconds timeout);
+  bool is_done();
+
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+  std::string error_message;
+  int source_rank = -1;
+  std::shared_ptr<CompletionQueue> completion;
+};
+
+class WorkCNCL : public c10d::Work {
+ public:
+  WorkCNCL(std::shared_ptr<CommSignal> signal, int rank, c10d::OpType op_type, const char* op_name,
+           c10::Device device, std::vector<at::Tensor> outputs, std::vector<at::Tensor> stash,
+           std::chrono::milliseconds timeout);
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  int sourceRank() const override;
+  std::vector<at::Tensor> result() override;
+  void synchronize() override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  void blockCurrentStream() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+
+  // Completes the future with the outputs or the error; the transfer is over.
+  void complete_future();
+
+ private:
+  // Enqueues on the current stream a task that waits for the transfer and
+  // fails if it failed.
+  void make_current_stream_wait();
+  void wait_on_host(std::chrono::milliseconds timeout);
+
+  std::shared_ptr<CommSignal> signal_;
+  const char* op_name_;
+  c10::Device device_;
+  std::vector<at::Tensor> outputs_;
+  std::vector<at::Tensor> stash_;  // TORCH_CNCL_AVOID_RECORD_STREAMS: released once ordered
+  std::chrono::milliseconds timeout_;
+  std::mutex future_mutex_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+  bool future_completed_ = false;
+
+  friend class CompletionQueue;
+};
+
+// Completes the futures of finished transfers on one host thread per process
+// group (started by the first getFuture() of an unfinished work).
+class CompletionQueue {
+ public:
+  CompletionQueue() = default;
+  ~CompletionQueue();
+  void add(c10::intrusive_ptr<WorkCNCL> work);
+  void notify();  // a transfer finished (called from a device thread)
+  void stop();    // completes what is finished, drops the rest, joins
+
+ private:
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<std::pair<std::shared_ptr<CommSignal>, c10::intrusive_ptr<WorkCNCL>>> pending_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace torch_mlu::distributed

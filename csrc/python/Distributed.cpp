@@ -1,0 +1,69 @@
+// torch_mlu._C.ProcessGroupCNCL: the cncl backend as a torch.distributed
+// Backend subclass, so torch's Python code (ProcessGroup._register_backend,
+// the c10d ops) takes it as its own.
+#include <chrono>
+
+#include <pybind11/chrono.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include "csrc/distributed/ProcessGroupCNCL.h"
+#include "csrc/python/Bindings.h"
+
+namespace torch_mlu {
+namespace {
+
+// The holder torch gives its Backend classes (torch/csrc/distributed/c10d/init.cpp):
+// dropping the last reference releases the GIL first, because a backend's
+// destructor waits for its transfers, whose completion may need the GIL.
+template <typename T>
+class IntrusivePtrNoGilDestructor {
+ public:
+  IntrusivePtrNoGilDestructor() = default;
+  IntrusivePtrNoGilDestructor(const IntrusivePtrNoGilDestructor&) = default;
+  IntrusivePtrNoGilDestructor(IntrusivePtrNoGilDestructor&&) noexcept = default;
+  IntrusivePtrNoGilDestructor& operator=(const IntrusivePtrNoGilDestructor&) = default;
+  IntrusivePtrNoGilDestructor& operator=(IntrusivePtrNoGilDestructor&&) noexcept = default;
+  /* implicit */ IntrusivePtrNoGilDestructor(c10::intrusive_ptr<T> impl) : impl_(std::move(impl)) {}
+  // pybind11 constructs holders from raw pointers (pybind/pybind11#2957).
+  explicit IntrusivePtrNoGilDestructor(T* impl) : impl_(c10::intrusive_ptr<T>::unsafe_steal_from_new(impl)) {}
+  ~IntrusivePtrNoGilDestructor() {
+    if (impl_ && PyGILState_Check()) {
+      pybind11::gil_scoped_release no_gil;
+      impl_.reset();
+    } else {
+      impl_.reset();
+    }
+  }
+  T& operator*() const noexcept { return *impl_; }
+  T* operator->() const noexcept { return impl_.get(); }
+  T* get() const noexcept { return impl_.get(); }
+  void reset() noexcept { impl_.reset(); }
+  operator bool() const noexcept { return impl_; }
+
+ private:
+  c10::intrusive_ptr<T> impl_;
+};
+
+}  // namespace
+}  // namespace torch_mlu
+
+PYBIND11_DECLARE_HOLDER_TYPE(T, torch_mlu::IntrusivePtrNoGilDestructor<T>, true)
+
+namespace torch_mlu {
+
+void bind_distributed(pybind11::module& m) {
+  namespace py = pybind11;
+  using distributed::ProcessGroupCNCL;
+  py::object backend = py::module::import("torch._C._distributed_c10d").attr("Backend");
+  py::class_<ProcessGroupCNCL, IntrusivePtrNoGilDestructor<ProcessGroupCNCL>>(m, "ProcessGroupCNCL", backend)
+      .def(py::init([](c10d::Backend& gloo, int rank, int size, std::chrono::milliseconds timeout) {
+             return MLU_BINDING(return IntrusivePtrNoGilDestructor<ProcessGroupCNCL>(
+                                           c10::make_intrusive<ProcessGroupCNCL>(
+                                               c10::intrusive_ptr<c10d::Backend>::reclaim_copy(&gloo), rank, size,
+                                               timeout)););
+           }),
+           py::arg("gloo"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+           "The cncl backend over `gloo`, a ProcessGroupGloo on this group's store.");
+}
+
+}  // namespace torch_mlu

@@ -1,0 +1,47 @@
+"""The ``cncl`` distributed backend of mlu.
+
+``import torch_mlu`` registers it with ``torch.distributed`` for the device
+``mlu``: ``init_process_group()`` with no backend picks ``cpu:gloo,mlu:cncl``,
+``init_process_group("cncl")`` and ``get_default_backend_for_device("mlu")``
+work as they do with NCCL on CUDA. The transfers are Gloo's; the backend adds
+the device side (communication streams, Work and futures on mlu, reduce ops
+Gloo lacks, agreement checks): Note [cncl over Gloo] in
+``csrc/distributed/ProcessGroupCNCL.h``.
+"""
+
+import torch
+import torch.distributed as dist
+
+from .. import _C
+
+ProcessGroupCNCL = _C.ProcessGroupCNCL
+
+__all__ = ["ProcessGroupCNCL", "is_cncl_available"]
+
+
+def is_cncl_available():
+    """True: the cncl backend is always built (it needs no vendor library)."""
+    return True
+
+
+def _create_cncl(options, backend_options):
+    """Backend creator for ``Backend.register_backend(..., extended_api=True)``.
+
+    Gloo gets a store prefix of its own, so its keys never meet those of the
+    group's CPU backend.
+    """
+    gloo = dist.ProcessGroupGloo(
+        dist.PrefixStore("cncl/", options.store), options.group_rank, options.group_size, options.timeout
+    )
+    backend = ProcessGroupCNCL(gloo, options.group_rank, options.group_size, options.timeout)
+    return backend
+
+
+def _register():
+    """Registers ``cncl`` for ``mlu``; safe to call more than once."""
+    if not dist.is_available():
+        return
+    if "cncl" not in dist.Backend.backend_list:
+        dist.Backend.register_backend("cncl", _create_cncl, extended_api=True, devices=["mlu"])
+    dist.ProcessGroupCNCL = ProcessGroupCNCL
+    dist.is_cncl_available = is_cncl_available
