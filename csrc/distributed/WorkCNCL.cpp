@@ -57,8 +57,11 @@ std::exception_ptr WorkCNCL::exception() const {
 }
 
 int WorkCNCL::sourceRank() const {
+  // The source is a host-side answer: wait for the recv (within its timeout).
+  signal_->wait_for(timeout_ + std::chrono::seconds(10));
   std::lock_guard<std::mutex> lock(signal_->mutex);
-  TORCH_CHECK(signal_->done, "sourceRank() is known once the recv has completed: call wait() first");
+  TORCH_CHECK(signal_->done, "cncl recv from any source: no message arrived within the process group's timeout");
+  if (signal_->error) std::rethrow_exception(signal_->error);
   return signal_->source_rank;
 }
 

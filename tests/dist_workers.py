@@ -1,0 +1,260 @@
+"""Worker functions of tests/test_distributed.py, run in spawned ranks.
+
+Each worker checks the cncl backend against a reference computed in the same
+rank: the same collective on CPU tensors through the group's Gloo backend, or a
+single-process run of the same training. A failed check raises, and
+torch.multiprocessing.spawn re-raises it in the test with the rank's traceback.
+"""
+
+import datetime
+import os
+import time
+
+import torch
+import torch.distributed as dist
+from torch.testing import assert_close
+
+import torch_mlu  # noqa: F401  (autoload covers it too; explicit for clarity)
+
+
+def init(rank, world, store, backend="cpu:gloo,mlu:cncl", timeout=60, device_id=False):
+    torch.mlu.set_device(rank % torch.mlu.device_count())
+    device = torch.device("mlu", torch.mlu.current_device())
+    kwargs = {"device_id": device} if device_id else {}
+    dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=timeout), **kwargs)
+    return device
+
+
+def rank_tensor(rank, shape, dtype, seed=0):
+    """The input rank `rank` contributes: any rank can rebuild any other's."""
+    g = torch.Generator().manual_seed(1000 * seed + rank)
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=g) > 0.5
+    if dtype.is_floating_point:
+        return (torch.randn(shape, generator=g) * 4).to(dtype)
+    high = 2 if dtype == torch.uint8 else 16
+    return torch.randint(0, high, shape, generator=g).to(dtype)
+
+
+def both(fn, cpu_tensors, device):
+    """Runs fn on CPU tensors (Gloo) and on their mlu copies (cncl); returns (cpu, mlu)."""
+    mlu_tensors = [t.to(device) for t in cpu_tensors]
+    fn(*cpu_tensors)
+    fn(*mlu_tensors)
+    return cpu_tensors, [t.cpu() for t in mlu_tensors]
+
+
+def check_same(what, cpu_tensors, mlu_tensors):
+    for c, m in zip(cpu_tensors, mlu_tensors):
+        assert_close(m, c, msg=lambda s: f"{what}: {s}")
+
+
+REDUCE_OPS = [dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN, dist.ReduceOp.MAX]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int32,
+          torch.int64, torch.bool]
+
+
+def expected_reduce(rank_inputs, op):
+    stacked = torch.stack([t.double() for t in rank_inputs])
+    if op == dist.ReduceOp.SUM:
+        return stacked.sum(0)
+    if op == dist.ReduceOp.AVG:
+        return stacked.mean(0)
+    if op == dist.ReduceOp.PRODUCT:
+        return stacked.prod(0)
+    if op == dist.ReduceOp.MIN:
+        return stacked.min(0).values
+    return stacked.max(0).values
+
+
+def ops_worker(rank, world, store):
+    device = init(rank, world, store)
+    n = 6
+
+    # all_reduce: every reduce op on float32, against the arithmetic of every rank's input.
+    for op in REDUCE_OPS:
+        t = rank_tensor(rank, (n,), torch.float32).to(device)
+        dist.all_reduce(t, op=op)
+        want = expected_reduce([rank_tensor(r, (n,), torch.float32) for r in range(world)], op).float()
+        assert_close(t.cpu(), want, rtol=1e-5, atol=1e-5, msg=lambda s: f"all_reduce {op}: {s}")
+    # PREMUL_SUM: sum of factor * input, with a float and an mlu-tensor factor.
+    for factor in (0.5, torch.tensor([0.25], device=device)):
+        t = rank_tensor(rank, (n,), torch.float32).to(device)
+        dist.all_reduce(t, op=dist._make_nccl_premul_sum(factor))
+        f = float(factor) if isinstance(factor, float) else float(factor.cpu())
+        want = sum(rank_tensor(r, (n,), torch.float32) for r in range(world)) * f
+        assert_close(t.cpu(), want, rtol=1e-5, atol=1e-5)
+    # Bitwise ops on integers and bool (Gloo's own), against Gloo on CPU.
+    for dtype in (torch.uint8, torch.int32, torch.int64, torch.bool):
+        for op in (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR):
+            if dtype == torch.bool and op == dist.ReduceOp.BXOR:
+                continue  # Gloo has no bool XOR on CPU either
+            c, m = both(lambda t, op=op: dist.all_reduce(t, op=op), [rank_tensor(rank, (n,), dtype)], device)
+            check_same(f"all_reduce {op} {dtype}", c, m)
+    # Every dtype: all_reduce SUM (MAX for bool) and all_gather_into_tensor, against Gloo on CPU.
+    for dtype in DTYPES:
+        op = dist.ReduceOp.MAX if dtype == torch.bool else dist.ReduceOp.SUM
+        c, m = both(lambda t: dist.all_reduce(t, op=op), [rank_tensor(rank, (n,), dtype)], device)
+        check_same(f"all_reduce {dtype}", c, m)
+        c, m = both(dist.all_gather_into_tensor, [torch.zeros(world * n, dtype=dtype), rank_tensor(rank, (n,), dtype)],
+                    device)
+        check_same(f"all_gather_into_tensor {dtype}", c, m)
+    # Complex goes through view_as_real in torch.distributed.
+    c, m = both(dist.all_reduce, [rank_tensor(rank, (n,), torch.float32).to(torch.complex64) * (1 + 1j)], device)
+    check_same("all_reduce complex", c, m)
+
+    for src in (0, world - 1):
+        c, m = both(lambda t: dist.broadcast(t, src=src), [rank_tensor(rank, (n, 2), torch.float32)], device)
+        check_same(f"broadcast src={src}", c, m)
+    for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX):
+        c, m = both(lambda t: dist.reduce(t, dst=world - 1, op=op), [rank_tensor(rank, (n,), torch.float32)], device)
+        if rank == world - 1:
+            check_same(f"reduce {op}", c, m)
+    t = rank_tensor(rank, (n,), torch.float32).to(device)
+    dist.reduce(t, dst=0, op=dist.ReduceOp.AVG)
+    if rank == 0:
+        want = expected_reduce([rank_tensor(r, (n,), torch.float32) for r in range(world)], dist.ReduceOp.AVG)
+        assert_close(t.cpu(), want.float())
+
+    outs_cpu = [torch.zeros(n) for _ in range(world)]
+    outs_mlu = [o.to(device) for o in outs_cpu]
+    dist.all_gather(outs_cpu, rank_tensor(rank, (n,), torch.float32))
+    dist.all_gather(outs_mlu, rank_tensor(rank, (n,), torch.float32).to(device))
+    check_same("all_gather", outs_cpu, [o.cpu() for o in outs_mlu])
+
+    for op in (dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.AVG):
+        inputs = [rank_tensor(rank, (n,), torch.float32, seed=s) for s in range(world)]
+        out_mlu = torch.zeros(n, device=device)
+        dist.reduce_scatter(out_mlu, [i.to(device) for i in inputs], op=op)
+        want = expected_reduce([rank_tensor(r, (n,), torch.float32, seed=rank) for r in range(world)], op).float()
+        assert_close(out_mlu.cpu(), want, rtol=1e-5, atol=1e-5, msg=lambda s: f"reduce_scatter {op}: {s}")
+        full = rank_tensor(rank, (world * n,), torch.float32)
+        out_mlu = torch.zeros(n, device=device)
+        dist.reduce_scatter_tensor(out_mlu, full.to(device), op=op)
+        want = expected_reduce([rank_tensor(r, (world * n,), torch.float32) for r in range(world)], op).float()
+        assert_close(out_mlu.cpu(), want[rank * n:(rank + 1) * n], rtol=1e-5, atol=1e-5)
+    t_in = rank_tensor(rank, (world * n,), torch.float32)
+    out_mlu = torch.zeros(n, device=device)
+    dist.reduce_scatter_tensor(out_mlu, t_in.to(device), op=dist._make_nccl_premul_sum(2.0))
+    want = 2 * sum(rank_tensor(r, (world * n,), torch.float32) for r in range(world))
+    assert_close(out_mlu.cpu(), want[rank * n:(rank + 1) * n])
+    assert_close(t_in, rank_tensor(rank, (world * n,), torch.float32))  # the input is left alone
+
+    # all_to_all_single, even and uneven splits; all_to_all on lists.
+    c, m = both(dist.all_to_all_single, [torch.zeros(world * n), rank_tensor(rank, (world * n,), torch.float32)], device)
+    check_same("all_to_all_single", c, m)
+    in_splits = [r + 1 for r in range(world)]           # to rank r: r + 1 elements
+    out_splits = [rank + 1] * world                     # from each rank: rank + 1 elements
+    src = rank_tensor(rank, (sum(in_splits),), torch.float32)
+    c, m = both(lambda o, i: dist.all_to_all_single(o, i, out_splits, in_splits),
+                [torch.zeros(sum(out_splits)), src], device)
+    check_same("all_to_all_single uneven", c, m)
+    ins = [rank_tensor(rank, (3,), torch.float32, seed=r) for r in range(world)]
+    outs_c = [torch.zeros(3) for _ in range(world)]
+    outs_m = [o.to(device) for o in outs_c]
+    dist.all_to_all(outs_c, ins)
+    dist.all_to_all(outs_m, [i.to(device) for i in ins])
+    check_same("all_to_all", outs_c, [o.cpu() for o in outs_m])
+
+    # gather / scatter to and from the last rank.
+    root = world - 1
+    g_c = [torch.zeros(n) for _ in range(world)] if rank == root else None
+    g_m = [t.to(device) for t in g_c] if rank == root else None
+    dist.gather(rank_tensor(rank, (n,), torch.float32), g_c, dst=root)
+    dist.gather(rank_tensor(rank, (n,), torch.float32).to(device), g_m, dst=root)
+    if rank == root:
+        check_same("gather", g_c, [t.cpu() for t in g_m])
+    s_in = [rank_tensor(r, (n,), torch.float32, seed=9) for r in range(world)] if rank == root else None
+    s_c, s_m = torch.zeros(n), torch.zeros(n, device=device)
+    dist.scatter(s_c, s_in, src=root)
+    dist.scatter(s_m, [t.to(device) for t in s_in] if rank == root else None, src=root)
+    check_same("scatter", [s_c], [s_m.cpu()])
+
+    # Point to point: a ring of send/recv, isend/irecv, and batch_isend_irecv.
+    right, left = (rank + 1) % world, (rank - 1) % world
+    if rank % 2 == 0:
+        dist.send(rank_tensor(rank, (n,), torch.float32).to(device), right)
+        got = torch.zeros(n, device=device)
+        dist.recv(got, left)
+    else:
+        got = torch.zeros(n, device=device)
+        dist.recv(got, left)
+        dist.send(rank_tensor(rank, (n,), torch.float32).to(device), right)
+    assert_close(got.cpu(), rank_tensor(left, (n,), torch.float32))
+    got = torch.zeros(n, device=device)
+    reqs = [dist.isend(rank_tensor(rank, (n,), torch.float32).to(device), right), dist.irecv(got, left)]
+    for q in reqs:
+        q.wait()
+    assert_close(got.cpu(), rank_tensor(left, (n,), torch.float32))
+    got = torch.zeros(n, device=device)
+    ops = [dist.P2POp(dist.isend, rank_tensor(rank, (n,), torch.float32).to(device), right),
+           dist.P2POp(dist.irecv, got, left)]
+    for q in dist.batch_isend_irecv(ops):
+        q.wait()
+    assert_close(got.cpu(), rank_tensor(left, (n,), torch.float32))
+    got = torch.zeros(n, device=device)
+    if rank == 0:
+        for r in range(1, world):
+            src_rank = dist.recv(got)  # any source
+            assert_close(got.cpu(), rank_tensor(src_rank, (n,), torch.float32))
+    else:
+        dist.send(rank_tensor(rank, (n,), torch.float32).to(device), 0)
+
+    # Coalesced forms.
+    ts = [rank_tensor(rank, (k + 1,), torch.float32, seed=k).to(device) for k in range(3)]
+    with dist._coalescing_manager(device=device):
+        for t in ts:
+            dist.all_reduce(t)
+    for k, t in enumerate(ts):
+        assert_close(t.cpu(), sum(rank_tensor(r, (k + 1,), torch.float32, seed=k) for r in range(world)))
+    outs = [torch.zeros(world * 2, device=device) for _ in range(2)]
+    with dist._coalescing_manager(device=device, async_ops=True) as cm:
+        for k, o in enumerate(outs):
+            dist.all_gather_into_tensor(o, rank_tensor(rank, (2,), torch.float32, seed=k).to(device))
+    cm.wait()
+    for k, o in enumerate(outs):
+        assert_close(o.cpu(), torch.cat([rank_tensor(r, (2,), torch.float32, seed=k) for r in range(world)]))
+    outs = [torch.zeros(2, device=device) for _ in range(2)]
+    with dist._coalescing_manager(device=device):
+        for k, o in enumerate(outs):
+            dist.reduce_scatter_tensor(o, rank_tensor(rank, (world * 2,), torch.float32, seed=k).to(device))
+    for k, o in enumerate(outs):
+        full = sum(rank_tensor(r, (world * 2,), torch.float32, seed=k) for r in range(world))
+        assert_close(o.cpu(), full[rank * 2:(rank + 1) * 2])
+
+    # Async handles: wait, is_completed, get_future.
+    t = torch.ones(n, device=device)
+    work = dist.all_reduce(t, async_op=True)
+    fut = work.get_future()
+    assert_close(fut.wait()[0].cpu(), torch.full((n,), float(world)))
+    work.wait()
+    assert work.is_completed()
+    chained = dist.all_reduce(torch.ones(2, device=device), async_op=True).get_future().then(
+        lambda f: f.value()[0] * 2)
+    assert_close(chained.wait().cpu(), torch.full((2,), 2.0 * world))
+
+    # Object collectives with objects that hold mlu tensors.
+    objs = [None] * world
+    dist.all_gather_object(objs, {"rank": rank, "t": torch.full((2,), float(rank), device=device)})
+    assert [o["rank"] for o in objs] == list(range(world))
+    assert all(float(o["t"].cpu()[0]) == r for r, o in enumerate(objs))
+    lst = [{"w": torch.arange(3, device=device) * 7}, "x"] if rank == 0 else [None, None]
+    dist.broadcast_object_list(lst, src=0)
+    assert lst[1] == "x" and lst[0]["w"].cpu().tolist() == [0, 7, 14]
+    out = [None]
+    dist.scatter_object_list(out, [torch.full((1,), float(r), device=device) for r in range(world)] if rank == 0
+                             else None, src=0)
+    assert float(out[0].cpu()) == rank
+    g = [None] * world if rank == 0 else None
+    dist.gather_object(("r", rank), g, dst=0)
+    if rank == 0:
+        assert g == [("r", r) for r in range(world)]
+
+    dist.barrier()
+    # torch.distributed allows monitored_barrier on Gloo groups only (as with NCCL);
+    # the cncl backend forwards its own to its Gloo group.
+    backend = dist.distributed_c10d._get_default_group()._get_backend(device)
+    backend.monitored_barrier(datetime.timedelta(seconds=30), wait_all_ranks=True)
+    dist.monitored_barrier(dist.new_group(backend="gloo"), timeout=datetime.timedelta(seconds=30))
+    dist.destroy_process_group()
