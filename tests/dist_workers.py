@@ -258,3 +258,225 @@ def ops_worker(rank, world, store):
     backend.monitored_barrier(datetime.timedelta(seconds=30), wait_all_ranks=True)
     dist.monitored_barrier(dist.new_group(backend="gloo"), timeout=datetime.timedelta(seconds=30))
     dist.destroy_process_group()
+
+
+# ---- training: DDP, FSDP2, tensor parallelism against single-process runs ----
+
+def gpt_mini():
+    import sys
+    examples = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
+    from gpt import GPT, GPTConfig
+    torch.manual_seed(0)
+    return GPT(GPTConfig(vocab_size=32, block_size=16, n_layer=2, n_head=2, n_embd=32))
+
+
+def global_batch(world, step, per_rank=2, t=16):
+    g = torch.Generator().manual_seed(100 + step)
+    x = torch.randint(0, 32, (world * per_rank, t), generator=g)
+    return x, torch.roll(x, -1, dims=1)
+
+
+def shard(tensor, rank, world):
+    return tensor.chunk(world)[rank]
+
+
+def reference_params(device, world, steps, micro=1, autocast=False):
+    """Single-process training on the global batch: what every data-parallel run must equal."""
+    model = gpt_mini().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for step in range(steps):
+        for m in range(micro):
+            x, y = global_batch(world, step * micro + m)
+            with torch.autocast("mlu", dtype=torch.bfloat16, enabled=autocast):
+                _, loss = model(x.to(device), y.to(device))
+            loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return {k: v.detach().cpu() for k, v in model.state_dict().items()}
+
+
+def ddp_worker(rank, world, store):
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    device = init(rank, world, store, backend="cncl", device_id=True)
+    steps = 3
+
+    def train(micro=1, autocast=False, **ddp_kwargs):
+        model = DDP(gpt_mini().to(device), device_ids=[device.index], **ddp_kwargs)
+        model._set_ddp_runtime_logging_sample_rate(1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        for step in range(steps):
+            for m in range(micro):
+                x, y = global_batch(world, step * micro + m)
+                ctx = model.no_sync() if m < micro - 1 else torch.autograd.graph.saved_tensors_hooks(lambda t: t,
+                                                                                                  lambda t: t)
+                with ctx, torch.autocast("mlu", dtype=torch.bfloat16, enabled=autocast):
+                    _, loss = model(shard(x, rank, world).to(device), shard(y, rank, world).to(device))
+                    loss.backward()
+            opt.step()
+            opt.zero_grad()
+        return model, {k: v.detach().cpu() for k, v in model.module.state_dict().items()}
+
+    want = reference_params(device, world, steps)
+    model, got = train()
+    for k in want:
+        assert_close(got[k], want[k], rtol=1e-4, atol=1e-5, msg=lambda s, k=k: f"DDP {k}: {s}")
+    # DDP's timer for mlu (TimerRegistry) fills the runtime statistics.
+    stats = model._get_ddp_logging_data()
+    assert stats.get("avg_forward_compute_time", 0) > 0, stats
+    assert stats.get("avg_backward_comm_time", 0) > 0, stats
+    for kwargs in ({"static_graph": True}, {"find_unused_parameters": True}, {"bucket_cap_mb": 0.01}):
+        _, got = train(**kwargs)
+        for k in want:
+            assert_close(got[k], want[k], rtol=1e-4, atol=1e-5, msg=lambda s, k=k: f"DDP {kwargs} {k}: {s}")
+    want = reference_params(device, world, steps, micro=2)
+    _, got = train(micro=2)
+    for k in want:
+        assert_close(got[k], want[k], rtol=1e-4, atol=1e-5, msg=lambda s, k=k: f"DDP no_sync {k}: {s}")
+    want = reference_params(device, world, steps, autocast=True)
+    _, got = train(autocast=True)
+    for k in want:
+        assert_close(got[k], want[k], rtol=2e-2, atol=2e-2, msg=lambda s, k=k: f"DDP autocast {k}: {s}")
+    dist.destroy_process_group()
+
+
+def fsdp_model(device, mesh, **kwargs):
+    from torch.distributed.fsdp import fully_shard
+    model = gpt_mini().to(device)
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh, **kwargs)
+    fully_shard(model, mesh=mesh, **kwargs)
+    return model
+
+
+def fsdp_train(model, device, rank, world, steps=3):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for step in range(steps):
+        x, y = global_batch(world, step)
+        _, loss = model(shard(x, rank, world).to(device), shard(y, rank, world).to(device))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    return opt
+
+
+def full_state(model):
+    """The full (unsharded) state dict on the CPU; every rank gets it."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+    sd = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+    return {k: v.detach().cpu() for k, v in sd.items()}
+
+
+def fsdp_worker(rank, world, store, checkpoint_dir):
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+    device = init(rank, world, store, backend="cncl")
+    mesh = init_device_mesh("mlu", (world,))
+    want = reference_params(device, world, 3)
+
+    for kwargs in ({}, {"reshard_after_forward": False}):
+        model = fsdp_model(device, mesh, **kwargs)
+        fsdp_train(model, device, rank, world)
+        got = full_state(model)
+        for k in want:
+            assert_close(got[k], want[k], rtol=1e-4, atol=1e-5, msg=lambda s, k=k: f"FSDP2 {kwargs} {k}: {s}")
+
+    model = fsdp_model(device, mesh, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16,
+                                                                    reduce_dtype=torch.float32))
+    fsdp_train(model, device, rank, world)
+    got = full_state(model)
+    for k in want:
+        assert_close(got[k], want[k], rtol=5e-2, atol=5e-2, msg=lambda s, k=k: f"FSDP2 bf16 {k}: {s}")
+
+    model = fsdp_model(device, mesh, offload_policy=CPUOffloadPolicy())
+    fsdp_train(model, device, rank, world)
+    got = full_state(model)
+    for k in want:
+        assert_close(got[k], want[k], rtol=1e-4, atol=1e-5, msg=lambda s, k=k: f"FSDP2 offload {k}: {s}")
+
+    # Meta-device init, to_empty, then the reference weights loaded into the shards.
+    from torch.distributed.fsdp import fully_shard
+    with torch.device("meta"):
+        model = gpt_mini()
+    for block in model.blocks:
+        fully_shard(block, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    model.to_empty(device=device)
+    initial = gpt_mini().state_dict()
+    set_model_state_dict(model, {k: v.to(device) for k, v in initial.items()},
+                         options=StateDictOptions(full_state_dict=True))
+    got = full_state(model)
+    for k in got:
+        assert_close(got[k], initial[k], msg=lambda s, k=k: f"FSDP2 meta init {k}: {s}")
+    fsdp_train(model, device, rank, world)
+    got = full_state(model)
+    for k in want:
+        assert_close(got[k], want[k], rtol=1e-4, atol=1e-5, msg=lambda s, k=k: f"FSDP2 meta init {k}: {s}")
+
+    # Sharded checkpoint of a trained model (loaded at another world size by dcp_load_worker).
+    model = fsdp_model(device, mesh)
+    fsdp_train(model, device, rank, world)
+    dcp.save({"model": model.state_dict()}, checkpoint_id=checkpoint_dir)
+    state = full_state(model)
+    if rank == 0:
+        torch.save(state, os.path.join(checkpoint_dir, "..", "full.pt"))
+    dist.destroy_process_group()
+
+
+def dcp_load_worker(rank, world, store, checkpoint_dir):
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.device_mesh import init_device_mesh
+    device = init(rank, world, store, backend="cncl")
+    mesh = init_device_mesh("mlu", (world,))
+    model = fsdp_model(device, mesh)
+    state = {"model": model.state_dict()}
+    dcp.load(state, checkpoint_id=checkpoint_dir)
+    model.load_state_dict(state["model"])
+    got = full_state(model)
+    want = torch.load(os.path.join(checkpoint_dir, "..", "full.pt"))
+    for k in want:
+        assert_close(got[k], want[k], msg=lambda s, k=k: f"DCP reload at world {world}, {k}: {s}")
+    dist.destroy_process_group()
+
+
+def tp_worker(rank, world, store):
+    import torch.nn as nn
+    from torch.distributed._functional_collectives import all_reduce as funcol_all_reduce
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, SequenceParallel,
+                                                   parallelize_module)
+    device = init(rank, world, store, backend="cncl")
+    mesh = init_device_mesh("mlu", (world,))
+
+    x = torch.randn(8, 12, generator=torch.Generator().manual_seed(1))
+    d = distribute_tensor(x.to(device), mesh, [Shard(0)])
+    assert_close(d.redistribute(mesh, [Replicate()]).to_local().cpu(), x)
+    assert_close(d.full_tensor().cpu(), x)
+    assert_close(funcol_all_reduce(torch.ones(3, device=device), "sum", mesh).cpu(), torch.full((3,), float(world)))
+
+    def mlp():
+        torch.manual_seed(3)
+        return nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 16)).to(device)
+
+    inp = torch.randn(2, 4, 16, generator=torch.Generator().manual_seed(2)).to(device)
+    ref = mlp()
+    ref_out = ref(inp)
+    ref_out.sum().backward()
+    # Column- then row-wise linear layers: replicated input and output.
+    model = parallelize_module(mlp(), mesh, {"1": ColwiseParallel(), "3": RowwiseParallel()})
+    out = model(inp)
+    assert_close(out.cpu(), ref_out.detach().cpu(), rtol=1e-4, atol=1e-5)
+    out.sum().backward()
+    for (name, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
+        g = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
+        assert_close(g.cpu(), q.grad.cpu(), rtol=1e-4, atol=1e-5, msg=lambda s, n=name: f"TP grad {n}: {s}")
+    # Sequence parallel: the LayerNorm on a sequence shard, activations sharded along the sequence.
+    model = parallelize_module(mlp(), mesh, {"0": SequenceParallel(), "1": ColwiseParallel(input_layouts=Shard(1)),
+                                             "3": RowwiseParallel(output_layouts=Shard(1))})
+    local = model(inp.chunk(world, dim=1)[rank])
+    assert_close(local.cpu(), ref_out.detach().chunk(world, dim=1)[rank].cpu(), rtol=1e-4, atol=1e-5)
+    dist.destroy_process_group()

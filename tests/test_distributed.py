@@ -41,3 +41,19 @@ def test_backend_registered_for_mlu():
 @pytest.mark.parametrize("world", [2, 3])
 def test_collectives_match_gloo(world, tmp_path):
     spawn(dist_workers.ops_worker, world, tmp_path, env={"TORCH_MLU_DEVICE_COUNT": "3"})
+
+
+def test_ddp_matches_single_process(tmp_path):
+    spawn(dist_workers.ddp_worker, 2, tmp_path)
+
+
+def test_fsdp2_matches_single_process_and_checkpoints_across_world_sizes(tmp_path):
+    checkpoint = tmp_path / "ckpt" / "sharded"
+    checkpoint.parent.mkdir()
+    spawn(dist_workers.fsdp_worker, 2, tmp_path, str(checkpoint))
+    (tmp_path / "store").unlink(missing_ok=True)
+    spawn(dist_workers.dcp_load_worker, 3, tmp_path, str(checkpoint), env={"TORCH_MLU_DEVICE_COUNT": "3"})
+
+
+def test_tensor_parallel_matches_single_device(tmp_path):
+    spawn(dist_workers.tp_worker, 2, tmp_path)
