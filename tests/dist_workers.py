@@ -480,3 +480,68 @@ def tp_worker(rank, world, store):
     local = model(inp.chunk(world, dim=1)[rank])
     assert_close(local.cpu(), ref_out.detach().chunk(world, dim=1)[rank].cpu(), rtol=1e-4, atol=1e-5)
     dist.destroy_process_group()
+
+
+# ---- failures ----
+
+def misuse_worker(rank, world, store):
+    import pytest
+    device = init(rank, world, store, backend="cncl", timeout=30)
+    ok = torch.ones(4, device=device)
+    dist.all_reduce(ok)
+    other = torch.device("mlu", (device.index + 1) % torch.mlu.device_count())
+    with pytest.raises(ValueError, match=r"cncl all_reduce: tensor on mlu:\d, but rank \d .* communicates from mlu:"):
+        dist.all_reduce(torch.ones(4, device=other))
+    with pytest.raises(ValueError, match="Tensors must be contiguous"):
+        dist.all_reduce(torch.ones(4, 4, device=device).t()[::2])
+    with pytest.raises(ValueError, match="dtype Short is not supported"):
+        dist.all_reduce(torch.ones(4, dtype=torch.int16, device=device))
+    with pytest.raises(ValueError, match="bitwise reduce ops need integer or bool tensors"):
+        dist.all_reduce(torch.ones(4, device=device), op=dist.ReduceOp.BAND)
+    with pytest.raises(ValueError, match="all_gather_into_tensor: the output has 3 elements"):
+        dist.all_gather_into_tensor(torch.empty(3, device=device), torch.ones(4, device=device))
+    # A collective the ranks disagree on: an error naming the op on every rank; the group stays usable.
+    # Raised by wait() when already known, else at the waiting stream's next synchronization.
+    mismatch = (dist.DistBackendError, torch.AcceleratorError)
+    with pytest.raises(mismatch, match=r"all_reduce.*numel=[45], op=SUM.*numel=[45]"):
+        t = torch.ones(4 + rank, device=device)
+        dist.all_reduce(t)
+        t.cpu()
+        dist.barrier()
+    with pytest.raises(mismatch, match=r"rank \d called all_(reduce|gather_into_tensor)\(dtype=Float.*all_"):
+        if rank == 0:
+            dist.all_reduce(torch.ones(2, device=device))
+        else:
+            dist.all_gather_into_tensor(torch.empty(2 * world, device=device), torch.ones(2, device=device))
+        torch.mlu.synchronize()
+        dist.barrier()
+    torch.mlu.synchronize()
+    ok = torch.ones(4, device=device)
+    dist.all_reduce(ok)
+    assert_close(ok.cpu(), torch.full((4,), float(world)))
+    dist.destroy_process_group()
+
+
+def lost_rank_worker(rank, world, store, how):
+    """Rank 1 dies (or hangs past the timeout); rank 0 must fail with a clear error, not hang."""
+    import pytest
+    timeout = 4
+    device = init(rank, world, store, backend="cncl", timeout=timeout)
+    dist.all_reduce(torch.ones(2, device=device))
+    torch.mlu.synchronize()
+    if rank == 1:
+        if how == "dies":
+            os._exit(0)
+        time.sleep(timeout + 6)  # hangs: never joins the next collective
+        os._exit(0)
+    start = time.monotonic()
+    t = torch.ones(2, device=device)
+    with pytest.raises((dist.DistBackendError, torch.AcceleratorError), match=r"cncl all_reduce failed on rank 0"):
+        dist.all_reduce(t)
+        t.cpu()  # the failure belongs to the waiting stream: raised at its next synchronization
+    assert time.monotonic() - start < timeout + 10
+    with pytest.raises(dist.DistBackendError, match="broken by an earlier failure"):
+        dist.all_reduce(torch.ones(2, device=device))
+    # The device itself is fine.
+    assert float((torch.ones(2, device=device) * 3).sum().cpu()) == 6.0
+    os._exit(0)  # the peer is gone: skip destroy_process_group's shutdown handshake

@@ -57,3 +57,12 @@ def test_fsdp2_matches_single_process_and_checkpoints_across_world_sizes(tmp_pat
 
 def test_tensor_parallel_matches_single_device(tmp_path):
     spawn(dist_workers.tp_worker, 2, tmp_path)
+
+
+def test_misuse_is_a_clear_error_and_the_group_survives(tmp_path):
+    spawn(dist_workers.misuse_worker, 2, tmp_path)
+
+
+@pytest.mark.parametrize("how", ["dies", "hangs"])
+def test_lost_rank_fails_the_others_within_the_timeout(how, tmp_path):
+    spawn(dist_workers.lost_rank_worker, 2, tmp_path, how)

@@ -51,7 +51,8 @@ std::string describe(const int64_t* row) {
   if (row[3] >= 0) text += c10::str("dtype=", c10::toString(static_cast<c10::ScalarType>(row[3])));
   if (row[4] >= 0) text += c10::str(", numel=", row[4]);
   if (row[5] >= 0) text += c10::str(", root=", row[5]);
-  if (row[6] >= 0) text += c10::str(", op=", row[6]);
+  static const char* const kReduceOps[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM"};
+  if (row[6] >= 0 && row[6] < 9) text += c10::str(", op=", kReduceOps[row[6]]);
   text += ")";
   if (row[0] > 1) text += c10::str(" and ", row[0] - 1, " more coalesced");
   return text;
