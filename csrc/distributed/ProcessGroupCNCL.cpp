@@ -58,14 +58,14 @@ std::string describe(const int64_t* row) {
   return text;
 }
 
-// Exchanges the calls' fingerprints through Gloo; throws MismatchError when
-// the ranks disagree. Runs inside the communication task, in stream order.
-void verify_agreement(c10d::Backend& gloo, const std::vector<ProcessGroupCNCL::Call>& calls, int rank, int size) {
+// The calls' fingerprint (what every rank must agree on), or an undefined
+// tensor when none of them is a collective.
+at::Tensor fingerprint_of(const std::vector<ProcessGroupCNCL::Call>& calls) {
   std::vector<const ProcessGroupCNCL::Call*> collectives;
   for (const auto& call : calls) {
     if (call.fingerprint) collectives.push_back(&call);
   }
-  if (collectives.empty()) return;
+  if (collectives.empty()) return {};
   at::Tensor mine = at::empty({kFingerprintWords}, at::TensorOptions().dtype(at::kLong));
   int64_t* m = mine.data_ptr<int64_t>();
   size_t hash = 0;
@@ -77,8 +77,12 @@ void verify_agreement(c10d::Backend& gloo, const std::vector<ProcessGroupCNCL::C
   m[1] = static_cast<int64_t>(hash & 0x7fffffffffffffffULL);
   m[2] = name_code(collectives[0]->name);
   for (int i = 0; i < 4; ++i) m[3 + i] = (*collectives[0]->fingerprint)[i];
-  at::Tensor all = at::empty({size * kFingerprintWords}, mine.options());
-  gloo._allgather_base(all, mine)->wait();
+  return mine;
+}
+
+// Throws MismatchError unless every rank's row of `all` equals `mine`.
+void verify_agreement(const at::Tensor& mine, const at::Tensor& all, int rank, int size) {
+  const int64_t* m = mine.data_ptr<int64_t>();
   const int64_t* rows = all.data_ptr<int64_t>();
   for (int r = 0; r < size; ++r) {
     if (std::equal(m, m + kFingerprintWords, rows + r * kFingerprintWords)) continue;
@@ -115,9 +119,9 @@ bool dtype_supported(c10::ScalarType dtype) {
 
 }  // namespace
 
-ProcessGroupCNCL::ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size,
-                                   std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), gloo_(std::move(gloo)), timeout_(timeout) {
+ProcessGroupCNCL::ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, c10::intrusive_ptr<c10d::Backend> agreement,
+                                   int rank, int size, std::chrono::milliseconds timeout)
+    : c10d::Backend(rank, size), gloo_(std::move(gloo)), agreement_(std::move(agreement)), timeout_(timeout) {
   TORCH_CHECK(gloo_, "ProcessGroupCNCL needs a Gloo process group to carry its transfers");
   if (cncl_config().debug) {
     std::cerr << "[cncl] rank " << rank << "/" << size << ": process group over Gloo, timeout " << timeout.count()
@@ -257,11 +261,18 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
   }
   const int rank = getRank();
   const int size = getSize();
+  // See Note [Agreement ahead of the transfer] in ProcessGroupCNCL.h.
+  at::Tensor fingerprint = agreement_ ? fingerprint_of(calls) : at::Tensor();
+  at::Tensor fingerprints;
+  c10::intrusive_ptr<c10d::Work> agreement;
+  if (fingerprint.defined()) {
+    fingerprints = at::empty({size * kFingerprintWords}, fingerprint.options());
+    agreement = agreement_->_allgather_base(fingerprints, fingerprint);
+  }
   MLU_CHECK(mlu::mluLaunchTask(
       comm.queue(), "cncl collective",
-      [calls = std::move(calls), gloo = gloo_, signal, failure = failure_, rank, size, name,
-       check = config.check_collectives, teardown = config.async_error_handling == 1 ||
-                                                   config.async_error_handling == 3]() {
+      [calls = std::move(calls), gloo = gloo_, signal, failure = failure_, rank, size, name, fingerprint,
+       fingerprints, agreement, teardown = config.async_error_handling == 1 || config.async_error_handling == 3]() {
         std::string message;
         bool mismatch = false;
         try {
@@ -269,7 +280,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
             std::lock_guard<std::mutex> lock(failure->mutex);
             if (!failure->message.empty()) throw std::runtime_error("the group is broken: " + failure->message);
           }
-          if (check) verify_agreement(*gloo, calls, rank, size);
+          if (agreement) {
+            agreement->wait();
+            verify_agreement(fingerprint, fingerprints, rank, size);
+          }
           std::vector<c10::intrusive_ptr<c10d::Work>> works;
           works.reserve(calls.size());
           for (const auto& call : calls) works.push_back(call.start(*gloo));

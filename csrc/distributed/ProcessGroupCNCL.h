@@ -19,6 +19,15 @@
 // - Agreement. Before each collective the ranks exchange a fingerprint (op,
 //   dtype, size, root, reduce op) so a mismatch is an error naming the op, not a
 //   crash inside Gloo (TORCH_CNCL_CHECK_COLLECTIVES=0 skips it).
+//
+// Note [Agreement ahead of the transfer]
+// The fingerprint exchange is a round trip of its own; run before each transfer
+// it would double the latency of small collectives. So it goes through a second
+// Gloo group (`agreement`), started on the host when the collective is enqueued,
+// and the communication task only waits for its answer before the transfer:
+// exchanges run ahead of the queued transfers and overlap them. Both groups see
+// the collectives in the same (host) order on every rank, which is all Gloo
+// needs to pair them; point-to-point ops take no part.
 // - Failure. A transfer that fails (a peer died) or times out (Gloo's timeout is
 //   the group's) fails its Work and marks the group broken: every later
 //   collective raises at once with the first error.
@@ -58,7 +67,10 @@ class ProcessGroupCNCL : public c10d::Backend {
     std::function<void()> finish;  // after the transfer, on the host aliases
   };
 
-  ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, int rank, int size, std::chrono::milliseconds timeout);
+  // `agreement` (may be null: no agreement checks) is a second Gloo group on
+  // the same ranks for Note [Agreement ahead of the transfer].
+  ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, c10::intrusive_ptr<c10d::Backend> agreement, int rank,
+                   int size, std::chrono::milliseconds timeout);
   ~ProcessGroupCNCL() override;
 
   const std::string getBackendName() const override { return "cncl"; }
@@ -135,6 +147,7 @@ class ProcessGroupCNCL : public c10d::Backend {
   void throw_if_broken() const;
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
+  c10::intrusive_ptr<c10d::Backend> agreement_;
   std::chrono::milliseconds timeout_;
   // Set by a failed transfer (from a device thread); read by every later call.
   struct Failure {

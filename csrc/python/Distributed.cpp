@@ -6,6 +6,7 @@
 #include <pybind11/chrono.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include "csrc/distributed/CNCLConfig.h"
 #include "csrc/distributed/ProcessGroupCNCL.h"
 #include "csrc/python/Bindings.h"
 
@@ -56,14 +57,28 @@ void bind_distributed(pybind11::module& m) {
   using distributed::ProcessGroupCNCL;
   py::object backend = py::module::import("torch._C._distributed_c10d").attr("Backend");
   py::class_<ProcessGroupCNCL, IntrusivePtrNoGilDestructor<ProcessGroupCNCL>>(m, "ProcessGroupCNCL", backend)
-      .def(py::init([](c10d::Backend& gloo, int rank, int size, std::chrono::milliseconds timeout) {
+      .def(py::init([](c10d::Backend& gloo, c10d::Backend* agreement, int rank, int size,
+                       std::chrono::milliseconds timeout) {
+             auto hold = [](c10d::Backend* b) {
+               return b ? c10::intrusive_ptr<c10d::Backend>::reclaim_copy(b) : c10::intrusive_ptr<c10d::Backend>();
+             };
              return MLU_BINDING(return IntrusivePtrNoGilDestructor<ProcessGroupCNCL>(
-                                           c10::make_intrusive<ProcessGroupCNCL>(
-                                               c10::intrusive_ptr<c10d::Backend>::reclaim_copy(&gloo), rank, size,
-                                               timeout)););
+                                           c10::make_intrusive<ProcessGroupCNCL>(hold(&gloo), hold(agreement), rank,
+                                                                                 size, timeout)););
            }),
-           py::arg("gloo"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
-           "The cncl backend over `gloo`, a ProcessGroupGloo on this group's store.");
+           py::arg("gloo"), py::arg("agreement"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+           "The cncl backend over `gloo`, a ProcessGroupGloo on this group's store; `agreement` (or None) is a "
+           "second one for the agreement checks.");
+  m.def("_cncl_config", [] {
+    const auto& c = distributed::cncl_config();
+    py::dict d;
+    d["blocking_wait"] = c.blocking_wait;
+    d["avoid_record_streams"] = c.avoid_record_streams;
+    d["async_error_handling"] = c.async_error_handling;
+    d["check_collectives"] = c.check_collectives;
+    d["debug"] = c.debug;
+    return d;
+  });
 }
 
 }  // namespace torch_mlu
