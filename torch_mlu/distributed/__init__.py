@@ -27,14 +27,23 @@ def is_cncl_available():
 def _create_cncl(options, backend_options):
     """Backend creator for ``Backend.register_backend(..., extended_api=True)``.
 
-    Gloo gets a store prefix of its own, so its keys never meet those of the
-    group's CPU backend.
+    The Gloo groups get store prefixes of their own, so their keys never meet
+    those of the group's CPU backend. The second one carries the agreement
+    checks (Note [Agreement ahead of the transfer]); both share one Gloo device,
+    so one socket thread serves them.
     """
-    gloo = dist.ProcessGroupGloo(
-        dist.PrefixStore("cncl/", options.store), options.group_rank, options.group_size, options.timeout
-    )
-    backend = ProcessGroupCNCL(gloo, options.group_rank, options.group_size, options.timeout)
-    return backend
+    device = dist.ProcessGroupGloo.create_default_device()
+
+    def gloo(prefix):
+        gloo_options = dist.ProcessGroupGloo._Options()
+        gloo_options._timeout = options.timeout
+        gloo_options._devices = [device]
+        return dist.ProcessGroupGloo(
+            dist.PrefixStore(prefix, options.store), options.group_rank, options.group_size, gloo_options
+        )
+
+    agreement = gloo("cncl_agreement/") if _C._cncl_config()["check_collectives"] else None
+    return ProcessGroupCNCL(gloo("cncl/"), agreement, options.group_rank, options.group_size, options.timeout)
 
 
 def _register():
