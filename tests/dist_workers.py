@@ -545,3 +545,19 @@ def lost_rank_worker(rank, world, store, how):
     # The device itself is fine.
     assert float((torch.ones(2, device=device) * 3).sum().cpu()) == 6.0
     os._exit(0)  # the peer is gone: skip destroy_process_group's shutdown handshake
+
+
+def default_backend_worker(rank, world, store):
+    """init_process_group() without a backend: torch picks the accelerator's, as cuda -> nccl."""
+    torch.mlu.set_device(rank)
+    dist.init_process_group(init_method=f"file://{store}", rank=rank, world_size=world)
+    backend = dist.distributed_c10d._get_default_group()._get_backend(torch.device("mlu"))
+    assert isinstance(backend, dist.ProcessGroupCNCL) and backend.name() == "cncl", dist.get_backend_config()
+    t = torch.full((3,), float(rank), device="mlu")
+    dist.all_reduce(t)
+    assert t.tolist() == [float(sum(range(world)))] * 3
+    # Blocking wait (TORCH_CNCL_BLOCKING_WAIT=1 in this test): wait() returns with the transfer done.
+    work = dist.all_reduce(torch.ones(2, device="mlu"), async_op=True)
+    work.wait()
+    assert work.is_completed() and work.is_success()
+    dist.destroy_process_group()

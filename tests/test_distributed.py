@@ -66,3 +66,103 @@ def test_misuse_is_a_clear_error_and_the_group_survives(tmp_path):
 @pytest.mark.parametrize("how", ["dies", "hangs"])
 def test_lost_rank_fails_the_others_within_the_timeout(how, tmp_path):
     spawn(dist_workers.lost_rank_worker, 2, tmp_path, how)
+
+
+# ---- torchrun: the example, two "nodes", and a CUDA script with two words changed ----
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXAMPLE = os.path.join(ROOT, "examples", "distributed_gpt.py")
+SMALL = ["--steps", "3", "--batch-size", "2", "--block-size", "16", "--embd", "32", "--layers", "1"]
+
+
+def torchrun(*args, env=None, cwd=None):
+    import subprocess
+    import sys
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.Popen([sys.executable, "-m", "torch.distributed.run", *args], env=full_env, cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def finish(proc, timeout=240):
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, out
+    return out
+
+
+@pytest.mark.parametrize("mode", ["ddp", "fsdp2"])
+def test_torchrun_example(mode, tmp_path):
+    out = finish(torchrun("--standalone", "--nproc_per_node", "2", EXAMPLE, "--mode", mode, *SMALL, cwd=tmp_path))
+    assert f"{mode}: 2 ranks on mlu (cncl)" in out, out
+
+
+def test_two_nodes_each_owning_its_devices(tmp_path):
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    nodes = [torchrun("--nnodes", "2", "--node_rank", str(n), "--nproc_per_node", "1", "--master_addr", "127.0.0.1",
+                      "--master_port", port, EXAMPLE, *SMALL, env={"MLU_VISIBLE_DEVICES": str(n)}, cwd=tmp_path)
+             for n in (0, 1)]
+    outs = [finish(p) for p in nodes]
+    assert "ddp: 2 ranks on mlu (cncl)" in outs[0], outs
+
+
+CUDA_SCRIPT = '''
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+local_rank = int(os.environ["LOCAL_RANK"])
+torch.cuda.set_device(local_rank)
+dist.init_process_group("nccl")
+device = torch.device("cuda", local_rank)
+torch.manual_seed(0)
+model = DDP(torch.nn.Linear(8, 4).to(device), device_ids=[local_rank])
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    loss = model(torch.randn(16, 8, device=device)).square().mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad()
+weights = [torch.empty_like(model.module.weight) for _ in range(dist.get_world_size())]
+dist.all_gather(weights, model.module.weight.detach())
+assert all(torch.equal(w, weights[0]) for w in weights), "replicas diverged"
+t = torch.ones(4, device=device) * (dist.get_rank() + 1)
+dist.all_reduce(t)
+assert t.tolist() == [3.0] * 4, t
+objs = [None] * dist.get_world_size()
+dist.all_gather_object(objs, dist.get_rank())
+dist.barrier()
+print("OK", dist.get_rank(), dist.get_backend(), device)
+dist.destroy_process_group()
+'''
+
+
+def test_cuda_nccl_script_runs_with_two_words_changed(tmp_path):
+    script = CUDA_SCRIPT.replace("cuda", "mlu").replace("nccl", "cncl")
+    path = tmp_path / "train.py"
+    path.write_text(script)
+    out = finish(torchrun("--standalone", "--nproc_per_node", "2", str(path), cwd=tmp_path))
+    assert "OK 0 cncl mlu:0" in out and "OK 1 cncl mlu:1" in out, out
+
+
+def test_default_backend_and_blocking_wait(tmp_path):
+    spawn(dist_workers.default_backend_worker, 2, tmp_path,
+          env={"TORCH_CNCL_BLOCKING_WAIT": "1", "TORCH_NCCL_AVOID_RECORD_STREAMS": "1"})
+
+
+def test_cncl_settings_accept_nccl_names(python):
+    import json
+    code = "import torch_mlu, json; print(json.dumps(torch_mlu._C._cncl_config()))"
+
+    def config(env):
+        proc = python(code, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    got = config({"TORCH_NCCL_BLOCKING_WAIT": "1", "TORCH_NCCL_AVOID_RECORD_STREAMS": "1",
+                            "NCCL_ASYNC_ERROR_HANDLING": "2", "NCCL_DEBUG": "INFO", "TORCH_CNCL_CHECK_COLLECTIVES": "0"})
+    assert got == {"blocking_wait": True, "avoid_record_streams": True, "async_error_handling": 2,
+                      "check_collectives": False, "debug": 1}
+    assert config({"TORCH_CNCL_BLOCKING_WAIT": "0", "TORCH_NCCL_BLOCKING_WAIT": "1"})["blocking_wait"] is False
