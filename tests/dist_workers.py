@@ -50,6 +50,24 @@ def check_same(what, cpu_tensors, mlu_tensors):
         assert_close(m, c, msg=lambda s: f"{what}: {s}")
 
 
+def check_stream_safety(device, world):
+    """A tensor freed while its collective is in flight is not handed out again before the transfer ends
+    (record_stream, or the Work's stash under TORCH_CNCL_AVOID_RECORD_STREAMS=1)."""
+    n = 1 << 18
+    x = torch.ones(n, device=device)
+    dist.all_reduce(x, async_op=True)  # the Work (which holds x) is dropped at once
+    del x
+    y = torch.full((n,), 7.0, device=device)  # would reuse x's block without the protection
+    torch.mlu.synchronize()
+    assert bool((y == 7).all().cpu()), "a block in use by a collective was reused"
+    # The communication stream waits for the current stream: the input's last write is seen.
+    z = torch.zeros(n, device=device)
+    torch.mlu._sleep(20_000_000)  # 20 ms: the fill below is still queued when all_reduce is called
+    z.fill_(2.0)
+    dist.all_reduce(z)
+    assert_close(z.cpu(), torch.full((n,), 2.0 * world))
+
+
 REDUCE_OPS = [dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN, dist.ReduceOp.MAX]
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int32,
           torch.int64, torch.bool]
@@ -222,6 +240,19 @@ def ops_worker(rank, world, store):
     for k, o in enumerate(outs):
         full = sum(rank_tensor(r, (world * 2,), torch.float32, seed=k) for r in range(world))
         assert_close(o.cpu(), full[rank * 2:(rank + 1) * 2])
+
+    # The deprecated list forms.
+    ts = [rank_tensor(rank, (k + 2,), torch.float32, seed=k).to(device) for k in range(2)]
+    dist.all_reduce_coalesced(ts)
+    for k, t in enumerate(ts):
+        assert_close(t.cpu(), sum(rank_tensor(r, (k + 2,), torch.float32, seed=k) for r in range(world)))
+    outs = [[torch.zeros(k + 2, device=device) for k in range(2)] for _ in range(world)]
+    dist.all_gather_coalesced(outs, [rank_tensor(rank, (k + 2,), torch.float32, seed=k).to(device) for k in range(2)])
+    for r in range(world):
+        for k in range(2):
+            assert_close(outs[r][k].cpu(), rank_tensor(r, (k + 2,), torch.float32, seed=k))
+
+    check_stream_safety(device, world)
 
     # Async handles: wait, is_completed, get_future.
     t = torch.ones(n, device=device)
@@ -556,6 +587,7 @@ def default_backend_worker(rank, world, store):
     t = torch.full((3,), float(rank), device="mlu")
     dist.all_reduce(t)
     assert t.tolist() == [float(sum(range(world)))] * 3
+    check_stream_safety(torch.device("mlu", rank), world)
     # Blocking wait (TORCH_CNCL_BLOCKING_WAIT=1 in this test): wait() returns with the transfer done.
     work = dist.all_reduce(torch.ones(2, device="mlu"), async_op=True)
     work.wait()

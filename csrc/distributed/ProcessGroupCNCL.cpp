@@ -229,7 +229,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::run(Call call, c10d::OpType op_
     const char* name = call.name;
     pending_.push_back(Pending{std::move(call), inputs, outputs});
     return c10::make_intrusive<WorkCNCL>(coalesced_signal_, getRank(), op_type, name, device, std::move(outputs),
-                                         std::vector<at::Tensor>{}, timeout_);
+                                         timeout_);
   }
   const char* name = call.name;
   std::vector<Call> calls;
@@ -246,10 +246,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
   const MLUStream comm = comm_stream(stream_key, device.index());
   stream_wait_stream(comm, current);
   const CNCLConfig& config = cncl_config();
-  std::vector<at::Tensor> stash;
   if (config.avoid_record_streams) {
-    stash = inputs;
+    std::vector<at::Tensor> stash = inputs;
     stash.insert(stash.end(), outputs.begin(), outputs.end());
+    completion_->hold(signal, std::move(stash));
   } else {
     auto* allocator = c10::GetAllocator(c10::DeviceType::PrivateUse1);
     auto* device_allocator = dynamic_cast<c10::DeviceAllocator*>(allocator);
@@ -315,7 +315,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
         signal->finish(dist_backend_error(message), message);
       }));
   return c10::make_intrusive<WorkCNCL>(std::move(signal), getRank(), op_type, name, device, std::move(outputs),
-                                       std::move(stash), timeout_);
+                                       timeout_);
 }
 
 void ProcessGroupCNCL::startCoalescing() {
@@ -337,7 +337,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::endCoalescing() {
   if (pending.empty()) {
     signal->finish(nullptr, "");
     return c10::make_intrusive<WorkCNCL>(std::move(signal), getRank(), c10d::OpType::COALESCED, "coalesced", device,
-                                         std::vector<at::Tensor>{}, std::vector<at::Tensor>{}, timeout_);
+                                         std::vector<at::Tensor>{}, timeout_);
   }
   std::vector<Call> calls;
   std::vector<at::Tensor> inputs, outputs;

@@ -12,8 +12,9 @@
 //   behind each other). The stream first waits for the caller's current stream;
 //   the task then runs the Gloo op on host aliases of the device memory (zero
 //   copy: the software MLU's memory is host-addressable) and waits for it.
-//   Tensors stay alive through record_stream (or are stashed in the Work under
-//   TORCH_CNCL_AVOID_RECORD_STREAMS=1). Work semantics: WorkCNCL.h.
+//   Tensors stay alive through record_stream (or, under
+//   TORCH_CNCL_AVOID_RECORD_STREAMS=1, are held until the transfer has finished:
+//   WorkCNCL.h, which also has the Work semantics).
 // - Reduce ops Gloo lacks: AVG is SUM then a division, PREMUL_SUM a scaling
 //   then SUM; BAND/BOR/BXOR are Gloo's own.
 // - Agreement. Before each collective the ranks exchange a fingerprint (op,

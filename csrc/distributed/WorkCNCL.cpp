@@ -34,14 +34,12 @@ bool CommSignal::is_done() {
 }
 
 WorkCNCL::WorkCNCL(std::shared_ptr<CommSignal> signal, int rank, c10d::OpType op_type, const char* op_name,
-                   c10::Device device, std::vector<at::Tensor> outputs, std::vector<at::Tensor> stash,
-                   std::chrono::milliseconds timeout)
+                   c10::Device device, std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout)
     : c10d::Work(rank, op_type, op_name),
       signal_(std::move(signal)),
       op_name_(op_name),
       device_(device),
       outputs_(std::move(outputs)),
-      stash_(std::move(stash)),
       timeout_(timeout) {}
 
 bool WorkCNCL::isCompleted() { return signal_->is_done(); }
@@ -108,9 +106,6 @@ bool WorkCNCL::wait(std::chrono::milliseconds timeout) {
     }
     make_current_stream_wait();
   }
-  // Later work on the current stream is ordered after the transfer now, so the
-  // caching allocator may hand the stashed blocks to it.
-  stash_.clear();
   return true;
 }
 
@@ -152,10 +147,19 @@ void WorkCNCL::complete_future() {
 CompletionQueue::~CompletionQueue() { stop(); }
 
 void CompletionQueue::add(c10::intrusive_ptr<WorkCNCL> work) {
+  auto signal = work->signal_;
+  push(Entry{std::move(signal), std::move(work), {}});
+}
+
+void CompletionQueue::hold(std::shared_ptr<CommSignal> signal, std::vector<at::Tensor> tensors) {
+  push(Entry{std::move(signal), nullptr, std::move(tensors)});
+}
+
+void CompletionQueue::push(Entry entry) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) return;
   if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
-  pending_.emplace_back(work->signal_, std::move(work));
+  pending_.push_back(std::move(entry));
   cv_.notify_one();
 }
 
@@ -167,10 +171,10 @@ void CompletionQueue::notify() {
 void CompletionQueue::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    std::vector<c10::intrusive_ptr<WorkCNCL>> finished;
+    std::vector<Entry> finished;
     for (size_t i = 0; i < pending_.size();) {
-      if (pending_[i].first->is_done()) {
-        finished.push_back(std::move(pending_[i].second));
+      if (pending_[i].signal->is_done()) {
+        finished.push_back(std::move(pending_[i]));
         pending_[i] = std::move(pending_.back());
         pending_.pop_back();
       } else {
@@ -179,8 +183,10 @@ void CompletionQueue::run() {
     }
     if (!finished.empty()) {
       lock.unlock();
-      for (auto& work : finished) work->complete_future();
-      finished.clear();  // drop the works (and their tensors) on this host thread
+      for (auto& entry : finished) {
+        if (entry.work) entry.work->complete_future();
+      }
+      finished.clear();  // drop the works and tensors on this host thread
       lock.lock();
       continue;
     }

@@ -15,6 +15,9 @@
 //   is completed, with the outputs or the error, by the process group's
 //   CompletionQueue thread once the transfer has finished; DDP's comm hooks
 //   and their then() callbacks run there, never on a device thread.
+// - Under TORCH_CNCL_AVOID_RECORD_STREAMS=1 the CompletionQueue also holds the
+//   transfer's tensors until it has finished, whether or not anyone keeps the
+//   Work (as NCCL's watchdog does).
 #pragma once
 
 #include <chrono>
@@ -52,8 +55,7 @@ struct CommSignal {
 class WorkCNCL : public c10d::Work {
  public:
   WorkCNCL(std::shared_ptr<CommSignal> signal, int rank, c10d::OpType op_type, const char* op_name,
-           c10::Device device, std::vector<at::Tensor> outputs, std::vector<at::Tensor> stash,
-           std::chrono::milliseconds timeout);
+           c10::Device device, std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout);
 
   bool isCompleted() override;
   bool isSuccess() const override;
@@ -78,7 +80,6 @@ class WorkCNCL : public c10d::Work {
   const char* op_name_;
   c10::Device device_;
   std::vector<at::Tensor> outputs_;
-  std::vector<at::Tensor> stash_;  // TORCH_CNCL_AVOID_RECORD_STREAMS: released once ordered
   std::chrono::milliseconds timeout_;
   std::mutex future_mutex_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
@@ -87,22 +88,29 @@ class WorkCNCL : public c10d::Work {
   friend class CompletionQueue;
 };
 
-// Completes the futures of finished transfers on one host thread per process
-// group (started by the first getFuture() of an unfinished work).
+// Completes the futures of finished transfers, and drops the tensors held for
+// them, on one host thread per process group (started on first use).
 class CompletionQueue {
  public:
   CompletionQueue() = default;
   ~CompletionQueue();
   void add(c10::intrusive_ptr<WorkCNCL> work);
+  void hold(std::shared_ptr<CommSignal> signal, std::vector<at::Tensor> tensors);
   void notify();  // a transfer finished (called from a device thread)
   void stop();    // completes what is finished, drops the rest, joins
 
  private:
+  struct Entry {
+    std::shared_ptr<CommSignal> signal;
+    c10::intrusive_ptr<WorkCNCL> work;  // whose future to complete, or null
+    std::vector<at::Tensor> held;
+  };
+  void push(Entry entry);
   void run();
 
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::vector<std::pair<std::shared_ptr<CommSignal>, c10::intrusive_ptr<WorkCNCL>>> pending_;
+  std::vector<Entry> pending_;
   bool stopping_ = false;
   std::thread thread_;
 };
