@@ -55,7 +55,7 @@ def _time_allreduce(tensor, sync, budget_s=0.25):
     return (time.perf_counter() - start) / iters
 
 
-def allreduce_worker(rank, world, store, runs, out_path):
+def allreduce_worker(rank, world, store, runs, budget_s, out_path):
     device = _init(rank, world, store, "cpu:gloo,mlu:cncl")
     rows = []
     for nbytes in SIZES:
@@ -63,8 +63,8 @@ def allreduce_worker(rank, world, store, runs, out_path):
         mlu_t, cpu_t = torch.ones(n, device=device), torch.ones(n)
         mlu_s, cpu_s = [], []
         for _ in range(runs):
-            mlu_s.append(_time_allreduce(mlu_t, torch.mlu.synchronize))
-            cpu_s.append(_time_allreduce(cpu_t, lambda: None))
+            mlu_s.append(_time_allreduce(mlu_t, torch.mlu.synchronize, budget_s))
+            cpu_s.append(_time_allreduce(cpu_t, lambda: None, budget_s))
         factor = 2 * (world - 1) / world
         mlu_bw = factor * nbytes / statistics.median(mlu_s) / 1e9
         cpu_bw = factor * nbytes / statistics.median(cpu_s) / 1e9
@@ -127,13 +127,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--world", type=int, default=2)
+    parser.add_argument("--budget", type=float, default=0.25, help="seconds per measurement")
     parser.add_argument("--ddp-steps", type=int, default=20)
     parser.add_argument("--out", default="build/bench_distributed.json")
     args = parser.parse_args()
 
     result = {"host": os.uname().nodename, "cores": os.cpu_count(), "world": args.world,
-              "allreduce": _spawn(allreduce_worker, args.world, args.runs),
-              "allreduce_no_check": _spawn(allreduce_worker, args.world, args.runs,
+              "allreduce": _spawn(allreduce_worker, args.world, args.runs, args.budget),
+              "allreduce_no_check": _spawn(allreduce_worker, args.world, args.runs, args.budget,
                                            env={"TORCH_CNCL_CHECK_COLLECTIVES": "0"}),
               "ddp": [_spawn(ddp_worker, w, args.ddp_steps) for w in (1, 2)]}
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
