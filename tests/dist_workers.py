@@ -588,6 +588,7 @@ def default_backend_worker(rank, world, store):
     dist.all_reduce(t)
     assert t.tolist() == [float(sum(range(world)))] * 3
     check_stream_safety(torch.device("mlu", rank), world)
+    dist.barrier()
     # Blocking wait (TORCH_CNCL_BLOCKING_WAIT=1 in this test): wait() returns with the transfer done.
     work = dist.all_reduce(torch.ones(2, device="mlu"), async_op=True)
     work.wait()
