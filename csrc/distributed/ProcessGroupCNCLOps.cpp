@@ -126,6 +126,49 @@ std::vector<at::Tensor> scaled_copies(const std::vector<at::Tensor>& hosts, cons
   return out;
 }
 
+Fingerprint reduce_fingerprint(const at::Tensor& t, int64_t numel, int64_t root, const ReduceOp& op) {
+  return Fingerprint{static_cast<int64_t>(t.scalar_type()), numel, root, static_cast<int64_t>(op.op_)};
+}
+
+c10d::ReduceScatterOptions gloo_options(const Reduction& r) {
+  c10d::ReduceScatterOptions opts;
+  opts.reduceOp = r.gloo_op;
+  return opts;
+}
+
+// A reduction into its inputs (all_reduce, reduce): PREMUL_SUM scales them
+// first, AVG divides the result after (where `average_here`: the root of a
+// reduce). `start(gloo, hosts, gloo_op)` issues the Gloo op.
+template <class Start>
+ProcessGroupCNCL::Call in_place_reduction(const char* name, Fingerprint fingerprint, std::vector<at::Tensor> hosts,
+                                          Reduction r, int size, bool average_here, Start start) {
+  return ProcessGroupCNCL::Call{name, fingerprint,
+                                [hosts, r, start](c10d::Backend& gloo) mutable {
+                                  for (const auto& h : hosts) r.scale(h);
+                                  return start(gloo, hosts, r.gloo_op);
+                                },
+                                [hosts, r, size, average_here] {
+                                  if (!average_here) return;
+                                  for (const auto& h : hosts) r.finish(h, size);
+                                }};
+}
+
+// A reduction from inputs into separate outputs (the reduce_scatter family):
+// `start(gloo, outs, ins, r)` issues the Gloo op (scaling copies of the inputs
+// for PREMUL_SUM, so the caller's inputs are left alone); AVG divides the outputs.
+template <class Outs, class Ins, class Start>
+ProcessGroupCNCL::Call scatter_reduction(const char* name, Fingerprint fingerprint, Outs outs, Ins ins, Reduction r,
+                                         int size, Start start) {
+  return ProcessGroupCNCL::Call{name, fingerprint,
+                                [outs, ins, r, start](c10d::Backend& gloo) mutable {
+                                  auto scaled = ins;
+                                  return start(gloo, outs, scaled, r);
+                                },
+                                [outs, r, size] {
+                                  for (const auto& o : outs) r.finish(o, size);
+                                }};
+}
+
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::broadcast(std::vector<at::Tensor>& tensors,
@@ -141,20 +184,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allreduce(std::vector<at::Tenso
                                                            const c10d::AllreduceOptions& opts) {
   const auto& t = first("all_reduce", tensors);
   Reduction r = plan_reduction("all_reduce", opts.reduceOp, t.scalar_type());
-  auto hosts = host_aliases(tensors);
-  const int size = getSize();
-  Call call{"all_reduce",
-            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(tensors), -1,
-                        static_cast<int64_t>(opts.reduceOp.op_)},
-            [hosts, r](c10d::Backend& gloo) mutable {
-              for (const auto& h : hosts) r.scale(h);
-              c10d::AllreduceOptions gloo_opts;
-              gloo_opts.reduceOp = r.gloo_op;
-              return gloo.allreduce(hosts, gloo_opts);
-            },
-            [hosts, r, size] {
-              for (const auto& h : hosts) r.finish(h, size);
-            }};
+  Call call = in_place_reduction("all_reduce", reduce_fingerprint(t, total_numel(tensors), -1, opts.reduceOp),
+                                 host_aliases(tensors), r, getSize(), true,
+                                 [](c10d::Backend& gloo, std::vector<at::Tensor>& hosts, const ReduceOp& op) {
+                                   c10d::AllreduceOptions gloo_opts;
+                                   gloo_opts.reduceOp = op;
+                                   return gloo.allreduce(hosts, gloo_opts);
+                                 });
   return run(std::move(call), c10d::OpType::ALLREDUCE, with_factor(tensors, r), tensors, kCollectiveStream);
 }
 
@@ -167,20 +203,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allreduce_coalesced(std::vector
                       other.scalar_type());
   }
   Reduction r = plan_reduction("all_reduce_coalesced", opts.reduceOp, t.scalar_type());
-  auto hosts = host_aliases(tensors);
-  const int size = getSize();
-  Call call{"all_reduce",
-            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(tensors), -1,
-                        static_cast<int64_t>(opts.reduceOp.op_)},
-            [hosts, r](c10d::Backend& gloo) mutable {
-              for (const auto& h : hosts) r.scale(h);
-              c10d::AllreduceCoalescedOptions gloo_opts;
-              gloo_opts.reduceOp = r.gloo_op;
-              return gloo.allreduce_coalesced(hosts, gloo_opts);
-            },
-            [hosts, r, size] {
-              for (const auto& h : hosts) r.finish(h, size);
-            }};
+  Call call = in_place_reduction("all_reduce", reduce_fingerprint(t, total_numel(tensors), -1, opts.reduceOp),
+                                 host_aliases(tensors), r, getSize(), true,
+                                 [](c10d::Backend& gloo, std::vector<at::Tensor>& hosts, const ReduceOp& op) {
+                                   c10d::AllreduceCoalescedOptions gloo_opts;
+                                   gloo_opts.reduceOp = op;
+                                   return gloo.allreduce_coalesced(hosts, gloo_opts);
+                                 });
   return run(std::move(call), c10d::OpType::ALLREDUCE_COALESCED, with_factor(tensors, r), tensors,
              kCollectiveStream);
 }
@@ -189,22 +218,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::reduce(std::vector<at::Tensor>&
                                                         const c10d::ReduceOptions& opts) {
   const auto& t = first("reduce", tensors);
   Reduction r = plan_reduction("reduce", opts.reduceOp, t.scalar_type());
-  auto hosts = host_aliases(tensors);
-  const int size = getSize();
-  const bool is_root = getRank() == opts.rootRank;
-  Call call{"reduce",
-            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(tensors), opts.rootRank,
-                        static_cast<int64_t>(opts.reduceOp.op_)},
-            [hosts, r, opts](c10d::Backend& gloo) mutable {
-              for (const auto& h : hosts) r.scale(h);
-              c10d::ReduceOptions gloo_opts = opts;
-              gloo_opts.reduceOp = r.gloo_op;
-              return gloo.reduce(hosts, gloo_opts);
-            },
-            [hosts, r, size, is_root] {
-              if (!is_root) return;
-              for (const auto& h : hosts) r.finish(h, size);
-            }};
+  Call call = in_place_reduction("reduce", reduce_fingerprint(t, total_numel(tensors), opts.rootRank, opts.reduceOp),
+                                 host_aliases(tensors), r, getSize(), getRank() == opts.rootRank,
+                                 [opts](c10d::Backend& gloo, std::vector<at::Tensor>& hosts, const ReduceOp& op) {
+                                   c10d::ReduceOptions gloo_opts = opts;
+                                   gloo_opts.reduceOp = op;
+                                   return gloo.reduce(hosts, gloo_opts);
+                                 });
   return run(std::move(call), c10d::OpType::REDUCE, with_factor(tensors, r), tensors, kCollectiveStream);
 }
 
@@ -288,22 +308,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::reduce_scatter(std::vector<at::
                                                                 const c10d::ReduceScatterOptions& opts) {
   const auto& t = first("reduce_scatter", outputs);
   Reduction r = plan_reduction("reduce_scatter", opts.reduceOp, t.scalar_type());
-  auto outs = host_aliases(outputs);
-  const int size = getSize();
-  Call call{"reduce_scatter",
-            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(outputs), -1,
-                        static_cast<int64_t>(opts.reduceOp.op_)},
-            [outs, ins = host_aliases(inputs), r](c10d::Backend& gloo) mutable {
-              c10d::ReduceScatterOptions gloo_opts;
-              gloo_opts.reduceOp = r.gloo_op;
-              if (r.premul) {
-                for (auto& list : ins) list = scaled_copies(list, r);
-              }
-              return gloo.reduce_scatter(outs, ins, gloo_opts);
-            },
-            [outs, r, size] {
-              for (const auto& o : outs) r.finish(o, size);
-            }};
+  Call call = scatter_reduction(
+      "reduce_scatter", reduce_fingerprint(t, total_numel(outputs), -1, opts.reduceOp), host_aliases(outputs),
+      host_aliases(inputs), r, getSize(),
+      [](c10d::Backend& gloo, std::vector<at::Tensor>& outs, std::vector<std::vector<at::Tensor>>& ins,
+         const Reduction& r) {
+        if (r.premul) {
+          for (auto& list : ins) list = scaled_copies(list, r);
+        }
+        return gloo.reduce_scatter(outs, ins, gloo_options(r));
+      });
   return run(std::move(call), c10d::OpType::REDUCE_SCATTER, with_factor(flatten(inputs), r), outputs,
              kCollectiveStream);
 }
@@ -316,18 +330,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::_reduce_scatter_base(at::Tensor
   TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(), "cncl reduce_scatter_tensor: output dtype ",
                     output.scalar_type(), " differs from input dtype ", input.scalar_type());
   Reduction r = plan_reduction("reduce_scatter_tensor", opts.reduceOp, input.scalar_type());
-  at::Tensor out = host_alias(output);
-  const int size = getSize();
-  Call call{"reduce_scatter_tensor",
-            Fingerprint{static_cast<int64_t>(input.scalar_type()), output.numel(), -1,
-                        static_cast<int64_t>(opts.reduceOp.op_)},
-            [out, in = host_alias(input), r](c10d::Backend& gloo) mutable {
-              c10d::ReduceScatterOptions gloo_opts;
-              gloo_opts.reduceOp = r.gloo_op;
-              if (r.premul) in = r.scale(in.clone());
-              return gloo._reduce_scatter_base(out, in, gloo_opts);
-            },
-            [out, r, size] { r.finish(out, size); }};
+  Call call = scatter_reduction(
+      "reduce_scatter_tensor", reduce_fingerprint(input, output.numel(), -1, opts.reduceOp),
+      std::vector<at::Tensor>{host_alias(output)}, std::vector<at::Tensor>{host_alias(input)}, r, getSize(),
+      [](c10d::Backend& gloo, std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins, const Reduction& r) {
+        if (r.premul) ins = scaled_copies(ins, r);
+        return gloo._reduce_scatter_base(outs[0], ins[0], gloo_options(r));
+      });
   return run(std::move(call), c10d::OpType::_REDUCE_SCATTER_BASE, with_factor({input}, r), {output},
              kCollectiveStream);
 }
@@ -336,20 +345,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::reduce_scatter_tensor_coalesced
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs, const c10d::ReduceScatterOptions& opts) {
   const auto& t = first("reduce_scatter_tensor_coalesced", outputs);
   Reduction r = plan_reduction("reduce_scatter_tensor_coalesced", opts.reduceOp, t.scalar_type());
-  auto outs = host_aliases(outputs);
-  const int size = getSize();
-  Call call{"reduce_scatter_tensor",
-            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(outputs), -1,
-                        static_cast<int64_t>(opts.reduceOp.op_)},
-            [outs, ins = host_aliases(inputs), r](c10d::Backend& gloo) mutable {
-              c10d::ReduceScatterOptions gloo_opts;
-              gloo_opts.reduceOp = r.gloo_op;
-              if (r.premul) ins = scaled_copies(ins, r);
-              return gloo.reduce_scatter_tensor_coalesced(outs, ins, gloo_opts);
-            },
-            [outs, r, size] {
-              for (const auto& o : outs) r.finish(o, size);
-            }};
+  Call call = scatter_reduction(
+      "reduce_scatter_tensor", reduce_fingerprint(t, total_numel(outputs), -1, opts.reduceOp), host_aliases(outputs),
+      host_aliases(inputs), r, getSize(),
+      [](c10d::Backend& gloo, std::vector<at::Tensor>& outs, std::vector<at::Tensor>& ins, const Reduction& r) {
+        if (r.premul) ins = scaled_copies(ins, r);
+        return gloo.reduce_scatter_tensor_coalesced(outs, ins, gloo_options(r));
+      });
   return run(std::move(call), c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED, with_factor(inputs, r), outputs,
              kCollectiveStream);
 }
