@@ -594,3 +594,16 @@ def default_backend_worker(rank, world, store):
     work.wait()
     assert work.is_completed() and work.is_success()
     dist.destroy_process_group()
+
+
+def teardown_worker(rank, world, store):
+    """TORCH_CNCL_ASYNC_ERROR_HANDLING=1: a failed collective terminates the process, as NCCL's TearDown."""
+    device = init(rank, world, store, backend="cncl", timeout=4)
+    dist.all_reduce(torch.ones(2, device=device))
+    torch.mlu.synchronize()
+    if rank == 1:
+        os._exit(0)
+    t = torch.ones(2, device=device)
+    dist.all_reduce(t)
+    t.cpu()
+    time.sleep(30)  # not reached: the failed transfer aborts the process first

@@ -59,6 +59,14 @@ def test_tensor_parallel_matches_single_device(tmp_path):
     spawn(dist_workers.tp_worker, 2, tmp_path)
 
 
+def test_async_error_handling_tears_the_process_down(tmp_path, capfd):
+    with pytest.raises(mp.ProcessExitedException, match="process 0 terminated with signal SIGABRT"):
+        spawn(dist_workers.teardown_worker, 2, tmp_path, env={"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"})
+    err = capfd.readouterr().err
+    assert "[cncl] cncl all_reduce failed on rank 0" in err, err
+    assert "terminating the process (TORCH_CNCL_ASYNC_ERROR_HANDLING)" in err, err
+
+
 def test_misuse_is_a_clear_error_and_the_group_survives(tmp_path):
     spawn(dist_workers.misuse_worker, 2, tmp_path)
 
@@ -91,8 +99,10 @@ def finish(proc, timeout=240):
 
 @pytest.mark.parametrize("mode", ["ddp", "fsdp2"])
 def test_torchrun_example(mode, tmp_path):
-    out = finish(torchrun("--standalone", "--nproc_per_node", "2", EXAMPLE, "--mode", mode, *SMALL, cwd=tmp_path))
+    out = finish(torchrun("--standalone", "--nproc_per_node", "2", EXAMPLE, "--mode", mode, *SMALL, cwd=tmp_path,
+                          env={"TORCH_CNCL_DEBUG": "INFO"}))
     assert f"{mode}: 2 ranks on mlu (cncl)" in out, out
+    assert "[cncl] rank 1/2: process group over Gloo" in out, out  # TORCH_CNCL_DEBUG=INFO logs group creation
 
 
 def test_two_nodes_each_owning_its_devices(tmp_path):
