@@ -66,6 +66,16 @@ def check_stream_safety(device, world):
     z.fill_(2.0)
     dist.all_reduce(z)
     assert_close(z.cpu(), torch.full((n,), 2.0 * world))
+    # Back-to-back blocking collectives skip the redundant wait for the current stream
+    # (Note [Skipping a redundant stream wait]); a write launched in between is still waited for.
+    a = torch.ones(n, device=device)
+    for _ in range(3):
+        dist.all_reduce(a)
+    torch.mlu._sleep(20_000_000)
+    a.fill_(5.0)
+    dist.all_reduce(a)
+    dist.all_reduce(a)
+    assert_close(a.cpu(), torch.full((n,), 5.0 * world * world))
 
 
 REDUCE_OPS = [dist.ReduceOp.SUM, dist.ReduceOp.AVG, dist.ReduceOp.PRODUCT, dist.ReduceOp.MIN, dist.ReduceOp.MAX]

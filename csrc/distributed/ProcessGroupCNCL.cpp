@@ -3,9 +3,9 @@
 // Gloo call each one makes) are in ProcessGroupCNCLOps.cpp.
 #include "csrc/distributed/ProcessGroupCNCL.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <iostream>
 
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -94,6 +94,12 @@ void verify_agreement(const at::Tensor& mine, const at::Tensor& all, int rank, i
   }
 }
 
+// One write per line, so the lines of several ranks sharing a terminal do not interleave.
+void log_line(const std::string& text) {
+  const std::string line = "[cncl] " + text + "\n";
+  std::fwrite(line.data(), 1, line.size(), stderr);
+}
+
 std::string message_of(const std::exception& e) {
   if (const auto* error = dynamic_cast<const c10::Error*>(&e)) return error->what_without_backtrace();
   return e.what();
@@ -124,8 +130,7 @@ ProcessGroupCNCL::ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, c10::
     : c10d::Backend(rank, size), gloo_(std::move(gloo)), agreement_(std::move(agreement)), timeout_(timeout) {
   TORCH_CHECK(gloo_, "ProcessGroupCNCL needs a Gloo process group to carry its transfers");
   if (cncl_config().debug) {
-    std::cerr << "[cncl] rank " << rank << "/" << size << ": process group over Gloo, timeout " << timeout.count()
-              << " ms\n";
+    log_line(c10::str("rank ", rank, "/", size, ": process group over Gloo, timeout ", timeout.count(), " ms"));
   }
 }
 
@@ -244,7 +249,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
                                                         std::vector<at::Tensor> outputs, int stream_key) {
   const MLUStream current = getCurrentMLUStream(device.index());
   const MLUStream comm = comm_stream(stream_key, device.index());
-  stream_wait_stream(comm, current);
+  // See Note [Skipping a redundant stream wait] in WorkCNCL.h. Not for external
+  // streams: their queues can be destroyed, and a new queue at the same address
+  // would inherit the old one's count.
+  const bool collective_stream = stream_key == kCollectiveStream;
+  const bool tracked = collective_stream && current.id() < kExternalStreamBase;
+  if (!tracked || coverage_->needs_wait(current.queue())) stream_wait_stream(comm, current);
   const CNCLConfig& config = cncl_config();
   if (config.avoid_record_streams) {
     std::vector<at::Tensor> stash = inputs;
@@ -307,15 +317,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
           std::lock_guard<std::mutex> lock(failure->mutex);
           if (failure->message.empty()) failure->message = message;
         }
-        if (cncl_config().debug || (teardown && !mismatch)) std::cerr << "[cncl] " << message << "\n";
+        if (cncl_config().debug || (teardown && !mismatch)) log_line(message);
         if (teardown && !mismatch) {
-          std::cerr << "[cncl] terminating the process (TORCH_CNCL_ASYNC_ERROR_HANDLING)\n";
+          log_line("terminating the process (TORCH_CNCL_ASYNC_ERROR_HANDLING)");
           std::abort();
         }
         signal->finish(dist_backend_error(message), message);
       }));
   return c10::make_intrusive<WorkCNCL>(std::move(signal), getRank(), op_type, name, device, std::move(outputs),
-                                       timeout_);
+                                       timeout_, collective_stream ? coverage_ : nullptr);
 }
 
 void ProcessGroupCNCL::startCoalescing() {

@@ -157,6 +157,7 @@ class ProcessGroupCNCL : public c10d::Backend {
   };
   std::shared_ptr<Failure> failure_ = std::make_shared<Failure>();
   std::shared_ptr<CompletionQueue> completion_ = std::make_shared<CompletionQueue>();
+  std::shared_ptr<StreamCoverage> coverage_ = std::make_shared<StreamCoverage>();
 
   std::mutex streams_mutex_;
   std::map<std::pair<c10::DeviceIndex, int>, MLUStream> streams_;

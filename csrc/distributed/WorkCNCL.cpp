@@ -33,14 +33,42 @@ bool CommSignal::is_done() {
   return done;
 }
 
+namespace {
+
+uint64_t launch_count(mlu::mluQueue_t queue) {
+  uint64_t count = 0;
+  MLU_CHECK(mlu::mluQueueGetLaunchCount(queue, &count));
+  return count;
+}
+
+}  // namespace
+
+bool StreamCoverage::needs_wait(mlu::mluQueue_t queue) {
+  const uint64_t launched = launch_count(queue);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = covered_.try_emplace(queue, launched);
+  if (!inserted && it->second == launched) return false;
+  it->second = launched;
+  return true;
+}
+
+void StreamCoverage::wait_task_launched(mlu::mluQueue_t queue, uint64_t before, uint64_t after) {
+  if (after != before + 1) return;  // another thread launched there too
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = covered_.find(queue);
+  if (it != covered_.end() && it->second == before) it->second = after;
+}
+
 WorkCNCL::WorkCNCL(std::shared_ptr<CommSignal> signal, int rank, c10d::OpType op_type, const char* op_name,
-                   c10::Device device, std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout)
+                   c10::Device device, std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout,
+                   std::shared_ptr<StreamCoverage> coverage)
     : c10d::Work(rank, op_type, op_name),
       signal_(std::move(signal)),
       op_name_(op_name),
       device_(device),
       outputs_(std::move(outputs)),
-      timeout_(timeout) {}
+      timeout_(timeout),
+      coverage_(std::move(coverage)) {}
 
 bool WorkCNCL::isCompleted() { return signal_->is_done(); }
 
@@ -71,7 +99,9 @@ void WorkCNCL::make_current_stream_wait() {
   // The wait outlasts the transfer's own timeout (Gloo's), so a transfer that
   // ends in an error is reported as that error, not as a second timeout.
   const auto limit = timeout_ + std::chrono::seconds(10);
-  MLU_CHECK(mlu::mluLaunchTask(getCurrentMLUStream(device_.index()).queue(), "cncl wait",
+  const mlu::mluQueue_t queue = getCurrentMLUStream(device_.index()).queue();
+  const uint64_t before = coverage_ ? launch_count(queue) : 0;
+  MLU_CHECK(mlu::mluLaunchTask(queue, "cncl wait",
                                [signal = signal_, limit](mlu::TaskContext& context) {
                                  if (!signal->wait_for(limit)) {
                                    context.fail("the collective did not finish within the process group's timeout");
@@ -80,6 +110,7 @@ void WorkCNCL::make_current_stream_wait() {
                                  std::lock_guard<std::mutex> lock(signal->mutex);
                                  if (signal->error) context.fail(signal->error_message);
                                }));
+  if (coverage_) coverage_->wait_task_launched(queue, before, launch_count(queue));
 }
 
 void WorkCNCL::wait_on_host(std::chrono::milliseconds timeout) {

@@ -27,7 +27,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
+
+#include <mlu_runtime/queue.h>
 
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
@@ -52,10 +55,38 @@ struct CommSignal {
   std::shared_ptr<CompletionQueue> completion;
 };
 
+// Note [Skipping a redundant stream wait]
+// A collective's communication stream first waits for the caller's current
+// stream. In a loop of blocking collectives the only work launched there since
+// the previous collective is that collective's wait task, which itself waits for
+// the communication stream: waiting for it again would bounce between the two
+// device threads once per op. StreamCoverage remembers, per current queue, the
+// launch count up to which every task is either already waited for by the
+// group's collective stream or a wait task for one of its collectives; a
+// collective whose current queue has launched nothing beyond that skips the
+// wait. Launches by other threads only make it wait (counts are compared exactly).
+class StreamCoverage {
+ public:
+  // Before a collective on the collective stream: whether it must wait for
+  // `queue`; if so, the caller waits now and everything launched so far counts
+  // as covered.
+  bool needs_wait(mlu::mluQueue_t queue);
+  // After a wait task for one of the group's collectives was launched on
+  // `queue`, with the queue's launch count before and after.
+  void wait_task_launched(mlu::mluQueue_t queue, uint64_t before, uint64_t after);
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<mlu::mluQueue_t, uint64_t> covered_;
+};
+
 class WorkCNCL : public c10d::Work {
  public:
+  // `coverage`: the group's, when the transfer runs on its collective stream
+  // (Note [Skipping a redundant stream wait]); null otherwise.
   WorkCNCL(std::shared_ptr<CommSignal> signal, int rank, c10d::OpType op_type, const char* op_name,
-           c10::Device device, std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout);
+           c10::Device device, std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout,
+           std::shared_ptr<StreamCoverage> coverage = nullptr);
 
   bool isCompleted() override;
   bool isSuccess() const override;
@@ -81,6 +112,7 @@ class WorkCNCL : public c10d::Work {
   c10::Device device_;
   std::vector<at::Tensor> outputs_;
   std::chrono::milliseconds timeout_;
+  std::shared_ptr<StreamCoverage> coverage_;
   std::mutex future_mutex_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   bool future_completed_ = false;
