@@ -116,8 +116,6 @@ def ops_worker(rank, world, store):
     # Bitwise ops on integers and bool (Gloo's own), against Gloo on CPU.
     for dtype in (torch.uint8, torch.int32, torch.int64, torch.bool):
         for op in (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR):
-            if dtype == torch.bool and op == dist.ReduceOp.BXOR:
-                continue  # Gloo has no bool XOR on CPU either
             c, m = both(lambda t, op=op: dist.all_reduce(t, op=op), [rank_tensor(rank, (n,), dtype)], device)
             check_same(f"all_reduce {op} {dtype}", c, m)
     # Every dtype: all_reduce SUM (MAX for bool) and all_gather_into_tensor, against Gloo on CPU.
