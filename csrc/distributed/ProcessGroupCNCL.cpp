@@ -261,11 +261,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
     stash.insert(stash.end(), outputs.begin(), outputs.end());
     completion_->hold(signal, std::move(stash));
   } else {
-    auto* allocator = c10::GetAllocator(c10::DeviceType::PrivateUse1);
-    auto* device_allocator = dynamic_cast<c10::DeviceAllocator*>(allocator);
     for (const auto* list : {&inputs, &outputs}) {
       for (const auto& t : *list) {
-        if (t.storage().data_ptr().get() != nullptr) device_allocator->recordStream(t.storage().data_ptr(), comm);
+        if (t.storage().data_ptr().get() != nullptr) getMLUDeviceAllocator()->recordStream(t.storage().data_ptr(), comm);
       }
     }
   }

@@ -161,8 +161,7 @@ ProcessGroupCNCL::Call scatter_reduction(const char* name, Fingerprint fingerpri
                                          int size, Start start) {
   return ProcessGroupCNCL::Call{name, fingerprint,
                                 [outs, ins, r, start](c10d::Backend& gloo) mutable {
-                                  auto scaled = ins;
-                                  return start(gloo, outs, scaled, r);
+                                  return start(gloo, outs, ins, r);
                                 },
                                 [outs, r, size] {
                                   for (const auto& o : outs) r.finish(o, size);
