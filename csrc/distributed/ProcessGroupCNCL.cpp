@@ -261,9 +261,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
     stash.insert(stash.end(), outputs.begin(), outputs.end());
     completion_->hold(signal, std::move(stash));
   } else {
+    c10::DeviceAllocator* allocator = getMLUDeviceAllocator();
     for (const auto* list : {&inputs, &outputs}) {
       for (const auto& t : *list) {
-        if (t.storage().data_ptr().get() != nullptr) getMLUDeviceAllocator()->recordStream(t.storage().data_ptr(), comm);
+        if (t.storage().data_ptr().get() != nullptr) allocator->recordStream(t.storage().data_ptr(), comm);
       }
     }
   }
