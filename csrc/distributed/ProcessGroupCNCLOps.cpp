@@ -384,7 +384,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::alltoall(std::vector<at::Tensor
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::send(std::vector<at::Tensor>& tensors, int dst_rank, int tag) {
   TORCH_CHECK_VALUE(dst_rank >= 0 && dst_rank < getSize() && dst_rank != getRank(),
-                    "cncl send: invalid destination rank ", dst_rank, " (world size ", getSize(), ", this rank ", getRank(), ")");
+                    "cncl send: invalid destination rank ", dst_rank, " (world size ", getSize(), ", this rank ",
+                    getRank(), ")");
   Call call{"send", std::nullopt,
             [hosts = host_aliases(tensors), dst_rank, tag](c10d::Backend& gloo) mutable {
               return gloo.send(hosts, dst_rank, tag);
