@@ -95,5 +95,8 @@ _register_backend()
 from . import distributed  # noqa: E402
 distributed._register()
 
+from . import _dynamo  # noqa: E402
+_dynamo.register_when_dynamo_loads()
+
 # See Note [Autograd device threads at exit] in _autograd_exit.py.
 atexit.register(_autograd_exit.drain_autograd_device_threads)

@@ -15,6 +15,7 @@
 #include "csrc/core/MLUHooks.h"
 #include "csrc/core/MLUStream.h"
 #include "csrc/core/MLUTestHooks.h"
+#include "csrc/inductor/CompiledKernelLaunch.h"
 #include "csrc/python/Bindings.h"
 
 namespace py = pybind11;
@@ -135,6 +136,9 @@ PYBIND11_MODULE(_C, m) {
   });
   bind_memory(m);
   bind_distributed(m);
+  // Imported by every compiled kernel module (compiled_kernel_module.h).
+  m.attr("_compiled_kernel_api") = py::capsule(const_cast<TorchMluCompiledKernelApi*>(&compiled_kernel_api()),
+                                               "torch_mlu._C._compiled_kernel_api");
   m.def("_fallback_report", &fallback_report);
   m.def("_reset_fallback_report", &reset_fallback_counts);
   m.def("_kernel_config", &kernel_config_dict);

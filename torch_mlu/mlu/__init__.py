@@ -131,6 +131,33 @@ def _exchange_device(device: int) -> int:
     return _C._mlu_exchangeDevice(device)
 
 
+def _maybe_exchange_device(device: int) -> int:
+    """Like :func:`_exchange_device`, without initialising the device when it was not (cf. torch.cuda)."""
+    if device < 0:
+        return -1
+    if not is_initialized():
+        return device
+    return _C._mlu_exchangeDevice(device)
+
+
+class _DeviceGuard:
+    """Makes device ``index`` current for the duration of a ``with`` block (cf. torch.cuda._DeviceGuard).
+
+    What Inductor's generated code uses around the kernels of a compiled graph.
+    """
+
+    def __init__(self, index: int):
+        self.idx = index
+        self.prev_idx = -1
+
+    def __enter__(self):
+        self.prev_idx = _exchange_device(self.idx)
+
+    def __exit__(self, type: Any, value: Any, traceback: Any):
+        self.idx = _maybe_exchange_device(self.prev_idx)
+        return False
+
+
 class device:
     """Context manager that changes the current MLU device.
 
@@ -255,10 +282,25 @@ def set_autocast_dtype(dtype: torch.dtype) -> None:
     torch.set_autocast_dtype("mlu", dtype)
 
 
+# Inductor looks these up on torch.mlu the first time it compiles a graph
+# (torch._inductor.codegen.common.init_backend_registration); importing the
+# backend only then keeps `import torch` fast.
+_INDUCTOR_CODEGENS = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+
+
+def __getattr__(name: str):
+    if name in _INDUCTOR_CODEGENS:
+        import torch_mlu._inductor
+
+        return getattr(torch_mlu._inductor, name)
+    raise AttributeError(f"module 'torch.mlu' has no attribute '{name}'")
+
+
 from . import amp, cncl, memory, random  # noqa: E402
 from .random import *  # noqa: F403,E402
 from .memory import *  # noqa: F403,E402
 from .streams import (  # noqa: E402
+    _set_stream_by_id,
     Event,
     ExternalStream,
     Stream,

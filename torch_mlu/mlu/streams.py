@@ -151,6 +151,11 @@ def set_stream(stream) -> None:
     torch.accelerator.set_stream(stream)
 
 
+def _set_stream_by_id(stream_id: int, device_index: int, device_type: int) -> None:
+    r"""Sets the current stream from its three fields (what Dynamo's generated code calls)."""
+    set_stream(Stream(stream_id=stream_id, device_index=device_index, device_type=device_type))
+
+
 class StreamContext:
     r"""Context manager that selects a given stream (and its device); ``None`` is a no-op."""
 

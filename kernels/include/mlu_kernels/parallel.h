@@ -45,4 +45,38 @@ bool in_parallel_region();
 // done. With end - begin <= grain the caller runs fn(begin, end) itself.
 void parallel_for(int64_t begin, int64_t end, int64_t grain, RangeFn fn);
 
+// Note [Teams]
+// A team runs one body on several threads at once (SPMD, OpenMP's
+// `parallel` region), for code that splits its own work by member index and
+// waits for its fellow members (compiled Inductor kernels; see
+// csrc/inductor/CompiledKernelApi.h). parallel_team(requested, fn) calls
+// fn() on `size` threads concurrently, member 0 on the caller, the others on
+// the pool's threads, and returns when all are done; inside, team_member()
+// and team_size() say who is who, team_barrier() waits for every member and
+// team_single() is true in exactly one member per encounter. Unlike a
+// parallel_for chunk, a member's body is never run by another thread (a
+// barrier would deadlock), so size = min(requested, num_threads()), and a
+// team of 1 (the caller alone) when the pool is busy with another region or
+// the caller is inside one: as OpenMP may give a team fewer threads than it
+// asked for, a body must be correct for any size. requested <= 0 asks for
+// num_threads(). Outside a team, team_member() is 0, team_size() 1, and
+// team_barrier() / team_single() act as in a team of one.
+class TeamFn {
+ public:
+  template <class F>
+  TeamFn(const F& f)  // NOLINT: implicit by design, like RangeFn
+      : object_(&f), call_([](const void* o) { (*static_cast<const F*>(o))(); }) {}
+  void operator()() const { call_(object_); }
+
+ private:
+  const void* object_;
+  void (*call_)(const void*);
+};
+
+void parallel_team(int requested, TeamFn fn);
+int team_member();
+int team_size();
+void team_barrier();
+bool team_single();
+
 }  // namespace mlu::kernels

@@ -1,0 +1,133 @@
+"""Dynamo's device interface for mlu (cf. CudaInterface in torch/_dynamo/device_interface.py).
+
+Dynamo and Inductor reach a device's runtime only through the interface
+registered for it: streams and events (so ``torch.mlu.current_stream()``,
+``torch.mlu.stream(s)`` and ``torch.mlu.Event`` are traced), synchronize (which
+Inductor's benchmarking relies on), device properties for compile workers.
+
+``torch._dynamo`` is heavy to import, so nothing here runs at ``import
+torch``: :func:`register_when_dynamo_loads` registers the interface right
+after ``torch._dynamo.device_interface`` is first imported, which happens
+before Dynamo traces anything.
+"""
+import importlib.abc
+import importlib.util
+import sys
+from typing import Any
+
+import torch
+
+_INTERFACE_MODULE = "torch._dynamo.device_interface"
+
+
+def _get_raw_stream(device_index: int) -> int:
+    return torch.mlu.current_stream(device_index).mlu_stream
+
+
+def _make_interface():
+    from torch._dynamo.device_interface import DeviceInterface, caching_worker_current_devices
+    from torch._dynamo.device_interface import caching_worker_device_properties
+
+    class MluInterface(DeviceInterface):
+        device = torch.mlu.device
+        Event = torch.mlu.Event
+        Stream = torch.mlu.Stream
+
+        class Worker:
+            # Compile workers must not touch the device: properties are recorded
+            # in the parent before they start (as for cuda).
+            @staticmethod
+            def set_device(device: int) -> None:
+                caching_worker_current_devices["mlu"] = device
+
+            @staticmethod
+            def current_device() -> int:
+                if "mlu" in caching_worker_current_devices:
+                    return caching_worker_current_devices["mlu"]
+                return torch.mlu.current_device()
+
+            @staticmethod
+            def get_device_properties(device: torch.types.Device = None) -> Any:
+                if isinstance(device, str):
+                    device = torch.device(device)
+                if isinstance(device, torch.device):
+                    if device.type != "mlu":
+                        raise ValueError(f"Expected an mlu device, got {device}")
+                    device = device.index
+                if device is None:
+                    device = MluInterface.Worker.current_device()
+                if "mlu" not in caching_worker_device_properties:
+                    caching_worker_device_properties["mlu"] = [
+                        torch.mlu.get_device_properties(i) for i in range(torch.mlu.device_count())
+                    ]
+                return caching_worker_device_properties["mlu"][device]
+
+        current_device = staticmethod(torch.mlu.current_device)
+        set_device = staticmethod(torch.mlu.set_device)
+        device_count = staticmethod(torch.mlu.device_count)
+        stream = staticmethod(torch.mlu.stream)
+        current_stream = staticmethod(torch.mlu.current_stream)
+        set_stream = staticmethod(torch.mlu.set_stream)
+        _set_stream_by_id = staticmethod(torch.mlu._set_stream_by_id)
+        synchronize = staticmethod(torch.mlu.synchronize)
+        get_device_properties = staticmethod(torch.mlu.get_device_properties)
+        get_raw_stream = staticmethod(_get_raw_stream)
+        exchange_device = staticmethod(torch.mlu._exchange_device)
+        maybe_exchange_device = staticmethod(torch.mlu._maybe_exchange_device)
+        memory_allocated = staticmethod(torch.mlu.memory_allocated)
+        is_bf16_supported = staticmethod(torch.mlu.is_bf16_supported)
+
+        @staticmethod
+        def is_available() -> bool:
+            return torch.mlu.is_available()
+
+        @staticmethod
+        def get_compute_capability(device: torch.types.Device = None) -> int:
+            major, minor = torch.mlu.get_device_capability(device)
+            return major * 10 + minor
+
+    return MluInterface
+
+
+def register() -> None:
+    """Registers the interface for ``mlu`` and each ``mlu:<index>``."""
+    from torch._dynamo.device_interface import register_interface_for_device
+
+    interface = _make_interface()
+    register_interface_for_device("mlu", interface)
+    for index in range(torch.mlu.device_count()):
+        register_interface_for_device(f"mlu:{index}", interface)
+
+
+class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Runs a callback right after one module's code has run (a one-shot post-import hook)."""
+
+    def __init__(self, name: str, callback):
+        self.name = name
+        self.callback = callback
+        self.loader = None
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != self.name:
+            return None
+        sys.meta_path.remove(self)  # let the other finders locate the module itself
+        spec = importlib.util.find_spec(fullname)
+        if spec is None or spec.loader is None:
+            return spec
+        self.loader = spec.loader
+        spec.loader = self
+        return spec
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        self.callback()
+
+
+def register_when_dynamo_loads() -> None:
+    if _INTERFACE_MODULE in sys.modules:
+        register()
+    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport(_INTERFACE_MODULE, register))

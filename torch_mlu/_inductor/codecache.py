@@ -1,0 +1,89 @@
+"""Building and loading the C++ kernel modules Inductor generates for mlu.
+
+A kernel module is Inductor's own C++ kernel (built with the CPU's compiler
+options: the software MLU's cores are the host's) plus the torch_mlu header
+``compiled_kernel_module.h``, which makes the module's Python entry point
+enqueue the kernel on the current mlu stream instead of running it, and binds
+the kernel's OpenMP regions to the device's compute threads (see the header
+and Note [Compiled kernels are stream tasks] in
+csrc/inductor/CompiledKernelLaunch.h). Modules are cached on disk like CPU
+kernels (TORCHINDUCTOR_CACHE_DIR), keyed by their source, which carries a
+digest of the torch_mlu headers it includes.
+"""
+import functools
+import hashlib
+import os
+
+from torch._inductor.async_compile import AsyncCompile, get_compile_threads
+from torch._inductor.codecache import CppPythonBindingsCodeCache, LambdaFuture
+from torch._inductor.utils import clear_on_fresh_cache
+
+INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+MODULE_HEADER = "torch_mlu/compiled_kernel_module.h"
+
+
+@functools.lru_cache(maxsize=None)
+def headers_digest() -> str:
+    """A digest of the headers a kernel module includes: a new torch_mlu ABI means new cache keys."""
+    digest = hashlib.sha256()
+    for name in ("compiled_kernel_api.h", "compiled_kernel_module.h"):
+        with open(os.path.join(INCLUDE_DIR, "torch_mlu", name), "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()[:16]
+
+
+def module_epilogue(kernel_name: str) -> str:
+    """The lines a kernel's source ends with to become an mlu kernel module (they also mark it as one)."""
+    return (
+        f"// torch_mlu kernel module, headers {headers_digest()}\n"
+        f'#define TORCH_MLU_KERNEL_NAME "{kernel_name}"\n'
+        f'#include "{MODULE_HEADER}"\n'
+    )
+
+
+def is_mlu_kernel_module(source_code: str) -> bool:
+    return f'#include "{MODULE_HEADER}"' in source_code
+
+
+def _suffix_template() -> str:
+    # Inductor's Python bindings, plus the torch_mlu API lookup when the module is imported.
+    template = CppPythonBindingsCodeCache.suffix_template
+    anchor = "PyObject* module = PyModule_Create(&py_module);"
+    if anchor not in template:
+        raise RuntimeError(
+            "torch_mlu's Inductor backend does not recognise this torch's CppPythonBindingsCodeCache; "
+            "torch_mlu supports the torch it was built for (see torch_mlu.version)"
+        )
+    lookup = "if (!torch_mlu_kernel_module::load_api()) {{ return nullptr; }}\n            "
+    return template.replace(anchor, lookup + anchor)
+
+
+@clear_on_fresh_cache
+class MluKernelCodeCache(CppPythonBindingsCodeCache):
+    """CppPythonBindingsCodeCache whose modules launch their kernel on the current mlu stream."""
+
+    cache = {}
+    call_entry_function = "torch_mlu_kernel_module::launch(TORCH_MLU_KERNEL_NAME, kernel, {}); Py_RETURN_NONE;"
+    suffix_template = _suffix_template()
+
+    @staticmethod
+    def cache_clear() -> None:
+        MluKernelCodeCache.cache.clear()
+
+    @classmethod
+    def load_pybinding_async(cls, argtypes, main_code, *args, extra_flags=(), **kwargs):
+        return super().load_pybinding_async(
+            argtypes, main_code, *args, extra_flags=(*extra_flags, f"-I{INCLUDE_DIR}"), **kwargs
+        )
+
+
+class MluAsyncCompile(AsyncCompile):
+    """The generated wrapper's ``async_compile``: mlu kernel modules go to MluKernelCodeCache."""
+
+    def cpp_pybinding(self, argtypes, source_code):
+        if not is_mlu_kernel_module(source_code):
+            return super().cpp_pybinding(argtypes, source_code)
+        if get_compile_threads() <= 1:
+            return MluKernelCodeCache.load_pybinding(argtypes, source_code)
+        get_result = MluKernelCodeCache.load_pybinding_async(argtypes, source_code, submit_fn=self.submit)
+        return LambdaFuture(get_result)

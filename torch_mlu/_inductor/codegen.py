@@ -1,0 +1,126 @@
+"""Inductor's code generators for mlu: C++ kernels as stream tasks, a Python wrapper.
+
+- :class:`MluCppScheduling` is Inductor's C++ (CPU) scheduling, whose fused
+  loops, vectorisation and OpenMP regions suit the software MLU's cores. It
+  sizes the regions for the device's compute cores and ends each kernel's
+  source with the torch_mlu module epilogue (codecache.py), which turns the
+  kernel into a stream task.
+- :class:`MluPythonWrapperCodegen` is Inductor's Python wrapper: buffers come
+  from ``empty_strided(..., device='mlu')`` (the caching allocator), fallback
+  and extern ops (``extern_kernels.mm(..., out=buf)``) call mlu's eager
+  kernels, and a C++ kernel is called like a CPU one: its module's entry point
+  enqueues it on the current stream (Note [Compiled kernels are stream tasks]
+  in csrc/inductor/CompiledKernelLaunch.h). So the wrapper neither drains the
+  device nor orders anything itself: the stream does.
+"""
+import warnings
+
+import torch
+from torch._inductor import config
+from torch._inductor.codegen.common import DeviceOpOverrides
+from torch._inductor.codegen.cpp import CppScheduling
+from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
+from torch._inductor.utils import Placeholder
+from torch._inductor.virtualized import V
+
+from .codecache import module_epilogue
+
+
+def _device_cores() -> int:
+    # Every device has the same cores (TORCH_MLU_DEVICE_CORES), served by one pool.
+    return torch.mlu.get_device_properties(torch.mlu.current_device()).multi_processor_count
+
+
+class MluCppScheduling(CppScheduling):
+    # Generated regions ask for as many threads as the device has compute cores
+    # (OpenMP's num_threads; per-thread reduction arrays are sized by it).
+    def _patched_threads(self):
+        return config.patch({"cpp.threads": _device_cores()})
+
+    def codegen_node(self, node):
+        with self._patched_threads():
+            return super().codegen_node(node)
+
+    def codegen_template(self, *args, **kwargs):
+        with self._patched_threads():
+            return super().codegen_template(*args, **kwargs)
+
+    def flush(self):
+        with self._patched_threads():
+            return super().flush()
+
+    def define_kernel(self, src_code, nodes, kernel_args=None):
+        # Inductor replaces DESCRIPTIVE_NAME with the kernel's name in the source.
+        epilogue = module_epilogue(str(Placeholder.DESCRIPTIVE_NAME))
+        return super().define_kernel(src_code + "\n" + epilogue, nodes, kernel_args)
+
+
+class _MluWrapperMixin:
+    def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, triton=True, **kwargs):
+        device = device or V.graph.get_current_device_or_throw()
+        if device.type == "mlu" and not triton:
+            # The kernel module's entry point enqueues the kernel on the current stream.
+            self.writeline(self.wrap_kernel_call(kernel_name, call_args))
+            return
+        super()._generate_kernel_call_helper(kernel_name, call_args, device=device, triton=triton, **kwargs)
+
+
+_warned_no_graphs = False
+
+
+def _warn_once_no_graphs():
+    global _warned_no_graphs
+    if config.triton.cudagraphs and not _warned_no_graphs:
+        _warned_no_graphs = True
+        warnings.warn(
+            'torch.compile(mode="reduce-overhead") runs without graphs on mlu: PyTorch 2.13\'s cudagraph trees '
+            "accept only cuda devices. The compiled code runs normally (as with mode=\"default\").",
+            stacklevel=2,
+        )
+
+
+class MluPythonWrapperCodegen(_MluWrapperMixin, PythonWrapperCodegen):
+    @staticmethod
+    def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
+        if is_subgraph:
+            return MluSubgraphPythonWrapperCodegen(subgraph_name, parent_wrapper, partition_signatures)
+        return MluPythonWrapperCodegen()
+
+    def write_header(self) -> None:
+        super().write_header()
+        _warn_once_no_graphs()
+        self.imports.writeline("from torch_mlu._inductor.codecache import MluAsyncCompile")
+        self.header.writeline("async_compile = MluAsyncCompile()")
+
+
+class MluSubgraphPythonWrapperCodegen(_MluWrapperMixin, SubgraphPythonWrapperCodegen):
+    pass
+
+
+class MluCppWrapperCodegen:
+    """cpp_wrapper mode: not available on mlu (its C shims are cuda/xpu/cpu specific in PyTorch 2.13)."""
+
+    @staticmethod
+    def create(*args, **kwargs):
+        raise RuntimeError(
+            "torch.compile with cpp_wrapper=True (and AOTInductor) is not supported on mlu: PyTorch 2.13's C++ "
+            "wrapper has no device shims for PrivateUse1 backends. Leave torch._inductor.config.cpp_wrapper off "
+            "(the default); the Python wrapper runs the same kernels."
+        )
+
+
+class MluDeviceOpOverrides(DeviceOpOverrides):
+    def import_get_raw_stream_as(self, name: str) -> str:
+        return f"from torch_mlu._dynamo import _get_raw_stream as {name}"
+
+    def set_device(self, device_idx: int) -> str:
+        return f"torch.mlu.set_device({device_idx})"
+
+    def synchronize(self) -> str:
+        return "torch.mlu.synchronize()"
+
+    def device_guard(self, device_idx: int) -> str:
+        return f"torch.mlu._DeviceGuard({device_idx})"
+
+    def cpp_kernel_type(self) -> str:
+        return "void*"

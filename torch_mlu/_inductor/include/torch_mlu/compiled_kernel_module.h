@@ -1,0 +1,112 @@
+// The device side of a C++ kernel module Inductor compiles for mlu: included
+// by the module's source after Inductor's kernel (codecache.py appends it with
+// the Python bindings). See compiled_kernel_api.h for the ABI it uses.
+//
+// Invariants: the module never calls the kernel on the Python thread; its
+// entry point packs the parsed arguments (raw device pointers and scalars,
+// all trivially copyable) into a payload that the launch copies into the
+// stream task. Every OpenMP entry point the kernel's regions need is defined
+// here with hidden visibility, so the static linker binds the kernel's calls
+// to them and none reaches the process's libgomp.
+#pragma once
+
+#include <Python.h>
+
+#include <cstring>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+#include "torch_mlu/compiled_kernel_api.h"
+
+// Each module has its own copy of these (one translation unit per module).
+namespace torch_mlu_kernel_module {
+namespace {
+
+const TorchMluCompiledKernelApi* api = nullptr;
+
+// Called from the module's PyInit: false with a Python error set on failure.
+bool load_api() {
+  void* table = PyCapsule_Import("torch_mlu._C._compiled_kernel_api", 0);
+  if (table == nullptr) return false;
+  const auto* candidate = static_cast<const TorchMluCompiledKernelApi*>(table);
+  if (candidate->abi_version < TORCH_MLU_COMPILED_KERNEL_ABI_VERSION ||
+      candidate->struct_size < sizeof(TorchMluCompiledKernelApi)) {
+    PyErr_SetString(PyExc_ImportError,
+                    "this compiled mlu kernel needs a newer torch_mlu than the one imported; "
+                    "clear the Inductor cache (TORCHINDUCTOR_CACHE_DIR) or upgrade torch_mlu");
+    return false;
+  }
+  api = candidate;
+  return true;
+}
+
+// One kernel argument in a payload: a raw pointer or a scalar, by value.
+struct Slot {
+  alignas(8) unsigned char bytes[8];
+};
+
+template <class T>
+Slot to_slot(T value) {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(Slot),
+                "kernel arguments must be raw pointers or scalars");
+  Slot slot{};
+  std::memcpy(slot.bytes, &value, sizeof(T));
+  return slot;
+}
+
+template <class T>
+T from_slot(const Slot& slot) {
+  T value;
+  std::memcpy(&value, slot.bytes, sizeof(T));
+  return value;
+}
+
+template <class... Params>
+struct Payload {
+  void (*kernel)(Params...);
+  Slot args[sizeof...(Params) > 0 ? sizeof...(Params) : 1];
+};
+
+template <class... Params, size_t... I>
+void call(const Payload<Params...>& p, std::index_sequence<I...>) {
+  p.kernel(from_slot<Params>(p.args[I])...);
+}
+
+// Enqueues kernel(args...) on the current mlu stream.
+template <class... Params, class... Args>
+void launch(const char* name, void (*kernel)(Params...), Args... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "one argument per kernel parameter");
+  Payload<Params...> payload{kernel, {to_slot<Params>(args)...}};
+  auto run = [](const void* raw) {
+    call(*static_cast<const Payload<Params...>*>(raw), std::index_sequence_for<Params...>{});
+  };
+  char error[1024] = {};
+  if (api->launch(name, run, &payload, sizeof payload, error, sizeof error) != 0) {
+    throw std::runtime_error(error);
+  }
+}
+
+}  // namespace
+}  // namespace torch_mlu_kernel_module
+
+// OpenMP's runtime entry points (libgomp's ABI), on the device's cores.
+extern "C" {
+__attribute__((visibility("hidden"))) void GOMP_parallel(void (*body)(void*), void* data, unsigned num_threads,
+                                                         unsigned /*flags*/) {
+  torch_mlu_kernel_module::api->parallel(body, data, num_threads);
+}
+__attribute__((visibility("hidden"))) void GOMP_barrier() { torch_mlu_kernel_module::api->barrier(); }
+__attribute__((visibility("hidden"))) bool GOMP_single_start() {
+  return torch_mlu_kernel_module::api->single_start() != 0;
+}
+__attribute__((visibility("hidden"))) int omp_get_thread_num() noexcept {
+  return torch_mlu_kernel_module::api->thread_num();
+}
+__attribute__((visibility("hidden"))) int omp_get_num_threads() noexcept {
+  return torch_mlu_kernel_module::api->num_threads();
+}
+__attribute__((visibility("hidden"))) int omp_get_max_threads() noexcept {
+  return torch_mlu_kernel_module::api->max_threads();
+}
+}  // extern "C"
