@@ -81,14 +81,25 @@ def test_dtypes(dtype, check):
                                                          torch.randn(16)], dtype=dtype)
 
 
-def test_channels_last_is_preserved(check):
+def test_channels_last_operands_give_contiguous_results(check):
+    # PyTorch's shape functions for convolution_overrideable (meta, fake tensors) declare contiguous
+    # results and gradients, and compiled graphs rely on them (Note [Convolution results are contiguous]).
     x = torch.randn(2, 8, 10, 10).to(memory_format=torch.channels_last)
     w = torch.randn(4, 8, 3, 3)
     expected = F.conv2d(x, w, padding=1)
-    got = F.conv2d(x.to("mlu"), w.to("mlu"), padding=1)
-    assert got.is_contiguous(memory_format=torch.channels_last) == expected.is_contiguous(
-        memory_format=torch.channels_last)
-    torch.testing.assert_close(got.cpu(), expected, rtol=1e-4, atol=1e-4)
+    xm = x.to("mlu").requires_grad_()
+    wm = w.to("mlu").to(memory_format=torch.channels_last).requires_grad_()
+    got = F.conv2d(xm, wm, padding=1)
+    assert got.is_contiguous()
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    mode = FakeTensorMode()
+    fake_x, fake_w = mode.from_tensor(xm.detach()), mode.from_tensor(wm.detach())
+    with mode:
+        declared = F.conv2d(fake_x, fake_w, padding=1)
+    assert got.stride() == declared.stride()
+    grad_x, grad_w = torch.autograd.grad(got.sum(), [xm, wm])  # raw gradients (no AccumulateGrad)
+    assert grad_x.is_contiguous() and grad_w.is_contiguous()
+    torch.testing.assert_close(got.detach().cpu(), expected, rtol=1e-4, atol=1e-4)
     check(lambda x, w: F.conv2d(x, w, padding=1), [x, w])
 
 

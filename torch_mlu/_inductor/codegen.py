@@ -19,6 +19,7 @@ import torch
 from torch._inductor import config
 from torch._inductor.codegen.common import DeviceOpOverrides
 from torch._inductor.codegen.cpp import CppScheduling
+from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 from torch._inductor.codegen.wrapper import PythonWrapperCodegen, SubgraphPythonWrapperCodegen
 from torch._inductor.utils import Placeholder
 from torch._inductor.virtualized import V
@@ -97,7 +98,7 @@ class MluSubgraphPythonWrapperCodegen(_MluWrapperMixin, SubgraphPythonWrapperCod
     pass
 
 
-class MluCppWrapperCodegen:
+class MluCppWrapperCodegen(CppWrapperCpu):
     """cpp_wrapper mode: not available on mlu (its C shims are cuda/xpu/cpu specific in PyTorch 2.13)."""
 
     @staticmethod

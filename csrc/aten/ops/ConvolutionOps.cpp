@@ -3,17 +3,23 @@
 // convolution_overrideable and convolution_backward_overrideable; both run
 // the kernel library's im2col + GEMM convolutions (mlu_kernels/conv.h) on the
 // current stream. at::convolution has already checked the arguments and
-// added the batch dim. Results come back in the memory format the CPU would
-// give (result_format: channels_last when the input or the weight is, except
-// where the CPU's 3-D kernels write contiguous results); ungrouped regular
-// convolutions with channels-last results run on the channels-last kernels
-// (no layout copies of channels-last operands), the others on contiguous
-// (NCHW) copies.
+// added the batch dim. Results and gradients are contiguous (Note
+// [Convolution results are contiguous]); ungrouped regular convolutions with
+// channels-last operands run on the channels-last kernels (no layout copies
+// of the operands), the others on contiguous (NCHW) copies.
+//
+// Note [Convolution results are contiguous]
+// PyTorch's own shape functions for a backend it routes to
+// convolution_overrideable (the meta kernel, and the fake tensors that
+// torch.compile, torch.export and DTensor trace with) declare contiguous
+// results and gradients, whatever the operands' layout. A compiled graph
+// relies on that: Inductor lays its buffers out by those declarations (and
+// turns convolution operands channels-last on its own). So mlu keeps to them,
+// where the CPU (oneDNN, cuDNN on CUDA) returns channels-last results for
+// channels-last operands: the values are the CPU's, the strides deliberately
+// not.
 #include <algorithm>
 
-#include <ATen/Context.h>
-#include <ATen/Parallel.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
 #include <mlu_kernels/conv.h>
@@ -45,49 +51,13 @@ void check_devices(const at::Tensor& a, const at::Tensor& b, const at::Tensor* c
               b.scalar_type(), ") should be the same");
 }
 
-bool mkldnn_supports(const char* op) {
-  return c10::Dispatcher::singleton().findSchemaOrThrow(op, "").typed<bool()>().call();
-}
-
-// Whether the CPU would run this convolution on oneDNN (ConvParams::use_mkldnn
-// in ATen's Convolution.cpp, with its thread-count and size heuristics).
-bool cpu_takes_mkldnn(const at::Tensor& input, const at::Tensor& weight, bool transposed, at::IntArrayRef stride,
-                      at::IntArrayRef dilation, at::IntArrayRef output_padding, int64_t groups) {
-  if (!at::globalContext().userEnabledMkldnn() || !at::hasMKLDNN()) return false;
-  const auto any = [](at::IntArrayRef v, auto pred) { return std::any_of(v.begin(), v.end(), pred); };
-  if (transposed) {
-    for (size_t i = 0; i < output_padding.size(); ++i) {
-      if (output_padding[i] >= stride[stride.size() == 1 ? 0 : i]) return false;
-    }
-  }
-  static const bool bf16 = mkldnn_supports("mkldnn::_is_mkldnn_bf16_supported");
-  static const bool fp16 = mkldnn_supports("mkldnn::_is_mkldnn_fp16_supported");
-  if ((input.scalar_type() == at::kBFloat16 && bf16) || (input.scalar_type() == at::kHalf && fp16)) return true;
-  if (input.scalar_type() != at::kFloat) return false;
-  const bool strided = any(stride, [](int64_t s) { return s != 1; });
-  const bool dilated = any(dilation, [](int64_t d) { return d != 1; });
-  const int64_t batch = input.size(0);
-  const bool one_by_one = weight.size(-1) == 1 && weight.size(-2) == 1;
-  return (strided || dilated || batch >= 16 || !one_by_one || at::get_num_threads() > 1) &&
-         (groups > 1 || (weight.size(-1) > 3 && weight.size(-2) > 3) || batch > 1 ||
-          batch * input.size(1) * input.size(2) * input.size(3) > 20480);
-}
-
-// The memory format of the CPU's results (ATen's determine_backend_memory_format
-// for the backend the CPU selects): 2-D convolutions keep channels-last on
-// every CPU backend; 3-D ones only on oneDNN (not in float64), the slow 3-D
-// kernels write contiguous results.
-at::MemoryFormat result_format(const at::Tensor& input, const at::Tensor& weight, bool transposed,
-                               at::IntArrayRef stride, at::IntArrayRef dilation, at::IntArrayRef output_padding,
-                               int64_t groups) {
+// The memory format of channels-last operands (input or weight), if any.
+at::MemoryFormat operands_format(const at::Tensor& input, const at::Tensor& weight) {
   const auto cl = input.dim() == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
   if (input.dim() < 4 || (input.suggest_memory_format() != cl && weight.suggest_memory_format() != cl)) {
     return at::MemoryFormat::Contiguous;
   }
-  if (input.dim() == 4) return cl;
-  const bool mkldnn = input.scalar_type() != at::kDouble &&
-                      cpu_takes_mkldnn(input, weight, transposed, stride, dilation, output_padding, groups);
-  return mkldnn ? cl : at::MemoryFormat::Contiguous;
+  return cl;
 }
 
 // The regular convolution from `small`-side (output) and `big`-side (input)
@@ -95,12 +65,12 @@ at::MemoryFormat result_format(const at::Tensor& input, const at::Tensor& weight
 // [N, C_out, *out].
 // The layout the kernels run in. Regular ungrouped convolutions with 2 or
 // 3 spatial dims take the channels-last kernels (conv.h *_channels_last)
-// when the result is channels-last, and also for contiguous operands when
+// when an operand is channels-last, and also for contiguous operands when
 // the output is small (under 256 positions) and the kernel not 1x1: the
 // late layers, whose NCHW GEMMs are short and wide; the layout copies cost
 // less than that there. The stem and the 1x1 layers got slower that way, so
 // they stay NCHW (ResNet timings: docs/bench_models.md).
-at::MemoryFormat kernel_layout(at::MemoryFormat result, const at::Tensor& input, const at::Tensor& weight,
+at::MemoryFormat kernel_layout(at::MemoryFormat operands, const at::Tensor& input, const at::Tensor& weight,
                                at::IntArrayRef out_spatial, bool transposed, int64_t groups) {
   if (transposed || groups != 1 || input.dim() < 4) return at::MemoryFormat::Contiguous;
   int64_t positions = 1, taps = 1;
@@ -109,7 +79,7 @@ at::MemoryFormat kernel_layout(at::MemoryFormat result, const at::Tensor& input,
     taps *= weight.size(static_cast<int64_t>(d) + 2);
   }
   const bool small_late_layer = positions < 256 && taps > 1;
-  if (result == at::MemoryFormat::Contiguous && !small_late_layer) return at::MemoryFormat::Contiguous;
+  if (operands == at::MemoryFormat::Contiguous && !small_late_layer) return at::MemoryFormat::Contiguous;
   return input.dim() == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
 }
 
@@ -150,10 +120,8 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
                                          at_dim(output_padding, d) + 1
                                    : (in + 2 * at_dim(padding, d) - span - 1) / at_dim(stride, d) + 1);
   }
-  const at::MemoryFormat format =
-      result_format(input_, weight_, transposed, stride, dilation, output_padding, groups);
-  const at::MemoryFormat layout =
-      kernel_layout(format, input_, weight_, at::IntArrayRef(out_sizes).slice(2), transposed, groups);
+  const at::MemoryFormat layout = kernel_layout(operands_format(input_, weight_), input_, weight_,
+                                                at::IntArrayRef(out_sizes).slice(2), transposed, groups);
   const bool channels_last = layout != at::MemoryFormat::Contiguous;
   const at::Tensor input = input_.contiguous(layout), weight = weight_.contiguous(layout);
   const at::Tensor bias = bias_given.defined() ? bias_given.contiguous() : at::Tensor();
@@ -167,7 +135,7 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
       launch_kernel(input.device().index(), "convolution",
                     [=] { k::conv_forward_channels_last(s, type, in, w, b, out); });
     }
-    return output.contiguous(format);
+    return output.contiguous();
   }
   at::Tensor output = at::empty(out_sizes, input.options());
   if (output.numel() > 0) {
@@ -185,7 +153,7 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
                     [=] { k::conv_backward_input(s, type, in, w, b, out); });
     }
   }
-  return format == at::MemoryFormat::Contiguous ? output : output.contiguous(format);
+  return output;
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
@@ -195,10 +163,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   check_devices(input_, weight_, &grad_output_);
   const k::ScalarType type = conv_dtype(input_);
   c10::DeviceGuard guard(input_.device());
-  const at::MemoryFormat format =
-      result_format(input_, weight_, transposed, stride, dilation, output_padding, groups);
-  const at::MemoryFormat layout =
-      kernel_layout(format, input_, weight_, grad_output_.sizes().slice(2), transposed, groups);
+  const at::MemoryFormat layout = kernel_layout(operands_format(input_, weight_), input_, weight_,
+                                                grad_output_.sizes().slice(2), transposed, groups);
   const bool channels_last = layout != at::MemoryFormat::Contiguous;
   const at::Tensor grad_output = grad_output_.contiguous(layout), input = input_.contiguous(layout),
                    weight = weight_.contiguous(layout);
@@ -259,8 +225,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     for (int64_t d = 2; d < grad_output.dim(); ++d) dims.push_back(d);
     grad_bias = at::sum(grad_output, dims);
   }
-  if (grad_input.defined()) grad_input = grad_input.contiguous(format);
-  if (grad_weight.defined()) grad_weight = grad_weight.contiguous(format);  // the CPU's backends do the same
+  if (grad_input.defined()) grad_input = grad_input.contiguous();
+  if (grad_weight.defined()) grad_weight = grad_weight.contiguous();  // the CPU's backends do the same
   return {grad_input, grad_weight, grad_bias};
 }
 
