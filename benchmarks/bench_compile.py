@@ -16,7 +16,6 @@ the four trainers; --repeat R reports the median of R passes (compile times come
         [--out benchmarks/results/bench_compile.json]
 """
 import argparse
-import copy
 import json
 import os
 import platform
@@ -33,17 +32,15 @@ import torch  # noqa: E402
 import torch_mlu  # noqa: E402,F401
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_models  # noqa: E402
 from bench_models import MODELS, synchronize  # noqa: E402
 
 
-class Trainer:
-    """One model, its optimizer and its batch on one device, eager or compiled; step() queues one step."""
+class Trainer(bench_models.Trainer):
+    """bench_models' trainer (float32), eager or compiled; step() queues one training step."""
 
     def __init__(self, model, make_opt, batch, device, compiled):
-        self.device = device
-        self.model = copy.deepcopy(model).to(device)
-        self.opt = make_opt(self.model.parameters())
-        self.batch = tuple(t.to(device) for t in batch)
+        super().__init__(model, make_opt, batch, device, autocast_dtype=None)
         self.forward = torch.compile(self.model) if compiled else self.model
         self.opt_step = torch.compile(self.opt.step) if compiled else self.opt.step
 
@@ -60,21 +57,6 @@ class Trainer:
         loss = self.step().item()
         synchronize(self.device)
         return time.perf_counter() - start, loss
-
-    def steps_per_second(self, min_time):
-        synchronize(self.device)
-        n, rates, spent = 1, [], 0.0
-        while spent < min_time or len(rates) < 3:
-            start = time.perf_counter()
-            for _ in range(n):
-                self.step()
-            synchronize(self.device)
-            elapsed = time.perf_counter() - start
-            spent += elapsed
-            rates.append(n / elapsed)
-            if elapsed < 0.5:
-                n *= 2
-        return statistics.median(rates[1:] if len(rates) > 3 else rates)
 
 
 VARIANTS = (("mlu", False), ("mlu", True), ("cpu", False), ("cpu", True))

@@ -32,6 +32,7 @@ def _fresh_dynamo():
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
+    assert torch.mlu.current_stream() == torch.mlu.default_stream(), "a compiled call left another stream current"
 
 
 def on(device, *tensors):
@@ -243,9 +244,27 @@ def test_graph_breaks_and_torch_mlu_calls_inside():
 
     x = torch.randn(32)
     counter = torch._dynamo.testing.CompileCounterWithBackend("inductor")
-    out = torch.compile(fn, backend=counter)(x.mlu())
-    torch.testing.assert_close(out.cpu(), (x.sin() * 2).cos() + 1)
+    before = torch.mlu.current_stream()
+    for _ in range(2):
+        out = torch.compile(fn, backend=counter)(x.mlu())
+        torch.testing.assert_close(out.cpu(), (x.sin() * 2).cos() + 1)
+        assert torch.mlu.current_stream() == before  # the stream context was left as it was entered
     assert counter.frame_count >= 2  # the breaks split the function; each part runs compiled
+
+
+def test_stream_context_inside_a_compiled_function_restores_the_stream():
+    s = torch.mlu.Stream()
+
+    def fn(a):
+        with torch.mlu.stream(s):
+            c = a * 2
+        return c + 1
+
+    x = torch.randn(16)
+    out = torch.compile(fn)(x.mlu())
+    assert torch.mlu.current_stream() == torch.mlu.default_stream()
+    torch.mlu.synchronize()
+    torch.testing.assert_close(out.cpu(), x * 2 + 1)
 
 
 def test_dynamic_shapes_recompile_once():

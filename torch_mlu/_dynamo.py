@@ -7,8 +7,16 @@ Inductor's benchmarking relies on), device properties for compile workers.
 
 ``torch._dynamo`` is heavy to import, so nothing here runs at ``import
 torch``: :func:`register_when_dynamo_loads` registers the interface right
-after ``torch._dynamo.device_interface`` is first imported, which happens
-before Dynamo traces anything.
+after ``torch._dynamo`` is first imported, which happens before Dynamo
+traces anything.
+
+Note [Dynamo does not trace torch_mlu]
+At the same time torch_mlu's own Python files join Dynamo's skip list: a call
+into ``torch.mlu`` from compiled code (``torch.mlu.stream(s)``,
+``current_stream``, ``synchronize``, memory queries) breaks the graph and runs
+as written. Traced into, their streams context manager left the stream
+switched under Inductor (the restoring ``set_stream`` ended up in a graph of
+its own with no outputs), and every C call in them made Dynamo warn.
 """
 import importlib.abc
 import importlib.util
@@ -17,7 +25,7 @@ from typing import Any
 
 import torch
 
-_INTERFACE_MODULE = "torch._dynamo.device_interface"
+_DYNAMO = "torch._dynamo"
 
 
 def _get_raw_stream(device_index: int) -> int:
@@ -90,13 +98,15 @@ def _make_interface():
 
 
 def register() -> None:
-    """Registers the interface for ``mlu`` and each ``mlu:<index>``."""
+    """Registers the interface for ``mlu`` and each ``mlu:<index>``, and skips torch_mlu's files."""
+    from torch._dynamo import trace_rules
     from torch._dynamo.device_interface import register_interface_for_device
 
     interface = _make_interface()
     register_interface_for_device("mlu", interface)
     for index in range(torch.mlu.device_count()):
         register_interface_for_device(f"mlu:{index}", interface)
+    trace_rules.add("torch_mlu")  # Note [Dynamo does not trace torch_mlu]
 
 
 class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -127,7 +137,7 @@ class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def register_when_dynamo_loads() -> None:
-    if _INTERFACE_MODULE in sys.modules:
+    if _DYNAMO in sys.modules:
         register()
     elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(_INTERFACE_MODULE, register))
+        sys.meta_path.insert(0, _AfterImport(_DYNAMO, register))
