@@ -69,9 +69,10 @@ class _MluWrapperMixin:
 _warned_no_graphs = False
 
 
-def _warn_once_no_graphs():
+def warn_no_graphs_once():
+    """Called by compiled modules built with cudagraphs on (mode="reduce-overhead"), when they load."""
     global _warned_no_graphs
-    if config.triton.cudagraphs and not _warned_no_graphs:
+    if not _warned_no_graphs:
         _warned_no_graphs = True
         warnings.warn(
             'torch.compile(mode="reduce-overhead") runs without graphs on mlu: PyTorch 2.13\'s cudagraph trees '
@@ -89,9 +90,12 @@ class MluPythonWrapperCodegen(_MluWrapperMixin, PythonWrapperCodegen):
 
     def write_header(self) -> None:
         super().write_header()
-        _warn_once_no_graphs()
         self.imports.writeline("from torch_mlu._inductor.codecache import MluAsyncCompile")
         self.header.writeline("async_compile = MluAsyncCompile()")
+        if config.triton.cudagraphs:
+            # In the module's code, so a module loaded from the FX graph cache says it too.
+            self.header.writeline("from torch_mlu._inductor.codegen import warn_no_graphs_once")
+            self.header.writeline("warn_no_graphs_once()")
 
 
 class MluSubgraphPythonWrapperCodegen(_MluWrapperMixin, SubgraphPythonWrapperCodegen):
