@@ -1,8 +1,10 @@
 """torch.compile on mlu: the Inductor backend (torch_mlu/_inductor) and Dynamo's device interface.
 
 Every case compares compiled mlu with eager mlu and with stock PyTorch on the CPU. Kernels are compiled
-once per run into a cache directory of the run (TORCHINDUCTOR_CACHE_DIR, set below unless the caller
-set one), in this process (TORCHINDUCTOR_COMPILE_THREADS=1); graphs are small to keep compile time low.
+once per run into a cache directory of the run (TORCHINDUCTOR_CACHE_DIR, set below; another module of the
+suite may already have let Inductor set it to its shared default, so it is overwritten, unless
+TORCH_MLU_TEST_INDUCTOR_CACHE names a directory to reuse), in this process (TORCHINDUCTOR_COMPILE_THREADS=1);
+graphs are small to keep compile time low.
 """
 import os
 import subprocess
@@ -10,7 +12,8 @@ import sys
 import tempfile
 import warnings
 
-os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="torch_mlu_inductor_"))
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = (os.environ.get("TORCH_MLU_TEST_INDUCTOR_CACHE")
+                                         or tempfile.mkdtemp(prefix="torch_mlu_inductor_"))
 os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
 
 import pytest  # noqa: E402
@@ -462,6 +465,16 @@ def test_kernel_modules_bind_no_openmp_runtime():
         undefined = subprocess.run(["nm", "-D", "--undefined-only", path], capture_output=True, text=True,
                                    check=True).stdout
         assert "GOMP_" not in undefined and "omp_get" not in undefined, (path, undefined)
+
+
+def test_cache_keys_carry_the_backend_code_digest():
+    # A graph cached by another torch_mlu is not reused: Inductor hashes backends' custom configs.
+    from torch._inductor.codegen.common import get_custom_backend_config_for_device
+
+    import torch_mlu._inductor.config as mlu_config
+
+    assert get_custom_backend_config_for_device("mlu") is mlu_config
+    assert len(mlu_config.code_digest) == 16
 
 
 def test_compile_cache_is_reused_across_processes(python, tmp_path):

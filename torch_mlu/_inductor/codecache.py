@@ -8,34 +8,24 @@ the kernel's OpenMP regions to the device's compute threads (see the header
 and Note [Compiled kernels are stream tasks] in
 csrc/inductor/CompiledKernelLaunch.h). Modules are cached on disk like CPU
 kernels (TORCHINDUCTOR_CACHE_DIR), keyed by their source, which carries a
-digest of the torch_mlu headers it includes.
+digest of torch_mlu's Inductor code and headers (config.code_digest).
 """
-import functools
-import hashlib
 import os
 
 from torch._inductor.async_compile import AsyncCompile, get_compile_threads
 from torch._inductor.codecache import CppPythonBindingsCodeCache, LambdaFuture
 from torch._inductor.utils import clear_on_fresh_cache
 
+from . import config
+
 INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 MODULE_HEADER = "torch_mlu/compiled_kernel_module.h"
-
-
-@functools.lru_cache(maxsize=None)
-def headers_digest() -> str:
-    """A digest of the headers a kernel module includes: a new torch_mlu ABI means new cache keys."""
-    digest = hashlib.sha256()
-    for name in ("compiled_kernel_api.h", "compiled_kernel_module.h"):
-        with open(os.path.join(INCLUDE_DIR, "torch_mlu", name), "rb") as f:
-            digest.update(f.read())
-    return digest.hexdigest()[:16]
 
 
 def module_epilogue(kernel_name: str) -> str:
     """The lines a kernel's source ends with to become an mlu kernel module (they also mark it as one)."""
     return (
-        f"// torch_mlu kernel module, headers {headers_digest()}\n"
+        f"// torch_mlu kernel module, code {config.code_digest}\n"
         f'#define TORCH_MLU_KERNEL_NAME "{kernel_name}"\n'
         f'#include "{MODULE_HEADER}"\n'
     )

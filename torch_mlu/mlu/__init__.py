@@ -282,10 +282,13 @@ def set_autocast_dtype(dtype: torch.dtype) -> None:
     torch.set_autocast_dtype("mlu", dtype)
 
 
-# Inductor looks these up on torch.mlu the first time it compiles a graph
-# (torch._inductor.codegen.common.init_backend_registration); importing the
-# backend only then keeps `import torch` fast.
-_INDUCTOR_CODEGENS = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+# Inductor looks up torch.mlu.Scheduling the first time it compiles a graph
+# (torch._inductor.codegen.common.init_backend_registration): that imports the
+# backend, which registers itself with its config (importing it only then
+# keeps `import torch` fast). There is deliberately no
+# torch.mlu.CppWrapperCodegen: finding one, Inductor would register the
+# backend a second time, without its config.
+_INDUCTOR_CODEGENS = ("Scheduling", "PythonWrapperCodegen", "WrapperFxCodegen")
 
 
 def __getattr__(name: str):
