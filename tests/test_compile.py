@@ -130,6 +130,24 @@ def test_softmax_and_layer_norm_patterns():
                          F.gelu(F.layer_norm(a, (96,)) * g)), x, w, b, atol=1e-5, rtol=1e-5)
 
 
+
+def test_kernels_take_the_cpu_heuristics():
+    # Note [mlu takes Inductor's CPU heuristics]: softmax's kernel computes exp once per element into a row
+    # buffer on mlu as on the CPU (a GPU-style kernel recomputes it in the normalizing loop).
+    from torch._inductor.utils import run_and_get_code
+
+    fn = lambda a: torch.softmax(a, -1)  # noqa: E731
+    x = torch.randn(64, 256)
+    codes = {}
+    for device in ("cpu", "mlu"):
+        torch._dynamo.reset()
+        out, code = run_and_get_code(torch.compile(fn), x.to(device))
+        torch.testing.assert_close(out.cpu(), fn(x))
+        codes[device] = "\n".join(code)
+    assert codes["cpu"].count(".exp()") == 1
+    assert codes["mlu"].count(".exp()") == codes["cpu"].count(".exp()")
+    assert "local_buffer_data" in codes["mlu"]
+
 def test_views_and_mutation():
     def fn(a, idx, v):
         a = a.clone()

@@ -5,8 +5,10 @@ Imported lazily, the first time Inductor compiles (it looks up
 registered here, with the config Inductor hashes into its cache keys.
 """
 from torch._inductor import config as inductor_config
+from torch._inductor import ir as inductor_ir
 from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
 from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
+from torch._inductor.scheduler import BaseSchedulerNode
 
 from . import config as mlu_config
 from .codegen import MluCppScheduling, MluCppWrapperCodegen, MluDeviceOpOverrides, MluPythonWrapperCodegen
@@ -39,3 +41,28 @@ inductor_config.cuda_backend = "cpp"
 inductor_config.loop_ordering_after_fusion = False
 inductor_config.loop_reindexing_after_fusion = False
 inductor_config.loop_index_inversion_in_fusion = False
+
+# Note [mlu takes Inductor's CPU heuristics]
+# Some of Inductor's lowering heuristics are tuned per device kind and ask
+# torch._inductor.ir.is_cpu: on "cpu" it realizes a reused result of a heavy
+# op (exp, log, ...) instead of recomputing it in each consumer, and it inlines
+# fewer ops and reads into a kernel (realize_cpu_*_threshold), because a CPU
+# core recomputing is expensive where a GPU's threads are not. mlu's kernels
+# are C++ loops on CPU cores, so those answers are right for mlu too (softmax
+# computes exp once into a row buffer instead of twice). The scheduler's
+# BaseSchedulerNode.is_cpu guards only the SIMD-only passes of Note
+# [SIMD-only fusion passes], where mlu belongs with cpu as well.
+_CPU_LIKE = ("cpu", "mlu")
+
+
+def _is_cpu_like(x):
+    return inductor_ir.get_device_type(x) in _CPU_LIKE
+
+
+def _node_is_cpu_like(self):
+    device = self.get_device()
+    return device is not None and device.type in _CPU_LIKE
+
+
+inductor_ir.is_cpu = _is_cpu_like
+BaseSchedulerNode.is_cpu = _node_is_cpu_like
