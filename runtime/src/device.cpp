@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "capture.h"
 #include "config.h"
 #include "device_state.h"
 #include "error_state.h"
@@ -176,6 +177,8 @@ mluError_t mluDeviceSynchronizeOn(int device) {
   if (mluError_t status = check_device(device)) return status;
   if (in_forked_child()) return fail_in_forked_child();
   if (on_device_thread()) return fail(mluErrorInvalidValue, "a device task cannot synchronize a whole device");
+  if (mluError_t s = refuse_if_device_captures(device, "synchronizing a device that has a capturing queue")) return s;
+  if (mluError_t s = refuse_unsafe_call("synchronizing a device")) return s;
   DeviceState* state = device_state(device);
   state->wait_idle();
   return state->take_error();

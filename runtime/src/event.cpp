@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "capture.h"
 #include "error_state.h"
 #include "fork_state.h"
 #include "mlu_runtime/event.h"
@@ -22,6 +23,7 @@ struct mluEvent_st {
   mluQueue_st* queue = nullptr;
   uint64_t seq = 0;
   std::shared_ptr<std::atomic<int64_t>> stamp_ns;  // timing events only; -1 until reached
+  detail::CapturedRecord captured;  // a record made inside a capture (then queue is null)
 
   bool timing() const { return (flags & mluEventDisableTiming) == 0; }
 };
@@ -33,6 +35,7 @@ struct Record {
   mluQueue_st* queue;
   uint64_t seq;
   std::shared_ptr<std::atomic<int64_t>> stamp_ns;
+  CapturedRecord captured;
 };
 
 mluError_t snapshot(mluEvent_t event, Record* record) {
@@ -41,7 +44,7 @@ mluError_t snapshot(mluEvent_t event, Record* record) {
     return fail(mluErrorInvalidResourceHandle, "the event handle was destroyed or is not an event");
   }
   std::lock_guard<std::mutex> lock(event->mu);
-  *record = Record{event->queue, event->seq, event->stamp_ns};
+  *record = Record{event->queue, event->seq, event->stamp_ns, event->captured};
   return mluSuccess;
 }
 
@@ -90,6 +93,7 @@ mluError_t mluEventDestroy(mluEvent_t event) {
   std::lock_guard<std::mutex> lock(event->mu);
   event->queue = nullptr;
   event->stamp_ns.reset();
+  event->captured = CapturedRecord{};
   return mluSuccess;
 }
 
@@ -99,7 +103,16 @@ mluError_t mluEventRecord(mluEvent_t event, mluQueue_t queue) {
   mluError_t status;
   mluQueue_st* q = resolve_queue(queue, &status);
   if (q == nullptr) return status;
-  Record record{q, 0, nullptr};
+  CapturedRecord captured;
+  if (capture_event_record(q, &captured)) {  // Note [Stream capture]: orders the graph, launches nothing
+    std::lock_guard<std::mutex> lock(event->mu);
+    event->queue = nullptr;
+    event->seq = 0;
+    event->stamp_ns.reset();
+    event->captured = std::move(captured);
+    return mluSuccess;
+  }
+  Record record{q, 0, nullptr, {}};
   if (event->timing()) {
     record.stamp_ns = std::make_shared<std::atomic<int64_t>>(-1);
     auto marker = [stamp = record.stamp_ns] { stamp->store(now_ns(), std::memory_order_release); };
@@ -111,12 +124,27 @@ mluError_t mluEventRecord(mluEvent_t event, mluQueue_t queue) {
   event->queue = record.queue;
   event->seq = record.seq;
   event->stamp_ns = std::move(record.stamp_ns);
+  event->captured = CapturedRecord{};
   return mluSuccess;
 }
+
+namespace {
+
+// A record made inside a capture that is still underway cannot be waited
+// for by the host; once the capture has ended it counts as never made.
+mluError_t refuse_captured(const Record& record, const char* what) {
+  if (record.captured.queue == nullptr) return mluSuccess;
+  std::shared_ptr<Capture> capture = live_capture(record.captured);
+  if (!capture) return mluSuccess;
+  return refuse_if_capturing(record.captured.queue, what);
+}
+
+}  // namespace
 
 mluError_t mluEventQuery(mluEvent_t event) {
   Record record;
   if (mluError_t status = snapshot(event, &record)) return status;
+  if (mluError_t status = refuse_captured(record, "querying an event recorded in a capture")) return status;
   if (record.queue == nullptr || record.queue->has_finished(record.seq)) return mluSuccess;
   return mluErrorNotReady;
 }
@@ -124,6 +152,7 @@ mluError_t mluEventQuery(mluEvent_t event) {
 mluError_t mluEventSynchronize(mluEvent_t event) {
   Record record;
   if (mluError_t status = snapshot(event, &record)) return status;
+  if (mluError_t status = refuse_captured(record, "synchronizing an event recorded in a capture")) return status;
   if (record.queue == nullptr) return mluSuccess;
   if (record.queue->on_own_thread() && !record.queue->has_finished(record.seq)) {
     return fail(mluErrorInvalidValue, "a task cannot wait for later work of its own queue");
@@ -138,9 +167,16 @@ mluError_t mluQueueWaitEvent(mluQueue_t queue, mluEvent_t event) {
   mluError_t status;
   mluQueue_st* q = resolve_queue(queue, &status);
   if (q == nullptr) return status;
+  if (record.captured.queue != nullptr) {
+    std::shared_ptr<Capture> capture = live_capture(record.captured);
+    return capture ? capture_wait(q, capture, record.captured) : mluSuccess;
+  }
   mluQueue_st* source = record.queue;
   // In-order queues need no wait on themselves, nor for finished work.
   if (source == nullptr || source == q || source->has_finished(record.seq)) return mluSuccess;
+  if (mluError_t s = refuse_if_capturing(q, "a capturing queue waiting for unfinished work recorded outside the capture")) {
+    return s;
+  }
   uint64_t seq = record.seq;
   return mluLaunchTask(q, "queue wait event", [source, seq] { source->wait_for(seq); });
 }

@@ -2,6 +2,7 @@
 #include <optional>
 #include <string>
 
+#include "capture.h"
 #include "device_state.h"
 #include "error_state.h"
 #include "fork_state.h"
@@ -50,6 +51,9 @@ mluError_t launch_copy(mluQueue_st* q, void* dst, const void* src, size_t bytes,
   if (wait && q->on_own_thread()) {
     return fail(mluErrorInvalidValue, "a task cannot wait for a copy on its own queue");
   }
+  if (wait) {
+    if (mluError_t s = refuse_if_capturing(q, "a blocking copy (to or from pageable host memory)")) return s;
+  }
   uint64_t seq = 0;
   auto copy = [dst, src, bytes] { std::memcpy(dst, src, bytes); };
   if (mluError_t status = launch_task(q, "memcpy", copy, &seq)) return status;
@@ -97,6 +101,7 @@ mluError_t mluMemcpy(void* dst, const void* src, size_t bytes, mluMemcpyKind kin
   if (bytes == 0) return mluSuccess;
   CopyPlan plan;
   if (mluError_t s = plan_copy(dst, src, bytes, kind, &plan)) return s;
+  if (mluError_t s = refuse_unsafe_call("mluMemcpy (a synchronous copy)")) return s;
   int device = plan.dst.device >= 0 ? plan.dst.device : plan.src.device >= 0 ? plan.src.device : current_device();
   if (mluError_t s = check_device(device)) return s;
   return launch_copy(default_queue(*device_state(device)), dst, src, bytes, /*wait=*/true);

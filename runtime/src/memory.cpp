@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "capture.h"
 #include "device_state.h"
 #include "error_state.h"
 #include "fork_state.h"
@@ -73,6 +74,7 @@ mluError_t mluFree(void* ptr) {
                 describe(ptr) + " is not a live device allocation (double free, or not from mluMalloc)");
   }
   if (on_device_thread()) return fail(mluErrorInvalidValue, "a device task cannot use the synchronizing mluFree");
+  if (mluError_t s = refuse_unsafe_call("mluFree (a synchronizing free)")) return s;
   device_state(found->device)->wait_idle();
   std::optional<Allocation> removed = unregister_allocation(ptr);
   if (!removed) return fail(mluErrorInvalidDevicePointer, describe(ptr) + " was freed concurrently");
@@ -91,6 +93,7 @@ mluError_t mluFreeAsync(void* ptr, mluQueue_t queue) {
     return fail(mluErrorInvalidDevicePointer,
                 describe(ptr) + " is not a live device allocation (double free, or not from mluMalloc)");
   }
+  if (mluError_t s = refuse_if_capturing(q, "a stream-ordered free (mluFreeAsync)")) return s;
   std::optional<Allocation> removed = unregister_allocation(ptr);
   if (!removed) return fail(mluErrorInvalidDevicePointer, describe(ptr) + " was freed concurrently");
   if (q->on_own_thread()) {  // already in queue order
@@ -108,6 +111,7 @@ mluError_t mluHostMalloc(void** ptr, size_t size) {
   if (in_forked_child()) return fail_in_forked_child();
   *ptr = nullptr;
   if (size == 0) return mluSuccess;
+  if (mluError_t s = refuse_unsafe_call("mluHostMalloc (pinning host memory)")) return s;
   void* block = std::aligned_alloc(kAlignment, round_up(size));
   if (block == nullptr) return fail(mluErrorMemoryAllocation, "cannot pin " + mib(size) + " of host memory");
   register_allocation({reinterpret_cast<uintptr_t>(block), size, -1});
@@ -119,6 +123,7 @@ mluError_t mluHostMalloc(void** ptr, size_t size) {
 mluError_t mluFreeHost(void* ptr) {
   if (in_forked_child()) return fail_in_forked_child();
   if (ptr == nullptr) return mluSuccess;
+  if (mluError_t s = refuse_unsafe_call("mluFreeHost (a synchronizing free)")) return s;
   std::optional<Allocation> found = find_allocation(ptr);
   if (!found || found->device >= 0 || found->base != reinterpret_cast<uintptr_t>(ptr)) {
     return fail(mluErrorInvalidValue, describe(ptr) + " is not pinned host memory from mluHostMalloc");

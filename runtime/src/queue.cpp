@@ -4,6 +4,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "capture.h"
 #include "device_state.h"
 #include "error_state.h"
 #include "fork_state.h"
@@ -212,6 +213,13 @@ mluError_t reserve_slot(mluQueue_t* queue, TaskSlot** slot) {
   mluQueue_st* q = resolve_queue(*queue, &status);
   if (q == nullptr) return status;
   std::unique_lock<std::mutex> launch(q->launch_mu);
+  if (q->capture) {  // Note [Stream capture]: the task goes into the graph
+    if (mluError_t status = capture_reserve(q, slot)) return status;
+    launch.release();  // stays locked until commit_slot
+    *queue = q;
+    return mluSuccess;
+  }
+  if (mluError_t status = check_capturing_thread(q)) return status;
   auto full = [q] { return q->launched - q->finished.load() >= mluQueue_st::kCapacity; };
   if (!q->closing.load(std::memory_order_acquire) && full()) {
     if (q->on_own_thread()) {
@@ -232,6 +240,11 @@ mluError_t reserve_slot(mluQueue_t* queue, TaskSlot** slot) {
 }
 
 uint64_t commit_slot_seq(mluQueue_t q) {
+  if (q->capture) {  // captured, not launched: there is no sequence number
+    capture_commit(q);
+    q->launch_mu.unlock();
+    return 0;
+  }
   uint64_t seq = ++q->launched;
   q->launched_published.store(seq);
   if (!q->worker.joinable()) {
@@ -283,6 +296,7 @@ mluError_t mluQueueDestroy(mluQueue_t queue) {
   if (q == nullptr) return status;
   if (q->is_default) return fail(mluErrorInvalidResourceHandle, "the default queue cannot be destroyed");
   if (q->on_own_thread()) return fail(mluErrorInvalidValue, "a queue cannot destroy itself from its own task");
+  if (mluError_t s = refuse_if_capturing(q, "destroying a capturing queue")) return s;
   uint32_t expected = mluQueue_st::kLive;
   if (!q->magic.compare_exchange_strong(expected, mluQueue_st::kDestroyed)) {
     return fail(mluErrorInvalidResourceHandle, "the queue handle was already destroyed");
@@ -334,6 +348,7 @@ mluError_t mluQueueQuery(mluQueue_t queue) {
   mluError_t status;
   mluQueue_st* q = resolve_queue(queue, &status);
   if (q == nullptr) return status;
+  if (mluError_t s = refuse_if_capturing(q, "querying a capturing queue")) return s;
   return q->has_finished(q->last_launched()) ? mluSuccess : mluErrorNotReady;
 }
 
@@ -342,6 +357,7 @@ mluError_t mluQueueSynchronize(mluQueue_t queue) {
   mluQueue_st* q = resolve_queue(queue, &status);
   if (q == nullptr) return status;
   if (q->on_own_thread()) return fail(mluErrorInvalidValue, "a task cannot synchronize its own queue");
+  if (mluError_t s = refuse_if_capturing(q, "synchronizing a capturing queue")) return s;
   q->wait_for(q->last_launched());
   return q->take_error();
 }

@@ -35,6 +35,10 @@
 
 #include "mlu_runtime/queue.h"
 
+namespace mlu::detail {
+struct Capture;
+}
+
 namespace mlu {
 
 struct mluQueue_st {
@@ -54,6 +58,9 @@ struct mluQueue_st {
   alignas(64) std::mutex launch_mu;             // launcher side, guards `launched` and `worker`
   uint64_t launched = 0;
   std::thread worker;                           // started by the first launch
+  // The capture this queue records into (Note [Stream capture] in graph.h);
+  // changed under launch_mu and the capture registry's mutex (capture.h).
+  std::shared_ptr<detail::Capture> capture;
   std::atomic<bool> closing{false};             // destroy began: launches fail
   alignas(64) std::atomic<uint64_t> launched_published{0};  // `launched`, for the device thread and queries
   alignas(64) std::atomic<uint64_t> finished{0};            // written by the device thread only

@@ -30,6 +30,10 @@ const char* mluGetErrorName(mluError_t error) {
     case mluErrorNotSupported: return "mluErrorNotSupported";
     case mluErrorInitialization: return "mluErrorInitialization";
     case mluErrorForkedChild: return "mluErrorForkedChild";
+    case mluErrorStreamCaptureUnsupported: return "mluErrorStreamCaptureUnsupported";
+    case mluErrorStreamCaptureInvalidated: return "mluErrorStreamCaptureInvalidated";
+    case mluErrorStreamCaptureUnjoined: return "mluErrorStreamCaptureUnjoined";
+    case mluErrorStreamCaptureWrongThread: return "mluErrorStreamCaptureWrongThread";
   }
   return "mluErrorUnknown";
 }
@@ -48,6 +52,10 @@ const char* mluGetErrorString(mluError_t error) {
     case mluErrorNotSupported: return "operation not supported";
     case mluErrorInitialization: return "initialization error";
     case mluErrorForkedChild: return "the runtime cannot be used in a forked child";
+    case mluErrorStreamCaptureUnsupported: return "operation not permitted when a queue is capturing";
+    case mluErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case mluErrorStreamCaptureUnjoined: return "capture had queues not joined back to the origin queue";
+    case mluErrorStreamCaptureWrongThread: return "capture ended from a thread other than the one that began it";
   }
   return "unknown error";
 }

@@ -23,6 +23,10 @@ enum mluError_t : int {
   mluErrorNotSupported = 9,           // valid request the runtime does not do
   mluErrorInitialization = 10,        // an invalid TORCH_MLU_* setting (the detail names it)
   mluErrorForkedChild = 11,           // a child forked after the runtime started (Note [Forked children])
+  mluErrorStreamCaptureUnsupported = 12,  // not permitted while a queue captures (graph.h); invalidates the capture
+  mluErrorStreamCaptureInvalidated = 13,  // the capture failed earlier; only ending it is left
+  mluErrorStreamCaptureUnjoined = 14,     // a queue that joined the capture was not joined back
+  mluErrorStreamCaptureWrongThread = 15,  // ending a global/thread-local capture from another thread
 };
 
 const char* mluGetErrorName(mluError_t error);

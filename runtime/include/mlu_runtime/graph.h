@@ -1,0 +1,81 @@
+// Stream capture and graphs: record a queue's work once, replay it as one task.
+//
+// Note [Stream capture]
+// mluQueueBeginCapture puts a queue in capture mode: from then on every task
+// launched on it (kernels, copies, memsets, graph launches) is appended to a
+// graph instead of running; nothing reaches the device thread. Another queue
+// joins the capture by waiting for an event recorded on a capturing queue
+// (mluQueueWaitEvent), as on CUDA, and must be joined back before the end: the
+// origin queue (directly or through other members) waits for an event
+// recorded on it after its last task. Event records and waits inside a
+// capture launch nothing; they only order the graph. mluQueueEndCapture on the
+// origin queue ends the capture of every member and hands out the graph.
+//
+// A graph's tasks run in the order they were launched, across all member
+// queues. That order respects every dependency the capture expressed (a wait
+// is launched after the record it waits for), so it is a valid schedule of the
+// graph; replay runs it serially as one task (mluGraphLaunch), in order with
+// the other work of the queue it is launched on. Captured tasks are run again
+// at every replay and destroyed with the graph, so a task must be re-runnable:
+// it reads its arguments, it does not consume them.
+//
+// What capture refuses (mluErrorStreamCaptureUnsupported, and the capture is
+// invalidated: later launches into it fail with
+// mluErrorStreamCaptureInvalidated, and ending it frees the graph and reports
+// the first reason):
+//  * in every mode, what conflicts with capture itself: synchronizing or
+//    querying a capturing queue or its device, a blocking copy (a pageable host
+//    side) or a stream-ordered free on a capturing queue, querying or
+//    synchronizing an event recorded in the capture, a capturing queue waiting
+//    for unfinished work recorded outside the capture, work launched by the
+//    capturing thread onto another device, capture on a default queue, and
+//    beginning a capture on a queue that already captures;
+//  * in global mode (any thread) and thread-local mode (the thread that began
+//    the capture), "potentially unsafe" calls that may synchronize: mluMemcpy,
+//    mluFree, mluHostMalloc, mluFreeHost. Relaxed mode permits them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "mlu_runtime/queue.h"
+#include "mlu_runtime/status.h"
+
+namespace mlu {
+
+typedef struct mluGraph_st* mluGraph_t;
+
+enum mluQueueCaptureMode : int {
+  mluQueueCaptureModeGlobal = 0,
+  mluQueueCaptureModeThreadLocal = 1,
+  mluQueueCaptureModeRelaxed = 2,
+};
+
+enum mluQueueCaptureStatus : int {
+  mluQueueCaptureStatusNone = 0,
+  mluQueueCaptureStatusActive = 1,
+  mluQueueCaptureStatusInvalidated = 2,
+};
+
+mluError_t mluQueueBeginCapture(mluQueue_t queue, mluQueueCaptureMode mode);
+// Ends the capture that began on `queue`. On success *graph is the recorded
+// graph (possibly empty); on failure (invalidated, unjoined) the capture is
+// over all the same, its members capture no more and *graph is null.
+mluError_t mluQueueEndCapture(mluQueue_t queue, mluGraph_t* graph);
+// Whether `queue` captures; *id (optional) is the capture's id, unique in the
+// process, 0 when it does not.
+mluError_t mluQueueGetCaptureInfo(mluQueue_t queue, mluQueueCaptureStatus* status, uint64_t* id);
+
+// Enqueues one replay of `graph` on `queue` (a queue of the graph's device).
+// Replays of one graph run one at a time. A failing task fails the replay
+// task with "graph replay: <task>: <message>"; the rest still run, as eager
+// work after a failed task would.
+mluError_t mluGraphLaunch(mluGraph_t graph, mluQueue_t queue);
+// Releases the graph; replays already launched still run.
+mluError_t mluGraphDestroy(mluGraph_t graph);
+mluError_t mluGraphGetTaskCount(mluGraph_t graph, size_t* count);
+// Writes the graph as a Graphviz digraph: one node per task, named, in
+// replay order.
+mluError_t mluGraphDebugDotPrint(mluGraph_t graph, const char* path);
+
+}  // namespace mlu
