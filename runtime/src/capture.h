@@ -30,7 +30,8 @@ struct GraphBody {
 
   int device;
   std::deque<TaskSlot> tasks;  // replay order; slots stay where they are
-  std::mutex replay_mu;        // one replay at a time
+  std::mutex replay_mu;        // one replay at a time; guards `arguments` while it runs
+  alignas(64) unsigned char arguments[kGraphArgumentBytes] = {};
 };
 
 struct Capture {

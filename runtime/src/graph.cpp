@@ -2,6 +2,7 @@
 // locking rules in capture.h.
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -361,7 +362,34 @@ mluError_t mluQueueGetCaptureInfo(mluQueue_t queue, mluQueueCaptureStatus* statu
   return mluSuccess;
 }
 
+mluError_t mluQueueGetCaptureArguments(mluQueue_t queue, const void** arguments) {
+  if (arguments == nullptr) return fail(mluErrorInvalidValue, "arguments must not be null");
+  mluError_t status;
+  mluQueue_st* q = resolve_queue(queue, &status);
+  if (q == nullptr) return status;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (!q->capture) return fail(mluErrorInvalidValue, "the queue is not capturing");
+  std::lock_guard<std::mutex> capture_lock(q->capture->mu);
+  *arguments = q->capture->graph->arguments;
+  return mluSuccess;
+}
+
 mluError_t mluGraphLaunch(mluGraph_t graph, mluQueue_t queue) {
+  return mluGraphLaunchWithArguments(graph, queue, nullptr, 0);
+}
+
+mluError_t mluGraphLaunchWithArguments(mluGraph_t graph, mluQueue_t queue, const void* arguments, size_t bytes) {
+  if (bytes > kGraphArgumentBytes || (bytes > 0 && arguments == nullptr)) {
+    return fail(mluErrorInvalidValue, "graph arguments must be at most " + std::to_string(kGraphArgumentBytes) +
+                                          " bytes and not null");
+  }
+  struct Arguments {
+    unsigned char bytes[kGraphArgumentBytes];
+    size_t size;
+  } copied{};
+  if (bytes > 0) std::memcpy(copied.bytes, arguments, bytes);
+  copied.size = bytes;
   std::shared_ptr<GraphBody> body;
   if (mluError_t status = check_graph(graph, &body)) return status;
   if (!body) return fail(mluErrorInvalidResourceHandle, "the graph was destroyed");
@@ -372,8 +400,9 @@ mluError_t mluGraphLaunch(mluGraph_t graph, mluQueue_t queue) {
     return fail(mluErrorInvalidValue, "a graph captured on device " + std::to_string(body->device) +
                                           " cannot be launched on a queue of device " + std::to_string(q->device));
   }
-  return mluLaunchTask(q, "graph replay", [body = std::move(body)](TaskContext& context) {
+  return mluLaunchTask(q, "graph replay", [body = std::move(body), copied](TaskContext& context) {
     std::lock_guard<std::mutex> lock(body->replay_mu);
+    if (copied.size > 0) std::memcpy(body->arguments, copied.bytes, copied.size);
     std::string first_failure;
     for (TaskSlot& slot : body->tasks) {
       TaskContext task(context.device());

@@ -328,6 +328,29 @@ TEST(Graph, GraphsNestAndLaunchOnlyOnTheirDevice) {
   ASSERT_EQ(mluGraphDestroy(outer), mluSuccess);
 }
 
+TEST(Graph, ReplayArgumentsReachTheTasksInStreamOrder) {
+  std::vector<uint64_t> seen;
+  ScopedQueue queue;
+  Gate gate;
+  const void* arguments = nullptr;
+  EXPECT_EQ(mluQueueGetCaptureArguments(queue, &arguments), mluErrorInvalidValue);  // not capturing
+  ASSERT_EQ(mluQueueBeginCapture(queue, mluQueueCaptureModeGlobal), mluSuccess);
+  ASSERT_EQ(mluQueueGetCaptureArguments(queue, &arguments), mluSuccess);
+  const auto* value = static_cast<const uint64_t*>(arguments);
+  ASSERT_EQ(mluLaunchTask(queue, "read", [&seen, value] { seen.push_back(*value); }), mluSuccess);
+  mluGraph_t graph = nullptr;
+  ASSERT_EQ(mluQueueEndCapture(queue, &graph), mluSuccess);
+  ASSERT_EQ(mluLaunchTask(queue, "blocker", gate.blocker()), mluSuccess);
+  for (uint64_t v : {5u, 6u}) ASSERT_EQ(mluGraphLaunchWithArguments(graph, queue, &v, sizeof v), mluSuccess);
+  ASSERT_EQ(mluGraphLaunch(graph, queue), mluSuccess);  // keeps the last arguments
+  uint64_t too_many[9] = {};
+  EXPECT_EQ(mluGraphLaunchWithArguments(graph, queue, too_many, sizeof too_many), mluErrorInvalidValue);
+  gate.open();
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(seen, (std::vector<uint64_t>{5, 6, 6}));
+  ASSERT_EQ(mluGraphDestroy(graph), mluSuccess);
+}
+
 TEST(Graph, DebugDotPrintNamesTheTasksInOrder) {
   ScopedQueue queue;
   ASSERT_EQ(mluQueueBeginCapture(queue, mluQueueCaptureModeGlobal), mluSuccess);

@@ -66,11 +66,25 @@ mluError_t mluQueueEndCapture(mluQueue_t queue, mluGraph_t* graph);
 // process, 0 when it does not.
 mluError_t mluQueueGetCaptureInfo(mluQueue_t queue, mluQueueCaptureStatus* status, uint64_t* id);
 
+// Replay arguments. Every graph has a block of kGraphArgumentBytes that each
+// launch fills before the graph's tasks run and that captured tasks may read:
+// values that must differ per replay (a random generator's seed and offset)
+// reach the tasks this way, in stream order, like the device-memory
+// arguments a CUDA graph's kernels read. A task captured on `queue` finds the
+// block at the address mluQueueGetCaptureArguments gives during the capture;
+// the block lives as long as the graph's tasks. Launches without arguments
+// leave it as the previous launch left it (zeros at first).
+constexpr size_t kGraphArgumentBytes = 64;
+mluError_t mluQueueGetCaptureArguments(mluQueue_t queue, const void** arguments);
+
 // Enqueues one replay of `graph` on `queue` (a queue of the graph's device).
 // Replays of one graph run one at a time. A failing task fails the replay
 // task with "graph replay: <task>: <message>"; the rest still run, as eager
 // work after a failed task would.
 mluError_t mluGraphLaunch(mluGraph_t graph, mluQueue_t queue);
+// mluGraphLaunch that first copies `bytes` (<= kGraphArgumentBytes) of
+// `arguments` into the graph's argument block.
+mluError_t mluGraphLaunchWithArguments(mluGraph_t graph, mluQueue_t queue, const void* arguments, size_t bytes);
 // Releases the graph; replays already launched still run.
 mluError_t mluGraphDestroy(mluGraph_t graph);
 mluError_t mluGraphGetTaskCount(mluGraph_t graph, size_t* count);
