@@ -15,6 +15,7 @@
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/core/MLUHostAllocator.h"
+#include "csrc/graphs/MLUGraph.h"
 
 namespace torch_mlu {
 namespace {
@@ -39,9 +40,15 @@ at::Tensor contiguous_like(const at::Tensor& shape_of, at::ScalarType dtype, c10
 void copy_bytes(void* dst, const void* src, size_t bytes, mlu::mluMemcpyKind kind, c10::DeviceIndex device,
                 bool non_blocking, const at::Tensor& host) {
   if (bytes == 0) return;
+  const bool pinned = isPinnedPtr(host.const_data_ptr());
+  if (!pinned || !non_blocking) {
+    refuse_in_capture(device, pinned ? "a blocking copy between mlu and the CPU (aten::copy_ with non_blocking=False)"
+                                     : "a copy between mlu and pageable CPU memory (aten::copy_; a pinned CPU tensor "
+                                       "copied with non_blocking=True can be captured)");
+  }
   MLUStream stream = getCurrentMLUStream(device);
   MLU_CHECK(mlu::mluMemcpyAsync(dst, src, bytes, kind, stream.queue()));
-  if (!isPinnedPtr(host.const_data_ptr())) return;  // pageable: the copy already finished
+  if (!pinned) return;  // pageable: the copy already finished
   if (non_blocking) {
     record_host_use(host.storage().mutable_data(), host.storage().data_ptr().get_context(), stream);
   } else {
@@ -168,6 +175,8 @@ at::Tensor copy_from_and_resize_mlu(const at::Tensor& self, const at::Tensor& ds
 }
 
 at::Scalar local_scalar_dense_mlu(const at::Tensor& self) {
+  refuse_in_capture(self.device().index(),
+                    "reading a tensor's value on the host (aten::_local_scalar_dense: .item(), int(), bool(), ...)");
   at::Tensor host = at::empty({}, self.options().device(c10::DeviceType::CPU));
   copy_device_to_host(host, self.view(c10::IntArrayRef{}), /*non_blocking=*/false);
   return at::_local_scalar_dense(host);

@@ -16,7 +16,9 @@
 #include <torch/library.h>
 
 #include "csrc/aten/DeviceCheck.h"
+#include "csrc/core/MLUFunctions.h"
 #include "csrc/core/MLUStream.h"
+#include "csrc/graphs/MLUGraph.h"
 
 namespace torch_mlu {
 namespace {
@@ -169,6 +171,8 @@ void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
                               "TORCH_MLU_FALLBACK=0 forbids running it on the CPU. Unset TORCH_MLU_FALLBACK (or set "
                               "it to 1) to let it fall back, or move this computation to the CPU yourself.");
   check_devices(op, *stack, op.schema().arguments().size());
+  refuse_in_capture(current_device(), "'" + op_name(op) + "', which has no mlu kernel and would run on the CPU "
+                                      "fallback (a host round trip)");
   count_and_warn(op);
   // The arguments the schema never writes are read in place (Note [Zero-copy fallback]), and so are written
   // ones whose elements share memory.

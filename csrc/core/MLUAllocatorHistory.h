@@ -44,6 +44,7 @@ struct SegmentInfo {
   size_t requested_size;
   int64_t stream;
   bool is_small;
+  c10::MempoolId_t pool_id;  // the graph pool the segment belongs to; {0, 0}: none
   std::vector<BlockInfo> blocks;
 };
 

@@ -3,6 +3,8 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <set>
@@ -61,9 +63,32 @@ bool block_less(const Block* a, const Block* b) {
 }
 
 struct BlockPool {
-  explicit BlockPool(bool small) : is_small(small) {}
+  explicit BlockPool(bool small, c10::MempoolId_t owner = {0, 0}) : is_small(small), owner(owner) {}
   std::set<Block*, decltype(&block_less)> blocks{&block_less};  // free blocks
   const bool is_small;
+  const c10::MempoolId_t owner;  // the private pool this belongs to; {0, 0}: the default pools
+  int segments = 0;              // segments whose blocks belong here
+  bool is_private() const { return owner != c10::MempoolId_t{0, 0}; }
+};
+
+// Note [Graph pools]
+// A graph's memory comes from a private pool (its own small and large
+// BlockPools) while it is captured: every allocation on a stream that the
+// capture's filter accepts is served from it, and blocks freed later return
+// to it, so replays may use the same addresses forever and no other work is
+// ever handed memory a live graph uses. Graphs given the same pool id share
+// one pool (safe when they replay in capture order). use_count counts the
+// graphs (and capture_begin calls) holding the pool; at zero the pool is
+// freeable: empty_cache (or an out-of-memory retry) gives its whole free
+// segments back, and the pool goes away once it holds none. While any
+// capture is underway the allocator neither synchronizes nor returns
+// segments to the device, and records no events for frees of blocks used on
+// other streams: those wait (deferred_frees_) until no capture is underway.
+struct PrivatePool {
+  explicit PrivatePool(c10::MempoolId_t id) : small(true, id), large(false, id) {}
+  BlockPool small;
+  BlockPool large;
+  int use_count = 1;
 };
 
 std::string format_size(uint64_t size) {
@@ -165,17 +190,25 @@ class DeviceCachingAllocator {
     HistorySettings h = history().get();
     std::shared_ptr<c10::GatheredContext> context = gather_if(h, RecordContext::STATE);
     std::unique_lock<std::mutex> lock(mu_);
-    process_events(h);
+    const bool capturing = !captures_underway_.empty();
+    if (capturing) {
+      // Note [Graph pools]: no event queries while capturing.
+    } else {
+      free_deferred(h);
+      process_events(h);
+    }
     size_t size = round_size(requested, config);
-    BlockPool& pool = size <= kSmallSize ? small_ : large_;
-    Block* block = config.caching_disabled ? nullptr : take_free_block(pool, stream, size, config);
+    BlockPool& pool = pool_for(size, stream);
+    const bool cache = !config.caching_disabled || pool.is_private();
+    Block* block = cache ? take_free_block(pool, stream, size, config) : nullptr;
     if (block == nullptr) {
-      size_t bytes = config.caching_disabled ? size : segment_size(size);
-      if (config.garbage_collection_threshold > 0 && reserved() + bytes > config.garbage_collection_threshold * allowed_) {
+      size_t bytes = cache ? segment_size(size) : size;
+      if (!capturing && config.garbage_collection_threshold > 0 &&
+          reserved() + bytes > config.garbage_collection_threshold * allowed_) {
         release_cached_blocks(/*wait=*/false, h);
       }
       block = new_segment(pool, stream, bytes, h);
-      if (block == nullptr) {
+      if (block == nullptr && !capturing) {
         stats_.num_alloc_retries += 1;
         release_cached_blocks(/*wait=*/true, h);
         block = new_segment(pool, stream, bytes, h);
@@ -188,7 +221,7 @@ class DeviceCachingAllocator {
         TORCH_CHECK_WITH(OutOfMemoryError, false, message);
       }
     }
-    if (!config.caching_disabled && should_split(*block, size, config)) split(block, size);
+    if (cache && should_split(*block, size, config)) split(block, size);
     block->allocated = true;
     block->requested = requested;
     block->context = h.enabled ? context : nullptr;
@@ -222,6 +255,16 @@ class DeviceCachingAllocator {
       free_block(block, h);
       return;
     }
+    if (!captures_underway_.empty()) {  // Note [Graph pools]
+      block->pending_events += 1;       // not reusable until its events are recorded
+      deferred_frees_.push_back(block);
+      return;
+    }
+    record_free_events(block, h);
+  }
+
+  // Records, on each other stream that used `block`, the event its reuse waits for.
+  void record_free_events(Block* block, const HistorySettings& h) {
     for (const MLUStream& stream : block->stream_uses) {
       mlu::mluEvent_t event = take_event();
       // A destroyed (external) queue has finished its work: nothing to wait for.
@@ -248,6 +291,10 @@ class DeviceCachingAllocator {
   void empty_cache() {
     HistorySettings h = history().get();
     std::lock_guard<std::mutex> lock(mu_);
+    TORCH_CHECK(captures_underway_.empty(), "torch.mlu.empty_cache() cannot run while a graph is being captured on mlu:",
+                static_cast<int>(device_), " (it would synchronize the device); call it before capture_begin or after "
+                "capture_end");
+    free_deferred(h);
     stats_.num_sync_all_streams += 1;
     for (auto& [event, block] : events_) MLU_CHECK(mlu::mluEventSynchronize(event));
     process_events(h);
@@ -266,12 +313,13 @@ class DeviceCachingAllocator {
     std::lock_guard<std::mutex> lock(mu_);
     std::set<Block*> all;
     for (auto& [ptr, block] : allocated_) all.insert(block);
-    for (BlockPool* pool : {&small_, &large_}) all.insert(pool->blocks.begin(), pool->blocks.end());
+    for (BlockPool* pool : all_pools()) all.insert(pool->blocks.begin(), pool->blocks.end());
     for (auto& [event, block] : events_) all.insert(block);
+    all.insert(deferred_frees_.begin(), deferred_frees_.end());
     for (Block* head : all) {
       if (head->prev != nullptr) continue;
       SegmentInfo segment{device_, reinterpret_cast<uintptr_t>(head->ptr), 0, 0, 0, 0, head->stream.id(),
-                          head->pool->is_small, {}};
+                          head->pool->is_small, head->pool->owner, {}};
       for (Block* b = head; b != nullptr; b = b->next) {
         const char* state = b->allocated ? "active_allocated" : b->pending_events > 0 ? "active_pending_free" : "inactive";
         segment.blocks.push_back({reinterpret_cast<uintptr_t>(b->ptr), b->size, b->allocated ? b->requested : 0, state,
@@ -314,6 +362,38 @@ class DeviceCachingAllocator {
     for_each_stat(stats_, [](Stat& stat) { stat.reset_peak(); });
   }
 
+  // Note [Graph pools]: allocations on streams `filter` accepts come from pool `id` until end_allocate_to_pool.
+  void begin_allocate_to_pool(c10::MempoolId_t id, std::function<bool(const MLUStream&)> filter) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = graph_pools_.find(id);
+    if (it == graph_pools_.end()) {
+      graph_pools_.emplace(id, std::make_unique<PrivatePool>(id));
+    } else {
+      TORCH_INTERNAL_ASSERT(it->second->use_count > 0, "a released graph pool was reused");
+      it->second->use_count += 1;
+    }
+    captures_underway_.emplace_back(id, std::move(filter));
+  }
+
+  void end_allocate_to_pool(c10::MempoolId_t id) {
+    HistorySettings h = history().get();
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find_if(captures_underway_.begin(), captures_underway_.end(),
+                           [&](const auto& capture) { return capture.first == id; });
+    TORCH_INTERNAL_ASSERT(it != captures_underway_.end(), "endAllocateToPool: no capture allocates to this pool");
+    captures_underway_.erase(it);
+    if (captures_underway_.empty()) free_deferred(h);
+  }
+
+  // One graph (or capture) stops using pool `id`; at zero the pool is freeable.
+  void release_pool(c10::MempoolId_t id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = graph_pools_.find(id);
+    TORCH_CHECK(it != graph_pools_.end() && it->second->use_count > 0, "releasePool: mlu:", static_cast<int>(device_),
+                " has no graph pool (", id.first, ", ", id.second, ") in use");
+    it->second->use_count -= 1;
+  }
+
   void set_fraction(double fraction) {
     std::lock_guard<std::mutex> lock(mu_);
     fraction_ = fraction;
@@ -346,6 +426,35 @@ class DeviceCachingAllocator {
     return block;
   }
 
+  // The pool a request of `size` on `stream` is served from (Note [Graph pools]).
+  BlockPool& pool_for(size_t size, const MLUStream& stream) {
+    for (const auto& [id, filter] : captures_underway_) {
+      if (!filter(stream)) continue;
+      PrivatePool& pool = *graph_pools_.at(id);
+      return size <= kSmallSize ? pool.small : pool.large;
+    }
+    return size <= kSmallSize ? small_ : large_;
+  }
+
+  std::vector<BlockPool*> all_pools() {
+    std::vector<BlockPool*> pools{&small_, &large_};
+    for (auto& [id, pool] : graph_pools_) {
+      pools.push_back(&pool->small);
+      pools.push_back(&pool->large);
+    }
+    return pools;
+  }
+
+  // Frees that waited for the end of all captures (Note [Graph pools]).
+  void free_deferred(const HistorySettings& h) {
+    std::vector<Block*> blocks;
+    blocks.swap(deferred_frees_);
+    for (Block* block : blocks) {
+      block->pending_events -= 1;
+      record_free_events(block, h);
+    }
+  }
+
   bool should_split(const Block& block, size_t size, const MLUAllocatorConfig& config) const {
     size_t remaining = block.size - size;
     if (block.pool->is_small) return remaining >= kMinBlockSize;
@@ -372,6 +481,7 @@ class DeviceCachingAllocator {
     exchange_device(previous);
     if (status == mlu::mluErrorMemoryAllocation) return nullptr;
     MLU_CHECK(status);
+    pool.segments += 1;
     update(stats_.segment, pool, 1);
     update(stats_.reserved_bytes, pool, static_cast<int64_t>(bytes));
     stats_.num_device_alloc += 1;
@@ -388,6 +498,7 @@ class DeviceCachingAllocator {
       status = mlu::mluFree(block->ptr);  // the segment's (external) queue is gone: free synchronously
     }
     MLU_CHECK(status);
+    block->pool->segments -= 1;
     update(stats_.segment, *block->pool, -1);
     update(stats_.reserved_bytes, *block->pool, -static_cast<int64_t>(block->size));
     stats_.num_device_free += 1;
@@ -398,7 +509,13 @@ class DeviceCachingAllocator {
   // Releases every cached whole segment; with `wait`, also waits until the
   // device has the memory back (stream-ordered frees complete).
   void release_cached_blocks(bool wait, const HistorySettings& h) {
-    for (BlockPool* pool : {&large_, &small_}) {
+    std::vector<BlockPool*> pools{&large_, &small_};
+    for (auto& [id, pool] : graph_pools_) {
+      if (pool->use_count > 0) continue;  // a live graph's memory stays
+      pools.push_back(&pool->large);
+      pools.push_back(&pool->small);
+    }
+    for (BlockPool* pool : pools) {
       for (auto it = pool->blocks.begin(); it != pool->blocks.end();) {
         Block* block = *it;
         if (block->is_split()) {
@@ -408,6 +525,11 @@ class DeviceCachingAllocator {
         it = pool->blocks.erase(it);
         release_segment(block, h);
       }
+    }
+    for (auto it = graph_pools_.begin(); it != graph_pools_.end();) {
+      const PrivatePool& pool = *it->second;
+      const bool empty = pool.use_count == 0 && pool.small.segments == 0 && pool.large.segments == 0;
+      it = empty ? graph_pools_.erase(it) : std::next(it);
     }
     if (wait) MLU_CHECK(mlu::mluDeviceSynchronizeOn(device_));
   }
@@ -419,7 +541,7 @@ class DeviceCachingAllocator {
     record(h, TraceEntry::FREE_COMPLETED, reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream,
            block->context);
     block->context = nullptr;
-    if (MLUAllocatorConfig::get().caching_disabled) {
+    if (MLUAllocatorConfig::get().caching_disabled && !pool.is_private() && captures_underway_.empty()) {
       release_segment(block, h);
       return;
     }
@@ -518,6 +640,9 @@ class DeviceCachingAllocator {
   std::mutex mu_;
   BlockPool small_{true};
   BlockPool large_{false};
+  std::map<c10::MempoolId_t, std::unique_ptr<PrivatePool>> graph_pools_;
+  std::vector<std::pair<c10::MempoolId_t, std::function<bool(const MLUStream&)>>> captures_underway_;
+  std::vector<Block*> deferred_frees_;  // freed while capturing, used on other streams
   ska::flat_hash_map<void*, Block*> allocated_;
   std::deque<std::pair<mlu::mluEvent_t, Block*>> events_;
   std::vector<mlu::mluEvent_t> free_events_;
@@ -628,6 +753,18 @@ SnapshotInfo snapshot() {
   info.device_traces.resize(device_count());
   for (c10::DeviceIndex d = 0; d < device_count(); ++d) MLUCachingDeviceAllocator::for_device(d).snapshot(info);
   return info;
+}
+
+void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t id, std::function<bool(const MLUStream&)> filter) {
+  MLUCachingDeviceAllocator::for_device(device).begin_allocate_to_pool(id, std::move(filter));
+}
+
+void endAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t id) {
+  MLUCachingDeviceAllocator::for_device(device).end_allocate_to_pool(id);
+}
+
+void releasePool(c10::DeviceIndex device, c10::MempoolId_t id) {
+  MLUCachingDeviceAllocator::for_device(device).release_pool(id);
 }
 
 void* raw_alloc(size_t bytes, MLUStream stream) {

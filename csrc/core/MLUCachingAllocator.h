@@ -22,6 +22,8 @@
 // and large pools).
 #pragma once
 
+#include <functional>
+
 #include <c10/core/CachingDeviceAllocator.h>
 
 #include "csrc/core/MLUAllocatorHistory.h"
@@ -44,6 +46,13 @@ size_t maxSplitSize();
 // Allocation outside of tensors (torch.mlu.caching_allocator_alloc).
 void* raw_alloc(size_t bytes, MLUStream stream);
 void raw_delete(void* ptr);
+// Graph pools (Note [Graph pools] in MLUCachingAllocator.cpp): while a capture
+// is underway, allocations on the streams `filter` accepts come from pool `id`
+// of `device` (created at the first begin; each begin counts one use).
+void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t id, std::function<bool(const MLUStream&)> filter);
+void endAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t id);
+// Drops one use of pool `id`; at zero, empty_cache returns its free segments.
+void releasePool(c10::DeviceIndex device, c10::MempoolId_t id);
 // Turns memory-history recording on or off (see MLUAllocatorHistory.h).
 void recordHistory(const HistorySettings& settings, bool clear_history);
 SnapshotInfo snapshot();

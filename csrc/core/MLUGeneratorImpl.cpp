@@ -8,6 +8,7 @@
 #include <ATen/ops/empty.h>
 
 #include "csrc/core/MLUFunctions.h"
+#include "csrc/core/MLUStream.h"
 
 namespace torch_mlu {
 namespace {
@@ -62,6 +63,41 @@ void MLUGeneratorImpl::set_state(const c10::TensorImpl& new_state) {
 
 std::pair<uint64_t, uint64_t> MLUGeneratorImpl::philox_engine_inputs() { return {seed_, offset_++}; }
 
+PhiloxDraw MLUGeneratorImpl::draw(uint64_t stream_capture) {
+  if (stream_capture == 0) {
+    auto [seed, offset] = philox_engine_inputs();
+    return {seed, offset, nullptr};
+  }
+  TORCH_CHECK(stream_capture == capture_id_,
+              "a random op in a graph capture drew from a generator the graph does not own, so its numbers would "
+              "repeat on every replay: inside captured code, draw from the default mlu generator (no generator= "
+              "argument)");
+  return {0, capture_draws_++, capture_arguments_};
+}
+
+void MLUGeneratorImpl::capture_prologue(uint64_t id, const uint64_t* graph_arguments) {
+  TORCH_CHECK(capture_id_ == 0, "the mlu generator of device ", static_cast<int>(device().index()),
+              " already serves another graph capture; capture one graph at a time per device");
+  capture_id_ = id;
+  capture_arguments_ = graph_arguments;
+  capture_draws_ = 0;
+}
+
+uint64_t MLUGeneratorImpl::capture_epilogue(uint64_t id) {
+  if (id != capture_id_) return 0;
+  const uint64_t draws = capture_draws_;
+  capture_id_ = 0;
+  capture_arguments_ = nullptr;
+  capture_draws_ = 0;
+  return draws;
+}
+
+std::pair<uint64_t, uint64_t> MLUGeneratorImpl::replay_prologue(uint64_t draws) {
+  const std::pair<uint64_t, uint64_t> start{seed_, offset_};
+  offset_ += draws;
+  return start;
+}
+
 MLUGeneratorImpl* MLUGeneratorImpl::clone_impl() const {
   auto* copy = new MLUGeneratorImpl(device().index());
   copy->seed_ = seed_;
@@ -95,9 +131,9 @@ MLUGeneratorImpl* get_mlu_generator(const std::optional<at::Generator>& generato
 
 PhiloxDraw next_philox_draw(const std::optional<at::Generator>& generator, c10::DeviceIndex device) {
   MLUGeneratorImpl* gen = get_mlu_generator(generator, device);
+  const uint64_t capture = getCurrentMLUStream(device).capture_id();
   std::lock_guard<std::mutex> lock(gen->mutex_);
-  auto [seed, offset] = gen->philox_engine_inputs();
-  return {seed, offset};
+  return gen->draw(capture);
 }
 
 }  // namespace torch_mlu

@@ -8,12 +8,40 @@
 // not on device threads, streams or memory layout — and saving (seed,
 // offset) with get_state() reproduces the sequence. get_state()/set_state()
 // use CUDA's layout: 16 bytes, the seed then the offset, as uint64.
+//
+// Note [Graph-safe random numbers]
+// A random op captured into a graph must draw fresh numbers at every replay,
+// as the same ops run eagerly would. While a graph captures on a stream, its
+// device's default generator answers that stream's draws with a position in
+// the graph (0, 1, ...) and the address of the graph's argument block instead
+// of values; the kernel resolves the draw when it runs (PhiloxDraw::resolved):
+// seed = arguments[0], offset = arguments[1] + position. Each replay takes
+// (seed, offset) from the generator and advances its offset by the graph's
+// number of draws (replay_prologue); the launch copies the pair into the
+// argument block in stream order (mluGraphLaunchWithArguments). Any other
+// generator drawing for a capturing stream is refused: its numbers would
+// repeat on every replay.
 #pragma once
 
 #include <ATen/core/Generator.h>
 #include <c10/core/GeneratorImpl.h>
 
 namespace torch_mlu {
+
+// The (seed, offset) of one random op. Inside a graph capture (Note
+// [Graph-safe random numbers]) `graph_arguments` is set and `offset` is the
+// draw's position in the graph: the values exist only when the kernel runs.
+struct PhiloxDraw {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  const uint64_t* graph_arguments = nullptr;
+
+  // The values to use; call it inside the kernel's task, not at launch.
+  PhiloxDraw resolved() const {
+    if (graph_arguments == nullptr) return *this;
+    return {graph_arguments[0], graph_arguments[1] + offset, nullptr};
+  }
+};
 
 struct MLUGeneratorImpl final : public c10::GeneratorImpl {
   explicit MLUGeneratorImpl(c10::DeviceIndex device = -1);
@@ -28,8 +56,21 @@ struct MLUGeneratorImpl final : public c10::GeneratorImpl {
 
   // The (seed, offset) for the next random op; advances the offset by one.
   // Callers hold mutex_ (see PyTorch's Note [Acquire lock when using random
-  // generators] in c10/core/GeneratorImpl.h).
+  // generators] in c10/core/GeneratorImpl.h), as for the calls below.
   std::pair<uint64_t, uint64_t> philox_engine_inputs();
+  // The draw of one random op on a stream that records into capture
+  // `stream_capture` (0: none); see Note [Graph-safe random numbers].
+  PhiloxDraw draw(uint64_t stream_capture);
+
+  // Graph capture (Note [Graph-safe random numbers]): draws for capture `id`
+  // name positions in the graph whose argument block is `graph_arguments`
+  // until capture_epilogue, which returns how many the graph takes.
+  void capture_prologue(uint64_t id, const uint64_t* graph_arguments);
+  uint64_t capture_epilogue(uint64_t id);
+  bool serves_capture() const { return capture_id_ != 0; }
+  // The (seed, offset) one replay of a graph taking `draws` draws starts from;
+  // advances the offset past them.
+  std::pair<uint64_t, uint64_t> replay_prologue(uint64_t draws);
 
   // Required by at::check_generator.
   static c10::DeviceType device_type() { return c10::DeviceType::PrivateUse1; }
@@ -39,6 +80,9 @@ struct MLUGeneratorImpl final : public c10::GeneratorImpl {
 
   uint64_t seed_;
   uint64_t offset_ = 0;
+  uint64_t capture_id_ = 0;  // the capture this generator draws for; 0: none
+  const uint64_t* capture_arguments_ = nullptr;
+  uint64_t capture_draws_ = 0;
 };
 
 // The default generator of `device` (-1: the current device).
@@ -47,12 +91,9 @@ at::Generator createMLUGenerator(c10::DeviceIndex device = -1);
 // `generator` if given (checked to be an mlu generator), else the default one.
 MLUGeneratorImpl* get_mlu_generator(const std::optional<at::Generator>& generator, c10::DeviceIndex device);
 
-// The (seed, offset) of one random op on `device`, taken from `generator` (or
-// the default one) under its lock.
-struct PhiloxDraw {
-  uint64_t seed;
-  uint64_t offset;
-};
+// The draw of one random op on `device` (-1: the current one), taken from
+// `generator` (or the default one) under its lock, for the device's current
+// stream.
 PhiloxDraw next_philox_draw(const std::optional<at::Generator>& generator, c10::DeviceIndex device);
 
 }  // namespace torch_mlu

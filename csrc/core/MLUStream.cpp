@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <mlu_runtime/device.h>
+#include <mlu_runtime/graph.h>
 
 #include <c10/util/Exception.h>
 
@@ -114,6 +115,13 @@ bool MLUStream::query() const {
 }
 
 void MLUStream::synchronize() const { MLU_CHECK(mlu::mluQueueSynchronize(queue())); }
+
+uint64_t MLUStream::capture_id() const {
+  mlu::mluQueueCaptureStatus status = mlu::mluQueueCaptureStatusNone;
+  uint64_t id = 0;
+  MLU_CHECK(mlu::mluQueueGetCaptureInfo(queue(), &status, &id));
+  return id;
+}
 
 MLUStream getDefaultMLUStream(c10::DeviceIndex device) { return make(resolve(device), 0); }
 

@@ -34,6 +34,9 @@ class MLUStream {
   int priority() const;
   bool query() const;
   void synchronize() const;
+  // The id of the graph capture this stream records into; 0 when it does
+  // not (Note [Stream capture] in mlu_runtime/graph.h).
+  uint64_t capture_id() const;
 
   bool operator==(const MLUStream& other) const { return stream_ == other.stream_; }
   bool operator!=(const MLUStream& other) const { return !(*this == other); }

@@ -13,5 +13,6 @@ namespace torch_mlu {
 
 void bind_memory(pybind11::module& m);
 void bind_distributed(pybind11::module& m);
+void bind_graphs(pybind11::module& m);
 
 }  // namespace torch_mlu

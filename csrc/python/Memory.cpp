@@ -172,7 +172,7 @@ py::dict memory_snapshot() {
     d["requested_size"] = segment.requested_size;
     d["stream"] = segment.stream;
     d["segment_type"] = segment.is_small ? "small" : "large";
-    d["segment_pool_id"] = py::make_tuple(0, 0);
+    d["segment_pool_id"] = py::make_tuple(segment.pool_id.first, segment.pool_id.second);
     d["is_expandable"] = false;
     d["frames"] = py::list();
     py::list blocks;

@@ -362,6 +362,14 @@ mluError_t mluQueueGetCaptureInfo(mluQueue_t queue, mluQueueCaptureStatus* statu
   return mluSuccess;
 }
 
+mluError_t mluQueueRefuseInCapture(mluQueue_t queue, const char* what) {
+  if (what == nullptr) return fail(mluErrorInvalidValue, "what must not be null");
+  mluError_t status;
+  mluQueue_st* q = resolve_queue(queue, &status);
+  if (q == nullptr) return status;
+  return refuse_if_capturing(q, what);
+}
+
 mluError_t mluQueueGetCaptureArguments(mluQueue_t queue, const void** arguments) {
   if (arguments == nullptr) return fail(mluErrorInvalidValue, "arguments must not be null");
   mluError_t status;

@@ -260,6 +260,15 @@ TEST(Graph, UnjoinedWorkFailsTheEnd) {
   end_expecting(side, mluErrorInvalidValue);
 }
 
+TEST(Graph, LayersAboveRefuseTheirOwnOperations) {
+  ScopedQueue queue;
+  EXPECT_EQ(mluQueueRefuseInCapture(queue, "aten::nonzero on the CPU fallback"), mluSuccess);  // not capturing
+  ASSERT_EQ(mluQueueBeginCapture(queue, mluQueueCaptureModeRelaxed), mluSuccess);
+  EXPECT_EQ(mluQueueRefuseInCapture(queue, "aten::nonzero on the CPU fallback"), mluErrorStreamCaptureUnsupported);
+  EXPECT_NE(std::string(mluGetLastErrorDetail()).find("aten::nonzero"), std::string::npos);
+  end_expecting(queue, mluErrorStreamCaptureInvalidated);
+}
+
 TEST(Graph, WaitingForUnfinishedOutsideWorkIsRefused) {
   ScopedQueue producer, queue;
   Gate gate;

@@ -299,7 +299,14 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'torch.mlu' has no attribute '{name}'")
 
 
-from . import amp, cncl, memory, random  # noqa: E402
+from . import amp, cncl, graphs, memory, random  # noqa: E402
+from .graphs import (  # noqa: E402
+    MLUGraph,
+    graph,
+    graph_pool_handle,
+    is_current_stream_capturing,
+    make_graphed_callables,
+)
 from .random import *  # noqa: F403,E402
 from .memory import *  # noqa: F403,E402
 from .streams import (  # noqa: E402
@@ -317,6 +324,7 @@ from .streams import (  # noqa: E402
 __all__ = [
     "Event",
     "ExternalStream",
+    "MLUGraph",
     "OutOfMemoryError",
     "Stream",
     "StreamContext",
@@ -337,6 +345,8 @@ __all__ = [
     "get_device_properties",
     "get_rng_state",
     "get_rng_state_all",
+    "graph",
+    "graph_pool_handle",
     "get_per_process_memory_fraction",
     "host_memory_stats",
     "host_memory_stats_as_nested_dict",
@@ -345,7 +355,9 @@ __all__ = [
     "is_available",
     "is_autocast_enabled",
     "is_bf16_supported",
+    "is_current_stream_capturing",
     "is_initialized",
+    "make_graphed_callables",
     "manual_seed",
     "set_autocast_dtype",
     "set_autocast_enabled",

@@ -206,19 +206,40 @@ sdpa_fused_mlu(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
   at::Tensor lse = at::empty({args.batch, args.heads, args.q_len}, q.options().dtype(at::kFloat));
   args.out = heads_view(out);
   args.logsumexp = lse.data_ptr<float>();
-  PhiloxDraw draw{0, 0};
+  PhiloxDraw draw;
   if (dropout_p > 0) draw = next_philox_draw(std::nullopt, query.device().index());
-  args.seed = draw.seed;
-  args.offset = draw.offset;
+  // Inside a graph capture the seed and offset exist only when the kernel runs (Note [Graph-safe random
+  // numbers]): the kernel writes them into device scalars, which the backward reads when it runs.
+  at::Tensor seed_out, offset_out;
+  int64_t* seed_slot = nullptr;
+  int64_t* offset_slot = nullptr;
+  if (draw.graph_arguments != nullptr) {
+    seed_out = at::empty({}, query.options().dtype(at::kLong));
+    offset_out = at::empty({}, query.options().dtype(at::kLong));
+    seed_slot = seed_out.data_ptr<int64_t>();
+    offset_slot = offset_out.data_ptr<int64_t>();
+  }
   const c10::DeviceIndex device = query.device().index();
-  launch_kernel(device, "scaled_dot_product_attention", [args] { k::attention_forward(args); });
+  launch_kernel(device, "scaled_dot_product_attention", [args, draw, seed_slot, offset_slot] {
+    k::AttentionArgs resolved = args;
+    const PhiloxDraw d = draw.resolved();
+    resolved.seed = d.seed;
+    resolved.offset = d.offset;
+    if (seed_slot != nullptr) {
+      *seed_slot = static_cast<int64_t>(d.seed);
+      *offset_slot = static_cast<int64_t>(d.offset);
+    }
+    k::attention_forward(resolved);
+  });
   at::Tensor debug_mask;
   if (return_debug_mask && dropout_p > 0) {
     debug_mask = at::empty({args.batch, args.heads, args.q_len, args.kv_len}, q.options().dtype(at::kBool));
     bool* mask = debug_mask.data_ptr<bool>();
     const int64_t rows = args.batch * args.heads * args.q_len, keys = args.kv_len;
-    launch_kernel(device, "scaled_dot_product_attention dropout mask",
-                  [=] { k::attention_dropout_mask(draw.seed, draw.offset, dropout_p, rows, keys, mask); });
+    launch_kernel(device, "scaled_dot_product_attention dropout mask", [=] {
+      const PhiloxDraw d = draw.resolved();
+      k::attention_dropout_mask(d.seed, d.offset, dropout_p, rows, keys, mask);
+    });
     if (three_d) debug_mask = debug_mask.squeeze(0);
   }
   return {three_d ? out.squeeze(0) : out,
@@ -227,8 +248,8 @@ sdpa_fused_mlu(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
           at::Tensor(),
           c10::SymInt(args.q_len),
           c10::SymInt(args.kv_len),
-          philox_scalar(draw.seed),
-          philox_scalar(draw.offset),
+          seed_out.defined() ? seed_out : philox_scalar(draw.seed),
+          offset_out.defined() ? offset_out : philox_scalar(draw.offset),
           debug_mask};
 }
 
@@ -249,9 +270,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
   const at::Tensor o = as_heads(out), lse = logsumexp.contiguous();
   args.out = heads_view(o);
   args.logsumexp = const_cast<float*>(lse.const_data_ptr<float>());
-  if (dropout_p > 0) {
+  // The forward's seed and offset: host scalars, or device scalars its kernel wrote (inside a graph capture).
+  const int64_t* seed_slot = nullptr;
+  const int64_t* offset_slot = nullptr;
+  if (dropout_p > 0 && philox_seed.is_cpu()) {
     args.seed = static_cast<uint64_t>(philox_seed.item<int64_t>());
     args.offset = static_cast<uint64_t>(philox_offset.item<int64_t>());
+  } else if (dropout_p > 0) {
+    TORCH_CHECK(philox_seed.device() == query.device() && philox_offset.device() == query.device() &&
+                    philox_seed.scalar_type() == at::kLong && philox_offset.scalar_type() == at::kLong,
+                "scaled_dot_product_attention backward: philox_seed and philox_offset must be int64 scalars on the "
+                "CPU or on ", query.device());
+    seed_slot = philox_seed.const_data_ptr<int64_t>();
+    offset_slot = philox_offset.const_data_ptr<int64_t>();
   }
   // [batch, rows, heads, cols] memory seen as [batch, heads, rows, cols], as the CPU's fused backward returns
   // its gradients (whatever its inputs' layout).
@@ -267,7 +298,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
   k::AttentionGradients grads{heads_view(dout), heads_view(grad_q), heads_view(grad_k), heads_view(grad_v),
                               kernel_data(grad_bias)};
   launch_kernel(query.device().index(), "scaled_dot_product_attention backward",
-                [args, grads] { k::attention_backward(args, grads); });
+                [args, grads, seed_slot, offset_slot] {
+                  k::AttentionArgs resolved = args;
+                  if (seed_slot != nullptr) {
+                    resolved.seed = static_cast<uint64_t>(*seed_slot);
+                    resolved.offset = static_cast<uint64_t>(*offset_slot);
+                  }
+                  k::attention_backward(resolved, grads);
+                });
   const auto unbatch = [&](const at::Tensor& t) { return three_d ? t.squeeze(0) : t; };
   if (grad_bias.defined()) grad_bias = at::sum_to(unbatch(grad_bias), attn_bias.sizes());
   return {unbatch(grad_q), unbatch(grad_k), unbatch(grad_v), grad_bias};

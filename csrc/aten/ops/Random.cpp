@@ -53,7 +53,10 @@ at::Tensor& launch_random(at::Tensor& self, const std::optional<at::Generator>& 
   const Strides strides = layout.first;
   void* out = self.data_ptr();
   c10::DeviceGuard guard(self.device());
-  launch_kernel(self.device().index(), name, [=] { kernel(out, dtype, shape, strides, draw.seed, draw.offset, params...); });
+  launch_kernel(self.device().index(), name, [=] {
+    const Draw d = draw.resolved();  // Note [Graph-safe random numbers]
+    kernel(out, dtype, shape, strides, d.seed, d.offset, params...);
+  });
   return self;
 }
 
@@ -118,8 +121,8 @@ at::Tensor& bernoulli_tensor_mlu_(at::Tensor& self, const at::Tensor& p_, std::o
   const void* probabilities = p.const_data_ptr();
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), "bernoulli_", [=] {
-    mlu::kernels::bernoulli_tensor(out, dtype, shape, strides, draw.seed, draw.offset, probabilities, p_dtype,
-                                   p_strides);
+    const Draw d = draw.resolved();
+    mlu::kernels::bernoulli_tensor(out, dtype, shape, strides, d.seed, d.offset, probabilities, p_dtype, p_strides);
   });
   return self;
 }
@@ -206,7 +209,10 @@ at::Tensor& randperm_out_mlu(int64_t n, std::optional<at::Generator> generator, 
   bool direct = out.scalar_type() == at::kLong && out.is_contiguous();
   at::Tensor permutation = direct ? out : at::empty({n}, out.options().dtype(at::kLong));
   int64_t* data = permutation.data_ptr<int64_t>();
-  launch_kernel(out.device().index(), "randperm", [=] { mlu::kernels::randperm(data, n, draw.seed, draw.offset); });
+  launch_kernel(out.device().index(), "randperm", [=] {
+    const Draw d = draw.resolved();
+    mlu::kernels::randperm(data, n, d.seed, d.offset);
+  });
   if (!direct) copy_on_device(out, permutation);
   return out;
 }
@@ -249,8 +255,9 @@ at::Tensor multinomial_mlu(const at::Tensor& self, int64_t samples, bool replace
   const void* probs = self.const_data_ptr();
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), "multinomial", [=](mlu::TaskContext& context) {
+    const Draw d = draw.resolved();
     auto status = mlu::kernels::multinomial(result, probs, dtype, rows, categories, row_stride, col_stride, samples,
-                                            replacement, draw.seed, draw.offset);
+                                            replacement, d.seed, d.offset);
     if (const char* error = multinomial_error(status)) context.fail(error);
   });
   return out;

@@ -66,6 +66,12 @@ mluError_t mluQueueEndCapture(mluQueue_t queue, mluGraph_t* graph);
 // process, 0 when it does not.
 mluError_t mluQueueGetCaptureInfo(mluQueue_t queue, mluQueueCaptureStatus* status, uint64_t* id);
 
+// For layers above the runtime that refuse an operation of their own inside a
+// capture (a host fallback, a host read of device data): if `queue` captures,
+// invalidates the capture and fails with mluErrorStreamCaptureUnsupported,
+// its detail naming `what`; mluSuccess otherwise.
+mluError_t mluQueueRefuseInCapture(mluQueue_t queue, const char* what);
+
 // Replay arguments. Every graph has a block of kGraphArgumentBytes that each
 // launch fills before the graph's tasks run and that captured tasks may read:
 // values that must differ per replay (a random generator's seed and offset)
