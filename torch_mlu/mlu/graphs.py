@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import typing
+import warnings
 from collections.abc import Callable
 from typing import Optional, Union
 
@@ -125,10 +126,12 @@ class graph:
             if exc_type is None:
                 self.mlu_graph.capture_end()
             else:
-                try:
-                    self.mlu_graph.capture_end()
-                except Exception:  # the block's exception says what went wrong
-                    pass
+                with warnings.catch_warnings():  # an "empty graph" warning would only add noise
+                    warnings.simplefilter("ignore")
+                    try:
+                        self.mlu_graph.capture_end()
+                    except Exception:  # the block's exception says what went wrong
+                        pass
                 self.mlu_graph.reset()
         finally:
             self.stream_ctx.__exit__(exc_type, exc, tb)
@@ -296,3 +299,44 @@ def make_graphed_callables(callables, sample_args, num_warmup_iters: int = 3, al
         else:
             ret.append(graphed)
     return ret[0] if just_one_callable else tuple(ret)
+
+
+def _install_optimizer_capture_check() -> None:
+    """Optimizers check capture on mlu as they do on CUDA and XPU.
+
+    torch.optim's health check (Optimizer._accelerator_graph_capture_health_check, run by step()) knows only
+    "cuda" and "xpu". Without it a step with capturable=False inside a capture would bake the step count and
+    bias corrections into the graph, and every replay would repeat the first step's numbers: refuse it, and
+    warn (once per optimizer) when capturable=True runs uncaptured, with CUDA's messages.
+    """
+    from torch.optim.optimizer import Optimizer
+
+    check = Optimizer._accelerator_graph_capture_health_check
+    if getattr(check, "_mlu_checks", False):
+        return
+
+    def _accelerator_graph_capture_health_check(self) -> None:
+        check(self)
+        if torch.compiler.is_compiling() or not torch.mlu.is_initialized():
+            return
+        if not any(p.device.type == "mlu" for group in self.param_groups for p in group["params"]):
+            return
+        capturing = is_current_stream_capturing()
+        capturable = all(group["capturable"] for group in self.param_groups)
+        if capturing and not capturable:
+            raise RuntimeError(
+                "Attempting MLU graph capture of step() for an instance of " + self.__class__.__name__
+                + " but param_groups' capturable is False.")
+        if capturable and not capturing and not getattr(self, "_warned_capturable_if_run_uncaptured", False):
+            warnings.warn(
+                "This instance was constructed with capturable=True or some of all the param_groups came with "
+                "capturable=True, but step() is running without MLU graph capture. If you never intend to "
+                "graph-capture this instance, capturable=True can impair performance, and you should set "
+                "capturable=False.", stacklevel=2)
+            self._warned_capturable_if_run_uncaptured = True
+
+    _accelerator_graph_capture_health_check._mlu_checks = True
+    Optimizer._accelerator_graph_capture_health_check = _accelerator_graph_capture_health_check
+
+
+_install_optimizer_capture_check()

@@ -41,6 +41,7 @@ __all__ = [
     "max_memory_cached",
     "memory_summary",
     "mem_get_info",
+    "memory_snapshot",
 ]
 
 
@@ -528,6 +529,18 @@ def mem_get_info(device=None) -> tuple[int, int]:
     device = _get_device_index(device, optional=True)
     free, total = _C._mlu_memGetInfo(device)
     return int(free), int(total)
+
+
+def memory_snapshot(mempool_id=None, include_traces=True) -> list[dict[str, Any]]:
+    """The allocator's segments on every device (torch.cuda.memory_snapshot's format).
+
+    ``mempool_id``: only the segments of that graph pool (``MLUGraph.pool()``, ``graph_pool_handle()``).
+    ``include_traces`` is accepted for torch.cuda compatibility; segments carry no traces.
+    """
+    segments = _snapshot()["segments"]
+    if mempool_id is None:
+        return segments
+    return [s for s in segments if tuple(s["segment_pool_id"]) == tuple(mempool_id)]
 
 
 def _record_memory_history(
