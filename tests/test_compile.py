@@ -6,11 +6,11 @@ suite may already have let Inductor set it to its shared default, so it is overw
 TORCH_MLU_TEST_INDUCTOR_CACHE names a directory to reuse), in this process (TORCHINDUCTOR_COMPILE_THREADS=1);
 graphs are small to keep compile time low.
 """
+import copy
 import os
 import subprocess
 import sys
 import tempfile
-import warnings
 
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = (os.environ.get("TORCH_MLU_TEST_INDUCTOR_CACHE")
                                          or tempfile.mkdtemp(prefix="torch_mlu_inductor_"))
@@ -233,21 +233,51 @@ def test_fullgraph_and_max_autotune_no_cudagraphs():
                             atol=1e-5, rtol=1e-5)
 
 
-def test_reduce_overhead_runs_without_graphs_and_says_so_once():
-    import torch_mlu._inductor.codegen as codegen
+def test_reduce_overhead_replays_mlu_graphs():
+    # Note [reduce-overhead on mlu]: call 1 warms up, call 2 records and replays, later calls replay.
+    from torch_mlu._inductor import graphs
 
-    codegen._warned_no_graphs = False
-    x = torch.randn(8, 8)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        f = torch.compile(lambda a: a.cos() * 2, mode="reduce-overhead")
-        for _ in range(3):
-            out = f(x.mlu())
-        g = torch.compile(lambda a: a.sin() * 2, mode="reduce-overhead")
-        g(x.mlu())
-    torch.testing.assert_close(out.cpu(), x.cos() * 2)
-    said = [w for w in caught if "runs without graphs on mlu" in str(w.message)]
-    assert len(said) == 1
+    before = dict(graphs.stats)
+    f = torch.compile(lambda a, b: (a @ b).relu() + a.sum(), mode="reduce-overhead")
+    for _ in range(4):
+        x, w = torch.randn(8, 8), torch.randn(8, 8)
+        out = f(*on("mlu", x, w))
+        torch.testing.assert_close(out.cpu(), (x @ w).relu() + x.sum(), atol=1e-5, rtol=1e-5)
+    assert graphs.stats["recorded"] == before.get("recorded", 0) + 1
+    assert graphs.stats["replayed"] == before.get("replayed", 0) + 3
+    stale = out
+    fresh = f(*on("mlu", x, w))
+    with pytest.raises(RuntimeError, match="overwritten"):
+        stale.cpu()           # the next replay wrote over it: an error, not a silently changed value
+    torch.testing.assert_close(fresh.cpu(), (x @ w).relu() + x.sum(), atol=1e-5, rtol=1e-5)
+    kept = fresh.clone()
+    f(*on("mlu", x, w))
+    torch.testing.assert_close(kept.cpu(), (x @ w).relu() + x.sum(), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_reduce_overhead_training_matches_eager(set_to_none):
+    from torch_mlu._inductor import graphs
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4))
+    compiled_model, eager_model = model.to("mlu"), copy.deepcopy(model).to("mlu")
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (compiled_model, eager_model)]
+    forward = torch.compile(compiled_model, mode="reduce-overhead")
+    replayed = graphs.stats["replayed"]
+    for _ in range(5):
+        x, y = torch.randn(8, 16, device="mlu"), torch.randint(0, 4, (8,), device="mlu")
+        losses = []
+        for fn, opt in ((forward, opts[0]), (eager_model, opts[1])):
+            opt.zero_grad(set_to_none=set_to_none)
+            loss = F.cross_entropy(fn(x), y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        assert losses[0] == pytest.approx(losses[1], rel=1e-5, abs=1e-6)
+    assert graphs.stats["replayed"] >= replayed + 6  # forward and backward, from the second step on
+    for p, q in zip(compiled_model.parameters(), eager_model.parameters()):
+        torch.testing.assert_close(p.cpu(), q.cpu(), atol=1e-5, rtol=1e-5)
 
 
 def test_graph_breaks_and_torch_mlu_calls_inside():

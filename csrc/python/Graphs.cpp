@@ -2,6 +2,8 @@
 #include <optional>
 #include <string>
 
+#include <ATen/core/Tensor.h>
+
 #include "csrc/core/MLUStream.h"
 #include "csrc/graphs/MLUGraph.h"
 #include "csrc/python/Bindings.h"
@@ -32,6 +34,13 @@ void bind_graphs(py::module& m) {
       .def("_num_tasks", [](const MLUGraph& self) { return MLU_BINDING(return self.num_tasks();); });
   m.def("_graph_pool_handle", [] { return MLU_BINDING(return MLUGraph::graph_pool_handle();); });
   m.def("_is_current_stream_capturing", [] { return MLU_BINDING(return getCurrentMLUStream().capture_id() != 0;); });
+  // Any later access to the data of `t`'s storage raises `message` (the storage keeps its memory): an output of
+  // a replayed graph that a later replay overwrote (torch_mlu/_inductor/graphs.py; torch.cuda's
+  // _set_storage_access_error_msg, which the CPU wheel lacks).
+  m.def("_mlu_set_storage_access_error_msg", [](const at::Tensor& t, std::string message) {
+    MLU_BINDING(t.storage().unsafeGetStorageImpl()->release_data_and_set_meta_custom_data_ptr_error_msg_(
+                    std::move(message)););
+  });
 }
 
 }  // namespace torch_mlu

@@ -11,6 +11,7 @@ from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
 from torch._inductor.scheduler import BaseSchedulerNode
 
 from . import config as mlu_config
+from . import graphs
 from .codegen import MluCppScheduling, MluCppWrapperCodegen, MluDeviceOpOverrides, MluPythonWrapperCodegen
 
 # Names torch.mlu forwards (see torch_mlu/mlu/__init__.py for why not CppWrapperCodegen).
@@ -66,3 +67,5 @@ def _node_is_cpu_like(self):
 
 inductor_ir.is_cpu = _is_cpu_like
 BaseSchedulerNode.is_cpu = _node_is_cpu_like
+
+graphs.install()  # Note [reduce-overhead on mlu]

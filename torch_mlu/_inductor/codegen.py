@@ -13,7 +13,6 @@
   in csrc/inductor/CompiledKernelLaunch.h). So the wrapper neither drains the
   device nor orders anything itself: the stream does.
 """
-import warnings
 
 import torch
 from torch._inductor import config
@@ -66,21 +65,6 @@ class _MluWrapperMixin:
         super()._generate_kernel_call_helper(kernel_name, call_args, device=device, triton=triton, **kwargs)
 
 
-_warned_no_graphs = False
-
-
-def warn_no_graphs_once():
-    """Called by compiled modules built with cudagraphs on (mode="reduce-overhead"), when they load."""
-    global _warned_no_graphs
-    if not _warned_no_graphs:
-        _warned_no_graphs = True
-        warnings.warn(
-            'torch.compile(mode="reduce-overhead") runs without graphs on mlu: PyTorch 2.13\'s cudagraph trees '
-            "accept only cuda devices. The compiled code runs normally (as with mode=\"default\").",
-            stacklevel=2,
-        )
-
-
 class MluPythonWrapperCodegen(_MluWrapperMixin, PythonWrapperCodegen):
     @staticmethod
     def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
@@ -92,10 +76,6 @@ class MluPythonWrapperCodegen(_MluWrapperMixin, PythonWrapperCodegen):
         super().write_header()
         self.imports.writeline("from torch_mlu._inductor.codecache import MluAsyncCompile")
         self.header.writeline("async_compile = MluAsyncCompile()")
-        if config.triton.cudagraphs:
-            # In the module's code, so a module loaded from the FX graph cache says it too.
-            self.header.writeline("from torch_mlu._inductor.codegen import warn_no_graphs_once")
-            self.header.writeline("warn_no_graphs_once()")
 
 
 class MluSubgraphPythonWrapperCodegen(_MluWrapperMixin, SubgraphPythonWrapperCodegen):
