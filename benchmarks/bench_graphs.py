@@ -30,7 +30,7 @@ import torch
 import torch_mlu  # noqa: F401
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_models import MODELS, synchronize  # noqa: E402
+from bench_models import MODELS, steps_per_second, synchronize  # noqa: E402
 from gpt import GPT, GPTConfig  # noqa: E402  (bench_models put examples/ on the path)
 
 
@@ -104,22 +104,6 @@ def host_us(runner, device, steps=20):
     return statistics.median(samples) * 1e6
 
 
-def steps_per_second(runner, device, min_time):
-    synchronize(device)
-    n, rates, spent = 1, [], 0.0
-    while spent < min_time or len(rates) < 3:
-        start = time.perf_counter()
-        for _ in range(n):
-            runner.step()
-        synchronize(device)
-        elapsed = time.perf_counter() - start
-        spent += elapsed
-        rates.append(n / elapsed)
-        if elapsed < 0.25:
-            n *= 2
-    return statistics.median(rates[1:] if len(rates) > 3 else rates)
-
-
 def make_runners(case):
     if case == "tiny":
         return {"eager_cpu": TinySteps("cpu"), "eager_mlu": TinySteps("mlu"), "replay_mlu": Replayed(TinySteps("mlu"))}
@@ -142,7 +126,7 @@ def measure(case, min_time, repeat):
         result = {}
         for name, runner in runners.items():
             device = "cpu" if name.endswith("cpu") else "mlu"
-            result[name] = {"host_us": host_us(runner, device), "steps_per_s": steps_per_second(runner, device, min_time)}
+            result[name] = {"host_us": host_us(runner, device), "steps_per_s": steps_per_second(runner.step, device, min_time)}
         passes.append(result)
     med = {name: {k: statistics.median(p[name][k] for p in passes) for k in ("host_us", "steps_per_s")}
            for name in runners}

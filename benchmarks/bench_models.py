@@ -131,20 +131,24 @@ class Trainer:
         return loss
 
     def steps_per_second(self, min_time):
-        """Runs batches of steps (one synchronize per batch) for at least min_time; the median batch rate."""
-        synchronize(self.device)
-        n, rates, spent = 1, [], 0.0
-        while spent < min_time or len(rates) < 3:
-            start = time.perf_counter()
-            for _ in range(n):
-                self.step()
-            synchronize(self.device)
-            elapsed = time.perf_counter() - start
-            spent += elapsed
-            rates.append(n / elapsed)
-            if elapsed < 0.5:
-                n *= 2
-        return statistics.median(rates[1:] if len(rates) > 3 else rates)
+        return steps_per_second(self.step, self.device, min_time)
+
+
+def steps_per_second(step, device, min_time):
+    """Runs batches of step() calls (one synchronize per batch) for at least min_time; the median batch rate."""
+    synchronize(device)
+    n, rates, spent = 1, [], 0.0
+    while spent < min_time or len(rates) < 3:
+        start = time.perf_counter()
+        for _ in range(n):
+            step()
+        synchronize(device)
+        elapsed = time.perf_counter() - start
+        spent += elapsed
+        rates.append(n / elapsed)
+        if elapsed < 0.5:
+            n *= 2
+    return statistics.median(rates[1:] if len(rates) > 3 else rates)
 
 
 def model_case(name, autocast_dtype):

@@ -414,16 +414,8 @@ mluError_t mluGraphLaunchWithArguments(mluGraph_t graph, mluQueue_t queue, const
     std::string first_failure;
     for (TaskSlot& slot : body->tasks) {
       TaskContext task(context.device());
-      try {
-        slot.run(slot.storage, task);
-      } catch (const std::exception& e) {
-        task.fail(e.what());
-      } catch (...) {
-        task.fail("unknown exception");
-      }
-      if (task.failed() && first_failure.empty()) {
-        first_failure = std::string(slot.name != nullptr ? slot.name : "unnamed task") + ": " + task.message();
-      }
+      run_task(slot, task);
+      if (task.failed() && first_failure.empty()) first_failure = std::string(task_name(slot)) + ": " + task.message();
     }
     if (!first_failure.empty()) context.fail(std::move(first_failure));
   });
@@ -459,7 +451,7 @@ mluError_t mluGraphDebugDotPrint(mluGraph_t graph, const char* path) {
       << " tasks, replayed in order\";\n";
   size_t i = 0;
   for (const TaskSlot& slot : body->tasks) {
-    std::string name = slot.name != nullptr ? slot.name : "unnamed task";
+    std::string name = task_name(slot);
     std::replace(name.begin(), name.end(), '"', '\'');
     out << "  t" << i << " [shape=box, label=\"" << i << ": " << name << "\"];\n";
     if (i > 0) out << "  t" << i - 1 << " -> t" << i << ";\n";

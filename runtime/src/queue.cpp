@@ -97,15 +97,9 @@ void mluQueue_st::run_worker() {
     for (; done < available; ++done) {
       mlu::detail::TaskSlot& slot = ring[done % kCapacity];
       mlu::TaskContext context(device);
-      try {
-        slot.run(slot.storage, context);
-      } catch (const std::exception& e) {
-        context.fail(e.what());
-      } catch (...) {
-        context.fail("unknown exception");
-      }
+      mlu::detail::run_task(slot, context);
       slot.destroy(slot.storage);
-      if (context.failed()) store_error(done + 1, slot.name != nullptr ? slot.name : "unnamed task", context.message());
+      if (context.failed()) store_error(done + 1, mlu::detail::task_name(slot), context.message());
       finished.store(done + 1);
       if (done + 1 >= wake_at.load()) {
         {

@@ -122,6 +122,19 @@ bool is_registered_queue(const void* queue);
 mluQueue_st* resolve_queue(mluQueue_t queue, mluError_t* status);
 uint64_t commit_slot_seq(mluQueue_t queue);
 
+// Runs a task, turning an exception it throws into its failure.
+inline void run_task(TaskSlot& slot, TaskContext& context) {
+  try {
+    slot.run(slot.storage, context);
+  } catch (const std::exception& e) {
+    context.fail(e.what());
+  } catch (...) {
+    context.fail("unknown exception");
+  }
+}
+
+inline const char* task_name(const TaskSlot& slot) { return slot.name != nullptr ? slot.name : "unnamed task"; }
+
 // Like mluLaunchTask, also returning the task's sequence number.
 template <class F>
 mluError_t launch_task(mluQueue_t queue, const char* name, F&& fn, uint64_t* seq) {
