@@ -296,6 +296,19 @@ def test_tensor_on_another_device_is_refused():
     _refused(lambda x: other * 2, r"device 1")
 
 
+def test_collective_is_refused():
+    import torch.distributed as dist
+
+    dist.init_process_group("cncl", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        _refused(lambda x: dist.all_reduce(x), r"cncl collective")
+        y = torch.ones(3, device="mlu")
+        dist.all_reduce(y)  # the group still works outside the capture
+        assert y.cpu().tolist() == [1.0, 1.0, 1.0]
+    finally:
+        dist.destroy_process_group()
+
+
 def test_empty_cache_is_refused():
     _refused(lambda x: torch.mlu.empty_cache(), r"empty_cache")
 

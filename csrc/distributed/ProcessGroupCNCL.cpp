@@ -17,6 +17,7 @@
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
 #include "csrc/distributed/CNCLConfig.h"
+#include "csrc/graphs/MLUGraph.h"
 
 namespace torch_mlu::distributed {
 namespace {
@@ -247,6 +248,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
                                                         c10d::OpType op_type, const char* name, c10::Device device,
                                                         std::vector<at::Tensor> inputs,
                                                         std::vector<at::Tensor> outputs, int stream_key) {
+  // A collective runs once, with its peers, when launched: it cannot be recorded and replayed.
+  refuse_in_capture(device.index(), std::string("the cncl collective ") + name);
   const MLUStream current = getCurrentMLUStream(device.index());
   const MLUStream comm = comm_stream(stream_key, device.index());
   // See Note [Skipping a redundant stream wait] in WorkCNCL.h. Not for external
