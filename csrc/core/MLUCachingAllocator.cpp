@@ -191,9 +191,7 @@ class DeviceCachingAllocator {
     std::shared_ptr<c10::GatheredContext> context = gather_if(h, RecordContext::STATE);
     std::unique_lock<std::mutex> lock(mu_);
     const bool capturing = !captures_underway_.empty();
-    if (capturing) {
-      // Note [Graph pools]: no event queries while capturing.
-    } else {
+    if (!capturing) {  // Note [Graph pools]: no event queries while capturing
       free_deferred(h);
       process_events(h);
     }

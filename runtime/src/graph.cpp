@@ -143,6 +143,7 @@ mluError_t check_capturing_thread(const mluQueue_st* q) {
 }
 
 mluError_t refuse_if_capturing(mluQueue_st* q, const char* what) {
+  if (active_captures.load(std::memory_order_acquire) == 0) return mluSuccess;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   if (!q->capture) return mluSuccess;
@@ -185,6 +186,7 @@ mluError_t refuse_unsafe_call(const char* what) {
 }
 
 bool capture_event_record(mluQueue_st* q, CapturedRecord* record) {
+  if (active_captures.load(std::memory_order_acquire) == 0) return false;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   if (!q->capture) return false;
@@ -231,6 +233,7 @@ mluError_t capture_wait(mluQueue_st* q, const std::shared_ptr<Capture>& capture,
 }
 
 bool is_capturing(mluQueue_st* q) {
+  if (active_captures.load(std::memory_order_acquire) == 0) return false;
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mu);
   return q->capture != nullptr;
@@ -348,11 +351,13 @@ mluError_t mluQueueGetCaptureInfo(mluQueue_t queue, mluQueueCaptureStatus* statu
   mluError_t status;
   mluQueue_st* q = resolve_queue(queue, &status);
   if (q == nullptr) return status;
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mu);
   mluQueueCaptureStatus s = mluQueueCaptureStatusNone;
   uint64_t capture_id = 0;
-  if (q->capture) {
+  Registry& r = registry();
+  // No capture anywhere (the common case: random ops and the allocator ask on every call): no lock.
+  std::unique_lock<std::mutex> lock(r.mu, std::defer_lock);
+  if (active_captures.load(std::memory_order_acquire) != 0) lock.lock();
+  if (lock.owns_lock() && q->capture) {
     std::lock_guard<std::mutex> capture_lock(q->capture->mu);
     s = q->capture->invalid.empty() ? mluQueueCaptureStatusActive : mluQueueCaptureStatusInvalidated;
     capture_id = q->capture->id;
