@@ -8,7 +8,11 @@ training step issue (linear forward/backward as mm with transposed operands, mv)
 Timing as in bench_ops.py: one warm-up call per device, then batches of k calls (mlu batches end
 with torch.mlu.synchronize()), the median batch per device; --repeat R runs the list R times and
 reports the median of the passes. The devices are timed one after the other. GFLOP/s = 2 m n k
-(times the batch) / time. ratio = cpu time / mlu time (above 1: mlu faster).
+(times the batch) / time. ratio = cpu time / mlu time (above 1: mlu faster), mlu with the library its
+products use by default on this host (Note [Which library on which host] in
+kernels/src/gemm/gemm_vendor.cpp). Where the build links oneMKL, each case runs on mlu with both our own
+kernel (`own us`) and oneMKL (`mkl us`), so the table is the side-by-side comparison the library choice
+rests on: own/mkl = own time / mkl time (above 1: MKL faster).
 
 The machine's peak comes from build/kernels/mlu_gemm_peak (kernels/tools/gemm_peak.cpp): the
 float32 micro-kernel on panels resident in L1 (the FMA units' rate), and where the CPU has AMX a
@@ -57,6 +61,22 @@ CASES["linear_wgrad_1024x2048x256"] = shaped(lambda g, x: torch.mm(g.t(), x), [(
                                              2 * 2048 * 1024 * 256)
 CASES["attn_scores_bmm_32x256x64x256"] = shaped(lambda q, k: torch.bmm(q, k.transpose(1, 2)),
                                                 [(32, 256, 64), (32, 256, 64)], 2 * 32 * 256 * 64 * 256)
+# The BERT-style encoder of bench_models.py (batch 64 x 32 tokens, width 384, feed-forward 1536), the MLP's
+# skinny batch (128 rows; weight gradient of depth 128), a deep K, and the GPT's products in bfloat16.
+for _dt, _tag in ((torch.float32, "f32"), (torch.bfloat16, "bf16")):
+    CASES[f"bert_qkv_{_tag}_2048x384x1152"] = shaped(lambda x, w: torch.nn.functional.linear(x, w),
+                                                     [(2048, 384), (1152, 384)], 2 * 2048 * 384 * 1152, _dt)
+    CASES[f"bert_down_{_tag}_2048x1536x384"] = shaped(lambda x, w: torch.nn.functional.linear(x, w),
+                                                      [(2048, 1536), (384, 1536)], 2 * 2048 * 1536 * 384, _dt)
+    CASES[f"mlp_fwd_{_tag}_128x1024x2048"] = shaped(lambda x, w: torch.nn.functional.linear(x, w),
+                                                    [(128, 1024), (2048, 1024)], 2 * 128 * 1024 * 2048, _dt)
+    CASES[f"mlp_wgrad_{_tag}_2048x128x1024"] = shaped(lambda g, x: torch.mm(g.t(), x), [(128, 2048), (128, 1024)],
+                                                      2 * 2048 * 128 * 1024, _dt)
+    CASES[f"deep_k_{_tag}_256x4096x256"] = shaped(torch.mm, [(256, 4096), (4096, 256)], 2 * 256 * 4096 * 256, _dt)
+CASES["linear_fwd_bf16_2048x256x1024"] = shaped(lambda x, w: torch.nn.functional.linear(x, w),
+                                                [(2048, 256), (1024, 256)], 2 * 2048 * 256 * 1024, torch.bfloat16)
+CASES["linear_wgrad_bf16_1024x2048x256"] = shaped(lambda g, x: torch.mm(g.t(), x), [(2048, 1024), (2048, 256)],
+                                                  2 * 2048 * 1024 * 256, torch.bfloat16)
 CASES["mv_f32_4096x4096"] = shaped(torch.mv, [(4096, 4096), (4096,)], 2 * 4096 * 4096)
 
 
@@ -89,8 +109,21 @@ def run_case(name, build, min_time):
     torch.mlu.synchronize()
     fallback = torch_mlu.fallback_report()
     mlu = measure(fn, margs, torch.mlu.synchronize, min_time)
-    return {"case": name, "cpu_us": cpu * 1e6, "mlu_us": mlu * 1e6, "ratio": cpu / mlu,
-            "cpu_gflops": flops / cpu / 1e9, "mlu_gflops": flops / mlu / 1e9, "native": not fallback}
+    result = {"case": name, "cpu_us": cpu * 1e6, "mlu_us": mlu * 1e6, "ratio": cpu / mlu,
+              "cpu_gflops": flops / cpu / 1e9, "mlu_gflops": flops / mlu / 1e9, "native": not fallback}
+    config = torch_mlu._C._kernel_config()
+    if config["mkl_linked"]:
+        default = config["gemm_library"]
+        other = "own" if default == "mkl" else "mkl"
+        torch_mlu._C._set_gemm_library(other)
+        try:
+            alt = measure(fn, margs, torch.mlu.synchronize, min_time)
+        finally:
+            torch_mlu._C._set_gemm_library(default)
+        times = {default: mlu, other: alt}
+        result["own_us"], result["mkl_us"] = times["own"] * 1e6, times["mkl"] * 1e6
+        result["own_over_mkl"] = times["own"] / times["mkl"]
+    return result
 
 
 def machine_peak():
@@ -124,8 +157,9 @@ def main():
     for i, name in enumerate(names):
         runs = [p[i] for p in passes]
         case = dict(runs[0])
-        for key in ("cpu_us", "mlu_us", "ratio", "cpu_gflops", "mlu_gflops"):
-            case[key] = round(statistics.median(r[key] for r in runs), 4)
+        for key in ("cpu_us", "mlu_us", "ratio", "cpu_gflops", "mlu_gflops", "own_us", "mkl_us", "own_over_mkl"):
+            if key in case:
+                case[key] = round(statistics.median(r[key] for r in runs), 4)
         case["pass_ratios"] = [round(r["ratio"], 3) for r in runs]
         share = percent_of_peak(case, peak)
         case["mlu_percent_of_peak"] = None if share is None else round(share, 1)
@@ -133,15 +167,18 @@ def main():
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
-                   "threads": torch.get_num_threads(), "repeat": args.repeat, "peak": peak, "cases": results}, f,
-                  indent=1)
+                   "kernels": dict(torch_mlu._C._kernel_config()), "threads": torch.get_num_threads(),
+                   "repeat": args.repeat, "peak": peak, "cases": results}, f, indent=1)
     if peak:
         print("peak (GFLOP/s, mlu_gemm_peak): " + ", ".join(f"{k} {v}" for k, v in peak.items()))
-    print(f"{'case':34s} {'cpu us':>11s} {'mlu us':>11s} {'cpu GF/s':>9s} {'mlu GF/s':>9s} {'% peak':>7s} {'ratio':>6s}")
+    print(f"mlu products: {torch_mlu._C._kernel_config()['gemm_library']}")
+    print(f"{'case':34s} {'cpu us':>11s} {'mlu us':>11s} {'cpu GF/s':>9s} {'mlu GF/s':>9s} {'% peak':>7s} {'ratio':>6s}"
+          f" {'own us':>11s} {'mkl us':>11s} {'own/mkl':>7s}")
     for c in results:
         share = "" if c["mlu_percent_of_peak"] is None else f"{c['mlu_percent_of_peak']:.0f}%"
+        own = f" {c['own_us']:11.1f} {c['mkl_us']:11.1f} {c['own_over_mkl']:7.2f}" if "own_us" in c else ""
         print(f"{c['case']:34s} {c['cpu_us']:11.1f} {c['mlu_us']:11.1f} {c['cpu_gflops']:9.1f} "
-              f"{c['mlu_gflops']:9.1f} {share:>7s} {c['ratio']:6.2f}{'' if c['native'] else '  (fallback)'}")
+              f"{c['mlu_gflops']:9.1f} {share:>7s} {c['ratio']:6.2f}{own}{'' if c['native'] else '  (fallback)'}")
     print(f"(ratio = cpu time / mlu time; medians of batches, median of {args.repeat} pass(es); written to {args.out})")
 
 

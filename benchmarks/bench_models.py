@@ -9,6 +9,10 @@ Models (training steps per second: forward, loss, backward, optimizer step, grad
 - gpt: the GPT-mini of examples/gpt.py (4 layers, width 256, 4 heads, sequence 256, batch 8, 256-symbol
   vocabulary), AdamW;
 each in float32 and with bfloat16 autocast; optimizers with PyTorch's defaults (foreach on both devices).
+Plus inference (forward passes per second under torch.inference_mode):
+- bert: a BERT-style sentence encoder, the shape of all-MiniLM-L6-v2 (6 post-norm layers, width 384, 12 heads,
+  feed-forward 1536, GELU; 30522-symbol vocabulary, learned positions), batch 64 of 32 tokens with padding
+  masks of random lengths, mean-pooled over the unmasked tokens.
 The steps of a measurement are queued back to back and the device synchronized once at the end, as a training
 loop that reads the loss back every few steps would. Plus the eager per-op host cost: `torch.add` of two
 16-element tensors in a loop (microseconds per op; on mlu including the final synchronize).
@@ -85,6 +89,46 @@ class Classifier(nn.Module):
 
     def forward(self, x, y):
         return F.cross_entropy(self.net(x), y)
+
+
+class BertLayer(nn.Module):
+    """One post-norm encoder layer as Hugging Face's BertLayer computes it (SDPA attention)."""
+
+    def __init__(self, width, heads, ffn):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(width, 3 * width)
+        self.out = nn.Linear(width, width)
+        self.norm1 = nn.LayerNorm(width, eps=1e-12)
+        self.up = nn.Linear(width, ffn)
+        self.down = nn.Linear(ffn, width)
+        self.norm2 = nn.LayerNorm(width, eps=1e-12)
+
+    def forward(self, x, mask):
+        b, t, w = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, w // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(b, t, w)
+        x = self.norm1(x + self.out(a))
+        return self.norm2(x + self.down(F.gelu(self.up(x))))
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, vocab=30522, width=384, layers=6, heads=12, ffn=1536, max_len=512):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(max_len, width)
+        self.norm = nn.LayerNorm(width, eps=1e-12)
+        self.layers = nn.ModuleList(BertLayer(width, heads, ffn) for _ in range(layers))
+
+    def forward(self, ids, lengths):
+        t = ids.shape[1]
+        keep = torch.arange(t, device=ids.device)[None, :] < lengths[:, None]  # [b, t]
+        x = self.norm(self.tokens(ids) + self.positions(torch.arange(t, device=ids.device)))
+        mask = keep[:, None, None, :]
+        for layer in self.layers:
+            x = layer(x, mask)
+        keep = keep[..., None].to(x.dtype)
+        return (x * keep).sum(1) / keep.sum(1)
 
 
 def mlp_model():
@@ -166,6 +210,30 @@ def model_case(name, autocast_dtype):
     return run
 
 
+def bert_inference_case(autocast_dtype):
+    def run(min_time):
+        torch.manual_seed(0)
+        model = BertEncoder().eval()
+        ids = torch.randint(0, 30522, (64, 32))
+        lengths = torch.randint(8, 33, (64,))
+        rates, outputs = {}, {}
+        for device in ("cpu", "mlu"):
+            m = copy.deepcopy(model).to(device)
+            batch = (ids.to(device), lengths.to(device))
+
+            def step():
+                with torch.inference_mode(), torch.autocast(device, dtype=autocast_dtype or torch.float32,
+                                                            enabled=autocast_dtype is not None):
+                    return m(*batch)
+            outputs[device] = step().float().cpu()  # warm-up
+            step()
+            rates[device] = steps_per_second(step, device, min_time)
+        drift = (outputs["mlu"] - outputs["cpu"]).abs().max().item()
+        return {"cpu": rates["cpu"], "mlu": rates["mlu"], "ratio": rates["mlu"] / rates["cpu"],
+                "unit": "batches/s", "max_abs_diff": drift}
+    return run
+
+
 def tiny_op_case(min_time):
     us = {}
     for device in ("cpu", "mlu"):
@@ -190,6 +258,8 @@ CASES = {}
 for _name in MODELS:
     CASES[f"{_name}_fp32"] = model_case(_name, None)
     CASES[f"{_name}_bf16"] = model_case(_name, torch.bfloat16)
+CASES["bert_infer_fp32"] = bert_inference_case(None)
+CASES["bert_infer_bf16"] = bert_inference_case(torch.bfloat16)
 CASES["tiny_add_host_cost"] = tiny_op_case
 
 

@@ -41,12 +41,16 @@ def test_each_kernel_call_names_its_path(python):
     assert float(lines[0][7]) >= 0
     assert paths(lines, "softmax") == ["rows", "columns"]
     gemm = [fields for fields in lines if fields[2] == "gemm"]
-    assert [f[4] for f in gemm[:2]] == ["blocked", "gemv"]
+    # Note [Vendor BLAS]: products run on oneMKL on Intel hosts where the build links it, else on our kernel.
+    mkl = config["gemm_library"] == "mkl"
+    assert config["gemm_library"] in (("mkl", "own") if config["mkl_linked"] else ("own",))
+    assert [f[4] for f in gemm[:2]] == ["mkl" if mkl else "blocked", "gemv"]
     assert gemm[0][5:7] == ["Float32", "m96 n96 k96 batch1"]
     bf16 = gemm[2]
     assert bf16[5] == "BFloat16"
-    # Note [AMX tiles]: bfloat16 products use the tiles wherever the CPU and the OS allow it.
-    assert bf16[4] == ("amx" if config["amx_usable"] and config["active_isa"].startswith("avx512") else "blocked_workspace")
+    # Note [AMX tiles]: without MKL, bfloat16 products use the tiles wherever the CPU and the OS allow it.
+    amx = config["amx_usable"] and config["active_isa"].startswith("avx512")
+    assert bf16[4] == ("mkl_workspace" if mkl else "amx" if amx else "blocked_workspace")
     # The glue picks the layout per problem (csrc/aten/ops/ConvolutionOps.cpp); channels-last input runs nhwc.
     conv = paths(lines, "conv_forward")
     assert len(conv) == 2 and set(conv) <= {"nchw", "nhwc"} and conv[1] == "nhwc", conv

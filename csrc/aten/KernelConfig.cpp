@@ -1,5 +1,7 @@
 #include "csrc/aten/KernelConfig.h"
 
+#include <c10/util/Exception.h>
+#include <mlu_kernels/gemm.h>
 #include <mlu_kernels/isa.h>
 #include <mlu_kernels/parallel.h>
 #include <mlu_runtime/device.h>
@@ -22,7 +24,17 @@ const bool g_compute_threads_configured = [] {
 
 KernelConfig kernel_config() {
   namespace k = mlu::kernels;
-  return {k::isa_name(k::detected_isa()), k::isa_name(k::active_isa()), k::amx_usable(), k::num_threads()};
+  return {k::isa_name(k::detected_isa()), k::isa_name(k::active_isa()), k::amx_usable(), k::num_threads(),
+          k::gemm_library_name(k::gemm_library()), k::gemm_library_available(k::GemmLibrary::Mkl)};
+}
+
+void set_gemm_library(const std::string& name) {
+  namespace k = mlu::kernels;
+  TORCH_CHECK(name == "own" || name == "mkl", "set_gemm_library: expected 'own' or 'mkl', got '", name, "'");
+  const k::GemmLibrary library = name == "mkl" ? k::GemmLibrary::Mkl : k::GemmLibrary::Own;
+  TORCH_CHECK(k::gemm_library_available(library),
+              "set_gemm_library: this build of torch_mlu was made without oneMKL (pip package mkl-include)");
+  k::set_gemm_library(library);
 }
 
 }  // namespace torch_mlu

@@ -1,6 +1,7 @@
 // How the kernel library runs in this process: its compute threads (sized
 // from the devices' core count when libtorch_mlu loads) and the instruction
-// set it picked. Read by torch_mlu.utils.collect_env for bug reports.
+// set and GEMM library it picked. Read by torch_mlu.utils.collect_env for bug
+// reports; set_gemm_library lets benchmarks compare the libraries side by side.
 #pragma once
 
 #include <string>
@@ -12,8 +13,14 @@ struct KernelConfig {
   std::string active_isa;    // what the kernels use (MLU_KERNELS_ISA may cap it)
   bool amx_usable;           // BFloat16 GEMMs may use AMX tiles
   int threads;               // compute threads per kernel call
+  std::string gemm_library;  // "mkl" or "own" (Note [Vendor BLAS] in kernels/src/gemm/gemm_vendor.h)
+  bool mkl_linked;           // whether this build can call oneMKL
 };
 
 KernelConfig kernel_config();
+
+// Picks the library floating-point products run on: "own" or "mkl" (an
+// error for "mkl" in a build without it). Not while products run.
+void set_gemm_library(const std::string& name);
 
 }  // namespace torch_mlu

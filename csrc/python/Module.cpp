@@ -58,6 +58,8 @@ py::dict kernel_config_dict() {
   d["active_isa"] = config.active_isa;
   d["amx_usable"] = config.amx_usable;
   d["threads"] = config.threads;
+  d["gemm_library"] = config.gemm_library;
+  d["mkl_linked"] = config.mkl_linked;
   return d;
 }
 
@@ -143,4 +145,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("_fallback_report", &fallback_report);
   m.def("_reset_fallback_report", &reset_fallback_counts);
   m.def("_kernel_config", &kernel_config_dict);
+  m.def("_set_gemm_library", [](const std::string& name) { MLU_BINDING(set_gemm_library(name);); });
 }

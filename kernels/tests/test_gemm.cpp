@@ -55,15 +55,32 @@ Stored random_matrix(Rng& rng, ScalarType type, int64_t rows, int64_t cols, int6
   return s;
 }
 
-class GemmTest : public ::testing::TestWithParam<Isa> {
+// Our kernel on each ISA, and the vendor library (Note [Vendor BLAS]) where
+// this build links one.
+// (The library runs with the detected ISA: MKL picks its own code path.)
+struct GemmConfig {
+  Isa isa;
+  GemmLibrary library;
+};
+
+class GemmTest : public ::testing::TestWithParam<GemmConfig> {
  protected:
   void SetUp() override {
-    if (GetParam() > detected_isa()) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam());
+    GemmConfig config = GetParam();
+    if (config.library == GemmLibrary::Mkl) config.isa = detected_isa();
+    if (config.isa > detected_isa()) GTEST_SKIP() << "CPU lacks " << isa_name(config.isa);
+    if (!gemm_library_available(config.library)) GTEST_SKIP() << "built without " << gemm_library_name(config.library);
     saved_ = active_isa();
-    set_isa(GetParam());
+    saved_library_ = gemm_library();
+    set_isa(config.isa);
+    set_gemm_library(config.library);
   }
-  void TearDown() override { set_isa(saved_); }
+  void TearDown() override {
+    set_isa(saved_);
+    set_gemm_library(saved_library_);
+  }
   Isa saved_ = Isa::Baseline;
+  GemmLibrary saved_library_ = GemmLibrary::Own;
 };
 
 // |C - ref| <= (k + 2) * eps(compute) * sum |alpha a b| + |beta c| terms,
@@ -219,10 +236,13 @@ TEST_P(GemmTest, UnpackedSmallProducts) {
 // place, other A is packed; depths over one 512-deep slice; beta and alpha.
 TEST_P(GemmTest, BFloat16TilePanels) {
   Rng rng(8);
-  const int64_t shapes[][3] = {{64, 48, 64}, {96, 100, 544}, {32, 32, 1056}, {70, 40, 96}, {64, 33, 40}};
+  // Also an odd depth (Note [BFloat16 dot products] pads the last pair) and
+  // a transposed B (a linear layer's weight: pairs adjacent in memory).
+  const int64_t shapes[][3] = {{64, 48, 64}, {96, 100, 544}, {32, 32, 1056}, {70, 40, 96}, {64, 33, 40}, {50, 70, 333}};
   for (const auto& s : shapes) {
     for (bool transposed_a : {false, true}) {
       for (double beta : {0.0, 0.5}) {
+        const bool transposed_b = beta != 0;
         GemmArgs args{};
         args.dtype = ScalarType::BFloat16;
         args.m = s[0];
@@ -232,7 +252,8 @@ TEST_P(GemmTest, BFloat16TilePanels) {
         args.beta = beta;
         const int64_t lda = transposed_a ? args.m : args.k;
         Stored a{Buffer(args.dtype, args.m * args.k), {nullptr, transposed_a ? 1 : lda, transposed_a ? lda : 1}, 0};
-        Stored b{Buffer(args.dtype, args.k * args.n), {nullptr, args.n, 1}, 0};
+        Stored b{Buffer(args.dtype, args.k * args.n),
+                 {nullptr, transposed_b ? 1 : args.n, transposed_b ? args.k : 1}, 0};
         Stored c{Buffer(args.dtype, args.m * args.n), {nullptr, args.n, 1}, 0};
         for (Stored* st : {&a, &b, &c}) {
           fill_normal(st->buffer, rng);
@@ -243,7 +264,7 @@ TEST_P(GemmTest, BFloat16TilePanels) {
         args.c = c.view;
         ASSERT_TRUE(gemm_matches_reference(args, a, b, c))
             << "m " << args.m << " n " << args.n << " k " << args.k << " transposed A " << transposed_a << " beta "
-            << beta;
+            << beta << " transposed B " << transposed_b;
       }
     }
   }
@@ -286,8 +307,16 @@ TEST_P(GemmTest, FloatResultsOfHalfOperands) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, GemmTest, ::testing::Values(Isa::Baseline, Isa::Avx2, Isa::Avx512),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(AllIsas, GemmTest,
+                         ::testing::Values(GemmConfig{Isa::Baseline, GemmLibrary::Own},
+                                           GemmConfig{Isa::Avx2, GemmLibrary::Own},
+                                           GemmConfig{Isa::Avx512, GemmLibrary::Own},
+                                           GemmConfig{Isa::Avx512Bf16, GemmLibrary::Own},
+                                           GemmConfig{Isa::Baseline, GemmLibrary::Mkl}),
+                         [](const auto& info) {
+                           return info.param.library == GemmLibrary::Own ? std::string(isa_name(info.param.isa))
+                                                                         : std::string("mkl");
+                         });
 
 // BLAS's rules: beta == 0 does not read C, alpha == 0 does not read A and B.
 TEST(Gemm, ZeroScalarsDoNotReadOperands) {

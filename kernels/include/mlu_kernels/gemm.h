@@ -48,6 +48,21 @@ bool gemm_supports(ScalarType dtype);
 
 void gemm(const GemmArgs& args);
 
+// The library floating-point products run on (Note [Vendor BLAS] in
+// src/gemm/gemm_vendor.h): by default Mkl on Intel CPUs where this build
+// links oneMKL (its sequential layer, on our threads), else Own, our
+// BLIS-shaped kernel (Note [Which library on which host]).
+// MLU_KERNELS_GEMM=own|mkl overrides that at first use; set_gemm_library changes it
+// (lowered to Own where MKL is not linked). Not meant to be called while
+// products run on other threads. Own is always used for integer types and
+// for what MKL cannot express (operands without a unit stride, sizes past
+// 32-bit).
+enum class GemmLibrary : int { Own = 0, Mkl = 1 };
+bool gemm_library_available(GemmLibrary library);
+GemmLibrary gemm_library();
+void set_gemm_library(GemmLibrary library);
+const char* gemm_library_name(GemmLibrary library);
+
 // The scalar reference: each element a long double dot product, then
 // alpha/beta in double, rounded once.
 void gemm_ref(const GemmArgs& args);

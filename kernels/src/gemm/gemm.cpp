@@ -15,7 +15,9 @@
 #include "../dispatch.h"
 #include "../scratch.h"
 #include "gemm_amx.h"
+#include "gemm_dpbf16.h"
 #include "gemm_integer.h"
+#include "gemm_vendor.h"
 #include "microkernel.h"
 #include "mlu_kernels/copy.h"
 #include "mlu_kernels/isa.h"
@@ -206,6 +208,22 @@ void c_to_workspace(ScalarType type, int64_t m, int64_t n, const MatrixView& c, 
   });
 }
 
+// C (of c_type, e.g. BFloat16) = w, a row-major float workspace with row
+// stride ldw, rounded once by the per-ISA converting copy.
+void round_into_c(ScalarType c_type, int64_t m, int64_t n, const MatrixView& c, char* c_base, const float* w,
+                  int64_t ldw) {
+  Shape shape;
+  shape.ndim = 2;
+  shape.sizes[0] = m;
+  shape.sizes[1] = n;
+  Strides c_strides{}, w_strides{};
+  c_strides.v[0] = c.row_stride;
+  c_strides.v[1] = c.col_stride;
+  w_strides.v[0] = ldw;
+  w_strides.v[1] = 1;
+  copy(c_base, c_type, c_strides, w, ScalarType::Float32, w_strides, shape);
+}
+
 // C with one column (or one row): a matrix-vector product, no packing. The
 // row case is the column case of C^T = B^T A^T.
 template <class T>
@@ -268,6 +286,21 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
     std::swap(c.row_stride, c.col_stride);
   }
   if (in_compute_type && c.col_stride == 1) {
+    if (detail::vendor_gemm(args.dtype, m, n, args.k, args.alpha, args.beta, a.data, a.rs, a.cs, b.data, b.rs, b.cs,
+                            c_base, c.row_stride, serial)) {
+      return "mkl";
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      // Float results of BFloat16 operands (args.float_c) with alpha 1 and
+      // beta 0 or 1 accumulate in place (Note [BFloat16 dot products]).
+      if (args.dtype == ScalarType::BFloat16 && active_isa() >= Isa::Avx512Bf16 && !detail::amx_bf16_usable() &&
+          alpha == T(1) && (beta == T(0) || beta == T(1))) {
+        detail::gemm_dpbf16_accumulate(m, n, args.k, reinterpret_cast<const BFloat16*>(a.data), a.rs, a.cs,
+                                       reinterpret_cast<const BFloat16*>(b.data), b.rs, b.cs,
+                                       reinterpret_cast<T*>(c_base), c.row_stride, beta == T(1), serial);
+        return "dpbf16";
+      }
+    }
     gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, reinterpret_cast<T*>(c_base), c.row_stride,
                     serial);
     return "blocked";
@@ -275,31 +308,39 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   // C in another dtype (rounded once, at the end) or with no unit stride.
   thread_local std::vector<T> c_buffer;
   if constexpr (std::is_same_v<T, float>) {
-    if (args.dtype == ScalarType::BFloat16 && active_isa() >= Isa::Avx512 && detail::amx_bf16_usable()) {
-      // Note [AMX tiles]: w = (beta / alpha) C, w += A B on tiles, C = alpha w.
-      // w is padded to whole 32 x 32 blocks, which the tiles load and store.
-      const int64_t ldw = (n + detail::kAmxBlock - 1) / detail::kAmxBlock * detail::kAmxBlock;
-      const int64_t rows = (m + detail::kAmxBlock - 1) / detail::kAmxBlock * detail::kAmxBlock;
+    if (c_type != ScalarType::Float32 && gemm_library() == GemmLibrary::Mkl) {
+      T* w = detail::grow(c_buffer, m * n);
+      if (beta != T(0)) c_to_workspace<T>(c_type, m, n, c, c_base, w, n, T(1), true);
+      if (detail::vendor_gemm(args.dtype, m, n, args.k, args.alpha, args.beta, a.data, a.rs, a.cs, b.data, b.rs,
+                              b.cs, w, n, serial)) {
+        round_into_c(c_type, m, n, c, c_base, w, n);
+        return "mkl_workspace";
+      }
+    }
+    const bool amx = args.dtype == ScalarType::BFloat16 && active_isa() >= Isa::Avx512 && detail::amx_bf16_usable();
+    const bool dot = args.dtype == ScalarType::BFloat16 && !amx && active_isa() >= Isa::Avx512Bf16;
+    if (amx || dot) {
+      // Note [AMX tiles], Note [BFloat16 dot products]: w = (beta / alpha) C,
+      // w += A B, C = alpha w. For the tiles, w is padded to whole 32 x 32
+      // blocks, which they load and store.
+      const int64_t block = amx ? detail::kAmxBlock : 1;
+      const int64_t ldw = (n + block - 1) / block * block, rows = (m + block - 1) / block * block;
       T* w = detail::grow(c_buffer, rows * ldw);
       if (beta != T(0)) c_to_workspace<T>(c_type, m, n, c, c_base, w, ldw, beta / alpha, true);
-      detail::gemm_amx_bf16_accumulate(m, n, args.k, reinterpret_cast<const BFloat16*>(a.data), a.rs, a.cs,
-                                       reinterpret_cast<const BFloat16*>(b.data), b.rs, b.cs, w, ldw, beta != T(0),
-                                       serial);
+      const auto* ad = reinterpret_cast<const BFloat16*>(a.data);
+      const auto* bd = reinterpret_cast<const BFloat16*>(b.data);
+      if (amx) {
+        detail::gemm_amx_bf16_accumulate(m, n, args.k, ad, a.rs, a.cs, bd, b.rs, b.cs, w, ldw, beta != T(0), serial);
+      } else {
+        detail::gemm_dpbf16_accumulate(m, n, args.k, ad, a.rs, a.cs, bd, b.rs, b.cs, w, ldw, beta != T(0), serial);
+      }
+      const char* path = amx ? "amx" : "dpbf16";
       if (alpha != T(1)) {
         c_to_workspace<T>(c_type, m, n, c, c_base, w, ldw, alpha, false);
-        return "amx";
+        return path;
       }
-      Shape shape;  // the rounding to BFloat16: the per-ISA converting copy
-      shape.ndim = 2;
-      shape.sizes[0] = m;
-      shape.sizes[1] = n;
-      Strides c_strides{}, w_strides{};
-      c_strides.v[0] = c.row_stride;
-      c_strides.v[1] = c.col_stride;
-      w_strides.v[0] = ldw;
-      w_strides.v[1] = 1;
-      copy(c_base, c_type, c_strides, w, ScalarType::Float32, w_strides, shape);
-      return "amx";
+      round_into_c(c_type, m, n, c, c_base, w, ldw);
+      return path;
     }
   }
   T* w = detail::grow(c_buffer, m * n);

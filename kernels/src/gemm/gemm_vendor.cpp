@@ -1,0 +1,196 @@
+#include "gemm_vendor.h"
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+#include "mlu_kernels/parallel.h"
+
+#if MLU_KERNELS_WITH_MKL
+#include <mkl_cblas.h>
+#endif
+
+namespace mlu::kernels {
+namespace {
+
+bool intel_cpu() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  char vendor[13] = {};
+  std::memcpy(vendor, &ebx, 4);
+  std::memcpy(vendor + 4, &edx, 4);
+  std::memcpy(vendor + 8, &ecx, 4);
+  return std::strcmp(vendor, "GenuineIntel") == 0;
+#else
+  return false;
+#endif
+}
+
+// Note [Which library on which host]
+// MKL is tuned for Intel's cores and takes generic code paths elsewhere: on
+// an AMD host with AVX-512 (Zen 5) our kernel ran float32 products in
+// 0.35-0.6x of MKL's time and bfloat16 ones in 0.3-0.7x, while on Intel hosts
+// MKL (through stock PyTorch) ran float32 products 1.2-1.5x faster than our
+// kernel (docs/bench_gemm.md). So the default follows the CPU's vendor;
+// MLU_KERNELS_GEMM=own|mkl overrides it.
+GemmLibrary from_env() {
+  if (!detail::vendor_gemm_linked()) return GemmLibrary::Own;
+  const char* env = std::getenv("MLU_KERNELS_GEMM");
+  if (env != nullptr && std::strcmp(env, "own") == 0) return GemmLibrary::Own;
+  if (env != nullptr && std::strcmp(env, "mkl") == 0) return GemmLibrary::Mkl;
+  return intel_cpu() ? GemmLibrary::Mkl : GemmLibrary::Own;
+}
+
+std::atomic<int>& preference() {
+  static std::atomic<int> library{static_cast<int>(from_env())};
+  return library;
+}
+
+}  // namespace
+
+bool gemm_library_available(GemmLibrary library) {
+  return library == GemmLibrary::Own || detail::vendor_gemm_linked();
+}
+
+GemmLibrary gemm_library() { return static_cast<GemmLibrary>(preference().load(std::memory_order_relaxed)); }
+
+void set_gemm_library(GemmLibrary library) {
+  if (!gemm_library_available(library)) library = GemmLibrary::Own;
+  preference().store(static_cast<int>(library), std::memory_order_relaxed);
+}
+
+const char* gemm_library_name(GemmLibrary library) { return library == GemmLibrary::Mkl ? "mkl" : "own"; }
+
+namespace detail {
+
+#if MLU_KERNELS_WITH_MKL
+
+bool vendor_gemm_linked() { return true; }
+
+namespace {
+
+// One operand as CBLAS sees it: row-major storage, possibly transposed.
+struct BlasOperand {
+  bool ok = false;
+  CBLAS_TRANSPOSE trans = CblasNoTrans;
+  MKL_INT ld = 0;
+};
+
+// A rows x cols operand with element strides (rs, cs). A stride along a
+// dimension of size 1 is never used, so it may be anything.
+BlasOperand blas_operand(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  if (cols == 1) cs = 1;
+  if (rows == 1 && cs == 1) rs = cols;
+  BlasOperand op;
+  if (cs == 1 && rs >= std::max<int64_t>(cols, 1) && rs <= INT_MAX) {
+    op = {true, CblasNoTrans, static_cast<MKL_INT>(rs)};
+  } else if (rs == 1 && cs >= std::max<int64_t>(rows, 1) && cs <= INT_MAX) {
+    op = {true, CblasTrans, static_cast<MKL_INT>(cs)};
+  } else if (rows == 1 && rs == 1 && cs >= 1 && cs <= INT_MAX) {
+    op = {true, CblasTrans, static_cast<MKL_INT>(cs)};  // one row, a column of a column-major matrix
+  }
+  return op;
+}
+
+// How many blocks of rows and of columns to cut C into for `threads`
+// threads: the factorisation of threads whose smallest block side is
+// largest (square-ish blocks keep each thread's packed panels small).
+void split(int64_t m, int64_t n, int threads, int64_t& row_parts, int64_t& col_parts) {
+  row_parts = threads;
+  col_parts = 1;
+  int64_t best = -1;
+  for (int64_t r = 1; r <= threads; ++r) {
+    if (threads % r != 0) continue;
+    const int64_t c = threads / r;
+    const int64_t side = std::min(m / r, n / c);
+    if (side > best) {
+      best = side;
+      row_parts = r;
+      col_parts = c;
+    }
+  }
+}
+
+template <class C>
+void call_blas(ScalarType type, const BlasOperand& ao, const BlasOperand& bo, int64_t m, int64_t n, int64_t k,
+               double alpha, const void* a, const void* b, double beta, C* c, int64_t ldc) {
+  const auto mi = static_cast<MKL_INT>(m), ni = static_cast<MKL_INT>(n), ki = static_cast<MKL_INT>(k);
+  const auto lc = static_cast<MKL_INT>(ldc);
+  if constexpr (std::is_same_v<C, double>) {
+    cblas_dgemm(CblasRowMajor, ao.trans, bo.trans, mi, ni, ki, alpha, reinterpret_cast<const double*>(a), ao.ld,
+                reinterpret_cast<const double*>(b), bo.ld, beta, c, lc);
+  } else if (type == ScalarType::Float32) {
+    cblas_sgemm(CblasRowMajor, ao.trans, bo.trans, mi, ni, ki, static_cast<float>(alpha),
+                reinterpret_cast<const float*>(a), ao.ld, reinterpret_cast<const float*>(b), bo.ld,
+                static_cast<float>(beta), c, lc);
+  } else if (type == ScalarType::BFloat16) {
+    cblas_gemm_bf16bf16f32(CblasRowMajor, ao.trans, bo.trans, mi, ni, ki, static_cast<float>(alpha),
+                           reinterpret_cast<const MKL_BF16*>(a), ao.ld, reinterpret_cast<const MKL_BF16*>(b), bo.ld,
+                           static_cast<float>(beta), c, lc);
+  } else {
+    cblas_gemm_f16f16f32(CblasRowMajor, ao.trans, bo.trans, mi, ni, ki, static_cast<float>(alpha),
+                         reinterpret_cast<const MKL_F16*>(a), ao.ld, reinterpret_cast<const MKL_F16*>(b), bo.ld,
+                         static_cast<float>(beta), c, lc);
+  }
+}
+
+// Problems below this many multiply-adds run on one thread (as in gemm.cpp).
+constexpr int64_t kSerialMacs = int64_t{1} << 18;
+
+}  // namespace
+
+bool vendor_gemm(ScalarType type, int64_t m, int64_t n, int64_t k, double alpha, double beta, const void* a,
+                 int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, void* c, int64_t ldc,
+                 bool serial) {
+  if (gemm_library() != GemmLibrary::Mkl) return false;
+  if (m > INT_MAX || n > INT_MAX || k > INT_MAX || ldc > INT_MAX || k < 1) return false;
+  const BlasOperand ao = blas_operand(m, k, a_rs, a_cs), bo = blas_operand(k, n, b_rs, b_cs);
+  if (!ao.ok || !bo.ok || ldc < n) return false;
+  const int64_t es = static_cast<int64_t>(element_size(type));
+  const int threads = serial || in_parallel_region() || m * n * k < kSerialMacs ? 1 : num_threads();
+  int64_t row_parts = 1, col_parts = 1;
+  if (threads > 1) split(m, n, threads, row_parts, col_parts);
+  const auto run = [&](auto c_tag) {
+    using C = typename decltype(c_tag)::type;
+    C* cd = static_cast<C*>(c);
+    parallel_for(0, row_parts * col_parts, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t part = lo; part < hi; ++part) {
+        const int64_t r = part / col_parts, q = part % col_parts;
+        const int64_t i0 = r * m / row_parts, i1 = (r + 1) * m / row_parts;
+        const int64_t j0 = q * n / col_parts, j1 = (q + 1) * n / col_parts;
+        if (i1 == i0 || j1 == j0) continue;
+        const char* ap = static_cast<const char*>(a) + i0 * a_rs * es;
+        const char* bp = static_cast<const char*>(b) + j0 * b_cs * es;
+        call_blas(type, ao, bo, i1 - i0, j1 - j0, k, alpha, ap, bp, beta, cd + i0 * ldc + j0, ldc);
+      }
+    });
+  };
+  if (type == ScalarType::Float64) {
+    run(std::type_identity<double>{});
+  } else {
+    run(std::type_identity<float>{});
+  }
+  return true;
+}
+
+#else  // !MLU_KERNELS_WITH_MKL
+
+bool vendor_gemm_linked() { return false; }
+
+bool vendor_gemm(ScalarType, int64_t, int64_t, int64_t, double, double, const void*, int64_t, int64_t, const void*,
+                 int64_t, int64_t, void*, int64_t, bool) {
+  return false;
+}
+
+#endif
+
+}  // namespace detail
+}  // namespace mlu::kernels
