@@ -208,10 +208,12 @@ void c_to_workspace(ScalarType type, int64_t m, int64_t n, const MatrixView& c, 
   });
 }
 
-// C (of c_type, e.g. BFloat16) = w, a row-major float workspace with row
-// stride ldw, rounded once by the per-ISA converting copy.
-void round_into_c(ScalarType c_type, int64_t m, int64_t n, const MatrixView& c, char* c_base, const float* w,
-                  int64_t ldw) {
+// Moves C (of c_type, e.g. BFloat16, any strides) to or from w, a row-major
+// float workspace with row stride ldw, through the per-ISA converting copy
+// (C rounded once on the way out), scaling the workspace by `scale` (after
+// loading, before storing).
+void workspace_copy(ScalarType c_type, int64_t m, int64_t n, const MatrixView& c, char* c_base, float* w,
+                    int64_t ldw, float scale, bool load) {
   Shape shape;
   shape.ndim = 2;
   shape.sizes[0] = m;
@@ -221,7 +223,19 @@ void round_into_c(ScalarType c_type, int64_t m, int64_t n, const MatrixView& c, 
   c_strides.v[1] = c.col_stride;
   w_strides.v[0] = ldw;
   w_strides.v[1] = 1;
-  copy(c_base, c_type, c_strides, w, ScalarType::Float32, w_strides, shape);
+  const auto rescale = [&] {
+    if (scale == 1.0f) return;
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) w[i * ldw + j] *= scale;
+    }
+  };
+  if (load) {
+    copy(w, ScalarType::Float32, w_strides, c_base, c_type, c_strides, shape);
+    rescale();
+  } else {
+    rescale();
+    copy(c_base, c_type, c_strides, w, ScalarType::Float32, w_strides, shape);
+  }
 }
 
 // C with one column (or one row): a matrix-vector product, no packing. The
@@ -310,10 +324,10 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   if constexpr (std::is_same_v<T, float>) {
     if (c_type != ScalarType::Float32 && gemm_library() == GemmLibrary::Mkl) {
       T* w = detail::grow(c_buffer, m * n);
-      if (beta != T(0)) c_to_workspace<T>(c_type, m, n, c, c_base, w, n, T(1), true);
+      if (beta != T(0)) workspace_copy(c_type, m, n, c, c_base, w, n, 1.0f, true);
       if (detail::vendor_gemm(args.dtype, m, n, args.k, args.alpha, args.beta, a.data, a.rs, a.cs, b.data, b.rs,
                               b.cs, w, n, serial)) {
-        round_into_c(c_type, m, n, c, c_base, w, n);
+        workspace_copy(c_type, m, n, c, c_base, w, n, 1.0f, false);
         return "mkl_workspace";
       }
     }
@@ -326,7 +340,7 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
       const int64_t block = amx ? detail::kAmxBlock : 1;
       const int64_t ldw = (n + block - 1) / block * block, rows = (m + block - 1) / block * block;
       T* w = detail::grow(c_buffer, rows * ldw);
-      if (beta != T(0)) c_to_workspace<T>(c_type, m, n, c, c_base, w, ldw, beta / alpha, true);
+      if (beta != T(0)) workspace_copy(c_type, m, n, c, c_base, w, ldw, beta / alpha, true);
       const auto* ad = reinterpret_cast<const BFloat16*>(a.data);
       const auto* bd = reinterpret_cast<const BFloat16*>(b.data);
       if (amx) {
@@ -334,13 +348,8 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
       } else {
         detail::gemm_dpbf16_accumulate(m, n, args.k, ad, a.rs, a.cs, bd, b.rs, b.cs, w, ldw, beta != T(0), serial);
       }
-      const char* path = amx ? "amx" : "dpbf16";
-      if (alpha != T(1)) {
-        c_to_workspace<T>(c_type, m, n, c, c_base, w, ldw, alpha, false);
-        return path;
-      }
-      round_into_c(c_type, m, n, c, c_base, w, ldw);
-      return path;
+      workspace_copy(c_type, m, n, c, c_base, w, ldw, alpha, false);
+      return amx ? "amx" : "dpbf16";
     }
   }
   T* w = detail::grow(c_buffer, m * n);
