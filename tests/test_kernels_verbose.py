@@ -48,9 +48,11 @@ def test_each_kernel_call_names_its_path(python):
     assert gemm[0][5:7] == ["Float32", "m96 n96 k96 batch1"]
     bf16 = gemm[2]
     assert bf16[5] == "BFloat16"
-    # Note [AMX tiles]: without MKL, bfloat16 products use the tiles wherever the CPU and the OS allow it.
+    # Note [AMX tiles]: without MKL, bfloat16 products use the tiles wherever the CPU and the OS allow it,
+    # else AVX512-BF16 dot products where the CPU has them (Note [BFloat16 dot products]).
     amx = config["amx_usable"] and config["active_isa"].startswith("avx512")
-    assert bf16[4] == ("mkl_workspace" if mkl else "amx" if amx else "blocked_workspace")
+    dot = config["active_isa"] == "avx512bf16"
+    assert bf16[4] == ("mkl_workspace" if mkl else "amx" if amx else "dpbf16" if dot else "blocked_workspace")
     # The glue picks the layout per problem (csrc/aten/ops/ConvolutionOps.cpp); channels-last input runs nhwc.
     conv = paths(lines, "conv_forward")
     assert len(conv) == 2 and set(conv) <= {"nchw", "nhwc"} and conv[1] == "nhwc", conv
