@@ -35,11 +35,10 @@ bool intel_cpu() {
 }
 
 // Note [Which library on which host]
-// MKL is tuned for Intel's cores and takes generic code paths elsewhere: on
-// an AMD host with AVX-512 (Zen 5) our kernel ran float32 products in
-// 0.35-0.6x of MKL's time and bfloat16 ones in 0.3-0.7x, while on Intel hosts
-// MKL (through stock PyTorch) ran float32 products 1.2-1.5x faster than our
-// kernel (docs/bench_gemm.md). So the default follows the CPU's vendor;
+// MKL is tuned for Intel's cores and takes generic code paths on other
+// vendors' CPUs: there our kernel is the faster one, on Intel MKL is
+// (benchmarks/bench_gemm.py measures both side by side; the figures are in
+// docs/bench_gemm.md). So the default follows the CPU's vendor;
 // MLU_KERNELS_GEMM=own|mkl overrides it.
 GemmLibrary from_env() {
   if (!detail::vendor_gemm_linked()) return GemmLibrary::Own;
