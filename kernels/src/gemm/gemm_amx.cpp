@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "../scratch.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels::detail {
@@ -37,21 +38,6 @@ TileConfig tile_config() {
   }
   return config;
 }
-
-// A per-thread growable buffer of BFloat16 bits, 64-byte aligned.
-struct Scratch {
-  uint16_t* data = nullptr;
-  size_t size = 0;
-  uint16_t* get(size_t n) {
-    if (n > size) {
-      std::free(data);
-      data = static_cast<uint16_t*>(std::aligned_alloc(64, (n * 2 + 63) / 64 * 64));
-      size = n;
-    }
-    return data;
-  }
-  ~Scratch() { std::free(data); }
-};
 
 // A rows [0, rows) x depth [0, depth) into 32-row panels, each kDepth / 32
 // chunks of [32 rows][32 depth] (a chunk's rows 0-15 and 16-31 are the two
@@ -164,7 +150,7 @@ void gemm_amx_bf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a
   // A row-major A whose panels are whole (rows and depth multiples of 32)
   // is tile-loaded in place instead of packed.
   const bool in_place = a_cs == 1 && m % 32 == 0 && k % 32 == 0;
-  thread_local Scratch a_scratch;
+  thread_local AlignedScratch16 a_scratch;
   for (int64_t pc = 0; pc < k; pc += kDepth) {
     const int64_t depth = std::min(kDepth, k - pc), chunks = (depth + 31) / 32;
     const uint16_t* ap = a16 + pc;
@@ -182,7 +168,7 @@ void gemm_amx_bf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a
     }
     const int64_t tasks = n_blocks * m_parts;
     parallel_for(0, tasks, threads == 1 ? tasks : 1, [&](int64_t lo, int64_t hi) {
-      thread_local Scratch b_scratch;
+      thread_local AlignedScratch16 b_scratch;
       static const TileConfig config = tile_config();
       _tile_loadconfig(&config);
       uint16_t* bp = b_scratch.get(static_cast<size_t>(block_panels * chunks * 1024));

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "../scratch.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels::detail {
@@ -18,21 +19,6 @@ constexpr int64_t kDepth = 512;
 constexpr int64_t kCols = 256;
 // Problems below this many multiply-adds run on one thread.
 constexpr int64_t kSerialMacs = int64_t{1} << 18;
-
-// A per-thread growable buffer of BFloat16 bits, 64-byte aligned.
-struct Scratch {
-  uint16_t* data = nullptr;
-  size_t size = 0;
-  uint16_t* get(size_t n) {
-    if (n > size) {
-      std::free(data);
-      data = static_cast<uint16_t*>(std::aligned_alloc(64, (n * 2 + 63) / 64 * 64));
-      size = n;
-    }
-    return data;
-  }
-  ~Scratch() { std::free(data); }
-};
 
 uint32_t pair_at(const uint16_t* p, int64_t step, bool second) {
   return static_cast<uint32_t>(p[0]) | (second ? static_cast<uint32_t>(p[step]) << 16 : 0u);
@@ -166,7 +152,7 @@ void gemm_dpbf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a, 
   const int64_t block_panels = (b_panels + even - 1) / even;
   const int64_t n_blocks = (b_panels + block_panels - 1) / block_panels;
   const int64_t m_parts = std::clamp<int64_t>(threads / n_blocks, 1, a_panels);
-  thread_local Scratch a_scratch;
+  thread_local AlignedScratch16 a_scratch;
   for (int64_t pc = 0; pc < k; pc += kDepth) {
     const int64_t depth = std::min(kDepth, k - pc), pairs = (depth + 1) / 2;
     const int64_t a_panel_size = pairs * kMr * 2, b_panel_size = pairs * kNr * 2;
@@ -179,7 +165,7 @@ void gemm_dpbf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a, 
     const bool load = accumulate || pc > 0;
     const int64_t tasks = n_blocks * m_parts;
     parallel_for(0, tasks, threads == 1 ? tasks : 1, [&](int64_t lo, int64_t hi) {
-      thread_local Scratch b_scratch;
+      thread_local AlignedScratch16 b_scratch;
       uint16_t* bp = b_scratch.get(static_cast<size_t>(block_panels * b_panel_size));
       int64_t packed = -1;
       for (int64_t t = lo; t < hi; ++t) {
