@@ -98,6 +98,24 @@ def test_addmm_forms(dtype, check):
     check(strided_out, bias, a, b, k=50)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_bias_rows_go_to_the_product(dtype, check):
+    # A self that is one row broadcast over the result (a linear layer's bias) is the product's bias row
+    # (kernels' Note [GEMM bias row]): the result is not read first, strided and size-1 rows broadcast too.
+    a, b = rand(33, 70, dtype=dtype), rand(70, 48, dtype=dtype)
+
+    def into_nan_out(s, a, b):
+        out = torch.full((33, 48), float("nan"), dtype=dtype, device=a.device)
+        return torch.addmm(s, a, b, beta=0.5, alpha=-1.5, out=out)
+    check(into_nan_out, rand(48, dtype=dtype), a, b, k=70)
+    check(torch.addmm, rand(96, dtype=dtype)[::2], a, b, k=70)  # a strided bias
+    check(torch.addmm, rand(1, 48, dtype=dtype), a, b, k=70)
+    check(torch.addmm, rand(1, dtype=dtype), a, b, k=70)  # one value broadcast to every element
+    check(lambda w, x, bias: F.linear(x, w, bias), rand(48, 70, dtype=dtype), a, rand(48, dtype=dtype), k=70)
+    check(lambda s, a, b: torch.baddbmm(s, a, b, beta=2), rand(48, dtype=dtype), a.expand(3, 33, 70), b.expand(3, 70, 48),
+          k=70)
+
+
 def test_beta_zero_does_not_read_self(check):
     nan = torch.full((8, 5), float("nan"))
     check(lambda s, a, b: torch.addmm(s, a, b, beta=0), nan, rand(8, 3), rand(3, 5), k=3)

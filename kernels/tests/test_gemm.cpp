@@ -319,6 +319,58 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, GemmTest,
                          });
 
 // BLAS's rules: beta == 0 does not read C, alpha == 0 does not read A and B.
+// Note [GEMM bias row]: a bias row takes C's place in the beta term, C (NaN
+// here) is never read, on every path: the workspace store (16-bit C), the
+// rows written into C first (float C, gemv shapes, k == 0, alpha == 0),
+// strided and broadcast (stride 0) biases.
+TEST(Gemm, BiasRowTakesTheBetaTerm) {
+  Rng rng(11);
+  const ScalarType types[] = {ScalarType::BFloat16, ScalarType::Float16, ScalarType::Float32, ScalarType::Float64};
+  const int64_t shapes[][3] = {{37, 70, 45}, {1, 40, 30}, {20, 1, 30}, {16, 24, 0}, {64, 96, 600}};
+  for (ScalarType type : types) {
+    for (const auto& sh : shapes) {
+      for (int64_t stride : {1, 2, 0}) {
+        for (double alpha : {1.0, -0.5, 0.0}) {
+          GemmArgs args{};
+          args.dtype = type;
+          args.m = sh[0];
+          args.n = sh[1];
+          args.k = sh[2];
+          args.alpha = alpha;
+          args.beta = 0.75;
+          Stored a = random_matrix(rng, type, args.m, args.k, 1, false);
+          Stored b = random_matrix(rng, type, args.k, args.n, 1, false);
+          Stored c{Buffer(type, args.m * args.n), {nullptr, args.n, 1}, 0};
+          for (int64_t i = 0; i < c.buffer.count(); ++i) put_real(type, c.buffer.element(i), NAN);
+          c.view.data = c.buffer.data();
+          Buffer bias(type, std::max<int64_t>(1, args.n * std::max<int64_t>(stride, 1)));
+          fill_normal(bias, rng);
+          Buffer expanded(type, args.m * args.n);  // the bias rows, as the C the bound reads
+          const int64_t es = static_cast<int64_t>(element_size(type));
+          for (int64_t i = 0; i < args.m; ++i) {
+            for (int64_t j = 0; j < args.n; ++j) {
+              std::memcpy(expanded.element(i * args.n + j), bias.data() + j * stride * es, static_cast<size_t>(es));
+            }
+          }
+          args.a = a.view;
+          args.b = b.view;
+          args.c = c.view;
+          args.bias = bias.data();
+          args.bias_stride = stride;
+          Buffer want = c.buffer;
+          GemmArgs ref = args;
+          ref.c.data = want.data();
+          gemm_ref(ref);
+          gemm(args);
+          ASSERT_TRUE(close_to_reference(args, a, b, expanded, c.buffer, want))
+              << scalar_type_name(type) << " m " << args.m << " n " << args.n << " k " << args.k << " bias stride "
+              << stride << " alpha " << alpha;
+        }
+      }
+    }
+  }
+}
+
 TEST(Gemm, ZeroScalarsDoNotReadOperands) {
   const float nan = NAN;
   std::vector<float> a(6, 1.0f), b(6, 1.0f), c(4, nan);

@@ -9,7 +9,8 @@
 // addmm(self, m1, m2, beta, alpha) = beta * self + alpha * m1 @ m2 with self
 // broadcast to the result: unless the result is self (in place), self is
 // first copied into the result (an mlu copy, in queue order), then the GEMM
-// scales it by beta. beta == 0 skips the copy and the GEMM does not read the
+// scales it by beta; a self that is one row broadcast over the result (a
+// linear layer's bias) goes to the GEMM as its bias row instead, no copy. beta == 0 skips the copy and the GEMM does not read the
 // result, so NaN in self does not propagate (as on the CPU and CUDA).
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/addbmm_native.h>
@@ -70,7 +71,8 @@ k::MatrixView matrix(const at::Tensor& t) {
 int64_t batch_stride(const at::Tensor& t) { return t.dim() == 3 ? t.stride(0) : 0; }
 
 // result (2-D or 3-D) = beta * result + alpha * m1 @ m2, batched over dim 0
-// for 3-D operands.
+// for 3-D operands; with `bias` (a row broadcast over the result, Note
+// [addmm's self]), beta * bias takes the place of beta * result.
 // The operands' dtypes must agree (the kernel reads all three as one dtype);
 // the checks and texts are the CPU's (some are in its impls, not its metas).
 void check_dtypes(const at::Tensor& result, const at::Tensor& m1, const at::Tensor& m2) {
@@ -86,7 +88,7 @@ void check_dtypes(const at::Tensor& result, const at::Tensor& m1, const at::Tens
 }
 
 void launch_gemm(const char* name, const at::Tensor& result, const at::Tensor& m1, const at::Tensor& m2,
-                 double beta, double alpha) {
+                 double beta, double alpha, const at::Tensor& bias = at::Tensor()) {
   check_dtypes(result, m1, m2);
   if (result.numel() == 0) return;
   k::GemmArgs args{};
@@ -100,6 +102,10 @@ void launch_gemm(const char* name, const at::Tensor& result, const at::Tensor& m
   args.a = matrix(m1);
   args.b = matrix(m2);
   args.c = matrix(result);
+  if (bias.defined()) {
+    args.bias = bias.const_data_ptr();
+    args.bias_stride = bias.stride(-1);
+  }
   if (d == 3) {
     args.batch = result.size(0);
     args.batch_stride_a = batch_stride(m1);
@@ -109,11 +115,29 @@ void launch_gemm(const char* name, const at::Tensor& result, const at::Tensor& m
   launch_kernel(result.device().index(), name, [=] { k::gemm(args); });
 }
 
+// self broadcast to the result as a row (a linear layer's bias): the GEMM
+// takes it in place of C (kernels' Note [GEMM bias row]), no copy into the
+// result first. Needs the same dtype and no overlap with the result.
+bool self_is_bias_row(const at::Tensor& result, const at::Tensor& expanded) {
+  if (expanded.scalar_type() != result.scalar_type()) return false;
+  for (int64_t d = 0; d + 1 < expanded.dim(); ++d) {
+    if (expanded.stride(d) != 0 && expanded.size(d) != 1) return false;
+  }
+  return at::get_overlap_status(result, expanded) == at::MemOverlapStatus::No;
+}
+
 // Note [addmm's self]
 void add_product(const char* name, const at::Tensor& result, const at::Tensor& self, const at::Tensor& m1,
                  const at::Tensor& m2, S beta, S alpha, bool in_place) {
   const double b = beta.toDouble();
-  if (b != 0 && !in_place && result.numel() > 0) result.copy_(self.expand(result.sizes()));
+  if (b != 0 && !in_place && result.numel() > 0) {
+    const at::Tensor expanded = self.expand(result.sizes());
+    if (self_is_bias_row(result, expanded)) {
+      launch_gemm(name, result, m1, m2, b, alpha.toDouble(), expanded);
+      return;
+    }
+    result.copy_(expanded);
+  }
   launch_gemm(name, result, m1, m2, b, alpha.toDouble());
 }
 

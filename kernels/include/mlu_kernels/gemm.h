@@ -37,6 +37,13 @@ struct GemmArgs {
   // A batch: matrix t of X starts t * batch_stride_x elements after X's data.
   int64_t batch = 1;
   int64_t batch_stride_a = 0, batch_stride_b = 0, batch_stride_c = 0;
+  // A row of n elements of `dtype`, bias_stride apart, that takes C's place
+  // in the beta term: C(i, j) = alpha (A B)(i, j) + beta * bias[j], C's old
+  // contents never read (addmm's 1-D self; Note [GEMM bias row] in
+  // src/gemm/gemm.cpp). nullptr: C = alpha A B + beta C as above. Must not
+  // overlap C.
+  const void* bias = nullptr;
+  int64_t bias_stride = 1;
   // C is Float32 instead of `dtype` (for Float16/BFloat16 A and B): the
   // float results, not rounded to the 16-bit type (partial sums a caller
   // adds up further, e.g. overlapping convolution patches).

@@ -211,9 +211,10 @@ void c_to_workspace(ScalarType type, int64_t m, int64_t n, const MatrixView& c, 
 // Moves C (of c_type, e.g. BFloat16, any strides) to or from w, a row-major
 // float workspace with row stride ldw, through the per-ISA converting copy
 // (C rounded once on the way out), scaling the workspace by `scale` (after
-// loading, before storing).
+// loading, before storing) and, when storing, adding `row` (n floats, or
+// nullptr) to each of its rows.
 void workspace_copy(ScalarType c_type, int64_t m, int64_t n, const MatrixView& c, char* c_base, float* w,
-                    int64_t ldw, float scale, bool load) {
+                    int64_t ldw, float scale, bool load, const float* row = nullptr) {
   Shape shape;
   shape.ndim = 2;
   shape.sizes[0] = m;
@@ -224,9 +225,14 @@ void workspace_copy(ScalarType c_type, int64_t m, int64_t n, const MatrixView& c
   w_strides.v[0] = ldw;
   w_strides.v[1] = 1;
   const auto rescale = [&] {
-    if (scale == 1.0f) return;
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) w[i * ldw + j] *= scale;
+    if (row != nullptr) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) w[i * ldw + j] = scale * w[i * ldw + j] + row[j];
+      }
+    } else if (scale != 1.0f) {
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < n; ++j) w[i * ldw + j] *= scale;
+      }
     }
   };
   if (load) {
@@ -268,6 +274,53 @@ void gemm_vector(ScalarType type, ScalarType c_type, int64_t m, int64_t n, int64
   });
 }
 
+// Note [GEMM bias row]
+// addmm's 1-D self (a linear layer's bias) reaches the GEMM as GemmArgs::bias
+// instead of being expanded into C first. Products whose C goes through a
+// float workspace (Float16 / BFloat16 C) add beta * bias there, before C's
+// one rounding: no copy of the expanded bias, no widening of C. Every other
+// product writes the bias rows into C first and runs with beta as usual
+// (bias_takes_store says which).
+bool bias_takes_store(const GemmArgs& args) {
+  const bool half = args.dtype == ScalarType::BFloat16 || args.dtype == ScalarType::Float16;
+  return half && !args.float_c && args.k > 0 && args.alpha != 0 && args.m > 1 && args.n > 1;
+}
+
+// beta * bias as n floats, in `buffer`.
+const float* scaled_bias(const GemmArgs& args, std::vector<float>& buffer) {
+  float* row = detail::grow(buffer, args.n);
+  const auto* bias = static_cast<const char*>(args.bias);
+  const int64_t es = static_cast<int64_t>(element_size(args.dtype));
+  detail::dispatch(args.dtype, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if constexpr (detail::is_floating_v<S>) {
+      for (int64_t j = 0; j < args.n; ++j) {
+        row[j] = static_cast<float>(args.beta) *
+                 detail::convert<float>(*reinterpret_cast<const S*>(bias + j * args.bias_stride * es));
+      }
+    }
+  });
+  return row;
+}
+
+// C[t](i, j) = bias[j] for every matrix of the batch.
+void bias_into_c(const GemmArgs& args) {
+  const ScalarType c_type = args.float_c ? ScalarType::Float32 : args.dtype;
+  const int64_t es = static_cast<int64_t>(element_size(c_type));
+  Shape shape;
+  shape.ndim = 2;
+  shape.sizes[0] = args.m;
+  shape.sizes[1] = args.n;
+  Strides c_strides{}, bias_strides{};
+  c_strides.v[0] = args.c.row_stride;
+  c_strides.v[1] = args.c.col_stride;
+  bias_strides.v[1] = args.bias_stride;
+  for (int64_t t = 0; t < args.batch; ++t) {
+    copy(static_cast<char*>(args.c.data) + t * args.batch_stride_c * es, c_type, c_strides, args.bias, args.dtype,
+         bias_strides, shape);
+  }
+}
+
 // One matrix of the batch; returns the path it took (MLU_KERNELS_VERBOSE).
 // serial: run on the calling thread (one item of a batch split over threads).
 template <class T>
@@ -285,7 +338,15 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
     scale_c<T>(c_type, m, n, c, c_base, args.beta);
     return "scale";
   }
-  const T alpha = static_cast<T>(args.alpha), beta = static_cast<T>(args.beta);
+  const T alpha = static_cast<T>(args.alpha);
+  // Note [GEMM bias row]: with a bias, C is not read; beta * bias is added
+  // to each row of the float workspace before the one rounding.
+  const T beta = args.bias != nullptr ? T(0) : static_cast<T>(args.beta);
+  thread_local std::vector<float> bias_buffer;
+  const float* bias_row = nullptr;
+  if constexpr (std::is_same_v<T, float>) {
+    if (args.bias != nullptr) bias_row = scaled_bias(args, bias_buffer);
+  }
   if (n == 1 || m == 1) {
     gemm_vector<T>(args.dtype, c_type, m, n, args.k, alpha, beta, a, b, c, c_base);
     return "gemv";
@@ -325,9 +386,9 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
     if (c_type != ScalarType::Float32 && gemm_library() == GemmLibrary::Mkl) {
       T* w = detail::grow(c_buffer, m * n);
       if (beta != T(0)) workspace_copy(c_type, m, n, c, c_base, w, n, 1.0f, true);
-      if (detail::vendor_gemm(args.dtype, m, n, args.k, args.alpha, args.beta, a.data, a.rs, a.cs, b.data, b.rs,
-                              b.cs, w, n, serial)) {
-        workspace_copy(c_type, m, n, c, c_base, w, n, 1.0f, false);
+      if (detail::vendor_gemm(args.dtype, m, n, args.k, args.alpha, beta, a.data, a.rs, a.cs, b.data, b.rs, b.cs, w,
+                              n, serial)) {
+        workspace_copy(c_type, m, n, c, c_base, w, n, 1.0f, false, bias_row);
         return "mkl_workspace";
       }
     }
@@ -348,13 +409,19 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
       } else {
         detail::gemm_dpbf16_accumulate(m, n, args.k, ad, a.rs, a.cs, bd, b.rs, b.cs, w, ldw, beta != T(0), serial);
       }
-      workspace_copy(c_type, m, n, c, c_base, w, ldw, alpha, false);
+      workspace_copy(c_type, m, n, c, c_base, w, ldw, alpha, false, bias_row);
       return amx ? "amx" : "dpbf16";
     }
   }
   T* w = detail::grow(c_buffer, m * n);
   if (beta != T(0)) c_to_workspace<T>(c_type, m, n, c, c_base, w, n, T(1), true);
   gemm_blocked<T>(m, n, args.k, alpha, beta, args.dtype, a, b, w, n, serial);
+  if constexpr (std::is_same_v<T, float>) {
+    if (bias_row != nullptr) {
+      workspace_copy(c_type, m, n, c, c_base, w, n, 1.0f, false, bias_row);
+      return "blocked_workspace";
+    }
+  }
   c_to_workspace<T>(c_type, m, n, c, c_base, w, n, T(1), false);
   return "blocked_workspace";
 }
@@ -389,6 +456,13 @@ bool gemm_supports(ScalarType dtype) {
 
 void gemm(const GemmArgs& args) {
   if (args.m <= 0 || args.n <= 0 || args.batch <= 0) return;
+  if (args.bias != nullptr && !bias_takes_store(args)) {  // Note [GEMM bias row]
+    bias_into_c(args);
+    GemmArgs plain = args;
+    plain.bias = nullptr;
+    gemm(plain);
+    return;
+  }
   detail::VerboseCall call("gemm");
   if (call) {
     call.describe(args.dtype, "m%lld n%lld k%lld batch%lld", static_cast<long long>(args.m),
@@ -426,6 +500,8 @@ void gemm_ref(const GemmArgs& args) {
   detail::dispatch(args.dtype, [&](auto tag) {
     using S = typename decltype(tag)::type;
     if constexpr (detail::is_floating_v<S>) {
+      const S* bias = static_cast<const S*>(args.bias);
+      const auto bias_at = [&](int64_t j) { return static_cast<double>(detail::widen(bias[j * args.bias_stride])); };
       for (int64_t t = 0; t < args.batch; ++t) {
         const S* a = static_cast<const S*>(args.a.data) + t * args.batch_stride_a;
         const S* b = static_cast<const S*>(args.b.data) + t * args.batch_stride_b;
@@ -441,11 +517,12 @@ void gemm_ref(const GemmArgs& args) {
             const int64_t at = i * args.c.row_stride + j * args.c.col_stride;
             if (args.float_c) {
               float& e = reinterpret_cast<float*>(c_base)[at];
-              const double old = args.beta == 0 ? 0.0 : args.beta * static_cast<double>(e);
+              const double old = args.beta == 0 ? 0.0 : args.beta * (bias != nullptr ? bias_at(j) : static_cast<double>(e));
               e = static_cast<float>(args.alpha * static_cast<double>(acc) + old);
             } else {
               S& e = reinterpret_cast<S*>(c_base)[at];
-              const double old = args.beta == 0 ? 0.0 : args.beta * static_cast<double>(detail::widen(e));
+              const double old =
+                  args.beta == 0 ? 0.0 : args.beta * (bias != nullptr ? bias_at(j) : static_cast<double>(detail::widen(e)));
               e = detail::convert<S>(args.alpha * static_cast<double>(acc) + old);
             }
           }

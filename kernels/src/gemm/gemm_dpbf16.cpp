@@ -13,9 +13,11 @@ namespace mlu::kernels::detail {
 namespace {
 
 constexpr int64_t kMr = 12, kNr = 32;
-// Depth per packed slice: an A panel (12 x 512) is 12 KB, in L1 while it
-// sweeps a B block of up to kCols columns (256 KB, in L2).
+// Depth per packed slice: a B panel (512 x 32) is 32 KB, in L1 while the A
+// panels of a row block (kRowPanels x 12 rows: 384 KB) stream from L2.
 constexpr int64_t kDepth = 512;
+constexpr int64_t kRowPanels = 32;
+// Columns per packed B block, a thread's unit of work.
 constexpr int64_t kCols = 256;
 // Problems below this many multiply-adds run on one thread.
 constexpr int64_t kSerialMacs = int64_t{1} << 18;
@@ -177,12 +179,14 @@ void gemm_dpbf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a, 
           packed = jb;
         }
         const int64_t pa_begin = part * a_panels / m_parts, pa_end = (part + 1) * a_panels / m_parts;
-        for (int64_t pa = pa_begin; pa < pa_end; ++pa) {
-          const int64_t rows = std::min(kMr, m - pa * kMr);
+        for (int64_t r0 = pa_begin; r0 < pa_end; r0 += kRowPanels) {
+          const int64_t r1 = std::min(pa_end, r0 + kRowPanels);
           for (int64_t q = 0; q < count; ++q) {
             const int64_t j = (first + q) * kNr;
-            micro(pairs, ap + pa * a_panel_size, bp + q * b_panel_size, w + pa * kMr * ldw + j, ldw, rows,
-                  std::min(kNr, n - j), load);
+            for (int64_t pa = r0; pa < r1; ++pa) {
+              micro(pairs, ap + pa * a_panel_size, bp + q * b_panel_size, w + pa * kMr * ldw + j, ldw,
+                    std::min(kMr, m - pa * kMr), std::min(kNr, n - j), load);
+            }
           }
         }
       }
