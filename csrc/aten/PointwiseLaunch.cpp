@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include <c10/core/DeviceGuard.h>
 
 #include <mlu_kernels/select.h>
 
@@ -100,9 +99,9 @@ void fill_and_launch(const at::TensorIteratorBase& iter, PointwiseOp op, k::Scal
     task.data[i] = iter.data_ptr(i);
     for (int d = 0; d < ndim; ++d) task.strides[i][ndim - 1 - d] = iter.strides(i)[d] / element;
   }
-  const c10::DeviceIndex device = iter.device(0).index();
-  c10::DeviceGuard guard(iter.device(0));
-  launch_kernel(device, k::pointwise_name(op), task);
+  // No device guard: launch_kernel names the device, and the op's own guard
+  // (StructuredPointwise.h) already made it current for the outputs.
+  launch_kernel(iter.device(0).index(), k::pointwise_name(op), task);
 }
 
 }  // namespace
