@@ -117,13 +117,14 @@ void launch_gemm(const char* name, const at::Tensor& result, const at::Tensor& m
 
 // self broadcast to the result as a row (a linear layer's bias): the GEMM
 // takes it in place of C (kernels' Note [GEMM bias row]), no copy into the
-// result first. Needs the same dtype and no overlap with the result.
-bool self_is_bias_row(const at::Tensor& result, const at::Tensor& expanded) {
+// result first. Needs the same dtype and no overlap with the result (asked
+// of self: its expansion overlaps itself, which the check cannot judge).
+bool self_is_bias_row(const at::Tensor& result, const at::Tensor& self, const at::Tensor& expanded) {
   if (expanded.scalar_type() != result.scalar_type()) return false;
   for (int64_t d = 0; d + 1 < expanded.dim(); ++d) {
     if (expanded.stride(d) != 0 && expanded.size(d) != 1) return false;
   }
-  return at::get_overlap_status(result, expanded) == at::MemOverlapStatus::No;
+  return at::get_overlap_status(result, self) == at::MemOverlapStatus::No;
 }
 
 // Note [addmm's self]
@@ -132,7 +133,7 @@ void add_product(const char* name, const at::Tensor& result, const at::Tensor& s
   const double b = beta.toDouble();
   if (b != 0 && !in_place && result.numel() > 0) {
     const at::Tensor expanded = self.expand(result.sizes());
-    if (self_is_bias_row(result, expanded)) {
+    if (self_is_bias_row(result, self, expanded)) {
       launch_gemm(name, result, m1, m2, b, alpha.toDouble(), expanded);
       return;
     }
