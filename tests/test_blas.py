@@ -116,6 +116,21 @@ def test_bias_rows_go_to_the_product(dtype, check):
           k=70)
 
 
+@pytest.mark.parametrize("n", [64, 300])
+def test_result_overlapping_an_operand(n):
+    # The product's C must not overlap A or B (kernels' gemm.h): such calls go through a scratch result.
+    a = torch.randn(n, n)
+    x = a.to("mlu")
+    x.addmm_(x, x)
+    torch.testing.assert_close(x.cpu(), a + a @ a, rtol=1e-4, atol=1e-4 * n)
+    y = a.to("mlu")
+    torch.mm(y, y.t(), out=y)
+    torch.testing.assert_close(y.cpu(), a @ a.t(), rtol=1e-4, atol=1e-4 * n)
+    z = a.to("mlu")
+    torch.baddbmm(z[None], z[None], z[None], beta=0.5, out=z[None])
+    torch.testing.assert_close(z.cpu(), 0.5 * a + a @ a, rtol=1e-4, atol=1e-4 * n)
+
+
 def test_beta_zero_does_not_read_self(check):
     nan = torch.full((8, 5), float("nan"))
     check(lambda s, a, b: torch.addmm(s, a, b, beta=0), nan, rand(8, 3), rand(3, 5), k=3)

@@ -87,10 +87,26 @@ void check_dtypes(const at::Tensor& result, const at::Tensor& m1, const at::Tens
               ", but got ", result.dtype(), " instead");
 }
 
+// Whether writing `out` may change what `in` reads (one storage, and the
+// elements are not provably apart).
+bool may_overlap(const at::Tensor& out, const at::Tensor& in) {
+  if (!out.has_storage() || !in.has_storage() || !out.storage().is_alias_of(in.storage())) return false;
+  return at::get_overlap_status(out, in) != at::MemOverlapStatus::No;
+}
+
 void launch_gemm(const char* name, const at::Tensor& result, const at::Tensor& m1, const at::Tensor& m2,
                  double beta, double alpha, const at::Tensor& bias = at::Tensor()) {
   check_dtypes(result, m1, m2);
   if (result.numel() == 0) return;
+  if (may_overlap(result, m1) || may_overlap(result, m2)) {
+    // The kernels' C must not overlap A or B (x.addmm_(x, x)): the product
+    // goes to a scratch result, copied back in queue order.
+    at::Tensor scratch = beta != 0 ? result.clone(at::MemoryFormat::Contiguous)
+                                   : at::empty(result.sizes(), result.options());
+    launch_gemm(name, scratch, m1, m2, beta, alpha, bias);
+    result.copy_(scratch);
+    return;
+  }
   k::GemmArgs args{};
   args.dtype = require_kernel_dtype(result.scalar_type(), name);
   const int64_t d = result.dim();
