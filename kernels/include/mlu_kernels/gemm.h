@@ -56,10 +56,10 @@ bool gemm_supports(ScalarType dtype);
 void gemm(const GemmArgs& args);
 
 // The library floating-point products run on (Note [Vendor BLAS] in
-// src/gemm/gemm_vendor.h): by default Mkl on Intel CPUs where this build
-// links oneMKL (its sequential layer, on our threads), else Own, our
-// BLIS-shaped kernel (Note [Which library on which host]).
-// MLU_KERNELS_GEMM=own|mkl overrides that at first use; set_gemm_library changes it
+// src/gemm/gemm_vendor.h): Own, our BLIS-shaped kernel, by default; Mkl,
+// oneMKL's sequential layer on our threads where this build links it, with
+// MLU_KERNELS_GEMM=mkl at first use (Note [Which library on which host]);
+// set_gemm_library changes it
 // (lowered to Own where MKL is not linked). Not meant to be called while
 // products run on other threads. Own is always used for integer types and
 // for what MKL cannot express (operands without a unit stride, sizes past

@@ -7,9 +7,6 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 
 #include "mlu_kernels/parallel.h"
 
@@ -20,32 +17,19 @@
 namespace mlu::kernels {
 namespace {
 
-bool intel_cpu() {
-#if defined(__x86_64__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
-  char vendor[13] = {};
-  std::memcpy(vendor, &ebx, 4);
-  std::memcpy(vendor + 4, &edx, 4);
-  std::memcpy(vendor + 8, &ecx, 4);
-  return std::strcmp(vendor, "GenuineIntel") == 0;
-#else
-  return false;
-#endif
-}
-
 // Note [Which library on which host]
 // MKL is tuned for Intel's cores and takes generic code paths on other
 // vendors' CPUs: there our kernel is the faster one, on Intel MKL is
 // (benchmarks/bench_gemm.py measures both side by side; the figures are in
-// docs/bench_gemm.md). So the default follows the CPU's vendor;
-// MLU_KERNELS_GEMM=own|mkl overrides it.
+// docs/bench_gemm.md). MKL is opt-in for now (MLU_KERNELS_GEMM=mkl): run
+// through it, the layout sweep (tests/test_layouts.py) still finds wrong
+// values in the backward of cholesky_inverse, cholesky_solve and pinverse on
+// expanded inputs. Once that is found and fixed, the default is to follow
+// the CPU's vendor (a CPUID vendor check).
 GemmLibrary from_env() {
   if (!detail::vendor_gemm_linked()) return GemmLibrary::Own;
   const char* env = std::getenv("MLU_KERNELS_GEMM");
-  if (env != nullptr && std::strcmp(env, "own") == 0) return GemmLibrary::Own;
-  if (env != nullptr && std::strcmp(env, "mkl") == 0) return GemmLibrary::Mkl;
-  return intel_cpu() ? GemmLibrary::Mkl : GemmLibrary::Own;
+  return env != nullptr && std::strcmp(env, "mkl") == 0 ? GemmLibrary::Mkl : GemmLibrary::Own;
 }
 
 std::atomic<int>& preference() {

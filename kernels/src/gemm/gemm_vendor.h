@@ -4,7 +4,7 @@
 // Note [Vendor BLAS]
 // MKL is the library stock PyTorch's CPU products call; on Intel hosts it
 // beats our BLIS-shaped kernel, elsewhere ours wins (Note [Which library on
-// which host] in gemm_vendor.cpp). We link its *sequential* layer: MKL
+// which host] in gemm_vendor.cpp: opt-in for now). We link its *sequential* layer: MKL
 // starts no thread of its own, and a product that deserves several threads
 // is cut into blocks of C that our pool's threads hand to MKL one each (the
 // device's compute cores stay the only threads computing). Batches go one
