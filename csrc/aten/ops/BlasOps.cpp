@@ -10,8 +10,9 @@
 // broadcast to the result: unless the result is self (in place), self is
 // first copied into the result (an mlu copy, in queue order), then the GEMM
 // scales it by beta; a self that is one row broadcast over the result (a
-// linear layer's bias) goes to the GEMM as its bias row instead, no copy. beta == 0 skips the copy and the GEMM does not read the
-// result, so NaN in self does not propagate (as on the CPU and CUDA).
+// linear layer's bias) goes to the GEMM as its bias row instead, no copy.
+// beta == 0 skips the copy and the GEMM does not read the result, so NaN in
+// self does not propagate (as on the CPU and CUDA).
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/addbmm_native.h>
 #include <ATen/ops/addmm_meta.h>

@@ -208,6 +208,22 @@ void c_to_workspace(ScalarType type, int64_t m, int64_t n, const MatrixView& c, 
   });
 }
 
+// dst = src for an m x n matrix (element strides per row and column), the
+// per-ISA converting copy between the two dtypes.
+void copy_matrix(void* dst, ScalarType dst_type, int64_t dst_rs, int64_t dst_cs, const void* src,
+                 ScalarType src_type, int64_t src_rs, int64_t src_cs, int64_t m, int64_t n) {
+  Shape shape;
+  shape.ndim = 2;
+  shape.sizes[0] = m;
+  shape.sizes[1] = n;
+  Strides dst_strides{}, src_strides{};
+  dst_strides.v[0] = dst_rs;
+  dst_strides.v[1] = dst_cs;
+  src_strides.v[0] = src_rs;
+  src_strides.v[1] = src_cs;
+  copy(dst, dst_type, dst_strides, src, src_type, src_strides, shape);
+}
+
 // Moves C (of c_type, e.g. BFloat16, any strides) to or from w, a row-major
 // float workspace with row stride ldw, through the per-ISA converting copy
 // (C rounded once on the way out), scaling the workspace by `scale` (after
@@ -215,15 +231,6 @@ void c_to_workspace(ScalarType type, int64_t m, int64_t n, const MatrixView& c, 
 // nullptr) to each of its rows.
 void workspace_copy(ScalarType c_type, int64_t m, int64_t n, const MatrixView& c, char* c_base, float* w,
                     int64_t ldw, float scale, bool load, const float* row = nullptr) {
-  Shape shape;
-  shape.ndim = 2;
-  shape.sizes[0] = m;
-  shape.sizes[1] = n;
-  Strides c_strides{}, w_strides{};
-  c_strides.v[0] = c.row_stride;
-  c_strides.v[1] = c.col_stride;
-  w_strides.v[0] = ldw;
-  w_strides.v[1] = 1;
   const auto rescale = [&] {
     if (row != nullptr) {
       for (int64_t i = 0; i < m; ++i) {
@@ -236,11 +243,11 @@ void workspace_copy(ScalarType c_type, int64_t m, int64_t n, const MatrixView& c
     }
   };
   if (load) {
-    copy(w, ScalarType::Float32, w_strides, c_base, c_type, c_strides, shape);
+    copy_matrix(w, ScalarType::Float32, ldw, 1, c_base, c_type, c.row_stride, c.col_stride, m, n);
     rescale();
   } else {
     rescale();
-    copy(c_base, c_type, c_strides, w, ScalarType::Float32, w_strides, shape);
+    copy_matrix(c_base, c_type, c.row_stride, c.col_stride, w, ScalarType::Float32, ldw, 1, m, n);
   }
 }
 
@@ -307,17 +314,9 @@ const float* scaled_bias(const GemmArgs& args, std::vector<float>& buffer) {
 void bias_into_c(const GemmArgs& args) {
   const ScalarType c_type = args.float_c ? ScalarType::Float32 : args.dtype;
   const int64_t es = static_cast<int64_t>(element_size(c_type));
-  Shape shape;
-  shape.ndim = 2;
-  shape.sizes[0] = args.m;
-  shape.sizes[1] = args.n;
-  Strides c_strides{}, bias_strides{};
-  c_strides.v[0] = args.c.row_stride;
-  c_strides.v[1] = args.c.col_stride;
-  bias_strides.v[1] = args.bias_stride;
   for (int64_t t = 0; t < args.batch; ++t) {
-    copy(static_cast<char*>(args.c.data) + t * args.batch_stride_c * es, c_type, c_strides, args.bias, args.dtype,
-         bias_strides, shape);
+    copy_matrix(static_cast<char*>(args.c.data) + t * args.batch_stride_c * es, c_type, args.c.row_stride,
+                args.c.col_stride, args.bias, args.dtype, 0, args.bias_stride, args.m, args.n);
   }
 }
 
@@ -361,7 +360,7 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
     std::swap(c.row_stride, c.col_stride);
   }
   if (in_compute_type && c.col_stride == 1) {
-    if (detail::vendor_gemm(args.dtype, m, n, args.k, args.alpha, args.beta, a.data, a.rs, a.cs, b.data, b.rs, b.cs,
+    if (detail::vendor_gemm(args.dtype, m, n, args.k, args.alpha, beta, a.data, a.rs, a.cs, b.data, b.rs, b.cs,
                             c_base, c.row_stride, serial)) {
       return "mkl";
     }
