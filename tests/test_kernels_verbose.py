@@ -53,9 +53,12 @@ def test_each_kernel_call_names_its_path(python):
     amx = config["amx_usable"] and config["active_isa"].startswith("avx512")
     dot = config["active_isa"] == "avx512bf16"
     assert bf16[4] == ("mkl_workspace" if mkl else "amx" if amx else "dpbf16" if dot else "blocked_workspace")
-    # The glue picks the layout per problem (csrc/aten/ops/ConvolutionOps.cpp); channels-last input runs nhwc.
+    # The glue picks the layout per problem (csrc/aten/ops/ConvolutionOps.cpp); channels-last input runs nhwc,
+    # on oneDNN where the build links it (Note [oneDNN convolutions]).
     conv = paths(lines, "conv_forward")
-    assert len(conv) == 2 and set(conv) <= {"nchw", "nhwc"} and conv[1] == "nhwc", conv
+    prefix = "dnnl " if config["conv_library"] == "dnnl" else ""
+    assert config["conv_library"] in (("dnnl", "own") if config["dnnl_linked"] else ("own",))
+    assert len(conv) == 2 and set(conv) <= {prefix + "nchw", prefix + "nhwc"} and conv[1] == prefix + "nhwc", conv
     assert paths(lines, "attention_forward")
     assert "flat" in paths(lines, "pointwise")
     assert paths(lines, "reduce") == ["rows"]

@@ -1,6 +1,7 @@
 #include "csrc/aten/KernelConfig.h"
 
 #include <c10/util/Exception.h>
+#include <mlu_kernels/conv.h>
 #include <mlu_kernels/gemm.h>
 #include <mlu_kernels/isa.h>
 #include <mlu_kernels/parallel.h>
@@ -25,7 +26,8 @@ const bool g_compute_threads_configured = [] {
 KernelConfig kernel_config() {
   namespace k = mlu::kernels;
   return {k::isa_name(k::detected_isa()), k::isa_name(k::active_isa()), k::amx_usable(), k::num_threads(),
-          k::gemm_library_name(k::gemm_library()), k::gemm_library_available(k::GemmLibrary::Mkl)};
+          k::gemm_library_name(k::gemm_library()), k::gemm_library_available(k::GemmLibrary::Mkl),
+          k::conv_library_name(k::conv_library()), k::conv_library_available(k::ConvLibrary::Dnnl)};
 }
 
 void set_gemm_library(const std::string& name) {
@@ -35,6 +37,15 @@ void set_gemm_library(const std::string& name) {
   TORCH_CHECK(k::gemm_library_available(library),
               "set_gemm_library: this build of torch_mlu was made without oneMKL (pip package mkl-include)");
   k::set_gemm_library(library);
+}
+
+void set_conv_library(const std::string& name) {
+  namespace k = mlu::kernels;
+  TORCH_CHECK(name == "own" || name == "dnnl", "set_conv_library: expected 'own' or 'dnnl', got '", name, "'");
+  const k::ConvLibrary library = name == "dnnl" ? k::ConvLibrary::Dnnl : k::ConvLibrary::Own;
+  TORCH_CHECK(k::conv_library_available(library),
+              "set_conv_library: this build of torch_mlu was made without oneDNN (Debian package libdnnl-dev)");
+  k::set_conv_library(library);
 }
 
 }  // namespace torch_mlu

@@ -1,7 +1,8 @@
 // How the kernel library runs in this process: its compute threads (sized
 // from the devices' core count when libtorch_mlu loads) and the instruction
-// set and GEMM library it picked. Read by torch_mlu.utils.collect_env for bug
-// reports; set_gemm_library lets benchmarks compare the libraries side by side.
+// set, GEMM library and convolution library it picked. Read by
+// torch_mlu.utils.collect_env for bug reports; set_gemm_library and
+// set_conv_library let benchmarks compare the libraries side by side.
 #pragma once
 
 #include <string>
@@ -15,6 +16,8 @@ struct KernelConfig {
   int threads;               // compute threads per kernel call
   std::string gemm_library;  // "mkl" or "own" (Note [Vendor BLAS] in kernels/src/gemm/gemm_vendor.h)
   bool mkl_linked;           // whether this build can call oneMKL
+  std::string conv_library;  // "dnnl" or "own" (Note [oneDNN convolutions] in kernels/src/conv/conv_dnnl.h)
+  bool dnnl_linked;          // whether this build can call oneDNN
 };
 
 KernelConfig kernel_config();
@@ -22,5 +25,7 @@ KernelConfig kernel_config();
 // Picks the library floating-point products run on: "own" or "mkl" (an
 // error for "mkl" in a build without it). Not while products run.
 void set_gemm_library(const std::string& name);
+// Likewise for float32/bfloat16 convolutions: "own" or "dnnl".
+void set_conv_library(const std::string& name);
 
 }  // namespace torch_mlu

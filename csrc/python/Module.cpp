@@ -60,6 +60,8 @@ py::dict kernel_config_dict() {
   d["threads"] = config.threads;
   d["gemm_library"] = config.gemm_library;
   d["mkl_linked"] = config.mkl_linked;
+  d["conv_library"] = config.conv_library;
+  d["dnnl_linked"] = config.dnnl_linked;
   return d;
 }
 
@@ -146,4 +148,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("_reset_fallback_report", &reset_fallback_counts);
   m.def("_kernel_config", &kernel_config_dict);
   m.def("_set_gemm_library", [](const std::string& name) { MLU_BINDING(set_gemm_library(name);); });
+  m.def("_set_conv_library", [](const std::string& name) { MLU_BINDING(set_conv_library(name);); });
 }

@@ -1,8 +1,8 @@
 // Convolutions on mlu: PyTorch routes every conv (conv1d/2d/3d, transposed,
 // grouped, "same" padding) on a device it has no backend for to
 // convolution_overrideable and convolution_backward_overrideable; both run
-// the kernel library's im2col + GEMM convolutions (mlu_kernels/conv.h) on the
-// current stream. at::convolution has already checked the arguments and
+// the kernel library's convolutions (mlu_kernels/conv.h: oneDNN's where the
+// build has it, else im2col + GEMM) on the current stream. at::convolution has already checked the arguments and
 // added the batch dim. Results and gradients are contiguous (Note
 // [Convolution results are contiguous]); ungrouped regular convolutions with
 // channels-last operands run on the channels-last kernels (no layout copies
@@ -69,10 +69,13 @@ at::MemoryFormat operands_format(const at::Tensor& input, const at::Tensor& weig
 // the output is small (under 256 positions) and the kernel not 1x1: the
 // late layers, whose NCHW GEMMs are short and wide; the layout copies cost
 // less than that there. The stem and the 1x1 layers got slower that way, so
-// they stay NCHW (ResNet timings: docs/bench_models.md).
+// they stay NCHW (ResNet timings: docs/bench_models.md). oneDNN (Note
+// [oneDNN convolutions] in kernels/src/conv/conv_dnnl.h) runs both layouts
+// at full speed: where it takes the dtype, operands keep their layout.
 at::MemoryFormat kernel_layout(at::MemoryFormat operands, const at::Tensor& input, const at::Tensor& weight,
-                               at::IntArrayRef out_spatial, bool transposed, int64_t groups) {
+                               at::IntArrayRef out_spatial, bool transposed, int64_t groups, k::ScalarType type) {
   if (transposed || groups != 1 || input.dim() < 4) return at::MemoryFormat::Contiguous;
+  if (operands == at::MemoryFormat::Contiguous && k::conv_library_takes(type)) return at::MemoryFormat::Contiguous;
   int64_t positions = 1, taps = 1;
   for (size_t d = 0; d < out_spatial.size(); ++d) {
     positions *= out_spatial[d];
@@ -121,7 +124,7 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
                                    : (in + 2 * at_dim(padding, d) - span - 1) / at_dim(stride, d) + 1);
   }
   const at::MemoryFormat layout = kernel_layout(operands_format(input_, weight_), input_, weight_,
-                                                at::IntArrayRef(out_sizes).slice(2), transposed, groups);
+                                                at::IntArrayRef(out_sizes).slice(2), transposed, groups, type);
   const bool channels_last = layout != at::MemoryFormat::Contiguous;
   const at::Tensor input = input_.contiguous(layout), weight = weight_.contiguous(layout);
   const at::Tensor bias = bias_given.defined() ? bias_given.contiguous() : at::Tensor();
@@ -164,7 +167,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   const k::ScalarType type = conv_dtype(input_);
   c10::DeviceGuard guard(input_.device());
   const at::MemoryFormat layout = kernel_layout(operands_format(input_, weight_), input_, weight_,
-                                                grad_output_.sizes().slice(2), transposed, groups);
+                                                grad_output_.sizes().slice(2), transposed, groups, type);
   const bool channels_last = layout != at::MemoryFormat::Contiguous;
   const at::Tensor grad_output = grad_output_.contiguous(layout), input = input_.contiguous(layout),
                    weight = weight_.contiguous(layout);

@@ -62,6 +62,20 @@ void conv_backward_weight_channels_last(const ConvShape& shape, ScalarType type,
 void unfold(const ConvShape& shape, ScalarType type, const void* input, void* columns);
 void fold(const ConvShape& shape, ScalarType type, const void* columns, void* output);
 
+// The library float32 and bfloat16 convolutions run on: oneDNN where this
+// build links it (Note [oneDNN convolutions] in src/conv/conv_dnnl.h; the
+// default there, MLU_KERNELS_CONV=own picks ours) or our own kernels (every
+// dtype; the only ones in builds without oneDNN). Not while convolutions run.
+enum class ConvLibrary : int { Own = 0, Dnnl = 1 };
+bool conv_library_available(ConvLibrary library);
+ConvLibrary conv_library();
+void set_conv_library(ConvLibrary library);
+const char* conv_library_name(ConvLibrary library);
+// Whether convolutions of this dtype run on oneDNN now (which takes both
+// layouts at full speed; our own kernels favour channels-last for small
+// outputs).
+bool conv_library_takes(ScalarType type);
+
 // Scalar references: direct loops over every output and kernel position,
 // sums in long double.
 void conv_forward_ref(const ConvShape& shape, ScalarType type, const void* input, const void* weight,

@@ -8,6 +8,7 @@
 #include "../dispatch.h"
 #include "../scratch.h"
 #include "mlu_kernels/gemm.h"
+#include "conv_dnnl.h"
 #include "geometry.h"
 #include "mlu_kernels/parallel.h"
 
@@ -119,6 +120,7 @@ void conv_forward(const ConvShape& s, ScalarType type, const void* input, const 
                   void* output) {
   detail::VerboseCall call("conv_forward");
   detail::describe_conv(call, s, type, "nchw");
+  if (detail::dnnl_conv_forward(s, type, false, input, weight, bias, output)) return call.path("dnnl nchw");
   const Geometry g = geometry(s);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -220,6 +222,9 @@ void conv_backward_input(const ConvShape& s, ScalarType type, const void* grad_o
                          const void* bias, void* grad_input) {
   detail::VerboseCall call("conv_backward_input");
   detail::describe_conv(call, s, type, "nchw");
+  if (detail::dnnl_conv_backward_input(s, type, false, grad_output, weight, bias, grad_input)) {
+    return call.path("dnnl nchw");
+  }
   const Geometry g = geometry(s);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -274,6 +279,9 @@ void conv_backward_weight(const ConvShape& s, ScalarType type, const void* grad_
                           void* grad_weight, void* grad_bias) {
   detail::VerboseCall call("conv_backward_weight");
   detail::describe_conv(call, s, type, "nchw");
+  if (detail::dnnl_conv_backward_weight(s, type, false, grad_output, input, grad_weight, grad_bias)) {
+    return call.path("dnnl nchw");
+  }
   const Geometry g = geometry(s);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -23,6 +23,7 @@
 #include "../convert.h"
 #include "../dispatch.h"
 #include "../scratch.h"
+#include "conv_dnnl.h"
 #include "geometry.h"
 #include "mlu_kernels/conv.h"
 #include "mlu_kernels/gemm.h"
@@ -153,6 +154,7 @@ void conv_forward_channels_last(const ConvShape& s, ScalarType type, const void*
                                 const void* bias, void* output) {
   detail::VerboseCall call("conv_forward");
   detail::describe_conv(call, s, type, "nhwc");
+  if (detail::dnnl_conv_forward(s, type, true, input, weight, bias, output)) return call.path("dnnl nhwc");
   const Geometry g = detail::geometry(s);
   const int64_t k = g.taps * s.in_channels, cout = s.out_channels, rows = s.batch * g.out_plane;
   const bool per_thread = k * cout * static_cast<int64_t>(element_size(type)) <= kSmallWeightBytes;
@@ -211,6 +213,9 @@ void conv_backward_input_channels_last(const ConvShape& s, ScalarType type, cons
                                        const void* weight, void* grad_input) {
   detail::VerboseCall call("conv_backward_input");
   detail::describe_conv(call, s, type, "nhwc");
+  if (detail::dnnl_conv_backward_input(s, type, true, grad_output, weight, nullptr, grad_input)) {
+    return call.path("dnnl nhwc");
+  }
   const Geometry g = detail::geometry(s);
   const int64_t cin = s.in_channels, cout = s.out_channels, k = g.taps * cin, rows = s.batch * g.out_plane;
   if (g.identity) {  // grad_input rows = grad_output rows x weight [C_out x C_in]
@@ -251,6 +256,9 @@ void conv_backward_weight_channels_last(const ConvShape& s, ScalarType type, con
                                         const void* input, void* grad_weight, void* grad_bias) {
   detail::VerboseCall call("conv_backward_weight");
   detail::describe_conv(call, s, type, "nhwc");
+  if (detail::dnnl_conv_backward_weight(s, type, true, grad_output, input, grad_weight, grad_bias)) {
+    return call.path("dnnl nhwc");
+  }
   const Geometry g = detail::geometry(s);
   const int64_t cin = s.in_channels, cout = s.out_channels, k = g.taps * cin, rows = s.batch * g.out_plane;
   const int64_t block = g.identity ? rows : block_rows(rows, k);
