@@ -5,8 +5,8 @@
 // in A, as the kernels do.
 #include <cmath>
 
-#include "convert.h"
-#include "dispatch.h"
+#include "../convert.h"
+#include "../dispatch.h"
 #include "mlu_kernels/norm.h"
 
 namespace mlu::kernels {

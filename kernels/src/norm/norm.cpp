@@ -1,0 +1,73 @@
+// Layer and batch normalisation: the calls split over the compute threads,
+// the loops in the active ISA's variant (norm_isa.cpp).
+#include "mlu_kernels/norm.h"
+
+#include <algorithm>
+
+#include "mlu_kernels/parallel.h"
+#include "norm_table.h"
+
+namespace mlu::kernels {
+namespace {
+
+const detail::NormFns& active() { return MLU_KERNELS_ACTIVE_ISA_VARIANT(norm_fns)(); }
+
+int64_t grain_rows(int64_t cols) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)); }
+
+int64_t grain_channels(int64_t n, int64_t spatial) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(n * spatial, 1));
+}
+
+}  // namespace
+
+void layer_norm(ScalarType type, int64_t rows, int64_t cols, const void* x, const void* weight, const void* bias,
+                double eps, void* y, void* mean, void* rstd) {
+  const detail::NormFns& fns = active();
+  parallel_for(0, rows, grain_rows(cols), [&](int64_t lo, int64_t hi) {
+    fns.layer_norm_rows(type, lo, hi, cols, x, weight, bias, eps, y, mean, rstd);
+  });
+}
+
+void layer_norm_backward(ScalarType type, int64_t rows, int64_t cols, const void* grad_y, const void* x,
+                         const void* mean, const void* rstd, const void* weight, void* grad_input, void* grad_weight,
+                         void* grad_bias) {
+  const detail::NormFns& fns = active();
+  if (grad_input != nullptr) {
+    parallel_for(0, rows, grain_rows(cols), [&](int64_t lo, int64_t hi) {
+      fns.layer_norm_grad_input_rows(type, lo, hi, cols, grad_y, x, mean, rstd, weight, grad_input);
+    });
+  }
+  if (grad_weight == nullptr && grad_bias == nullptr) return;
+  // Threads take blocks of columns; each column sums over the rows in order.
+  parallel_for(0, cols, std::max<int64_t>(16, 16384 / std::max<int64_t>(rows, 1)), [&](int64_t lo, int64_t hi) {
+    fns.layer_norm_param_grads(type, lo, hi, rows, cols, grad_y, x, mean, rstd, grad_weight, grad_bias);
+  });
+}
+
+void batch_norm_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, void* mean,
+                           void* var) {
+  const detail::NormFns& fns = active();
+  parallel_for(0, channels, grain_channels(n, spatial), [&](int64_t lo, int64_t hi) {
+    fns.batch_norm_statistics_channels(type, lo, hi, n, channels, spatial, x, mean, var);
+  });
+}
+
+void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, const void* mean,
+                      const void* invstd, const void* weight, const void* bias, void* y) {
+  const detail::NormFns& fns = active();
+  parallel_for(0, n * channels, grain_channels(1, spatial), [&](int64_t lo, int64_t hi) {
+    fns.batch_norm_apply_planes(type, lo, hi, channels, spatial, x, mean, invstd, weight, bias, y);
+  });
+}
+
+void batch_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* grad_y,
+                         const void* x, const void* mean, const void* invstd, const void* weight, bool training,
+                         void* grad_input, void* grad_weight, void* grad_bias) {
+  const detail::NormFns& fns = active();
+  parallel_for(0, channels, grain_channels(n, spatial), [&](int64_t lo, int64_t hi) {
+    fns.batch_norm_backward_channels(type, lo, hi, n, channels, spatial, grad_y, x, mean, invstd, weight, training,
+                                     grad_input, grad_weight, grad_bias);
+  });
+}
+
+}  // namespace mlu::kernels

@@ -1,0 +1,220 @@
+// Layer and batch normalisation loops, compiled once per ISA (Note [Per-ISA
+// variants]); norm.cpp splits calls over the compute threads. Sums run in
+// kLanes independent partial sums so they vectorise; 16-bit elements are
+// widened to float and rounded once on the way out.
+#include <algorithm>
+#include <cmath>
+
+#include "../convert.h"
+#include "../dispatch.h"
+#include "norm_table.h"
+
+namespace mlu::kernels::MLU_ISA_NS {
+namespace {
+
+using detail::compute_t;
+using detail::convert;
+
+constexpr int kLanes = 16;
+
+template <class A, class F>
+A lane_sum(int64_t n, F term) {
+  A lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] += term(i + l);
+  }
+  A tail = 0;
+  for (; i < n; ++i) tail += term(i);
+  for (int l = 0; l < kLanes; ++l) tail += lanes[l];
+  return tail;
+}
+
+// Widens n elements of `from` into `to`.
+template <class T, class A>
+void widen_into(const T* from, int64_t n, A* to) {
+  for (int64_t j = 0; j < n; ++j) to[j] = convert<A>(from[j]);
+}
+
+void layer_norm_rows(ScalarType type, int64_t lo, int64_t hi, int64_t cols, const void* x, const void* weight,
+                     const void* bias, double eps, void* y, void* mean, void* rstd) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    const T* X = static_cast<const T*>(x);
+    const A* W = static_cast<const A*>(weight);
+    const A* B = static_cast<const A*>(bias);
+    vector<A> row(static_cast<size_t>(cols));
+    A* rw = row.data();
+    for (int64_t r = lo; r < hi; ++r) {
+      widen_into(X + r * cols, cols, rw);
+      const A mu = lane_sum<A>(cols, [&](int64_t j) { return rw[j]; }) / static_cast<A>(cols);
+      const A var = lane_sum<A>(cols, [&](int64_t j) { return (rw[j] - mu) * (rw[j] - mu); }) / static_cast<A>(cols);
+      const A inv = A(1) / std::sqrt(var + static_cast<A>(eps));
+      static_cast<A*>(mean)[r] = mu;
+      static_cast<A*>(rstd)[r] = inv;
+      T* yr = static_cast<T*>(y) + r * cols;
+      if (W != nullptr && B != nullptr) {
+        for (int64_t j = 0; j < cols; ++j) yr[j] = convert<T>((rw[j] - mu) * inv * W[j] + B[j]);
+      } else {
+        for (int64_t j = 0; j < cols; ++j) {
+          A v = (rw[j] - mu) * inv;
+          if (W != nullptr) v *= W[j];
+          if (B != nullptr) v += B[j];
+          yr[j] = convert<T>(v);
+        }
+      }
+    }
+  });
+}
+
+void layer_norm_grad_input_rows(ScalarType type, int64_t lo, int64_t hi, int64_t cols, const void* grad_y,
+                                const void* x, const void* mean, const void* rstd, const void* weight,
+                                void* grad_input) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    const A* M = static_cast<const A*>(mean);
+    const A* R = static_cast<const A*>(rstd);
+    const A* W = static_cast<const A*>(weight);
+    const A scale = A(1) / static_cast<A>(cols);
+    vector<A> dyw_buffer(static_cast<size_t>(cols)), xs_buffer(static_cast<size_t>(cols));
+    A *dyw = dyw_buffer.data(), *xs = xs_buffer.data();
+    for (int64_t r = lo; r < hi; ++r) {
+      widen_into(static_cast<const T*>(grad_y) + r * cols, cols, dyw);
+      widen_into(static_cast<const T*>(x) + r * cols, cols, xs);
+      if (W != nullptr) {
+        for (int64_t j = 0; j < cols; ++j) dyw[j] *= W[j];
+      }
+      const A ds = lane_sum<A>(cols, [&](int64_t j) { return dyw[j] * xs[j]; });
+      const A db = lane_sum<A>(cols, [&](int64_t j) { return dyw[j]; });
+      const A a = R[r];
+      const A b = (db * M[r] - ds) * a * a * a * scale;
+      const A c = -b * M[r] - db * a * scale;
+      T* dxr = static_cast<T*>(grad_input) + r * cols;
+      for (int64_t j = 0; j < cols; ++j) dxr[j] = convert<T>(a * dyw[j] + b * xs[j] + c);
+    }
+  });
+}
+
+void layer_norm_param_grads(ScalarType type, int64_t lo, int64_t hi, int64_t rows, int64_t cols,
+                            const void* grad_y, const void* x, const void* mean, const void* rstd, void* grad_weight,
+                            void* grad_bias) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    const int64_t width = hi - lo;
+    vector<A> sw_buffer(static_cast<size_t>(width), A(0)), sb_buffer(static_cast<size_t>(width), A(0));
+    A *sw = sw_buffer.data(), *sb = sb_buffer.data();
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* dyr = static_cast<const T*>(grad_y) + r * cols + lo;
+      const T* xr = static_cast<const T*>(x) + r * cols + lo;
+      const A mu = static_cast<const A*>(mean)[r], inv = static_cast<const A*>(rstd)[r];
+      for (int64_t j = 0; j < width; ++j) {
+        const A dy = convert<A>(dyr[j]);
+        sw[j] += dy * (convert<A>(xr[j]) - mu) * inv;
+        sb[j] += dy;
+      }
+    }
+    if (grad_weight != nullptr) std::copy(sw, sw + width, static_cast<A*>(grad_weight) + lo);
+    if (grad_bias != nullptr) std::copy(sb, sb + width, static_cast<A*>(grad_bias) + lo);
+  });
+}
+
+void batch_norm_statistics_channels(ScalarType type, int64_t lo, int64_t hi, int64_t n, int64_t channels,
+                                    int64_t spatial, const void* x, void* mean, void* var) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    const T* X = static_cast<const T*>(x);
+    const A count = static_cast<A>(n * spatial);
+    for (int64_t c = lo; c < hi; ++c) {
+      A sum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const T* p = X + (i * channels + c) * spatial;
+        sum += lane_sum<A>(spatial, [&](int64_t j) { return convert<A>(p[j]); });
+      }
+      const A mu = sum / count;
+      A squares = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const T* p = X + (i * channels + c) * spatial;
+        squares += lane_sum<A>(spatial, [&](int64_t j) {
+          const A d = convert<A>(p[j]) - mu;
+          return d * d;
+        });
+      }
+      static_cast<A*>(mean)[c] = mu;
+      static_cast<A*>(var)[c] = squares / count;
+    }
+  });
+}
+
+void batch_norm_apply_planes(ScalarType type, int64_t lo, int64_t hi, int64_t channels, int64_t spatial,
+                             const void* x, const void* mean, const void* invstd, const void* weight,
+                             const void* bias, void* y) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    const A *M = static_cast<const A*>(mean), *I = static_cast<const A*>(invstd);
+    const A *W = static_cast<const A*>(weight), *B = static_cast<const A*>(bias);
+    for (int64_t plane = lo; plane < hi; ++plane) {
+      const int64_t c = plane % channels;
+      // y = x * scale + shift, as the CPU's batch_norm_cpu_transform_input does
+      const A scale = I[c] * (W != nullptr ? W[c] : A(1));
+      const A shift = (B != nullptr ? B[c] : A(0)) - M[c] * scale;
+      const T* xp = static_cast<const T*>(x) + plane * spatial;
+      T* yp = static_cast<T*>(y) + plane * spatial;
+      for (int64_t j = 0; j < spatial; ++j) yp[j] = convert<T>(convert<A>(xp[j]) * scale + shift);
+    }
+  });
+}
+
+void batch_norm_backward_channels(ScalarType type, int64_t lo, int64_t hi, int64_t n, int64_t channels,
+                                  int64_t spatial, const void* grad_y, const void* x, const void* mean,
+                                  const void* invstd, const void* weight, bool training, void* grad_input,
+                                  void* grad_weight, void* grad_bias) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    const T *dY = static_cast<const T*>(grad_y), *X = static_cast<const T*>(x);
+    const A *M = static_cast<const A*>(mean), *I = static_cast<const A*>(invstd), *W = static_cast<const A*>(weight);
+    T* dX = static_cast<T*>(grad_input);
+    A *dW = static_cast<A*>(grad_weight), *dB = static_cast<A*>(grad_bias);
+    const A count = static_cast<A>(n * spatial);
+    for (int64_t c = lo; c < hi; ++c) {
+      const A mu = M[c], inv = I[c], w = W != nullptr ? W[c] : A(1);
+      A sum_dy = 0, dot = 0;  // sum(dy), sum(dy * (x - mean))
+      for (int64_t i = 0; i < n; ++i) {
+        const T* g = dY + (i * channels + c) * spatial;
+        const T* xp = X + (i * channels + c) * spatial;
+        sum_dy += lane_sum<A>(spatial, [&](int64_t j) { return convert<A>(g[j]); });
+        dot += lane_sum<A>(spatial, [&](int64_t j) { return convert<A>(g[j]) * (convert<A>(xp[j]) - mu); });
+      }
+      if (dB != nullptr) dB[c] = sum_dy;
+      if (dW != nullptr) dW[c] = dot * inv;
+      if (dX == nullptr) continue;
+      const A k = training ? dot * inv * inv / count : A(0);
+      const A mean_dy = training ? sum_dy / count : A(0);
+      for (int64_t i = 0; i < n; ++i) {
+        const T* g = dY + (i * channels + c) * spatial;
+        const T* xp = X + (i * channels + c) * spatial;
+        T* dxp = dX + (i * channels + c) * spatial;
+        for (int64_t j = 0; j < spatial; ++j) {
+          const A d = convert<A>(g[j]) - (convert<A>(xp[j]) - mu) * k - mean_dy;
+          dxp[j] = convert<T>(d * inv * w);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+const detail::NormFns& norm_fns() {
+  static const detail::NormFns fns{layer_norm_rows,         layer_norm_grad_input_rows,     layer_norm_param_grads,
+                                   batch_norm_statistics_channels, batch_norm_apply_planes,
+                                   batch_norm_backward_channels};
+  return fns;
+}
+
+}  // namespace mlu::kernels::MLU_ISA_NS
