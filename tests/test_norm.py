@@ -140,6 +140,19 @@ def test_batch_norm_without_affine_or_running_stats_and_bfloat16():
         torch.testing.assert_close(a.cpu(), e, rtol=2e-2, atol=5e-2)
 
 
+def test_batch_norm_bfloat16_running_statistics():
+    # The statistics kernel updates float running statistics in place; bfloat16 ones (a model cast with
+    # .bfloat16()) go through tensor ops. Both as on the CPU.
+    torch.manual_seed(1)
+    x = torch.randn(4, 6, 5, 5).bfloat16()
+    rm, rv = torch.randn(6).bfloat16(), (torch.rand(6) + 0.5).bfloat16()
+    expected = bn_run(x, None, None, rm, rv, True, "cpu")
+    actual = bn_run(x, None, None, rm, rv, True, "mlu")
+    for e, a in zip(expected, actual):
+        assert a.dtype == e.dtype
+        torch.testing.assert_close(a.cpu(), e, rtol=2e-2, atol=5e-2)
+
+
 def test_batch_norm_module_and_channels_last():
     torch.manual_seed(0)
     bn = torch.nn.BatchNorm2d(8)

@@ -152,7 +152,23 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
   const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "batch_norm");
   const int device = input.device().index();
   at::Tensor mean, invstd;
-  if (training) {
+  // Running statistics the statistics kernel can update in place (else
+  // tensor ops below do it).
+  const auto in_place = [&](const at::Tensor& t) {
+    return !t.defined() || (t.scalar_type() == acc && t.is_contiguous() && t.device() == input.device());
+  };
+  if (training && l.n * l.spatial > 0 && in_place(running_mean) && in_place(running_var)) {
+    // One kernel: mean, invstd and the running statistics, as the CPU's
+    // batch_norm_cpu_update_stats_template.
+    mean = at::empty({l.channels}, input.options().dtype(acc));
+    invstd = at::empty({l.channels}, input.options().dtype(acc));
+    const void* x = kernel_data(input);
+    void *m = kernel_data(mean), *is = kernel_data(invstd);
+    void *rm = kernel_data(running_mean), *rv = kernel_data(running_var);
+    launch_kernel(device, "batch_norm_statistics", [=] {
+      k::batch_norm_training_statistics(type, l.n, l.channels, l.spatial, x, eps, momentum, m, is, rm, rv);
+    });
+  } else if (training) {
     mean = at::empty({l.channels}, input.options().dtype(acc));
     at::Tensor var = at::empty({l.channels}, input.options().dtype(acc));
     if (l.n * l.spatial > 0) {

@@ -35,6 +35,14 @@ void layer_norm_backward_ref(ScalarType type, int64_t rows, int64_t cols, const 
 // for training: mean and the biased variance (two passes).
 void batch_norm_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, void* mean,
                            void* var);
+// Training statistics in one call, as the CPU's batch_norm_cpu_update_stats:
+// mean, invstd = 1 / sqrt(var + eps) (in double, stored in A) and, unless
+// null, the running statistics (A, `channels` long) updated in place:
+// running = momentum * stat + (1 - momentum) * running, with the unbiased
+// variance (sum of squares / (count - 1); count 1: / 1).
+void batch_norm_training_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x,
+                                    double eps, double momentum, void* mean, void* invstd, void* running_mean,
+                                    void* running_var);
 // Scalar reference: the two passes in double.
 void batch_norm_statistics_ref(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x,
                                void* mean, void* var);

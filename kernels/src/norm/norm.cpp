@@ -48,7 +48,17 @@ void batch_norm_statistics(ScalarType type, int64_t n, int64_t channels, int64_t
                            void* var) {
   const detail::NormFns& fns = active();
   parallel_for(0, channels, grain_channels(n, spatial), [&](int64_t lo, int64_t hi) {
-    fns.batch_norm_statistics_channels(type, lo, hi, n, channels, spatial, x, mean, var);
+    fns.batch_norm_statistics_channels(type, lo, hi, n, channels, spatial, x, mean, var, nullptr);
+  });
+}
+
+void batch_norm_training_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x,
+                                    double eps, double momentum, void* mean, void* invstd, void* running_mean,
+                                    void* running_var) {
+  const detail::NormFns& fns = active();
+  const detail::TrainingStatistics finish{eps, momentum, running_mean, running_var};
+  parallel_for(0, channels, grain_channels(n, spatial), [&](int64_t lo, int64_t hi) {
+    fns.batch_norm_statistics_channels(type, lo, hi, n, channels, spatial, x, mean, invstd, &finish);
   });
 }
 

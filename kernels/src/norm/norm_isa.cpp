@@ -4,6 +4,7 @@
 // widened to float and rounded once on the way out.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "../convert.h"
 #include "../dispatch.h"
@@ -122,29 +123,55 @@ void layer_norm_param_grads(ScalarType type, int64_t lo, int64_t hi, int64_t row
 }
 
 void batch_norm_statistics_channels(ScalarType type, int64_t lo, int64_t hi, int64_t n, int64_t channels,
-                                    int64_t spatial, const void* x, void* mean, void* var) {
+                                    int64_t spatial, const void* x, void* mean, void* var,
+                                    const detail::TrainingStatistics* finish) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = compute_t<T>;
     const T* X = static_cast<const T*>(x);
     const A count = static_cast<A>(n * spatial);
+    // 16-bit planes are widened into a float buffer first: the sums then
+    // vectorise as they do for float.
+    vector<A> widened(std::is_same_v<T, A> ? 0 : static_cast<size_t>(spatial));
+    const auto plane = [&](int64_t i, int64_t c) -> const A* {
+      const T* p = X + (i * channels + c) * spatial;
+      if constexpr (std::is_same_v<T, A>) {
+        return p;
+      } else {
+        widen_into(p, spatial, widened.data());
+        return widened.data();
+      }
+    };
     for (int64_t c = lo; c < hi; ++c) {
       A sum = 0;
       for (int64_t i = 0; i < n; ++i) {
-        const T* p = X + (i * channels + c) * spatial;
-        sum += lane_sum<A>(spatial, [&](int64_t j) { return convert<A>(p[j]); });
+        const A* p = plane(i, c);
+        sum += lane_sum<A>(spatial, [&](int64_t j) { return p[j]; });
       }
       const A mu = sum / count;
       A squares = 0;
       for (int64_t i = 0; i < n; ++i) {
-        const T* p = X + (i * channels + c) * spatial;
-        squares += lane_sum<A>(spatial, [&](int64_t j) {
-          const A d = convert<A>(p[j]) - mu;
-          return d * d;
-        });
+        const A* p = plane(i, c);
+        squares += lane_sum<A>(spatial, [&](int64_t j) { return (p[j] - mu) * (p[j] - mu); });
       }
       static_cast<A*>(mean)[c] = mu;
-      static_cast<A*>(var)[c] = squares / count;
+      if (finish == nullptr) {
+        static_cast<A*>(var)[c] = squares / count;
+        continue;
+      }
+      const A biased = squares / count;
+      // As the CPU's InvStd: in double, 0 for a zero variance and eps.
+      static_cast<A*>(var)[c] = biased == 0 && finish->eps == 0 ? A(0) : static_cast<A>(1 / std::sqrt(biased + finish->eps));
+      const double m = finish->momentum;
+      if (finish->running_mean != nullptr) {
+        A& r = static_cast<A*>(finish->running_mean)[c];
+        r = static_cast<A>(m * mu + (1 - m) * r);
+      }
+      if (finish->running_var != nullptr) {
+        A& r = static_cast<A*>(finish->running_var)[c];
+        const A unbiased = squares / std::max<A>(count - 1, A(1));
+        r = static_cast<A>(m * unbiased + (1 - m) * r);
+      }
     }
   });
 }
@@ -181,14 +208,26 @@ void batch_norm_backward_channels(ScalarType type, int64_t lo, int64_t hi, int64
     T* dX = static_cast<T*>(grad_input);
     A *dW = static_cast<A*>(grad_weight), *dB = static_cast<A*>(grad_bias);
     const A count = static_cast<A>(n * spatial);
+    // 16-bit planes widened first, as in the statistics.
+    constexpr bool kWiden = !std::is_same_v<T, A>;
+    vector<A> g_buffer(kWiden ? static_cast<size_t>(spatial) : 0), x_buffer(kWiden ? static_cast<size_t>(spatial) : 0);
+    const auto plane = [&](const T* base, int64_t i, int64_t c, vector<A>& buffer) -> const A* {
+      const T* p = base + (i * channels + c) * spatial;
+      if constexpr (kWiden) {
+        widen_into(p, spatial, buffer.data());
+        return buffer.data();
+      } else {
+        return p;
+      }
+    };
     for (int64_t c = lo; c < hi; ++c) {
       const A mu = M[c], inv = I[c], w = W != nullptr ? W[c] : A(1);
       A sum_dy = 0, dot = 0;  // sum(dy), sum(dy * (x - mean))
       for (int64_t i = 0; i < n; ++i) {
-        const T* g = dY + (i * channels + c) * spatial;
-        const T* xp = X + (i * channels + c) * spatial;
-        sum_dy += lane_sum<A>(spatial, [&](int64_t j) { return convert<A>(g[j]); });
-        dot += lane_sum<A>(spatial, [&](int64_t j) { return convert<A>(g[j]) * (convert<A>(xp[j]) - mu); });
+        const A* g = plane(dY, i, c, g_buffer);
+        const A* xp = plane(X, i, c, x_buffer);
+        sum_dy += lane_sum<A>(spatial, [&](int64_t j) { return g[j]; });
+        dot += lane_sum<A>(spatial, [&](int64_t j) { return g[j] * (xp[j] - mu); });
       }
       if (dB != nullptr) dB[c] = sum_dy;
       if (dW != nullptr) dW[c] = dot * inv;
@@ -196,11 +235,11 @@ void batch_norm_backward_channels(ScalarType type, int64_t lo, int64_t hi, int64
       const A k = training ? dot * inv * inv / count : A(0);
       const A mean_dy = training ? sum_dy / count : A(0);
       for (int64_t i = 0; i < n; ++i) {
-        const T* g = dY + (i * channels + c) * spatial;
-        const T* xp = X + (i * channels + c) * spatial;
+        const A* g = plane(dY, i, c, g_buffer);
+        const A* xp = plane(X, i, c, x_buffer);
         T* dxp = dX + (i * channels + c) * spatial;
         for (int64_t j = 0; j < spatial; ++j) {
-          const A d = convert<A>(g[j]) - (convert<A>(xp[j]) - mu) * k - mean_dy;
+          const A d = g[j] - (xp[j] - mu) * k - mean_dy;
           dxp[j] = convert<T>(d * inv * w);
         }
       }

@@ -11,6 +11,12 @@
 
 namespace mlu::kernels::detail {
 
+// What batch_norm_training_statistics adds to the statistics.
+struct TrainingStatistics {
+  double eps, momentum;
+  void *running_mean, *running_var;  // either may be null
+};
+
 struct NormFns {
   // layer_norm of rows [lo, hi).
   void (*layer_norm_rows)(ScalarType type, int64_t lo, int64_t hi, int64_t cols, const void* x, const void* weight,
@@ -24,9 +30,11 @@ struct NormFns {
   void (*layer_norm_param_grads)(ScalarType type, int64_t lo, int64_t hi, int64_t rows, int64_t cols,
                                  const void* grad_y, const void* x, const void* mean, const void* rstd,
                                  void* grad_weight, void* grad_bias);
-  // batch_norm_statistics of channels [lo, hi).
+  // batch_norm_statistics of channels [lo, hi); with `finish`,
+  // batch_norm_training_statistics (var then receives invstd).
   void (*batch_norm_statistics_channels)(ScalarType type, int64_t lo, int64_t hi, int64_t n, int64_t channels,
-                                         int64_t spatial, const void* x, void* mean, void* var);
+                                         int64_t spatial, const void* x, void* mean, void* var,
+                                         const detail::TrainingStatistics* finish);
   // batch_norm_apply of planes [lo, hi) (plane p: sample p / channels,
   // channel p % channels).
   void (*batch_norm_apply_planes)(ScalarType type, int64_t lo, int64_t hi, int64_t channels, int64_t spatial,
