@@ -5,16 +5,18 @@
 // oneDNN is the library stock PyTorch's CPU convolutions run on: its JIT
 // kernels (direct, blocked-layout, AVX-512 / AVX512-BF16 / AMX) beat our
 // im2col + GEMM path on every ResNet layer, NCHW and channels-last, float32
-// and bfloat16 (docs/bench_models.md). We call it as we call MKL (Note
-// [Vendor BLAS]): oneDNN's own threads never run. The batch is cut into one
-// slice per compute thread of our pool, and each thread runs the primitive
-// on its slice with oneDNN told to use one thread (omp_set_num_threads(1) on
-// that thread: the OpenMP runtime oneDNN is built on keeps the count per
-// thread). Weight gradients are computed per slice in float and summed in a
-// fixed order, so results do not depend on timing, and a 16-bit gradient is
-// rounded once. Our tensors stay in their plain layouts (NCHW / channels-last,
-// OIHW / OHWI weights); each call reorders them into the blocked layouts
-// oneDNN chose and back, as PyTorch's CPU path does.
+// and bfloat16 (docs/bench_conv.md). We call it as we call MKL (Note
+// [Vendor BLAS]): oneDNN's own threads never run. Each call is cut into one
+// part per compute thread of our pool, by samples or by channels (Note
+// [Slices of a convolution] in conv_dnnl.cpp), and each thread runs the
+// primitive on its part with oneDNN told to use one thread
+// (omp_set_num_threads(1) on that thread: the OpenMP runtime oneDNN is built
+// on keeps the count per thread). Weight gradients of a cut by samples are
+// computed per part in float and summed in a fixed order, so results do not
+// depend on timing, and a 16-bit gradient is rounded once. Our tensors stay
+// in their plain layouts (NCHW / channels-last, OIHW / OHWI weights); each
+// call reorders them into the blocked layouts oneDNN chose and back, as
+// PyTorch's CPU path does.
 //
 // What oneDNN cannot take (float64, float16 on most CPUs, a 16-bit
 // transposed convolution's bias, a primitive it does not implement) makes
