@@ -10,7 +10,7 @@ CODE = """
     torch.softmax(a, dim=1); torch.softmax(a, dim=0)
     a @ a
     a @ a[:, 0]
-    b = torch.randn(96, 96, device="mlu", dtype=torch.bfloat16)
+    b = torch.randn(128, 128, device="mlu", dtype=torch.bfloat16)  # big enough for oneDNN
     b @ b
     x = torch.randn(2, 3, 8, 8, device="mlu")
     w = torch.randn(4, 3, 3, 3, device="mlu")
@@ -41,9 +41,11 @@ def test_each_kernel_call_names_its_path(python):
     assert float(lines[0][7]) >= 0
     assert paths(lines, "softmax") == ["rows", "columns"]
     gemm = [fields for fields in lines if fields[2] == "gemm"]
-    # Note [Vendor BLAS]: products run on oneMKL on Intel hosts where the build links it, else on our kernel.
+    # Note [Vendor BLAS], Note [oneDNN products]: float32 products run on our kernel unless oneMKL is asked
+    # for; 16-bit ones on oneDNN by default where the build links it.
     mkl = config["gemm_library"] == "mkl"
-    assert config["gemm_library"] in (("mkl", "own") if config["mkl_linked"] else ("own",))
+    dnnl = config["gemm_library"] == "dnnl"
+    assert config["gemm_library"] == "own" or config[config["gemm_library"] + "_linked"]
     assert [f[4] for f in gemm[:2]] == ["mkl" if mkl else "blocked", "gemv"]
     assert gemm[0][5:7] == ["Float32", "m96 n96 k96 batch1"]
     bf16 = gemm[2]
@@ -52,7 +54,8 @@ def test_each_kernel_call_names_its_path(python):
     # else AVX512-BF16 dot products where the CPU has them (Note [BFloat16 dot products]).
     amx = config["amx_usable"] and config["active_isa"].startswith("avx512")
     dot = config["active_isa"] == "avx512bf16"
-    assert bf16[4] == ("mkl_workspace" if mkl else "amx" if amx else "dpbf16" if dot else "blocked_workspace")
+    assert bf16[4] == ("mkl_workspace" if mkl else "dnnl" if dnnl else "amx" if amx else "dpbf16" if dot
+                       else "blocked_workspace")
     # The glue picks the layout per problem (csrc/aten/ops/ConvolutionOps.cpp); channels-last input runs nhwc,
     # on oneDNN where the build links it (Note [oneDNN convolutions]).
     conv = paths(lines, "conv_forward")

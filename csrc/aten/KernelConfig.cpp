@@ -32,10 +32,13 @@ KernelConfig kernel_config() {
 
 void set_gemm_library(const std::string& name) {
   namespace k = mlu::kernels;
-  TORCH_CHECK(name == "own" || name == "mkl", "set_gemm_library: expected 'own' or 'mkl', got '", name, "'");
-  const k::GemmLibrary library = name == "mkl" ? k::GemmLibrary::Mkl : k::GemmLibrary::Own;
-  TORCH_CHECK(k::gemm_library_available(library),
-              "set_gemm_library: this build of torch_mlu was made without oneMKL (pip package mkl-include)");
+  TORCH_CHECK(name == "own" || name == "mkl" || name == "dnnl",
+              "set_gemm_library: expected 'own', 'mkl' or 'dnnl', got '", name, "'");
+  const k::GemmLibrary library = name == "mkl"    ? k::GemmLibrary::Mkl
+                                 : name == "dnnl" ? k::GemmLibrary::Dnnl
+                                                  : k::GemmLibrary::Own;
+  TORCH_CHECK(k::gemm_library_available(library), "set_gemm_library: this build of torch_mlu was made without ",
+              name == "mkl" ? "oneMKL (pip package mkl-include)" : "oneDNN (Debian package libdnnl-dev)");
   k::set_gemm_library(library);
 }
 

@@ -14,7 +14,7 @@ struct KernelConfig {
   std::string active_isa;    // what the kernels use (MLU_KERNELS_ISA may cap it)
   bool amx_usable;           // BFloat16 GEMMs may use AMX tiles
   int threads;               // compute threads per kernel call
-  std::string gemm_library;  // "mkl" or "own" (Note [Vendor BLAS] in kernels/src/gemm/gemm_vendor.h)
+  std::string gemm_library;  // "own", "mkl" or "dnnl" (mlu_kernels/gemm.h GemmLibrary)
   bool mkl_linked;           // whether this build can call oneMKL
   std::string conv_library;  // "dnnl" or "own" (Note [oneDNN convolutions] in kernels/src/conv/conv_dnnl.h)
   bool dnnl_linked;          // whether this build can call oneDNN
@@ -22,8 +22,8 @@ struct KernelConfig {
 
 KernelConfig kernel_config();
 
-// Picks the library floating-point products run on: "own" or "mkl" (an
-// error for "mkl" in a build without it). Not while products run.
+// Picks the library floating-point products run on: "own", "mkl" or "dnnl"
+// (an error for a library this build lacks). Not while products run.
 void set_gemm_library(const std::string& name);
 // Likewise for float32/bfloat16 convolutions: "own" or "dnnl".
 void set_conv_library(const std::string& name);

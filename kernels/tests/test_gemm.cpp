@@ -55,9 +55,9 @@ Stored random_matrix(Rng& rng, ScalarType type, int64_t rows, int64_t cols, int6
   return s;
 }
 
-// Our kernel on each ISA, and the vendor library (Note [Vendor BLAS]) where
-// this build links one.
-// (The library runs with the detected ISA: MKL picks its own code path.)
+// Our kernel on each ISA, and each library this build links (Note [Vendor
+// BLAS], Note [oneDNN products]); a library runs with the detected ISA
+// (it picks its own code path).
 struct GemmConfig {
   Isa isa;
   GemmLibrary library;
@@ -67,7 +67,7 @@ class GemmTest : public ::testing::TestWithParam<GemmConfig> {
  protected:
   void SetUp() override {
     GemmConfig config = GetParam();
-    if (config.library == GemmLibrary::Mkl) config.isa = detected_isa();
+    if (config.library != GemmLibrary::Own) config.isa = detected_isa();
     if (config.isa > detected_isa()) GTEST_SKIP() << "CPU lacks " << isa_name(config.isa);
     if (!gemm_library_available(config.library)) GTEST_SKIP() << "built without " << gemm_library_name(config.library);
     saved_ = active_isa();
@@ -270,6 +270,58 @@ TEST_P(GemmTest, BFloat16TilePanels) {
   }
 }
 
+// 16-bit products big enough for a library to take (Note [oneDNN products]):
+// row and column cuts over 1-3 threads, a transposed B (a linear layer's
+// weight), float and 16-bit C, batches.
+TEST_P(GemmTest, HalfProductsAtModelShapes) {
+  Rng rng(13);
+  const int saved_threads = num_threads();
+  const int64_t shapes[][4] = {{300, 200, 64, 1}, {24, 700, 96, 1}, {128, 128, 128, 2}};
+  for (ScalarType type : {ScalarType::BFloat16, ScalarType::Float16}) {
+    for (const auto& s : shapes) {
+      for (int threads : {1, 2, 3}) {
+        set_num_threads(threads);
+        const bool transposed_b = threads != 2, float_c = threads == 3;
+        GemmArgs args{};
+        args.dtype = type;
+        args.float_c = float_c;
+        args.m = s[0];
+        args.n = s[1];
+        args.k = s[2];
+        args.batch = s[3];
+        args.alpha = 1;
+        args.beta = 0;
+        Stored a = random_matrix(rng, type, args.m, args.k, args.batch, false);
+        Stored b{Buffer(type, args.k * args.n * args.batch),
+                 {nullptr, transposed_b ? 1 : args.n, transposed_b ? args.k : 1}, args.k * args.n};
+        fill_normal(b.buffer, rng);
+        b.view.data = b.buffer.data();
+        const ScalarType c_type = float_c ? ScalarType::Float32 : type;
+        Stored c = random_matrix(rng, c_type, args.m, args.n, args.batch, false);
+        args.a = a.view;
+        args.b = b.view;
+        args.c = c.view;
+        args.batch_stride_a = a.batch_stride;
+        args.batch_stride_b = b.batch_stride;
+        args.batch_stride_c = c.batch_stride;
+        Buffer want = c.buffer;
+        GemmArgs ref = args;
+        ref.c.data = want.data();
+        gemm_ref(ref);
+        gemm(args);
+        const double tol = float_c ? 1e-4 : type == ScalarType::BFloat16 ? 1e-2 : 2e-3;
+        for (int64_t i = 0; i < c.buffer.count(); ++i) {
+          const double got = element_value(c_type, c.buffer.element(i)), expect = element_value(c_type, want.element(i));
+          ASSERT_NEAR(got, expect, tol * (1 + std::abs(expect)))
+              << scalar_type_name(type) << " m " << args.m << " n " << args.n << " k " << args.k << " threads "
+              << threads << " element " << i;
+        }
+      }
+    }
+  }
+  set_num_threads(saved_threads);
+}
+
 // float_c: Float16/BFloat16 operands, float results (not rounded to 16 bits).
 TEST_P(GemmTest, FloatResultsOfHalfOperands) {
   Rng rng(10);
@@ -312,10 +364,12 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, GemmTest,
                                            GemmConfig{Isa::Avx2, GemmLibrary::Own},
                                            GemmConfig{Isa::Avx512, GemmLibrary::Own},
                                            GemmConfig{Isa::Avx512Bf16, GemmLibrary::Own},
-                                           GemmConfig{Isa::Baseline, GemmLibrary::Mkl}),
+                                           GemmConfig{Isa::Baseline, GemmLibrary::Mkl},
+                                           GemmConfig{Isa::Baseline, GemmLibrary::Dnnl}),
                          [](const auto& info) {
-                           return info.param.library == GemmLibrary::Own ? std::string(isa_name(info.param.isa))
-                                                                         : std::string("mkl");
+                           return info.param.library == GemmLibrary::Own
+                                      ? std::string(isa_name(info.param.isa))
+                                      : std::string(gemm_library_name(info.param.library));
                          });
 
 // BLAS's rules: beta == 0 does not read C, alpha == 0 does not read A and B.

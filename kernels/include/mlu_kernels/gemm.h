@@ -56,15 +56,17 @@ bool gemm_supports(ScalarType dtype);
 void gemm(const GemmArgs& args);
 
 // The library floating-point products run on (Note [Vendor BLAS] in
-// src/gemm/gemm_vendor.h): Own, our BLIS-shaped kernel, by default; Mkl,
-// oneMKL's sequential layer on our threads where this build links it, with
-// MLU_KERNELS_GEMM=mkl at first use (Note [Which library on which host]);
-// set_gemm_library changes it
-// (lowered to Own where MKL is not linked). Not meant to be called while
+// src/gemm/gemm_vendor.h): Own, our BLIS-shaped kernel; Mkl, oneMKL's
+// sequential layer on our threads where this build links it
+// (MLU_KERNELS_GEMM=mkl at first use, Note [Which library on which host]);
+// Dnnl, the default where this build links oneDNN: Float16/BFloat16
+// products on oneDNN's matmul, the rest on our kernel (Note [oneDNN
+// products] in src/gemm/gemm_dnnl.h). set_gemm_library changes it (lowered
+// to Own where the library is not linked). Not meant to be called while
 // products run on other threads. Own is always used for integer types and
-// for what MKL cannot express (operands without a unit stride, sizes past
-// 32-bit).
-enum class GemmLibrary : int { Own = 0, Mkl = 1 };
+// for what a library cannot express (operands without a unit stride, sizes
+// past 32-bit, small products).
+enum class GemmLibrary : int { Own = 0, Mkl = 1, Dnnl = 2 };
 bool gemm_library_available(GemmLibrary library);
 GemmLibrary gemm_library();
 void set_gemm_library(GemmLibrary library);

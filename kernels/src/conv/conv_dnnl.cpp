@@ -7,8 +7,6 @@
 #include "mlu_kernels/parallel.h"
 
 #if MLU_KERNELS_WITH_DNNL
-#include <omp.h>
-
 #include <algorithm>
 #include <optional>
 #include <unordered_map>
@@ -16,6 +14,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "../dnnl_support.h"
 #include "../scratch.h"
 #include "mlu_kernels/half.h"
 #endif
@@ -65,14 +64,8 @@ using dnnl::memory;
 using Tag = memory::format_tag;
 using Dims = memory::dims;
 
-const dnnl::engine& engine() {
-  static const dnnl::engine cpu(dnnl::engine::kind::cpu, 0);
-  return cpu;
-}
-
-// oneDNN on this thread uses one thread (Note [oneDNN convolutions]). Also
-// before making descriptors: they plan their threading when made.
-void one_thread() { omp_set_num_threads(1); }
+const dnnl::engine& engine() { return dnnl_engine(); }
+void one_thread() { dnnl_one_thread(); }
 
 // A 64-byte aligned, growable per-thread buffer (the reordered operands; kept
 // between calls like scratch.h's buffers).

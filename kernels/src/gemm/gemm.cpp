@@ -17,6 +17,7 @@
 #include "gemm_amx.h"
 #include "gemm_dpbf16.h"
 #include "gemm_integer.h"
+#include "gemm_dnnl.h"
 #include "gemm_vendor.h"
 #include "microkernel.h"
 #include "mlu_kernels/copy.h"
@@ -349,6 +350,14 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   if (n == 1 || m == 1) {
     gemm_vector<T>(args.dtype, c_type, m, n, args.k, alpha, beta, a, b, c, c_base);
     return "gemv";
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    // Note [oneDNN products]: 16-bit operands, C row-major in its own dtype.
+    if (args.dtype != ScalarType::Float32 && c.col_stride == 1 &&
+        detail::dnnl_gemm(args.dtype, c_type, m, n, args.k, args.alpha, beta, a.data, a.rs, a.cs, b.data, b.rs,
+                          b.cs, c_base, c.row_stride, bias_row, serial)) {
+      return "dnnl";
+    }
   }
   const bool in_compute_type = c_type == compute_type<T>();
   if (in_compute_type && c.col_stride != 1 && c.row_stride == 1) {

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 
+#include "gemm_dnnl.h"
 #include "mlu_kernels/parallel.h"
 
 #if MLU_KERNELS_WITH_MKL
@@ -27,9 +28,11 @@ namespace {
 // expanded inputs. Once that is found and fixed, the default is to follow
 // the CPU's vendor (a CPUID vendor check).
 GemmLibrary from_env() {
-  if (!detail::vendor_gemm_linked()) return GemmLibrary::Own;
   const char* env = std::getenv("MLU_KERNELS_GEMM");
-  return env != nullptr && std::strcmp(env, "mkl") == 0 ? GemmLibrary::Mkl : GemmLibrary::Own;
+  const auto asked = [&](const char* name) { return env != nullptr && std::strcmp(env, name) == 0; };
+  if (asked("mkl") && detail::vendor_gemm_linked()) return GemmLibrary::Mkl;
+  if (asked("own")) return GemmLibrary::Own;
+  return detail::dnnl_gemm_linked() ? GemmLibrary::Dnnl : GemmLibrary::Own;
 }
 
 std::atomic<int>& preference() {
@@ -40,7 +43,12 @@ std::atomic<int>& preference() {
 }  // namespace
 
 bool gemm_library_available(GemmLibrary library) {
-  return library == GemmLibrary::Own || detail::vendor_gemm_linked();
+  switch (library) {
+    case GemmLibrary::Mkl: return detail::vendor_gemm_linked();
+    case GemmLibrary::Dnnl: return detail::dnnl_gemm_linked();
+    case GemmLibrary::Own: break;
+  }
+  return true;
 }
 
 GemmLibrary gemm_library() { return static_cast<GemmLibrary>(preference().load(std::memory_order_relaxed)); }
@@ -50,7 +58,9 @@ void set_gemm_library(GemmLibrary library) {
   preference().store(static_cast<int>(library), std::memory_order_relaxed);
 }
 
-const char* gemm_library_name(GemmLibrary library) { return library == GemmLibrary::Mkl ? "mkl" : "own"; }
+const char* gemm_library_name(GemmLibrary library) {
+  return library == GemmLibrary::Mkl ? "mkl" : library == GemmLibrary::Dnnl ? "dnnl" : "own";
+}
 
 namespace detail {
 

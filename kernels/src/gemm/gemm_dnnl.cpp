@@ -1,0 +1,132 @@
+#include "gemm_dnnl.h"
+
+#if MLU_KERNELS_WITH_DNNL
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+#include "../dnnl_support.h"
+#include "mlu_kernels/gemm.h"
+#include "mlu_kernels/parallel.h"
+#endif
+
+namespace mlu::kernels::detail {
+
+#if MLU_KERNELS_WITH_DNNL
+
+bool dnnl_gemm_linked() { return true; }
+
+namespace {
+
+using dnnl::memory;
+
+// Products below this many multiply-adds run our kernel: a primitive's
+// descriptor costs tens of microseconds to make.
+constexpr int64_t kSmallestMacs = int64_t{1} << 20;
+
+struct Block {
+  int64_t i0, rows, j0, cols;
+};
+
+// C cut into `threads` blocks: row blocks when C is at least as tall as it
+// is wide, else column blocks.
+std::vector<Block> blocks(int64_t m, int64_t n, int threads) {
+  std::vector<Block> out;
+  const bool by_rows = m >= n;
+  const int64_t total = by_rows ? m : n;
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, total));
+  for (int64_t p = 0; p < parts; ++p) {
+    const int64_t lo = p * total / parts, hi = (p + 1) * total / parts;
+    out.push_back(by_rows ? Block{lo, hi - lo, 0, n} : Block{0, m, lo, hi - lo});
+  }
+  return out;
+}
+
+memory::data_type data_type(ScalarType type) {
+  return type == ScalarType::BFloat16 ? memory::data_type::bf16
+         : type == ScalarType::Float16 ? memory::data_type::f16
+                                       : memory::data_type::f32;
+}
+
+}  // namespace
+
+bool dnnl_gemm(ScalarType type, ScalarType c_type, int64_t m, int64_t n, int64_t k, double alpha, double beta,
+               const void* a, int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, void* c,
+               int64_t ldc, const float* bias, bool serial) {
+  if (gemm_library() != GemmLibrary::Dnnl || (type != ScalarType::BFloat16 && type != ScalarType::Float16)) return false;
+  // beta 0 only: a block that failed could then be rerun on our kernel
+  // whatever the others wrote. (A linear layer's bias is the bias row, with
+  // beta 0.)
+  if (alpha != 1 || beta != 0 || m * n * k < kSmallestMacs || k < 1) return false;
+  try {
+    dnnl_one_thread();
+    const int threads = serial || in_parallel_region() ? 1 : num_threads();
+    const std::vector<Block> cut = blocks(m, n, threads);
+    const memory::data_type dt = data_type(type), ct = data_type(c_type);
+    // One primitive per distinct block shape, made before any block runs.
+    std::vector<std::pair<Block, dnnl::matmul::primitive_desc>> shapes;
+    std::vector<size_t> shape_of;
+    for (const Block& blk : cut) {
+      auto at = std::find_if(shapes.begin(), shapes.end(), [&](const auto& s) {
+        return s.first.rows == blk.rows && s.first.cols == blk.cols;
+      });
+      if (at == shapes.end()) {
+        const memory::desc ad({blk.rows, k}, dt, {a_rs, a_cs}), bd({k, blk.cols}, dt, {b_rs, b_cs});
+        const memory::desc cd({blk.rows, blk.cols}, ct, {ldc, 1});
+        const auto desc = bias != nullptr
+                              ? dnnl::matmul::desc(ad, bd, memory::desc({1, blk.cols}, memory::data_type::f32,
+                                                                        memory::format_tag::ab),
+                                                   cd)
+                              : dnnl::matmul::desc(ad, bd, cd);
+        dnnl::matmul::primitive_desc pd(desc, dnnl_engine());
+        if (std::strstr(pd.impl_info_str(), "ref") != nullptr) return false;  // a scalar loop: ours is faster
+        shapes.emplace_back(blk, pd);
+        at = shapes.end() - 1;
+      }
+      shape_of.push_back(static_cast<size_t>(at - shapes.begin()));
+    }
+    const size_t es = element_size(type), ces = element_size(c_type);
+    std::atomic<bool> ok{true};
+    parallel_for(0, static_cast<int64_t>(cut.size()), 1, [&](int64_t lo, int64_t hi) {
+      dnnl_one_thread();
+      for (int64_t p = lo; p < hi; ++p) {
+        try {
+          const Block& blk = cut[static_cast<size_t>(p)];
+          const auto& pd = shapes[shape_of[static_cast<size_t>(p)]].second;
+          dnnl::stream stream(dnnl_engine());
+          auto* ap = static_cast<unsigned char*>(const_cast<void*>(a)) + static_cast<size_t>(blk.i0 * a_rs) * es;
+          auto* bp = static_cast<unsigned char*>(const_cast<void*>(b)) + static_cast<size_t>(blk.j0 * b_cs) * es;
+          auto* cp = static_cast<unsigned char*>(c) + static_cast<size_t>(blk.i0 * ldc + blk.j0) * ces;
+          std::unordered_map<int, memory> args{{DNNL_ARG_SRC, memory(pd.src_desc(), dnnl_engine(), ap)},
+                                               {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), dnnl_engine(), bp)},
+                                               {DNNL_ARG_DST, memory(pd.dst_desc(), dnnl_engine(), cp)}};
+          if (bias != nullptr) {
+            args.emplace(DNNL_ARG_BIAS, memory(pd.bias_desc(), dnnl_engine(), const_cast<float*>(bias + blk.j0)));
+          }
+          dnnl::matmul(pd).execute(stream, args);
+          stream.wait();
+        } catch (const dnnl::error&) {
+          ok.store(false, std::memory_order_relaxed);
+        }
+      }
+    });
+    return ok.load(std::memory_order_relaxed);
+  } catch (const dnnl::error&) {
+    return false;
+  }
+}
+
+#else  // !MLU_KERNELS_WITH_DNNL
+
+bool dnnl_gemm_linked() { return false; }
+
+bool dnnl_gemm(ScalarType, ScalarType, int64_t, int64_t, int64_t, double, double, const void*, int64_t, int64_t,
+               const void*, int64_t, int64_t, void*, int64_t, const float*, bool) {
+  return false;
+}
+
+#endif
+
+}  // namespace mlu::kernels::detail
