@@ -73,4 +73,18 @@ void launch_kernel(c10::DeviceIndex device, const char* name, F&& fn) {
   if (launch_blocking()) stream.synchronize();
 }
 
+// Ops of at most this many elements launch as small tasks: on an idle stream
+// the calling thread runs them (Note [Small tasks run inline] in
+// mlu_runtime/queue.h), which spares the tiny op the hand-off to the device
+// thread; a few microseconds of work at most.
+constexpr int64_t kSmallKernelElements = 4096;
+
+// launch_kernel for a small task (above).
+template <class F>
+void launch_small_kernel(c10::DeviceIndex device, const char* name, F&& fn) {
+  MLUStream stream = getCurrentMLUStream(device);
+  MLU_CHECK(mlu::mluLaunchSmallTask(stream.queue(), name, std::forward<F>(fn)));
+  if (launch_blocking()) stream.synchronize();
+}
+
 }  // namespace torch_mlu

@@ -101,7 +101,11 @@ void fill_and_launch(const at::TensorIteratorBase& iter, PointwiseOp op, k::Scal
   }
   // No device guard: launch_kernel names the device, and the op's own guard
   // (StructuredPointwise.h) already made it current for the outputs.
-  launch_kernel(iter.device(0).index(), k::pointwise_name(op), task);
+  if (iter.numel() <= kSmallKernelElements) {
+    launch_small_kernel(iter.device(0).index(), k::pointwise_name(op), task);
+  } else {
+    launch_kernel(iter.device(0).index(), k::pointwise_name(op), task);
+  }
 }
 
 }  // namespace

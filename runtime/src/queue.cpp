@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -76,7 +78,7 @@ void mluQueue_st::wait_for(uint64_t seq) {
 
 void mluQueue_st::run_worker() {
   tls_worker_queue = this;
-  uint64_t done = 0;  // == finished; only this thread writes it
+  uint64_t done = 0;  // == finished; written here and by inline launches
   for (;;) {
     uint64_t available = launched_published.load(std::memory_order_acquire);
     if (available == done) {
@@ -94,6 +96,9 @@ void mluQueue_st::run_worker() {
       }
       worker_sleeping.store(false);
     }
+    // Tasks run inline by their launcher (Note [Small tasks run inline]) are
+    // finished before they are published.
+    done = finished.load();
     for (; done < available; ++done) {
       mlu::detail::TaskSlot& slot = ring[done % kCapacity];
       mlu::TaskContext context(device);
@@ -233,11 +238,36 @@ mluError_t reserve_slot(mluQueue_t* queue, TaskSlot** slot) {
   return mluSuccess;
 }
 
-uint64_t commit_slot_seq(mluQueue_t q) {
+// MLU_INLINE_SMALL_TASKS=0 turns Note [Small tasks run inline] off.
+bool small_tasks_run_inline() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("MLU_INLINE_SMALL_TASKS");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return enabled;
+}
+
+uint64_t commit_slot_seq(mluQueue_t q, bool small) {
   if (q->capture) {  // captured, not launched: there is no sequence number
     capture_commit(q);
     q->launch_mu.unlock();
     return 0;
+  }
+  if (small && q->finished.load() == q->launched && !on_device_thread() && small_tasks_run_inline()) {
+    // Note [Small tasks run inline]. The device thread has run every
+    // published task and only looks at this slot once launched_published
+    // names it; `finished` is stored first, so by then it knows the task ran
+    // (run_worker rereads `finished`).
+    const uint64_t seq = ++q->launched;
+    TaskSlot& slot = q->ring[(seq - 1) % mluQueue_st::kCapacity];
+    TaskContext context(q->device);
+    run_task(slot, context);
+    slot.destroy(slot.storage);
+    if (context.failed()) q->store_error(seq, task_name(slot), context.message());
+    q->finished.store(seq);
+    q->launched_published.store(seq);
+    q->launch_mu.unlock();
+    return seq;
   }
   uint64_t seq = ++q->launched;
   q->launched_published.store(seq);
@@ -251,7 +281,7 @@ uint64_t commit_slot_seq(mluQueue_t q) {
   return seq;
 }
 
-void commit_slot(mluQueue_t queue) { commit_slot_seq(queue); }
+void commit_slot(mluQueue_t queue, bool small) { commit_slot_seq(queue, small); }
 
 }  // namespace mlu::detail
 

@@ -18,7 +18,9 @@
 // them once, when that task finishes, not after every task before it (each
 // wake-up would take a core from the device threads for a context switch).
 //
-// Invariants: finished <= launched_published <= launched, and
+// Invariants: finished <= launched_published <= launched (a task run inline,
+// Note [Small tasks run inline], stores `finished` just before publishing
+// itself), and
 // launched - finished <= capacity (the ring never overwrites a slot that has
 // not run). Task k (1-based) lives in ring[(k - 1) % capacity].
 // Queue objects are never freed: a destroyed queue only loses its thread and
@@ -63,7 +65,9 @@ struct mluQueue_st {
   std::shared_ptr<detail::Capture> capture;
   std::atomic<bool> closing{false};             // destroy began: launches fail
   alignas(64) std::atomic<uint64_t> launched_published{0};  // `launched`, for the device thread and queries
-  alignas(64) std::atomic<uint64_t> finished{0};            // written by the device thread only
+  // Written by the device thread, and by a launcher that runs a task inline
+  // on an idle queue (Note [Small tasks run inline]), never both at once.
+  alignas(64) std::atomic<uint64_t> finished{0};
   alignas(64) std::atomic<bool> worker_sleeping{false};
   // The earliest task a sleeping host waiter waits for; kNoWaiter when none.
   // Lowered by waiters, reset by the device thread, both under `mu`.
@@ -120,7 +124,7 @@ bool is_registered_queue(const void* queue);
 // A live queue for `queue` (null: the current device's default queue), or
 // nullptr with the thread's error detail set.
 mluQueue_st* resolve_queue(mluQueue_t queue, mluError_t* status);
-uint64_t commit_slot_seq(mluQueue_t queue);
+uint64_t commit_slot_seq(mluQueue_t queue, bool small = false);
 
 // Runs a task, turning an exception it throws into its failure.
 inline void run_task(TaskSlot& slot, TaskContext& context) {

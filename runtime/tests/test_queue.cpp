@@ -577,3 +577,86 @@ TEST(Queue, ManyWaitersOnAStreamOfTasks) {
   ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
   EXPECT_EQ(ran.load(), kTasks);
 }
+
+// Note [Small tasks run inline]: on an idle queue the launcher runs a small
+// task itself, before the launch returns; with work pending it goes to the
+// device thread behind that work. Either way it is a launched task: counted,
+// ordered, its failure reported by the next synchronize, not by the launch.
+TEST(Queue, SmallTasksRunInlineOnlyOnAnIdleQueue) {
+  ScopedQueue queue(0);
+  const std::thread::id host = std::this_thread::get_id();
+  std::thread::id ran_on;
+  ASSERT_EQ(mluLaunchSmallTask(queue, "small", [&] { ran_on = std::this_thread::get_id(); }), mluSuccess);
+  EXPECT_EQ(ran_on, host) << "an idle queue's small task runs on the launching thread";
+  EXPECT_EQ(mluQueueQuery(queue), mluSuccess);
+
+  std::vector<int> order;
+  Gate gate;
+  ASSERT_EQ(mluLaunchTask(queue, "gated", [&, f = gate.future()](TaskContext& ctx) {
+              if (f.wait_for(kTaskTimeout) != std::future_status::ready) ctx.fail("gate timed out");
+              order.push_back(0);
+            }),
+            mluSuccess);
+  std::atomic<bool> small_ran{false};
+  std::thread::id second;
+  ASSERT_EQ(mluLaunchSmallTask(queue, "small", [&] {
+              order.push_back(1);
+              second = std::this_thread::get_id();
+              small_ran = true;
+            }),
+            mluSuccess);
+  EXPECT_FALSE(small_ran) << "behind pending work the small task waits its turn";
+  gate.open();
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(order, (std::vector<int>{0, 1}));
+  EXPECT_NE(second, host);
+  uint64_t count = 0;
+  EXPECT_EQ(mluQueueGetLaunchCount(queue, &count), mluSuccess);
+  EXPECT_EQ(count, 3u);
+
+  // Inline again (the queue is idle), then ordinary tasks on the device thread
+  // see its effects and run after it.
+  int value = 0;
+  ASSERT_EQ(mluLaunchSmallTask(queue, "small", [&] { value = 1; }), mluSuccess);
+  ASSERT_EQ(mluLaunchTask(queue, "after", [&] { value *= 10; }), mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  EXPECT_EQ(value, 10);
+}
+
+TEST(Queue, AnInlineTasksFailureIsReportedBySynchronize) {
+  ScopedQueue queue(0);
+  ASSERT_EQ(mluLaunchSmallTask(queue, "small_check", [](TaskContext& ctx) { ctx.fail("index 3 out of range"); }),
+            mluSuccess)
+      << "the launch itself succeeds, as for a task on the device thread";
+  int after = 0;
+  ASSERT_EQ(mluLaunchSmallTask(queue, "after", [&after] { ++after; }), mluSuccess);
+  ASSERT_EQ(mluQueueSynchronize(queue), mluErrorLaunchFailure);
+  const std::string detail = mluGetLastErrorDetail();
+  EXPECT_NE(detail.find("small_check"), std::string::npos) << detail;
+  EXPECT_EQ(after, 1);
+  EXPECT_EQ(mluQueueSynchronize(queue), mluSuccess);
+}
+
+// Small and ordinary tasks from several host threads onto one queue keep each
+// thread's order; the total is every task once.
+TEST(Queue, SmallTasksFromManyThreadsKeepOrder) {
+  ScopedQueue queue(0);
+  constexpr int kThreads = 4, kTasks = 2000;
+  std::vector<std::vector<int>> seen(kThreads);  // touched by tasks, which never run concurrently
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kTasks; ++i) {
+        auto task = [&seen, t, i] { seen[t].push_back(i); };
+        const mluError_t status =
+            i % 3 == 0 ? mluLaunchTask(queue, "ordinary", task) : mluLaunchSmallTask(queue, "small", task);
+        ASSERT_EQ(status, mluSuccess);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(mluQueueSynchronize(queue), mluSuccess);
+  std::vector<int> expected(kTasks);
+  std::iota(expected.begin(), expected.end(), 0);
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(seen[t], expected) << "thread " << t;
+}

@@ -10,6 +10,22 @@
 // kTaskInlineBytes are stored inline) and no syscall. A full ring blocks the
 // launching thread until the device thread frees a slot.
 //
+// Note [Small tasks run inline]
+// mluLaunchSmallTask is mluLaunchTask for work too small to repay the hand-off
+// to the device thread (a task's slot and counters migrating to its core and,
+// when it sleeps, a wake-up): when the queue is idle (every task launched on
+// it has finished), the launch is not captured, and the launcher is a host
+// thread (not a device thread) with inline runs enabled, the launching thread
+// runs the task itself before returning. Everything else about the task is a
+// launched task's: it gets the next sequence number, holds the queue's launch
+// lock while it runs (so no other launch on that queue passes it), counts as
+// finished only once it has returned, and a failure is stored as the queue's
+// error (Note [Errors belong to queues]) and reported by the next
+// synchronizing call, never by the launch. Order is unchanged: an idle queue
+// has nothing the task could overtake, and later launches wait for the lock.
+// MLU_INLINE_SMALL_TASKS=0 turns inline runs off (every task then runs on its
+// device thread).
+//
 // Sequence numbers. A queue counts launched tasks (1, 2, ...) and the number
 // of finished ones. "Finished" is published only after a task has returned,
 // so everything that waits for a sequence number (events, synchronize) waits
@@ -104,7 +120,9 @@ struct TaskSlot {
 // default queue it stands for); on success that queue stays locked until
 // commit_slot. Blocks while the ring is full.
 mluError_t reserve_slot(mluQueue_t* queue, TaskSlot** slot);
-void commit_slot(mluQueue_t queue);
+// `small`: may run the task on the calling thread (Note [Small tasks run
+// inline]).
+void commit_slot(mluQueue_t queue, bool small = false);
 
 template <class Fn>
 void invoke_task(Fn& fn, TaskContext& context) {
@@ -115,12 +133,8 @@ void invoke_task(Fn& fn, TaskContext& context) {
   }
 }
 
-}  // namespace detail
-
-// Enqueues fn (callable as fn(TaskContext&) or fn()) on `queue`. `name` must
-// outlive the task (a string literal); it names the task in error reports.
 template <class F>
-mluError_t mluLaunchTask(mluQueue_t queue, const char* name, F&& fn) {
+mluError_t launch(mluQueue_t queue, const char* name, F&& fn, bool small) {
   using Fn = std::decay_t<F>;
   constexpr bool kInline = sizeof(Fn) <= detail::kTaskInlineBytes &&
       alignof(Fn) <= alignof(std::max_align_t) &&
@@ -133,7 +147,7 @@ mluError_t mluLaunchTask(mluQueue_t queue, const char* name, F&& fn) {
     slot->run = [](void* s, TaskContext& c) { detail::invoke_task(*static_cast<Fn*>(s), c); };
     slot->destroy = [](void* s) { static_cast<Fn*>(s)->~Fn(); };
     slot->name = name;
-    detail::commit_slot(queue);
+    detail::commit_slot(queue, small);
     return mluSuccess;
   } else {
     // Rare: a large closure lives on the heap; only its pointer is inline.
@@ -160,6 +174,22 @@ mluError_t mluLaunchTask(mluQueue_t queue, const char* name, F&& fn) {
     detail::commit_slot(queue);
     return mluSuccess;
   }
+}
+
+}  // namespace detail
+
+// Enqueues fn (callable as fn(TaskContext&) or fn()) on `queue`. `name` must
+// outlive the task (a string literal); it names the task in error reports.
+template <class F>
+mluError_t mluLaunchTask(mluQueue_t queue, const char* name, F&& fn) {
+  return detail::launch(queue, name, std::forward<F>(fn), false);
+}
+
+// mluLaunchTask that may run `fn` on the calling thread when the queue is idle
+// (Note [Small tasks run inline]).
+template <class F>
+mluError_t mluLaunchSmallTask(mluQueue_t queue, const char* name, F&& fn) {
+  return detail::launch(queue, name, std::forward<F>(fn), true);
 }
 
 }  // namespace mlu
