@@ -1,4 +1,4 @@
-// layer_norm / batch_norm kernels against their double references
+// layer_norm / batch_norm / group_norm kernels against their double references
 // (norm_ref.cpp): empty and size-1 shapes, rows not a multiple of the
 // 16-lane partial sums, enough rows / channels for several thread chunks,
 // optional parameters and outputs, every floating dtype. Tolerances:
@@ -134,6 +134,78 @@ TEST_P(NormTest, BatchNormMatchesReference) {
       batch_norm_backward_ref(type, n, c, sp, dy.data(), x.data(), stat_mean.data(), invstd.data(), w, training,
                               with_dx ? dx_ref.data() : nullptr, dw_ref.data(), variant == 1 ? nullptr : db_ref.data());
       ASSERT_TRUE(near_buffers(dx, dx_ref, tolerance(type, max_abs(dx_ref)))) << "grad input " << what;
+      ASSERT_TRUE(near_buffers(dw, dw_ref, tolerance(acc, max_abs(dw_ref)))) << "grad weight " << what;
+      ASSERT_TRUE(near_buffers(db, db_ref, tolerance(acc, max_abs(db_ref)))) << "grad bias " << what;
+    }
+  }
+}
+
+// batch_norm_training_statistics: the statistics of batch_norm_statistics,
+// invstd from them, and the running statistics updated in place.
+TEST_P(NormTest, TrainingStatisticsUpdateRunningStatistics) {
+  const ScalarType type = GetParam(), acc = acc_type(type);
+  const ThreadCount threads(3);
+  Rng rng(53 + static_cast<int>(type));
+  const int64_t n = 4, c = 37, sp = 29, count = n * c * sp;
+  const Buffer x = normal_buffer(type, count, rng, 1.5, -1.0);
+  Buffer mean(acc, c), invstd(acc, c), mean_ref(acc, c), var_ref(acc, c);
+  Buffer running_mean = normal_buffer(acc, c, rng), running_var = normal_buffer(acc, c, rng, 0.1, 1.0);
+  const Buffer old_mean = clone(running_mean), old_var = clone(running_var);
+  batch_norm_training_statistics(type, n, c, sp, x.data(), 1e-5, 0.25, mean.data(), invstd.data(),
+                                 running_mean.data(), running_var.data());
+  batch_norm_statistics_ref(type, n, c, sp, x.data(), mean_ref.data(), var_ref.data());
+  ASSERT_TRUE(near_buffers(mean, mean_ref, tolerance(acc, max_abs(x))));
+  Buffer invstd_ref(acc, c), running_mean_ref(acc, c), running_var_ref(acc, c);
+  const double m = static_cast<double>(n * sp);
+  for (int64_t k = 0; k < c; ++k) {
+    put_real(acc, invstd_ref.element(k), 1 / std::sqrt(value(var_ref, k) + 1e-5));
+    put_real(acc, running_mean_ref.element(k), 0.25 * value(mean_ref, k) + 0.75 * value(old_mean, k));
+    put_real(acc, running_var_ref.element(k), 0.25 * value(var_ref, k) * m / (m - 1) + 0.75 * value(old_var, k));
+  }
+  EXPECT_TRUE(near_buffers(invstd, invstd_ref, tolerance(acc, max_abs(invstd_ref))));
+  EXPECT_TRUE(near_buffers(running_mean, running_mean_ref, tolerance(acc, max_abs(x))));
+  EXPECT_TRUE(near_buffers(running_var, running_var_ref, tolerance(acc, max_abs(running_var_ref))));
+}
+
+TEST_P(NormTest, GroupNormMatchesReference) {
+  const ScalarType type = GetParam(), acc = acc_type(type);
+  const ThreadCount threads(3);
+  Rng rng(59 + static_cast<int>(type));
+  struct Shape {
+    int64_t n, channels, spatial, groups;
+  };
+  // Groups of one channel and of all, spatial sizes around the 16-lane sums,
+  // and enough rows for several thread chunks.
+  for (const Shape s : {Shape{2, 6, 5, 3}, Shape{3, 8, 17, 2}, Shape{1, 4, 1, 4}, Shape{2, 5, 33, 1},
+                        Shape{4, 32, 40, 8}}) {
+    for (const bool with_params : {true, false}) {
+      const int64_t count = s.n * s.channels * s.spatial, rows = s.n * s.groups;
+      const std::string what = std::string(scalar_type_name(type)) + " " + std::to_string(s.n) + "x" +
+                               std::to_string(s.channels) + "x" + std::to_string(s.spatial) + " groups " +
+                               std::to_string(s.groups);
+      const Buffer x = normal_buffer(type, count, rng, 1.5, -1.0), dy = normal_buffer(type, count, rng);
+      const Buffer weight = normal_buffer(acc, s.channels, rng), bias = normal_buffer(acc, s.channels, rng);
+      const void* w = with_params ? weight.data() : nullptr;
+      const void* b = with_params ? bias.data() : nullptr;
+      Buffer y(type, count), y_ref(type, count), mean(acc, rows), mean_ref(acc, rows), rstd(acc, rows),
+          rstd_ref(acc, rows);
+      group_norm(type, s.n, s.channels, s.spatial, s.groups, x.data(), w, b, 1e-5, y.data(), mean.data(), rstd.data());
+      group_norm_ref(type, s.n, s.channels, s.spatial, s.groups, x.data(), w, b, 1e-5, y_ref.data(), mean_ref.data(),
+                     rstd_ref.data());
+      ASSERT_TRUE(near_buffers(mean, mean_ref, tolerance(acc, max_abs(x)))) << "mean " << what;
+      ASSERT_TRUE(near_buffers(rstd, rstd_ref, tolerance(acc, max_abs(rstd_ref)))) << "rstd " << what;
+      // x * scale + shift cancels like batch norm's: relative to the terms.
+      const double terms = max_abs(rstd_ref) * (with_params ? max_abs(weight) : 1.0) * (max_abs(x) + max_abs(mean_ref));
+      ASSERT_TRUE(near_buffers(y, y_ref, tolerance(type, std::max(terms, max_abs(y_ref))))) << "forward " << what;
+
+      Buffer dx(type, count), dx_ref(type, count), dw(acc, s.channels), dw_ref(acc, s.channels),
+          db(acc, s.channels), db_ref(acc, s.channels);
+      group_norm_backward(type, s.n, s.channels, s.spatial, s.groups, dy.data(), x.data(), mean_ref.data(),
+                          rstd_ref.data(), w, dx.data(), dw.data(), db.data());
+      group_norm_backward_ref(type, s.n, s.channels, s.spatial, s.groups, dy.data(), x.data(), mean_ref.data(),
+                              rstd_ref.data(), w, dx_ref.data(), dw_ref.data(), db_ref.data());
+      const double dx_terms = max_abs(rstd_ref) * (with_params ? max_abs(weight) : 1.0) * max_abs(dy);
+      ASSERT_TRUE(near_buffers(dx, dx_ref, tolerance(type, std::max(dx_terms, max_abs(dx_ref))))) << "grad input " << what;
       ASSERT_TRUE(near_buffers(dw, dw_ref, tolerance(acc, max_abs(dw_ref)))) << "grad weight " << what;
       ASSERT_TRUE(near_buffers(db, db_ref, tolerance(acc, max_abs(db_ref)))) << "grad bias " << what;
     }

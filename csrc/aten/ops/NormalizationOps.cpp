@@ -251,10 +251,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
 
 // ---- group norm ----
 
-// The statistics of each (sample, group) are those of a row of the contiguous
-// input [N * G, D * HxW] (batch_norm_statistics with one sample); the
-// normalisation is batch_norm_apply over [1, N * C, HxW] with each channel's
-// group statistics and affine parameters spread to N * C channels. The output
+// One kernel (mlu_kernels/norm.h group_norm) on the contiguous input: the
+// statistics of each (sample, group) row and the normalisation. The output
 // has the input's suggested memory format, as on the CPU (CUDA returns
 // contiguous), so channels-last models keep their layout through GroupNorm.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& input_,
@@ -281,34 +279,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& inpu
   const at::Tensor input = input_.contiguous();
   const int64_t d = c / group;
   at::Tensor mean = at::empty({n, group}, input.options().dtype(acc));
-  at::Tensor var = at::empty({n, group}, input.options().dtype(acc));
+  at::Tensor rstd = at::empty({n, group}, input.options().dtype(acc));
   at::Tensor output = at::empty(input.sizes(), input.options());
   const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "group_norm");
   const int device = input.device().index();
   if (n * group > 0 && d * hxw > 0) {
-    const void* x = kernel_data(input);
-    void *m = kernel_data(mean), *v = kernel_data(var);
-    const int64_t rows = n * group, cols = d * hxw;
-    launch_kernel(device, "group_norm_statistics", [=] { k::batch_norm_statistics(type, 1, rows, cols, x, m, v); });
+    const at::Tensor weight = in_accumulate_type(weight_, acc), bias = in_accumulate_type(bias_, acc);
+    const void *x = kernel_data(input), *w = kernel_data(weight), *b = kernel_data(bias);
+    void *y = kernel_data(output), *m = kernel_data(mean), *r = kernel_data(rstd);
+    launch_kernel(device, "group_norm", [=] { k::group_norm(type, n, c, hxw, group, x, w, b, eps, y, m, r); });
   } else {  // groups of no elements: mean 0 and rstd NaN, as on the CPU
     mean.zero_();
-    var.fill_(std::numeric_limits<double>::quiet_NaN());
-  }
-  const at::Tensor rstd = at::rsqrt(var + eps);
-  if (input.numel() > 0) {
-    // Per (sample, channel): the group's statistics and the channel's parameters.
-    const at::Tensor channel_mean = mean.repeat_interleave(d, 1).contiguous();
-    const at::Tensor channel_rstd = rstd.repeat_interleave(d, 1).contiguous();
-    const auto per_channel = [&](const at::Tensor& p) {
-      return p.defined() ? p.to(acc).reshape({1, c}).expand({n, c}).contiguous() : at::Tensor();
-    };
-    const at::Tensor weight = per_channel(weight_), bias = per_channel(bias_);
-    const void *x = kernel_data(input), *mu = kernel_data(channel_mean), *rs = kernel_data(channel_rstd);
-    const void *w = kernel_data(weight), *b = kernel_data(bias);
-    void* y = kernel_data(output);
-    const int64_t channels = n * c;
-    launch_kernel(device, "group_norm",
-                  [=] { k::batch_norm_apply(type, 1, channels, hxw, x, mu, rs, w, b, y); });
+    rstd.fill_(std::numeric_limits<double>::quiet_NaN());
   }
   const at::MemoryFormat format = input_.suggest_memory_format();
   if (format != at::MemoryFormat::Contiguous) output = output.contiguous(format);
@@ -318,44 +300,40 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& inpu
 
 // ---- group norm backward ----
 
-// With X [N, G, D, HxW] (D = C / G channels per group), mean / rstd [N, G],
-// in float: ds = sum_hw dY X, db = sum_hw dY per channel, then the CPU's
-//   dX = rstd gamma dY + c2 X + c3,
-//   c2 = (sum_c db gamma * mean - sum_c ds gamma) rstd^3 / (D HxW),
-//   c3 = -c2 mean - sum_c db gamma * rstd / (D HxW),
-//   dgamma = sum_n (ds - db mean) rstd,  dbeta = sum_n db.
+// The CPU's formulas (mlu_kernels/norm.h group_norm_backward) in one kernel
+// on contiguous operands; gradients in the input's layout and the
+// parameters' dtype, as on the CPU.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(T grad_out, T input, T mean, T rstd,
                                                                    const std::optional<at::Tensor>& weight,
                                                                    int64_t n, int64_t c, int64_t hxw, int64_t group,
                                                                    std::array<bool, 3> mask) {
   TORCH_CHECK(group > 0 && c % group == 0, "native_group_norm_backward: ", c, " channels are not a multiple of ",
               group, " groups");
-  const int64_t d = c / group;
-  const auto wide = [](const at::Tensor& t) { return t.scalar_type() == at::kDouble ? t : t.to(at::kFloat); };
-  const at::Tensor x = wide(input).reshape({n, group, d, hxw});
-  const at::Tensor dy = wide(grad_out).reshape({n, group, d, hxw});
-  const at::Tensor mu = wide(mean).reshape({n, group, 1});
-  const at::Tensor rs = wide(rstd).reshape({n, group, 1});
-  const at::Tensor ds = at::sum(dy * x, {-1});  // [N, G, D]
-  const at::Tensor db = at::sum(dy, {-1});
   const bool has_weight = weight.has_value() && weight->defined();
-  const at::Tensor gamma = has_weight ? wide(*weight).reshape({1, group, d}) : at::Tensor();
-  at::Tensor grad_input, grad_weight, grad_bias;
-  if (mask[0]) {
-    const at::Tensor ds_gamma = at::sum(has_weight ? ds * gamma : ds, {-1}, true);  // [N, G, 1]
-    const at::Tensor db_gamma = at::sum(has_weight ? db * gamma : db, {-1}, true);
-    const double s = 1.0 / static_cast<double>(d * hxw);
-    const at::Tensor c1 = has_weight ? rs * gamma : rs.expand({n, group, d});
-    const at::Tensor c2 = (db_gamma * mu - ds_gamma) * rs * rs * rs * s;
-    const at::Tensor c3 = -c2 * mu - db_gamma * rs * s;
-    grad_input = (c1.unsqueeze(-1) * dy + c2.unsqueeze(-1) * x + c3.unsqueeze(-1))
-                     .reshape(input.sizes())
-                     .to(input.scalar_type())
-                     .contiguous(input.suggest_memory_format());
-  }
   const at::ScalarType param_type = has_weight ? weight->scalar_type() : input.scalar_type();
-  if (mask[1]) grad_weight = at::sum((ds - db * mu) * rs, {0}).reshape({c}).to(param_type);
-  if (mask[2]) grad_bias = at::sum(db, {0}).reshape({c}).to(param_type);
+  const at::ScalarType acc = accumulate_type(input.scalar_type());
+  c10::DeviceGuard guard(input.device());
+  at::Tensor grad_input, grad_weight, grad_bias;
+  if (mask[0]) grad_input = at::empty(input.sizes(), input.options());
+  if (mask[1]) grad_weight = at::empty({c}, input.options().dtype(acc));
+  if (mask[2]) grad_bias = at::empty({c}, input.options().dtype(acc));
+  if (input.numel() > 0) {
+    const at::Tensor x = input.contiguous(), dy = grad_out.contiguous();
+    const at::Tensor mu = mean.to(acc).contiguous(), rs = rstd.to(acc).contiguous();
+    const at::Tensor gamma = has_weight ? weight->to(acc).contiguous() : at::Tensor();
+    const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "group_norm_backward");
+    const void *dyp = kernel_data(dy), *xp = kernel_data(x), *m = kernel_data(mu), *r = kernel_data(rs);
+    const void* w = kernel_data(gamma);
+    void *dx = kernel_data(grad_input), *dw = kernel_data(grad_weight), *db = kernel_data(grad_bias);
+    launch_kernel(input.device().index(), "group_norm_backward",
+                  [=] { k::group_norm_backward(type, n, c, hxw, group, dyp, xp, m, r, w, dx, dw, db); });
+  } else {
+    if (grad_weight.defined()) grad_weight.zero_();
+    if (grad_bias.defined()) grad_bias.zero_();
+  }
+  if (grad_input.defined()) grad_input = grad_input.contiguous(input.suggest_memory_format());
+  if (grad_weight.defined()) grad_weight = grad_weight.to(param_type);
+  if (grad_bias.defined()) grad_bias = grad_bias.to(param_type);
   return {grad_input, grad_weight, grad_bias};
 }
 

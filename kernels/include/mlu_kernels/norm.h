@@ -67,4 +67,29 @@ void batch_norm_backward_ref(ScalarType type, int64_t n, int64_t channels, int64
                              const void* x, const void* mean, const void* invstd, const void* weight, bool training,
                              void* grad_input, void* grad_weight, void* grad_bias);
 
+// Group normalisation of x [n, channels, spatial] (contiguous) in `groups`
+// groups of D = channels / groups consecutive channels, as the CPU's
+// GroupNormKernel: per (sample, group) row of D * spatial elements, mean and
+// rstd = 1 / sqrt(var + eps) (biased variance, two passes; mean / rstd
+// [n, groups] in A), y = x * scale + shift with scale = rstd * weight[c],
+// shift = bias[c] - mean * scale (weight / bias optional, A).
+void group_norm(ScalarType type, int64_t n, int64_t channels, int64_t spatial, int64_t groups, const void* x,
+                const void* weight, const void* bias, double eps, void* y, void* mean, void* rstd);
+void group_norm_ref(ScalarType type, int64_t n, int64_t channels, int64_t spatial, int64_t groups, const void* x,
+                    const void* weight, const void* bias, double eps, void* y, void* mean, void* rstd);
+
+// Its backward op, with ds = sum_hw dy x and db = sum_hw dy per (sample,
+// channel), gamma = weight (ones if null), per (sample, group):
+//   dx = rstd gamma dy + c2 x + c3,
+//   c2 = (sum_c db gamma * mean - sum_c ds gamma) rstd^3 / (D spatial),
+//   c3 = -c2 mean - sum_c db gamma * rstd / (D spatial),
+// grad_weight[c] = sum_n (ds - db mean) rstd, grad_bias[c] = sum_n db (A).
+// Any output may be nullptr.
+void group_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t spatial, int64_t groups,
+                         const void* grad_y, const void* x, const void* mean, const void* rstd, const void* weight,
+                         void* grad_input, void* grad_weight, void* grad_bias);
+void group_norm_backward_ref(ScalarType type, int64_t n, int64_t channels, int64_t spatial, int64_t groups,
+                             const void* grad_y, const void* x, const void* mean, const void* rstd,
+                             const void* weight, void* grad_input, void* grad_weight, void* grad_bias);
+
 }  // namespace mlu::kernels

@@ -3,6 +3,7 @@
 #include "mlu_kernels/norm.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "mlu_kernels/parallel.h"
 #include "norm_table.h"
@@ -78,6 +79,55 @@ void batch_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t s
     fns.batch_norm_backward_channels(type, lo, hi, n, channels, spatial, grad_y, x, mean, invstd, weight, training,
                                      grad_input, grad_weight, grad_bias);
   });
+}
+
+void group_norm(ScalarType type, int64_t n, int64_t channels, int64_t spatial, int64_t groups, const void* x,
+                const void* weight, const void* bias, double eps, void* y, void* mean, void* rstd) {
+  const detail::NormFns& fns = active();
+  const int64_t row = channels / groups * spatial;
+  parallel_for(0, n * groups, grain_rows(row), [&](int64_t lo, int64_t hi) {
+    fns.group_norm_rows(type, lo, hi, channels, spatial, groups, x, weight, bias, eps, y, mean, rstd);
+  });
+}
+
+void group_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t spatial, int64_t groups,
+                         const void* grad_y, const void* x, const void* mean, const void* rstd, const void* weight,
+                         void* grad_input, void* grad_weight, void* grad_bias) {
+  const detail::NormFns& fns = active();
+  const int64_t row = channels / groups * spatial;
+  const bool wide = type == ScalarType::Float64;
+  // ds / db per (sample, channel), in A; then the parameter gradients sum
+  // them over the samples in order.
+  std::vector<double> ds_db(static_cast<size_t>(2 * n * channels));
+  void* ds = ds_db.data();
+  void* db = wide ? static_cast<void*>(ds_db.data() + n * channels)
+                  : static_cast<void*>(reinterpret_cast<float*>(ds_db.data()) + n * channels);
+  parallel_for(0, n * groups, grain_rows(row), [&](int64_t lo, int64_t hi) {
+    fns.group_norm_backward_rows(type, lo, hi, channels, spatial, groups, grad_y, x, mean, rstd, weight, grad_input,
+                                 ds, db);
+  });
+  if (grad_weight == nullptr && grad_bias == nullptr) return;
+  const int64_t d = channels / groups;
+  const auto sums = [&](auto zero) {
+    using A = decltype(zero);
+    const A *DS = static_cast<const A*>(ds), *DB = static_cast<const A*>(db);
+    const A *M = static_cast<const A*>(mean), *R = static_cast<const A*>(rstd);
+    for (int64_t c = 0; c < channels; ++c) {
+      A dw = 0, dbias = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t at = i * channels + c, g = i * groups + c / d;
+        dw += (DS[at] - DB[at] * M[g]) * R[g];
+        dbias += DB[at];
+      }
+      if (grad_weight != nullptr) static_cast<A*>(grad_weight)[c] = dw;
+      if (grad_bias != nullptr) static_cast<A*>(grad_bias)[c] = dbias;
+    }
+  };
+  if (wide) {
+    sums(0.0);
+  } else {
+    sums(0.0f);
+  }
 }
 
 }  // namespace mlu::kernels

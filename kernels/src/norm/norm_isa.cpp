@@ -247,12 +247,98 @@ void batch_norm_backward_channels(ScalarType type, int64_t lo, int64_t hi, int64
   });
 }
 
+// Row r's elements as A: the input itself, or widened into `buffer`.
+template <class T, class A>
+const A* as_compute(const T* p, int64_t count, vector<A>& buffer) {
+  if constexpr (std::is_same_v<T, A>) {
+    return p;
+  } else {
+    if (buffer.size() < static_cast<size_t>(count)) buffer.resize(static_cast<size_t>(count));
+    widen_into(p, count, buffer.data());
+    return buffer.data();
+  }
+}
+
+void group_norm_rows(ScalarType type, int64_t lo, int64_t hi, int64_t channels, int64_t spatial, int64_t groups,
+                     const void* x, const void* weight, const void* bias, double eps, void* y, void* mean,
+                     void* rstd) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    const A* W = static_cast<const A*>(weight);
+    const A* B = static_cast<const A*>(bias);
+    const int64_t d = channels / groups, count = d * spatial;
+    vector<A> buffer;
+    for (int64_t r = lo; r < hi; ++r) {
+      const int64_t first = (r / groups) * channels + (r % groups) * d;  // the row's first plane
+      const A* p = as_compute(static_cast<const T*>(x) + first * spatial, count, buffer);
+      const A mu = lane_sum<A>(count, [&](int64_t j) { return p[j]; }) / static_cast<A>(count);
+      const A var = lane_sum<A>(count, [&](int64_t j) { return (p[j] - mu) * (p[j] - mu); }) / static_cast<A>(count);
+      const A inv = A(1) / std::sqrt(var + static_cast<A>(eps));
+      static_cast<A*>(mean)[r] = mu;
+      static_cast<A*>(rstd)[r] = inv;
+      for (int64_t c = 0; c < d; ++c) {
+        const int64_t ch = (r % groups) * d + c;
+        const A scale = inv * (W != nullptr ? W[ch] : A(1));
+        const A shift = (B != nullptr ? B[ch] : A(0)) - mu * scale;
+        const A* pc = p + c * spatial;
+        T* yc = static_cast<T*>(y) + (first + c) * spatial;
+        for (int64_t j = 0; j < spatial; ++j) yc[j] = convert<T>(pc[j] * scale + shift);
+      }
+    }
+  });
+}
+
+void group_norm_backward_rows(ScalarType type, int64_t lo, int64_t hi, int64_t channels, int64_t spatial,
+                              int64_t groups, const void* grad_y, const void* x, const void* mean, const void* rstd,
+                              const void* weight, void* grad_input, void* ds_out, void* db_out) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = compute_t<T>;
+    const A* W = static_cast<const A*>(weight);
+    A* DS = static_cast<A*>(ds_out);
+    A* DB = static_cast<A*>(db_out);
+    const int64_t d = channels / groups;
+    const A scale = A(1) / static_cast<A>(d * spatial);
+    vector<A> g_buffer, x_buffer;
+    for (int64_t r = lo; r < hi; ++r) {
+      const int64_t first = (r / groups) * channels + (r % groups) * d;
+      A ds_gamma = 0, db_gamma = 0;
+      for (int64_t c = 0; c < d; ++c) {
+        const int64_t plane = first + c;
+        const A* g = as_compute(static_cast<const T*>(grad_y) + plane * spatial, spatial, g_buffer);
+        const A* xp = as_compute(static_cast<const T*>(x) + plane * spatial, spatial, x_buffer);
+        const A ds = lane_sum<A>(spatial, [&](int64_t j) { return g[j] * xp[j]; });
+        const A db = lane_sum<A>(spatial, [&](int64_t j) { return g[j]; });
+        DS[plane] = ds;
+        DB[plane] = db;
+        const A gamma = W != nullptr ? W[(r % groups) * d + c] : A(1);
+        ds_gamma += ds * gamma;
+        db_gamma += db * gamma;
+      }
+      if (grad_input == nullptr) continue;
+      const A mu = static_cast<const A*>(mean)[r], rs = static_cast<const A*>(rstd)[r];
+      const A c2 = (db_gamma * mu - ds_gamma) * rs * rs * rs * scale;
+      const A c3 = -c2 * mu - db_gamma * rs * scale;
+      for (int64_t c = 0; c < d; ++c) {
+        const int64_t plane = first + c;
+        const A c1 = rs * (W != nullptr ? W[(r % groups) * d + c] : A(1));
+        const A* g = as_compute(static_cast<const T*>(grad_y) + plane * spatial, spatial, g_buffer);
+        const A* xp = as_compute(static_cast<const T*>(x) + plane * spatial, spatial, x_buffer);
+        T* dx = static_cast<T*>(grad_input) + plane * spatial;
+        for (int64_t j = 0; j < spatial; ++j) dx[j] = convert<T>(c1 * g[j] + c2 * xp[j] + c3);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 const detail::NormFns& norm_fns() {
   static const detail::NormFns fns{layer_norm_rows,         layer_norm_grad_input_rows,     layer_norm_param_grads,
                                    batch_norm_statistics_channels, batch_norm_apply_planes,
-                                   batch_norm_backward_channels};
+                                   batch_norm_backward_channels,  group_norm_rows,
+                                   group_norm_backward_rows};
   return fns;
 }
 

@@ -4,6 +4,7 @@
 // rounded once to its dtype. Statistics and parameters are read and written
 // in A, as the kernels do.
 #include <cmath>
+#include <vector>
 
 #include "../convert.h"
 #include "../dispatch.h"
@@ -162,6 +163,81 @@ void batch_norm_backward_ref(ScalarType type, int64_t n, int64_t channels, int64
           dX[at(i, j)] = detail::convert<T>(d * inv * w);
         }
       }
+    }
+  });
+}
+
+void group_norm_ref(ScalarType type, int64_t n, int64_t channels, int64_t spatial, int64_t groups, const void* x,
+                    const void* weight, const void* bias, double eps, void* y, void* mean, void* rstd) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = detail::compute_t<T>;
+    const int64_t d = channels / groups, count = d * spatial;
+    for (int64_t r = 0; r < n * groups; ++r) {
+      const int64_t first = (r / groups) * channels + (r % groups) * d;
+      const T* p = static_cast<const T*>(x) + first * spatial;
+      double sum = 0, squares = 0;
+      for (int64_t j = 0; j < count; ++j) sum += wide(p[j]);
+      const double mu = sum / static_cast<double>(count);
+      for (int64_t j = 0; j < count; ++j) squares += (wide(p[j]) - mu) * (wide(p[j]) - mu);
+      const double inv = 1 / std::sqrt(squares / static_cast<double>(count) + eps);
+      static_cast<A*>(mean)[r] = static_cast<A>(mu);
+      static_cast<A*>(rstd)[r] = static_cast<A>(inv);
+      for (int64_t c = 0; c < d; ++c) {
+        const int64_t ch = (r % groups) * d + c;
+        for (int64_t j = 0; j < spatial; ++j) {
+          const double v = (wide(p[c * spatial + j]) - mu) * inv * param<A>(weight, ch, 1) + param<A>(bias, ch, 0);
+          static_cast<T*>(y)[(first + c) * spatial + j] = detail::convert<T>(v);
+        }
+      }
+    }
+  });
+}
+
+void group_norm_backward_ref(ScalarType type, int64_t n, int64_t channels, int64_t spatial, int64_t groups,
+                             const void* grad_y, const void* x, const void* mean, const void* rstd,
+                             const void* weight, void* grad_input, void* grad_weight, void* grad_bias) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using A = detail::compute_t<T>;
+    const int64_t d = channels / groups;
+    std::vector<double> ds(static_cast<size_t>(n * channels)), db(static_cast<size_t>(n * channels));
+    for (int64_t plane = 0; plane < n * channels; ++plane) {
+      for (int64_t j = 0; j < spatial; ++j) {
+        const double g = wide(static_cast<const T*>(grad_y)[plane * spatial + j]);
+        ds[plane] += g * wide(static_cast<const T*>(x)[plane * spatial + j]);
+        db[plane] += g;
+      }
+    }
+    for (int64_t r = 0; r < n * groups && grad_input != nullptr; ++r) {
+      const int64_t first = (r / groups) * channels + (r % groups) * d;
+      const double mu = param<A>(mean, r, 0), rs = param<A>(rstd, r, 0);
+      double ds_gamma = 0, db_gamma = 0;
+      for (int64_t c = 0; c < d; ++c) {
+        const double gamma = param<A>(weight, (r % groups) * d + c, 1);
+        ds_gamma += ds[first + c] * gamma;
+        db_gamma += db[first + c] * gamma;
+      }
+      const double s = 1.0 / static_cast<double>(d * spatial);
+      const double c2 = (db_gamma * mu - ds_gamma) * rs * rs * rs * s, c3 = -c2 * mu - db_gamma * rs * s;
+      for (int64_t c = 0; c < d; ++c) {
+        const double c1 = rs * param<A>(weight, (r % groups) * d + c, 1);
+        for (int64_t j = 0; j < spatial; ++j) {
+          const int64_t at = (first + c) * spatial + j;
+          const double v = c1 * wide(static_cast<const T*>(grad_y)[at]) + c2 * wide(static_cast<const T*>(x)[at]) + c3;
+          static_cast<T*>(grad_input)[at] = detail::convert<T>(v);
+        }
+      }
+    }
+    for (int64_t c = 0; c < channels; ++c) {
+      double dw = 0, dbias = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t at = i * channels + c, g = i * groups + c / d;
+        dw += (ds[at] - db[at] * param<A>(mean, g, 0)) * param<A>(rstd, g, 0);
+        dbias += db[at];
+      }
+      if (grad_weight != nullptr) static_cast<A*>(grad_weight)[c] = static_cast<A>(dw);
+      if (grad_bias != nullptr) static_cast<A*>(grad_bias)[c] = static_cast<A>(dbias);
     }
   });
 }

@@ -45,6 +45,15 @@ struct NormFns {
                                        int64_t spatial, const void* grad_y, const void* x, const void* mean,
                                        const void* invstd, const void* weight, bool training, void* grad_input,
                                        void* grad_weight, void* grad_bias);
+  // group_norm of (sample, group) rows [lo, hi).
+  void (*group_norm_rows)(ScalarType type, int64_t lo, int64_t hi, int64_t channels, int64_t spatial,
+                          int64_t groups, const void* x, const void* weight, const void* bias, double eps, void* y,
+                          void* mean, void* rstd);
+  // group_norm_backward of rows [lo, hi): ds / db (A, [n, channels]) of
+  // their channels, and grad_input unless null.
+  void (*group_norm_backward_rows)(ScalarType type, int64_t lo, int64_t hi, int64_t channels, int64_t spatial,
+                                   int64_t groups, const void* grad_y, const void* x, const void* mean,
+                                   const void* rstd, const void* weight, void* grad_input, void* ds, void* db);
 };
 
 }  // namespace mlu::kernels::detail
