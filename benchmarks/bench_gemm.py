@@ -10,9 +10,10 @@ with torch.mlu.synchronize()), the median batch per device; --repeat R runs the 
 reports the median of the passes. The devices are timed one after the other. GFLOP/s = 2 m n k
 (times the batch) / time. ratio = cpu time / mlu time (above 1: mlu faster), mlu with the library its
 products use by default on this host (Note [Which library on which host] in
-kernels/src/gemm/gemm_vendor.cpp). Where the build links oneMKL, each case runs on mlu with both our own
-kernel (`own us`) and oneMKL (`mkl us`), so the table is the side-by-side comparison the library choice
-rests on: own/mkl = own time / mkl time (above 1: MKL faster).
+kernels/src/gemm/gemm_vendor.cpp, Note [oneDNN products] in gemm_dnnl.h). Each case also runs on mlu with
+every library the build links: our own kernel (`own us`), oneMKL (`mkl us`), oneDNN (`dnnl us`, which takes
+16-bit products only: its float32 column is our kernel's), so the table is the side-by-side comparison the
+library choice rests on.
 
 The machine's peak comes from build/kernels/mlu_gemm_peak (kernels/tools/gemm_peak.cpp): the
 float32 micro-kernel on panels resident in L1 (the FMA units' rate), and where the CPU has AMX a
@@ -99,6 +100,12 @@ def measure(fn, args, sync, min_time, min_reps=5):
     return statistics.median(runs)
 
 
+def libraries():
+    """The GEMM libraries this build can run products on (mlu_kernels/gemm.h GemmLibrary)."""
+    config = torch_mlu._C._kernel_config()
+    return ["own"] + [lib for lib in ("mkl", "dnnl") if config.get(f"{lib}_linked")]
+
+
 def run_case(name, build, min_time):
     torch.manual_seed(0)
     args, fn, flops = build()
@@ -111,18 +118,16 @@ def run_case(name, build, min_time):
     mlu = measure(fn, margs, torch.mlu.synchronize, min_time)
     result = {"case": name, "cpu_us": cpu * 1e6, "mlu_us": mlu * 1e6, "ratio": cpu / mlu,
               "cpu_gflops": flops / cpu / 1e9, "mlu_gflops": flops / mlu / 1e9, "native": not fallback}
-    config = torch_mlu._C._kernel_config()
-    if config["mkl_linked"]:
-        default = config["gemm_library"]
-        other = "own" if default == "mkl" else "mkl"
-        torch_mlu._C._set_gemm_library(other)
+    default = torch_mlu._C._kernel_config()["gemm_library"]
+    for library in libraries():
+        if library == default:
+            result[f"{library}_us"] = mlu * 1e6
+            continue
+        torch_mlu._C._set_gemm_library(library)
         try:
-            alt = measure(fn, margs, torch.mlu.synchronize, min_time)
+            result[f"{library}_us"] = measure(fn, margs, torch.mlu.synchronize, min_time) * 1e6
         finally:
             torch_mlu._C._set_gemm_library(default)
-        times = {default: mlu, other: alt}
-        result["own_us"], result["mkl_us"] = times["own"] * 1e6, times["mkl"] * 1e6
-        result["own_over_mkl"] = times["own"] / times["mkl"]
     return result
 
 
@@ -157,7 +162,7 @@ def main():
     for i, name in enumerate(names):
         runs = [p[i] for p in passes]
         case = dict(runs[0])
-        for key in ("cpu_us", "mlu_us", "ratio", "cpu_gflops", "mlu_gflops", "own_us", "mkl_us", "own_over_mkl"):
+        for key in ("cpu_us", "mlu_us", "ratio", "cpu_gflops", "mlu_gflops", "own_us", "mkl_us", "dnnl_us"):
             if key in case:
                 case[key] = round(statistics.median(r[key] for r in runs), 4)
         case["pass_ratios"] = [round(r["ratio"], 3) for r in runs]
@@ -172,13 +177,14 @@ def main():
     if peak:
         print("peak (GFLOP/s, mlu_gemm_peak): " + ", ".join(f"{k} {v}" for k, v in peak.items()))
     print(f"mlu products: {torch_mlu._C._kernel_config()['gemm_library']}")
+    libs = libraries()
     print(f"{'case':34s} {'cpu us':>11s} {'mlu us':>11s} {'cpu GF/s':>9s} {'mlu GF/s':>9s} {'% peak':>7s} {'ratio':>6s}"
-          f" {'own us':>11s} {'mkl us':>11s} {'own/mkl':>7s}")
+          + "".join(f" {lib + ' us':>11s}" for lib in libs))
     for c in results:
         share = "" if c["mlu_percent_of_peak"] is None else f"{c['mlu_percent_of_peak']:.0f}%"
-        own = f" {c['own_us']:11.1f} {c['mkl_us']:11.1f} {c['own_over_mkl']:7.2f}" if "own_us" in c else ""
+        per_library = "".join(f" {c[lib + '_us']:11.1f}" for lib in libs)
         print(f"{c['case']:34s} {c['cpu_us']:11.1f} {c['mlu_us']:11.1f} {c['cpu_gflops']:9.1f} "
-              f"{c['mlu_gflops']:9.1f} {share:>7s} {c['ratio']:6.2f}{own}{'' if c['native'] else '  (fallback)'}")
+              f"{c['mlu_gflops']:9.1f} {share:>7s} {c['ratio']:6.2f}{per_library}{'' if c['native'] else '  (fallback)'}")
     print(f"(ratio = cpu time / mlu time; medians of batches, median of {args.repeat} pass(es); written to {args.out})")
 
 

@@ -292,17 +292,20 @@ Plans<Pd> make_plans(const ConvShape& s, const Cut& cut, bool channels_last, mem
   return plans;
 }
 
-// Runs part(i) for each part on the pool, oneDNN one thread per part; false
-// if any part threw (the caller then runs its own kernel, which overwrites
-// every output).
-template <class Part>
-bool run_parts(int64_t parts, Part part) {
+// Runs part(i, window, primitive descriptor, stream) for each part of
+// `plans` on the pool, oneDNN one thread per part, and waits for its
+// stream; false if any part threw (the caller then runs its own kernel,
+// which overwrites every output).
+template <class Pd, class Part>
+bool run_parts(const Plans<Pd>& plans, Part part) {
   std::atomic<bool> ok{true};
-  parallel_for(0, parts, 1, [&](int64_t lo, int64_t hi) {
+  parallel_for(0, static_cast<int64_t>(plans.windows.size()), 1, [&](int64_t lo, int64_t hi) {
     one_thread();
     for (int64_t i = lo; i < hi; ++i) {
       try {
-        part(i);
+        dnnl::stream stream(engine());
+        part(i, plans.windows[static_cast<size_t>(i)], plans.pds[plans.pd_of[static_cast<size_t>(i)]], stream);
+        stream.wait();
       } catch (const dnnl::error&) {
         ok.store(false, std::memory_order_relaxed);
       }
@@ -322,10 +325,7 @@ bool dnnl_conv_forward(const ConvShape& s, ScalarType type, bool channels_last, 
     const Cut cut = cut_for(s, Cut::OutChannels);
     const auto plans = make_plans<dnnl::convolution_forward::primitive_desc>(
         s, cut, channels_last, *dt, [&](const Window& v) { return forward_pd(v, *dt, bias != nullptr); });
-    return run_parts(cut.parts, [&](int64_t i) {
-      const Window& v = plans.windows[static_cast<size_t>(i)];
-      const auto& pd = plans.pds[plans.pd_of[static_cast<size_t>(i)]];
-      dnnl::stream stream(engine());
+    return run_parts(plans, [&](int64_t, const Window& v, const auto& pd, dnnl::stream& stream) {
       const memory src = as_layout(view(v.src_plain, input, v.src_at, type), pd.src_desc(), t_src, stream);
       const memory weights =
           as_layout(view(v.weights_plain, weight, v.weights_at, type), pd.weights_desc(), t_weights, stream);
@@ -337,7 +337,6 @@ bool dnnl_conv_forward(const ConvShape& s, ScalarType type, bool channels_last, 
       if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, view(pd.bias_desc(), bias, v.bias_at, type));
       dnnl::convolution_forward(pd).execute(stream, args);
       dst.finish(stream);
-      stream.wait();
     });
   } catch (const dnnl::error&) {
     return false;
@@ -361,10 +360,7 @@ bool dnnl_conv_backward_input(const ConvShape& s, ScalarType type, bool channels
           return dnnl::convolution_backward_data::primitive_desc(desc, user_scratchpad(), engine(),
                                                                  forward_pd(v, *dt, false));
         });
-    return run_parts(cut.parts, [&](int64_t i) {
-      const Window& v = plans.windows[static_cast<size_t>(i)];
-      const auto& pd = plans.pds[plans.pd_of[static_cast<size_t>(i)]];
-      dnnl::stream stream(engine());
+    return run_parts(plans, [&](int64_t, const Window& v, const auto& pd, dnnl::stream& stream) {
       const memory diff_dst =
           as_layout(view(v.dst_plain, grad_output, v.dst_at, type), pd.diff_dst_desc(), t_dst, stream);
       const memory weights =
@@ -375,7 +371,7 @@ bool dnnl_conv_backward_input(const ConvShape& s, ScalarType type, bool channels
                                                            {DNNL_ARG_DIFF_SRC, diff_src.written},
                                                            {DNNL_ARG_SCRATCHPAD, scratchpad(pd.scratchpad_desc())}});
       diff_src.finish(stream);
-      stream.wait();
+      stream.wait();  // the bias is added to the finished gradient
       if (bias != nullptr) {  // float32, NCHW (channels-last calls pass none)
         const float* b = static_cast<const float*>(bias);
         const int64_t plane = product_of(s.in_size, s.dims);
@@ -422,10 +418,7 @@ bool dnnl_conv_backward_weight(const ConvShape& s, ScalarType type, bool channel
     const int64_t weight_count = (s.out_channels / s.groups) * s.in_channels * product_of(s.kernel, s.dims);
     const int64_t per_part = weight_count + s.out_channels;
     std::vector<float> partial(partial_sums ? static_cast<size_t>(cut.parts * per_part) : 0);
-    const bool ok = run_parts(cut.parts, [&](int64_t i) {
-      const Window& v = plans.windows[static_cast<size_t>(i)];
-      const auto& pd = plans.pds[plans.pd_of[static_cast<size_t>(i)]];
-      dnnl::stream stream(engine());
+    const bool ok = run_parts(plans, [&](int64_t i, const Window& v, const auto& pd, dnnl::stream& stream) {
       const memory src = as_layout(view(v.src_plain, input, v.src_at, type), pd.src_desc(), t_src, stream);
       const memory diff_dst =
           as_layout(view(v.dst_plain, grad_output, v.dst_at, type), pd.diff_dst_desc(), t_dst, stream);
@@ -452,7 +445,6 @@ bool dnnl_conv_backward_weight(const ConvShape& s, ScalarType type, bool channel
       dnnl::convolution_backward_weights(pd).execute(stream, args);
       diff_weights.finish(stream);
       if (diff_bias) diff_bias->finish(stream);
-      stream.wait();
     });
     if (!ok || !partial_sums) return ok;
     const auto store = [&](void* to, int64_t offset, int64_t count) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../dnnl_support.h"
+#include "mlu_kernels/copy.h"
 #include "mlu_kernels/gemm.h"
 #include "mlu_kernels/parallel.h"
 #endif
@@ -65,28 +66,52 @@ bool dnnl_gemm(ScalarType type, ScalarType c_type, int64_t m, int64_t n, int64_t
     const int threads = serial || in_parallel_region() ? 1 : num_threads();
     const std::vector<Block> cut = blocks(m, n, threads);
     const memory::data_type dt = data_type(type), ct = data_type(c_type);
-    // One primitive per distinct block shape, made before any block runs.
-    std::vector<std::pair<Block, dnnl::matmul::primitive_desc>> shapes;
+    // One primitive per distinct block shape, made before any block runs;
+    // empty when oneDNN would not use brgemm for one of them.
     std::vector<size_t> shape_of;
-    for (const Block& blk : cut) {
-      auto at = std::find_if(shapes.begin(), shapes.end(), [&](const auto& s) {
-        return s.first.rows == blk.rows && s.first.cols == blk.cols;
-      });
-      if (at == shapes.end()) {
-        const memory::desc ad({blk.rows, k}, dt, {a_rs, a_cs}), bd({k, blk.cols}, dt, {b_rs, b_cs});
-        const memory::desc cd({blk.rows, blk.cols}, ct, {ldc, 1});
-        const auto desc = bias != nullptr
-                              ? dnnl::matmul::desc(ad, bd, memory::desc({1, blk.cols}, memory::data_type::f32,
-                                                                        memory::format_tag::ab),
-                                                   cd)
-                              : dnnl::matmul::desc(ad, bd, cd);
-        dnnl::matmul::primitive_desc pd(desc, dnnl_engine());
-        if (std::strstr(pd.impl_info_str(), "ref") != nullptr) return false;  // a scalar loop: ours is faster
-        shapes.emplace_back(blk, pd);
-        at = shapes.end() - 1;
+    const auto make_shapes = [&](int64_t lda_rows, int64_t lda_cols) {
+      std::vector<std::pair<Block, dnnl::matmul::primitive_desc>> made;
+      std::vector<size_t> of;
+      for (const Block& blk : cut) {
+        auto at = std::find_if(made.begin(), made.end(), [&](const auto& s) {
+          return s.first.rows == blk.rows && s.first.cols == blk.cols;
+        });
+        if (at == made.end()) {
+          const memory::desc ad({blk.rows, k}, dt, {lda_rows, lda_cols}), bd({k, blk.cols}, dt, {b_rs, b_cs});
+          const memory::desc cd({blk.rows, blk.cols}, ct, {ldc, 1});
+          const auto desc =
+              bias != nullptr
+                  ? dnnl::matmul::desc(ad, bd, memory::desc({1, blk.cols}, memory::data_type::f32, memory::format_tag::ab), cd)
+                  : dnnl::matmul::desc(ad, bd, cd);
+          dnnl::matmul::primitive_desc pd(desc, dnnl_engine());
+          // Only oneDNN's brgemm kernels beat ours; its other implementations
+          // (gemm:jit for a transposed A or a short C, reference loops) do not.
+          if (std::strstr(pd.impl_info_str(), "brg") == nullptr) return decltype(made){};
+          made.emplace_back(blk, pd);
+          at = made.end() - 1;
+        }
+        of.push_back(static_cast<size_t>(at - made.begin()));
       }
-      shape_of.push_back(static_cast<size_t>(at - shapes.begin()));
+      shape_of = std::move(of);
+      return made;
+    };
+    auto shapes = make_shapes(a_rs, a_cs);
+    if (shapes.empty() && a_cs != 1) {
+      // A transposed (a weight gradient's): brgemm wants it row-major, and a
+      // row-major copy costs far less than the product.
+      thread_local std::vector<uint16_t> a_rows;
+      a_rows.resize(static_cast<size_t>(m * k));
+      Shape shape;
+      shape.ndim = 2;
+      shape.sizes[0] = m;
+      shape.sizes[1] = k;
+      copy(a_rows.data(), type, Strides{{k, 1}}, a, type, Strides{{a_rs, a_cs}}, shape);
+      a = a_rows.data();
+      a_rs = k;
+      a_cs = 1;
+      shapes = make_shapes(a_rs, a_cs);
     }
+    if (shapes.empty()) return false;
     const size_t es = element_size(type), ces = element_size(c_type);
     std::atomic<bool> ok{true};
     parallel_for(0, static_cast<int64_t>(cut.size()), 1, [&](int64_t lo, int64_t hi) {

@@ -9,9 +9,11 @@
 // cut into blocks, one per compute thread, and each thread runs the matmul
 // primitive on its block with oneDNN held to one thread. The bias row of
 // Note [GEMM bias row] goes to the primitive as its bias and C is written in
-// its own dtype, rounded once. Products oneDNN would run on a reference
-// (scalar) implementation, with alpha other than 1, or too small to repay a
-// primitive's set-up, are declined and run on our kernel.
+// its own dtype, rounded once. Products oneDNN would not run on its brgemm
+// kernels (it picks its older gemm:jit for a transposed A or a short C, which
+// our kernel beats, or a reference loop), with alpha other than 1 or beta
+// other than 0, or too small to repay a primitive's set-up, are declined
+// and run on our kernel.
 #pragma once
 
 #include <cstdint>
