@@ -110,41 +110,51 @@ def run_case(name, case, min_time, libraries):
     return result
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse_args(doc, default_out):
+    """The options every layer benchmark takes (bench_conv.py, bench_norms.py)."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default="*", help="comma-separated glob patterns over the case names")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--min-time", type=float, default=0.3, help="seconds per device, library and case")
-    parser.add_argument("--out", default="benchmarks/results/bench_conv.json")
-    args = parser.parse_args()
-    patterns = args.cases.split(",")
-    names = [n for n in CASES if any(fnmatch.fnmatch(n, p) for p in patterns)]
-    config = torch_mlu._C._kernel_config()
-    libraries = ["own", "dnnl"] if config["dnnl_linked"] else ["own"]
-    passes = [[run_case(n, CASES[n], args.min_time, libraries) for n in names] for _ in range(args.repeat)]
+    parser.add_argument("--out", default=default_out)
+    return parser.parse_args()
+
+
+def run_and_report(args, cases, run_case, columns, config=None):
+    """Runs the selected cases --repeat times; writes the medians as JSON and prints the table."""
+    names = [n for n in cases if any(fnmatch.fnmatch(n, p) for p in args.cases.split(","))]
+    passes = [[run_case(n, cases[n]) for n in names] for _ in range(args.repeat)]
     results = []
     for i, name in enumerate(names):
         runs = [p[i] for p in passes]
         case = dict(runs[0])
-        for key in ["cpu_us", "mlu_us", "ratio"] + [f"{lib}_us" for lib in libraries]:
-            case[key] = round(statistics.median(r[key] for r in runs), 2)
+        for key in ["cpu_us", "mlu_us", "ratio"] + columns:
+            case[key] = round(statistics.median(r[key] for r in runs), 3)
         case["pass_ratios"] = [round(r["ratio"], 3) for r in runs]
         results.append(case)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
-                   "kernels": dict(config), "threads": torch.get_num_threads(), "repeat": args.repeat,
+                   "kernels": config, "threads": torch.get_num_threads(), "repeat": args.repeat,
                    "cases": results}, f, indent=1)
-    print(f"mlu convolutions: {config['conv_library']}")
-    extra = "".join(f" {lib + ' us':>11s}" for lib in libraries)
-    print(f"{'case':30s} {'cpu us':>11s} {'mlu us':>11s} {'ratio':>6s}{extra}")
+    print(f"{'case':36s} {'cpu us':>11s} {'mlu us':>11s} {'ratio':>6s}" + "".join(f" {c[:-3] + ' us':>11s}"
+                                                                              for c in columns))
     for c in results:
-        extra = "".join(f" {c[lib + '_us']:11.1f}" for lib in libraries)
-        print(f"{c['case']:30s} {c['cpu_us']:11.1f} {c['mlu_us']:11.1f} {c['ratio']:6.2f}{extra}")
+        print(f"{c['case']:36s} {c['cpu_us']:11.1f} {c['mlu_us']:11.1f} {c['ratio']:6.2f}"
+              + "".join(f" {c[col]:11.1f}" for col in columns))
     ratios = [c["ratio"] for c in results]
     if ratios:
         print(f"geometric mean ratio {statistics.geometric_mean(ratios):.2f}, min {min(ratios):.2f}")
     print(f"(ratio = cpu time / mlu time; medians of batches, median of {args.repeat} pass(es); written to {args.out})")
+
+
+def main():
+    args = parse_args(__doc__, "benchmarks/results/bench_conv.json")
+    config = dict(torch_mlu._C._kernel_config())
+    libraries = ["own", "dnnl"] if config["dnnl_linked"] else ["own"]
+    print(f"mlu convolutions: {config['conv_library']}")
+    run_and_report(args, CASES, lambda name, case: run_case(name, case, args.min_time, libraries),
+                   [f"{lib}_us" for lib in libraries], config)
 
 
 if __name__ == "__main__":

@@ -12,18 +12,12 @@ torch.mlu.synchronize()). ratio = cpu time / mlu time (above 1: mlu faster).
     python benchmarks/bench_norms.py [--cases 'batch_*'] [--repeat 3] [--min-time 0.3]
         [--out benchmarks/results/bench_norms.json]
 """
-import argparse
-import fnmatch
-import json
-import os
-import platform
-import statistics
 
 import torch
 import torch.nn.functional as F
 
 import torch_mlu  # noqa: F401 - registers the mlu device
-from bench_conv import time_us
+from bench_conv import parse_args, run_and_report, time_us
 
 # name: (builder of (input shape, parameter shape), the layer call)
 LAYERS = {
@@ -68,42 +62,15 @@ def call(case, device):
     return run
 
 
+def run_case(name, case, min_time):
+    cpu = time_us(call(case, "cpu"), "cpu", min_time)
+    mlu = time_us(call(case, "mlu"), "mlu", min_time)
+    return {"case": name, "cpu_us": cpu, "mlu_us": mlu, "ratio": cpu / mlu}
+
+
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cases", default="*", help="comma-separated glob patterns over the case names")
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--min-time", type=float, default=0.3, help="seconds per device and case")
-    parser.add_argument("--out", default="benchmarks/results/bench_norms.json")
-    args = parser.parse_args()
-    patterns = args.cases.split(",")
-    names = [n for n in CASES if any(fnmatch.fnmatch(n, p) for p in patterns)]
-    passes = []
-    for _ in range(args.repeat):
-        runs = []
-        for name in names:
-            cpu = time_us(call(CASES[name], "cpu"), "cpu", args.min_time)
-            mlu = time_us(call(CASES[name], "mlu"), "mlu", args.min_time)
-            runs.append({"case": name, "cpu_us": cpu, "mlu_us": mlu, "ratio": cpu / mlu})
-        passes.append(runs)
-    results = []
-    for i, name in enumerate(names):
-        runs = [p[i] for p in passes]
-        case = {"case": name}
-        for key in ("cpu_us", "mlu_us", "ratio"):
-            case[key] = round(statistics.median(r[key] for r in runs), 3)
-        case["pass_ratios"] = [round(r["ratio"], 3) for r in runs]
-        results.append(case)
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump({"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
-                   "threads": torch.get_num_threads(), "repeat": args.repeat, "cases": results}, f, indent=1)
-    print(f"{'case':36s} {'cpu us':>10s} {'mlu us':>10s} {'ratio':>6s}")
-    for c in results:
-        print(f"{c['case']:36s} {c['cpu_us']:10.1f} {c['mlu_us']:10.1f} {c['ratio']:6.2f}")
-    ratios = [c["ratio"] for c in results]
-    if ratios:
-        print(f"geometric mean ratio {statistics.geometric_mean(ratios):.2f}, min {min(ratios):.2f}")
-    print(f"(ratio = cpu time / mlu time; medians of batches, median of {args.repeat} pass(es); written to {args.out})")
+    args = parse_args(__doc__, "benchmarks/results/bench_norms.json")
+    run_and_report(args, CASES, lambda name, case: run_case(name, case, args.min_time), [])
 
 
 if __name__ == "__main__":
