@@ -375,7 +375,8 @@ def test_spawned_children_use_mlu(tmp_path):
 def test_sigint_during_device_work_is_a_clean_keyboard_interrupt(tmp_path):
     script = tmp_path / "interrupted.py"
     script.write_text(
-        "import torch, torch_mlu\n"
+        "import faulthandler, signal, torch, torch_mlu\n"
+        "faulthandler.register(signal.SIGUSR1, all_threads=True)  # the stacks, should it hang\n"
         "x = torch.randn(256, 256, device='mlu')\n"
         "print('ready', flush=True)\n"
         "while True:\n"
@@ -387,7 +388,14 @@ def test_sigint_during_device_work_is_a_clean_keyboard_interrupt(tmp_path):
     assert process.stdout.readline().strip() == "ready"
     time.sleep(0.5)
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    try:
+        _, stderr = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGUSR1)
+        time.sleep(2)
+        process.kill()
+        _, stderr = process.communicate()
+        pytest.fail("no exit 60 s after SIGINT; the child's stacks:\n" + stderr)
     assert "KeyboardInterrupt" in stderr, stderr
     assert process.returncode in (1, -signal.SIGINT, 130), (process.returncode, stderr)
 
