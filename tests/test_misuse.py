@@ -377,6 +377,9 @@ def test_sigint_during_device_work_is_a_clean_keyboard_interrupt(tmp_path):
     script.write_text(
         "import faulthandler, signal, torch, torch_mlu\n"
         "faulthandler.register(signal.SIGUSR1, all_threads=True)  # the stacks, should it hang\n"
+        # Python leaves SIGINT alone when it starts ignored (a background job of a non-interactive shell, as a CI
+        # runner may start the suite): install the KeyboardInterrupt handler explicitly.
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "x = torch.randn(256, 256, device='mlu')\n"
         "print('ready', flush=True)\n"
         "while True:\n"
