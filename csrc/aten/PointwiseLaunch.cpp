@@ -41,7 +41,7 @@ struct PointwiseTask {
   k::ScalarType compute;
   int8_t ndim;
   int8_t n_operands;
-  uint8_t scalar_mask;  // bit k: operand k is a CPU scalar stored in `scalars`
+  uint8_t scalar_mask = 0;  // bit k: operand k is a CPU scalar stored in `scalars`
   k::ScalarType dtypes[kMaxOperands];
   int64_t sizes[D];
   int64_t strides[kMaxOperands][D];
@@ -74,7 +74,10 @@ constexpr int kCompactDims = 4;
 template <int D>
 void fill_and_launch(const at::TensorIteratorBase& iter, PointwiseOp op, k::ScalarType compute,
                      const OpParams& params) {
-  PointwiseTask<D> task{};
+  // Default-initialised, not zeroed: every field operator() reads is written
+  // below (sizes and strides up to ndim, data or scalars per scalar_mask), and
+  // zeroing the whole task costs a tiny op more than filling it.
+  PointwiseTask<D> task;
   task.op = op;
   task.compute = compute;
   task.params = params;

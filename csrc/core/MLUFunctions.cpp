@@ -13,13 +13,18 @@
 namespace torch_mlu {
 
 c10::DeviceIndex device_count() noexcept {
-  int count = 0;
-  if (mlu::mluGetDeviceCount(&count) != mlu::mluSuccess) return 0;
-  return static_cast<c10::DeviceIndex>(count);
+  // The runtime reads its configuration once per process: the count never
+  // changes, and every op's device checks ask for it.
+  static const c10::DeviceIndex count = [] {
+    int visible = 0;
+    if (mlu::mluGetDeviceCount(&visible) != mlu::mluSuccess) return 0;
+    return visible;
+  }();
+  return count;
 }
 
 void check_device_index(c10::DeviceIndex device) {
-  c10::DeviceIndex count = device_count();
+  const c10::DeviceIndex count = device_count();
   TORCH_CHECK(device >= 0 && device < count, "Invalid device argument: mlu:", static_cast<int>(device),
               " does not exist. ",
               count == 0 ? std::string("No MLU device is visible (check MLU_VISIBLE_DEVICES).")

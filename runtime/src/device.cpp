@@ -49,7 +49,10 @@ std::vector<std::unique_ptr<DeviceState>>& devices() {
 
 }  // namespace
 
-int visible_device_count() { return static_cast<int>(devices().size()); }
+int visible_device_count() {
+  static const int count = static_cast<int>(devices().size());
+  return count;
+}
 
 DeviceState* device_state(int device) {
   if (device < 0 || device >= visible_device_count()) return nullptr;
@@ -57,8 +60,11 @@ DeviceState* device_state(int device) {
 }
 
 mluError_t check_device(int device) {
-  if (!machine_config().error.empty()) return fail(mluErrorInitialization, machine_config().error);
-  if (device_state(device) != nullptr) return mluSuccess;
+  // Every device guard and mluSetDevice comes here: the common case is two
+  // comparisons.
+  static const bool configured = machine_config().error.empty();
+  if (configured && device >= 0 && device < visible_device_count()) return mluSuccess;
+  if (!configured) return fail(mluErrorInitialization, machine_config().error);
   int count = visible_device_count();
   std::string detail = "device ordinal " + std::to_string(device) + " is not valid: ";
   detail += count == 0 ? std::string("no MLU device is visible")
