@@ -116,7 +116,7 @@ mluError_t mluEventRecord(mluEvent_t event, mluQueue_t queue) {
   if (event->timing()) {
     record.stamp_ns = std::make_shared<std::atomic<int64_t>>(-1);
     auto marker = [stamp = record.stamp_ns] { stamp->store(now_ns(), std::memory_order_release); };
-    if (mluError_t s = launch_task(q, "event record", std::move(marker), &record.seq)) return s;
+    if (mluError_t s = launch_task(q, "event record", TaskKind::Internal, std::move(marker), &record.seq)) return s;
   } else {
     record.seq = q->last_launched();
   }
@@ -178,7 +178,8 @@ mluError_t mluQueueWaitEvent(mluQueue_t queue, mluEvent_t event) {
     return s;
   }
   uint64_t seq = record.seq;
-  return mluLaunchTask(q, "queue wait event", [source, seq] { source->wait_for(seq); });
+  uint64_t unused = 0;
+  return launch_task(q, "queue wait event", TaskKind::Internal, [source, seq] { source->wait_for(seq); }, &unused);
 }
 
 mluError_t mluEventElapsedTime(float* ms, mluEvent_t start, mluEvent_t end) {

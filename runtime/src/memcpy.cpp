@@ -56,7 +56,7 @@ mluError_t launch_copy(mluQueue_st* q, void* dst, const void* src, size_t bytes,
   }
   uint64_t seq = 0;
   auto copy = [dst, src, bytes] { std::memcpy(dst, src, bytes); };
-  if (mluError_t status = launch_task(q, "memcpy", copy, &seq)) return status;
+  if (mluError_t status = launch_task(q, "memcpy", TaskKind::Memcpy, copy, &seq)) return status;
   if (!wait) return mluSuccess;
   q->wait_for(seq);
   return q->take_error(seq);

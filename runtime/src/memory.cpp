@@ -101,7 +101,8 @@ mluError_t mluFreeAsync(void* ptr, mluQueue_t queue) {
     return mluSuccess;
   }
   Allocation a = *removed;
-  status = mluLaunchTask(q, "free", [a] { release_device_block(a); });
+  uint64_t unused = 0;
+  status = launch_task(q, "free", TaskKind::Internal, [a] { release_device_block(a); }, &unused);
   if (status != mluSuccess) register_allocation(a);
   return status;
 }

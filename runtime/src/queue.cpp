@@ -12,6 +12,7 @@
 #include "fork_state.h"
 #include "mlu_runtime/queue.h"
 #include "queue_impl.h"
+#include "tracer_state.h"
 
 namespace {
 
@@ -102,7 +103,10 @@ void mluQueue_st::run_worker() {
     for (; done < available; ++done) {
       mlu::detail::TaskSlot& slot = ring[done % kCapacity];
       mlu::TaskContext context(device);
+      const bool record = mlu::detail::records(slot);  // Note [Activity tracing]
+      const int64_t start_ns = record ? mlu::detail::trace_now_ns() : 0;
       mlu::detail::run_task(slot, context);
+      if (record) mlu::detail::record_activity(slot, this, device, start_ns, mlu::detail::trace_now_ns());
       slot.destroy(slot.storage);
       if (context.failed()) store_error(done + 1, mlu::detail::task_name(slot), context.message());
       finished.store(done + 1);
@@ -253,6 +257,9 @@ uint64_t commit_slot_seq(mluQueue_t q, bool small) {
     q->launch_mu.unlock();
     return 0;
   }
+  TaskSlot& launched_slot = q->ring[q->launched % mluQueue_st::kCapacity];
+  launched_slot.traced = false;  // slots are reused: a stale tag must not survive
+  if (tracing()) tag_launch(launched_slot);  // Note [Activity tracing]
   if (small && q->finished.load() == q->launched && !on_device_thread() && small_tasks_run_inline()) {
     // Note [Small tasks run inline]. The device thread has run every
     // published task and only looks at this slot once launched_published
@@ -261,7 +268,10 @@ uint64_t commit_slot_seq(mluQueue_t q, bool small) {
     const uint64_t seq = ++q->launched;
     TaskSlot& slot = q->ring[(seq - 1) % mluQueue_st::kCapacity];
     TaskContext context(q->device);
+    const bool record = records(slot);
+    const int64_t start_ns = record ? trace_now_ns() : 0;
     run_task(slot, context);
+    if (record) record_activity(slot, q, q->device, start_ns, trace_now_ns());
     slot.destroy(slot.storage);
     if (context.failed()) q->store_error(seq, task_name(slot), context.message());
     q->finished.store(seq);

@@ -141,7 +141,7 @@ inline const char* task_name(const TaskSlot& slot) { return slot.name != nullptr
 
 // Like mluLaunchTask, also returning the task's sequence number.
 template <class F>
-mluError_t launch_task(mluQueue_t queue, const char* name, F&& fn, uint64_t* seq) {
+mluError_t launch_task(mluQueue_t queue, const char* name, TaskKind kind, F&& fn, uint64_t* seq) {
   static_assert(sizeof(std::decay_t<F>) <= kTaskInlineBytes, "internal tasks are small");
   using Fn = std::decay_t<F>;
   TaskSlot* slot = nullptr;
@@ -151,6 +151,7 @@ mluError_t launch_task(mluQueue_t queue, const char* name, F&& fn, uint64_t* seq
   slot->run = [](void* s, TaskContext& c) { invoke_task(*static_cast<Fn*>(s), c); };
   slot->destroy = [](void* s) { static_cast<Fn*>(s)->~Fn(); };
   slot->name = name;
+  slot->kind = kind;
   *seq = commit_slot_seq(queue);
   return mluSuccess;
 }

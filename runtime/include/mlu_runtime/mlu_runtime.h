@@ -9,3 +9,4 @@
 #include "mlu_runtime/memory.h"
 #include "mlu_runtime/queue.h"
 #include "mlu_runtime/status.h"
+#include "mlu_runtime/tracer.h"

@@ -109,10 +109,19 @@ namespace detail {
 
 constexpr std::size_t kTaskInlineBytes = 448;
 
+// What a task is, for activity tracing (Note [Activity tracing] in tracer.h).
+enum class TaskKind : uint8_t { Kernel, Memcpy, Marker, Internal };
+
 struct TaskSlot {
   void (*run)(void* storage, TaskContext& context);
   void (*destroy)(void* storage);
   const char* name;
+  TaskKind kind = TaskKind::Kernel;
+  // Set at launch when tracing is on (Note [Activity tracing]): the launching
+  // thread's correlation id and innermost annotation.
+  bool traced = false;
+  uint64_t correlation = 0;
+  uint64_t annotation = 0;
   alignas(std::max_align_t) unsigned char storage[kTaskInlineBytes];
 };
 
@@ -147,6 +156,7 @@ mluError_t launch(mluQueue_t queue, const char* name, F&& fn, bool small) {
     slot->run = [](void* s, TaskContext& c) { detail::invoke_task(*static_cast<Fn*>(s), c); };
     slot->destroy = [](void* s) { static_cast<Fn*>(s)->~Fn(); };
     slot->name = name;
+    slot->kind = TaskKind::Kernel;
     detail::commit_slot(queue, small);
     return mluSuccess;
   } else {
@@ -171,6 +181,7 @@ mluError_t launch(mluQueue_t queue, const char* name, F&& fn, bool small) {
       delete f;
     };
     slot->name = name;
+    slot->kind = TaskKind::Kernel;
     detail::commit_slot(queue);
     return mluSuccess;
   }
