@@ -1,6 +1,8 @@
 // See Note [CPU fallback] in Fallback.h.
 #include "csrc/aten/Fallback.h"
 
+#include <ATen/record_function.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -174,6 +176,8 @@ void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   refuse_in_capture(current_device(), "'" + op_name(op) + "', which has no mlu kernel and would run on the CPU "
                                       "fallback (a host round trip)");
   count_and_warn(op);
+  // A profiler shows the CPU work under this range (the name is built only while one records).
+  RECORD_USER_SCOPE("mlu_cpu_fallback: " + op_name(op));
   // The arguments the schema never writes are read in place (Note [Zero-copy fallback]), and so are written
   // ones whose elements share memory.
   // A tensor passed both as an input and as a written argument (addmm_ calls

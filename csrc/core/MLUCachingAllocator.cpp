@@ -214,6 +214,11 @@ class DeviceCachingAllocator {
       if (block == nullptr) {
         stats_.num_ooms += 1;
         record(h, TraceEntry::OOM, free_bytes(), requested, stream, context);
+        if (c10::memoryProfilingEnabled()) {
+          c10::reportOutOfMemoryToProfiler(static_cast<int64_t>(requested),
+                                           static_cast<size_t>(stats_.allocated_bytes[0].current), reserved(),
+                                           c10::Device(c10::DeviceType::PrivateUse1, device_));
+        }
         std::string message = oom_message(requested);
         lock.unlock();
         TORCH_CHECK_WITH(OutOfMemoryError, false, message);
@@ -232,6 +237,7 @@ class DeviceCachingAllocator {
     update(stats_.active_bytes, pool, static_cast<int64_t>(block->size));
     update(stats_.requested_bytes, pool, static_cast<int64_t>(requested));
     if (block->size >= config.max_split_size) stats_.oversize_allocations.increase(1);
+    report_to_profiler(block->ptr, static_cast<int64_t>(block->size));
     return block;
   }
 
@@ -249,6 +255,7 @@ class DeviceCachingAllocator {
     update(stats_.allocated_bytes, pool, -static_cast<int64_t>(block->size));
     update(stats_.requested_bytes, pool, -static_cast<int64_t>(block->requested));
     if (block->size >= config.max_split_size) stats_.oversize_allocations.decrease(1);
+    report_to_profiler(block->ptr, -static_cast<int64_t>(block->size));
     if (block->stream_uses.empty()) {
       free_block(block, h);
       return;
@@ -404,6 +411,15 @@ class DeviceCachingAllocator {
   }
 
  private:
+  // profile_memory=True: the [memory] events and device-memory columns of
+  // torch.profiler. Called with mu_ held, after the stats changed.
+  void report_to_profiler(void* ptr, int64_t delta) const {
+    if (!c10::memoryProfilingEnabled()) return;
+    const auto aggregate = static_cast<size_t>(StatType::AGGREGATE);
+    c10::reportMemoryUsageToProfiler(ptr, delta, static_cast<size_t>(stats_.allocated_bytes[aggregate].current),
+                                     reserved(), c10::Device(c10::DeviceType::PrivateUse1, device_));
+  }
+
   size_t reserved() const {
     return static_cast<size_t>(stats_.reserved_bytes[static_cast<size_t>(StatType::AGGREGATE)].current);
   }

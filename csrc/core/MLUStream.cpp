@@ -156,6 +156,20 @@ MLUStream getStreamFromExternal(mlu::mluQueue_t queue, c10::DeviceIndex device) 
   return make(device, kExternalStreamBase + (it - p.external.begin()));
 }
 
+std::optional<c10::StreamId> stream_id_of_queue(c10::DeviceIndex device, mlu::mluQueue_t queue) {
+  if (device < 0 || device >= device_count()) return std::nullopt;
+  if (getDefaultMLUStream(device).queue() == queue) return 0;
+  DevicePools& p = pools(device);
+  for (c10::StreamId i = 0; i < kPoolSlots; ++i) {
+    if (p.queues[i] == queue) return i + 1;
+  }
+  std::lock_guard<std::mutex> lock(p.external_mu);
+  for (size_t i = 0; i < p.external.size(); ++i) {
+    if (p.external[i].queue == queue) return kExternalStreamBase + static_cast<c10::StreamId>(i);
+  }
+  return std::nullopt;
+}
+
 MLUStream exchangeCurrentMLUStream(MLUStream stream) {
   c10::DeviceIndex device = resolve(stream.device_index());
   c10::StreamId& slot = current_ids()[device];

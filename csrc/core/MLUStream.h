@@ -11,6 +11,8 @@
 // The current stream is per host thread and per device (default: stream 0).
 #pragma once
 
+#include <optional>
+
 #include <mlu_runtime/queue.h>
 
 #include <c10/core/Stream.h>
@@ -50,6 +52,9 @@ MLUStream getCurrentMLUStream(c10::DeviceIndex device = -1);
 MLUStream getStreamFromPool(bool high_priority = false, c10::DeviceIndex device = -1);
 // The stream of a queue created outside torch_mlu, on `device`.
 MLUStream getStreamFromExternal(mlu::mluQueue_t queue, c10::DeviceIndex device);
+// The id of the stream that runs on `queue` (a queue of ours or an external
+// one already wrapped), for naming profiler rows; nullopt for any other queue.
+std::optional<c10::StreamId> stream_id_of_queue(c10::DeviceIndex device, mlu::mluQueue_t queue);
 // Makes `stream` current on its device for this thread; returns the previous one.
 MLUStream exchangeCurrentMLUStream(MLUStream stream);
 void setCurrentMLUStream(MLUStream stream);

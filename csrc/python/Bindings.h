@@ -14,5 +14,6 @@ namespace torch_mlu {
 void bind_memory(pybind11::module& m);
 void bind_distributed(pybind11::module& m);
 void bind_graphs(pybind11::module& m);
+void bind_profiler(pybind11::module& m);
 
 }  // namespace torch_mlu

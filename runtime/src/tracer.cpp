@@ -1,3 +1,6 @@
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <mutex>
 #include <utility>
@@ -51,8 +54,15 @@ int64_t trace_now_ns() {
       .count();
 }
 
+int32_t system_thread_id() {
+  thread_local const int32_t tid = static_cast<int32_t>(::syscall(SYS_gettid));
+  return tid;
+}
+
 void tag_launch(TaskSlot& slot) {
   slot.traced = true;
+  slot.launch_ns = trace_now_ns();
+  slot.launch_tid = system_thread_id();
   const ThreadTags& tags = thread_tags();
   slot.correlation = tags.correlations.empty() ? 0 : tags.correlations.back();
   if (slot.kind != TaskKind::Marker) slot.annotation = tags.ranges.empty() ? 0 : tags.ranges.back();
@@ -62,7 +72,8 @@ void record_activity(const TaskSlot& slot, mluQueue_t queue, int device, int64_t
   const mluActivityKind kind = slot.kind == TaskKind::Memcpy ? mluActivityKind::Memcpy : mluActivityKind::Kernel;
   Recorded& r = recorded();
   std::lock_guard<std::mutex> lock(r.mu);
-  r.activities.push_back({kind, task_name(slot), device, queue, start_ns, end_ns, slot.correlation, slot.annotation});
+  r.activities.push_back({kind, task_name(slot), device, queue, start_ns, end_ns, slot.correlation, slot.annotation,
+                          slot.launch_ns, slot.launch_tid});
 }
 
 }  // namespace mlu::detail
@@ -145,11 +156,11 @@ mluError_t mluTracerMark(mluQueue_t queue, const char* name) {
   const int64_t now = trace_now_ns();
   const uint64_t id = new_annotation(name, now, now);
   uint64_t unused = 0;
-  return launch_task(q, "mark", TaskKind::Marker, [q, id] {
+  return launch_task(q, "mark", TaskKind::Marker, [q, id, now] {
     const int64_t at = trace_now_ns();
     Recorded& r = recorded();
     std::lock_guard<std::mutex> lock(r.mu);
-    r.activities.push_back({mluActivityKind::Marker, "mark", q->device, q, at, at, 0, id});
+    r.activities.push_back({mluActivityKind::Marker, "mark", q->device, q, at, at, 0, id, now, 0});
   }, &unused);
 }
 

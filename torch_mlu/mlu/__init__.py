@@ -299,7 +299,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'torch.mlu' has no attribute '{name}'")
 
 
-from . import amp, cncl, graphs, memory, random  # noqa: E402
+from . import amp, cncl, cnpx, graphs, memory, random  # noqa: E402
 from .graphs import (  # noqa: E402
     MLUGraph,
     graph,

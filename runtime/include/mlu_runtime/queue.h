@@ -118,10 +118,12 @@ struct TaskSlot {
   const char* name;
   TaskKind kind = TaskKind::Kernel;
   // Set at launch when tracing is on (Note [Activity tracing]): the launching
-  // thread's correlation id and innermost annotation.
+  // thread's correlation id, innermost annotation, system thread id and clock.
   bool traced = false;
+  int32_t launch_tid = 0;
   uint64_t correlation = 0;
   uint64_t annotation = 0;
+  int64_t launch_ns = 0;
   alignas(std::max_align_t) unsigned char storage[kTaskInlineBytes];
 };
 

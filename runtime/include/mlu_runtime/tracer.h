@@ -7,7 +7,7 @@
 // epoch: the clock of PyTorch's profiler and Kineto), and what the launching
 // host thread had pushed when it launched the task: its correlation id (the
 // profiler's id of the op that launched it) and innermost annotation (a cnpx
-// range). Both are captured at launch, because the task runs later on its
+// range), its system thread id and the launch time. They are captured at launch, because the task runs later on its
 // device thread; which tasks are recorded is also decided at launch, so a task
 // launched before the start is never half-recorded. Tasks run inline (Note
 // [Small tasks run inline]) are recorded alike; internal tasks (event records,
@@ -36,6 +36,8 @@ struct mluActivity {
   int64_t end_ns;
   uint64_t correlation;  // 0: launched outside any profiled op
   uint64_t annotation;   // 0: outside any range; else an mluAnnotation id
+  int64_t launch_ns;     // when the host launched it
+  int32_t launch_tid;    // the launching host thread's system thread id
 };
 
 // A range pushed (or a mark made) while tracing.
