@@ -108,10 +108,14 @@ class MLUActivityProfilerSession final : public libkineto::IActivityProfilerSess
                                          a.name, a, row, op);
       buffer_->gpuOpCount += 1;
       if (a.correlation != 0) {
-        device.flow.id = static_cast<uint32_t>(a.correlation);
+        // One flow per launch (an op may launch several tasks): its own id, as
+        // CUPTI gives each launch its own correlation id.
+        const uint32_t flow = next_flow_id_++;
+        device.id = static_cast<int32_t>(flow);
+        device.flow.id = flow;
         device.flow.type = libkineto::kLinkAsyncCpuGpu;
         device.flow.start = 0;
-        add_launch(logger, copy ? "mluMemcpyAsync" : "mluLaunchKernel", a, op);
+        add_launch(logger, copy ? "mluMemcpyAsync" : "mluLaunchKernel", a, op, flow);
       }
       if (a.annotation != 0) {
         auto [it, fresh] = ranges.try_emplace({a.annotation, a.device, row}, a.start_ns, a.end_ns);
@@ -182,7 +186,7 @@ class MLUActivityProfilerSession final : public libkineto::IActivityProfilerSess
     act.linked = op;
     act.addMetadata("device", a.device);
     act.addMetadata("stream", row);
-    act.addMetadata("correlation", a.correlation);
+    act.addMetadata("External id", a.correlation);
     logger.handleActivity(act);
     return act;
   }
@@ -190,23 +194,26 @@ class MLUActivityProfilerSession final : public libkineto::IActivityProfilerSess
   // The host side of a launch: a short runtime event on the launching thread
   // that starts the flow to the device activity.
   void add_launch(libkineto::ActivityLogger& logger, const char* name, const mlu::mluActivity& a,
-                  const libkineto::ITraceActivity* op) {
+                  const libkineto::ITraceActivity* op, uint32_t flow) {
     GenericTraceActivity& act = emplace(ActivityType::PRIVATEUSE1_RUNTIME, name);
     act.startTime = a.launch_ns;
     act.endTime = a.launch_ns + 1000;  // the launch itself is not timed; 1 us keeps it visible
-    act.id = static_cast<int32_t>(a.correlation);
+    act.id = static_cast<int32_t>(flow);
     act.device = static_cast<int32_t>(libkineto::processId());
     act.resource = a.launch_tid;
     act.threadId = a.launch_tid;
     act.linked = op;
-    act.flow.id = static_cast<uint32_t>(a.correlation);
+    act.flow.id = flow;
     act.flow.type = libkineto::kLinkAsyncCpuGpu;
     act.flow.start = 1;
-    act.addMetadata("correlation", a.correlation);
+    act.addMetadata("correlation", flow);
+    act.addMetadata("External id", a.correlation);
     logger.handleActivity(act);
   }
 
   bool active_ = false;
+  // Launch ids, far above the profiler's op correlation ids so the two never meet.
+  uint32_t next_flow_id_ = 1u << 30;
   std::vector<std::string> errors_;
   std::unique_ptr<libkineto::CpuTraceBuffer> buffer_;
   std::set<std::pair<int, int32_t>> rows_;
