@@ -179,3 +179,32 @@ def test_gpt_mini_training_step_profile_is_complete(tmp_path):
     tb = pytest.importorskip("torch_tb_profiler.profiler.data")
     data = tb.RunProfileData.from_json("worker0", "span0", json.loads(trace.read_text()))
     assert data.has_kernel
+
+
+def test_record_shapes_stacks_and_record_function_as_on_cuda():
+    x = torch.randn(8, 16, device="mlu")
+    w = torch.randn(16, 4, device="mlu")
+    # Stock 2.13 sometimes garbles a Python frame's name in the first with_stack session of a process (CPU-only
+    # runs too: about 1 in 4 fresh processes raise UnicodeDecodeError from events()); later sessions are clean.
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as warm_up:
+        torch.mm(x, w)
+    try:
+        warm_up.events()
+    except UnicodeDecodeError:
+        pass
+    with profile(activities=ACTIVITIES, record_shapes=True, with_stack=True) as prof:
+        with torch.profiler.record_function("my_block"):
+            y = torch.mm(x, w)
+        torch.mlu.synchronize()
+    (mm,) = named(prof, "aten::mm")
+    assert mm.input_shapes == [[8, 16], [16, 4]]
+    # with_stack records the Python frames as events (2.13 leaves FunctionEvent.stack empty, CPU alike).
+    frames = [e for e in events(prof) if "test_record_shapes_stacks" in e.name]
+    assert frames and frames[0].time_range.start <= mm.time_range.start, [e.name for e in events(prof)][:20]
+    (block,) = named(prof, "my_block")
+    # The range encloses the op, and the op's kernel ran on the device.
+    assert block.time_range.start <= mm.time_range.start and mm.time_range.end <= block.time_range.end
+    assert mm.self_device_time_total > 0
+    by_shape = [(a.key, a.input_shapes) for a in prof.key_averages(group_by_input_shape=True)]
+    assert ("aten::mm", [[8, 16], [16, 4]]) in by_shape
+    torch.testing.assert_close(y.cpu(), x.cpu() @ w.cpu())
