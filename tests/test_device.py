@@ -142,6 +142,22 @@ def test_visible_devices(python, visible, count):
     assert result.stdout.split() == [str(count), str(count > 0)]
 
 
+def test_visible_devices_set_after_import_count_until_first_device_call(python):
+    # As CUDA_VISIBLE_DEVICES does until CUDA initialises; scripts (and gpu_migration) set it after `import torch`.
+    result = python(
+        """
+        import os, torch, torch_mlu
+        os.environ["MLU_VISIBLE_DEVICES"] = "1"
+        print(torch.mlu.device_count())
+        os.environ["MLU_VISIBLE_DEVICES"] = "0,1"
+        print(torch.mlu.device_count())
+        """,
+        env={"TORCH_MLU_DEVICE_CORES": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1", "1"]  # read once, at the first device call
+
+
 def test_device_count_and_memory_are_configurable(python):
     result = python(
         "import torch, torch_mlu; print(torch.mlu.device_count(), torch.mlu.get_device_properties(3).total_memory)",

@@ -12,12 +12,12 @@ namespace torch_mlu {
 namespace {
 
 // The kernels' compute-thread pool is sized from the devices' core count
-// (TORCH_MLU_DEVICE_CORES) when the library loads; no thread starts here.
+// (TORCH_MLU_DEVICE_CORES) when the library loads; no thread starts here, and
+// the device configuration is not read yet: MLU_VISIBLE_DEVICES set after
+// `import torch` (or mapped from CUDA_VISIBLE_DEVICES by gpu_migration) still
+// counts, as CUDA_VISIBLE_DEVICES does until CUDA initialises.
 const bool g_compute_threads_configured = [] {
-  mlu::mluDeviceProp prop{};
-  if (mlu::mluGetDeviceProperties(&prop, 0) == mlu::mluSuccess) {
-    mlu::kernels::set_num_threads(prop.multiProcessorCount);
-  }
+  mlu::kernels::set_num_threads(mlu::mluConfiguredCoresPerDevice());
   return true;
 }();
 

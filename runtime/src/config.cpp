@@ -67,9 +67,13 @@ MachineConfig read_config() {
                      "(powers of 1024, an optional trailing B), e.g. 8G or 512M";
     }
   }
-  int host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  config.cores_per_device = env_int("TORCH_MLU_DEVICE_CORES", host_threads, 1, 1024, config.error);
+  config.cores_per_device = read_cores_per_device(config.error);
   return config;
+}
+
+int read_cores_per_device(std::string& error) {
+  int host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return env_int("TORCH_MLU_DEVICE_CORES", host_threads, 1, 1024, error);
 }
 
 const MachineConfig& machine_config() {

@@ -23,6 +23,9 @@ struct MachineConfig {
 const MachineConfig& machine_config();
 // Reads the environment now (tests).
 MachineConfig read_config();
+// TORCH_MLU_DEVICE_CORES now (the host's hardware threads when unset); on a
+// bad value, the default and the problem in `error`.
+int read_cores_per_device(std::string& error);
 
 // Parses "123", "64K", "512M", "8G", "8GB" (powers of 1024). Returns 0 when
 // malformed (including a sign or leading blank) or too large for size_t.

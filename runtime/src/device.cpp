@@ -164,6 +164,11 @@ mluError_t mluSetDevice(int device) {
   return mluSuccess;
 }
 
+int mluConfiguredCoresPerDevice() {
+  std::string ignored;  // reported by the first call that reads the whole configuration
+  return read_cores_per_device(ignored);
+}
+
 mluError_t mluGetDeviceProperties(mluDeviceProp* prop, int device) {
   if (prop == nullptr) return fail(mluErrorInvalidValue, "prop must not be null");
   if (mluError_t status = check_device(device)) return status;

@@ -54,6 +54,12 @@ bool mluIsForkedChild();
 mluError_t mluGetDevice(int* device);
 mluError_t mluSetDevice(int device);
 mluError_t mluGetDeviceProperties(mluDeviceProp* prop, int device);
+// The compute cores each device will have (TORCH_MLU_DEVICE_CORES, else the
+// host's hardware threads; the default when the value is bad, which the first
+// device call then reports). Unlike every other call it reads the environment
+// afresh and does not fix the device configuration, so a library may size its
+// thread pool at load time while MLU_VISIBLE_DEVICES can still be set.
+int mluConfiguredCoresPerDevice();
 mluError_t mluRuntimeGetVersion(int* version);
 mluError_t mluDriverGetVersion(int* version);
 
