@@ -24,7 +24,7 @@ setup:
 build: setup
 	@[ -f $(BUILD)/CMakeCache.txt ] || cmake -S . -B $(BUILD) -G Ninja -DPYTHON_EXECUTABLE=$(CURDIR)/$(PY) -DMLU_BUILD_TESTS=ON
 	cmake --build $(BUILD) -j $(JOBS)
-	@[ -f $(VENV)/.editable.stamp ] || { $(PY) -m pip install -q --no-build-isolation --no-deps -e . && touch $(VENV)/.editable.stamp; }
+	@[ $(VENV)/.editable.stamp -nt pyproject.toml ] || { $(PY) -m pip install -q --no-build-isolation --no-deps -e . && touch $(VENV)/.editable.stamp; }
 
 # The wheel a user installs with pip (into $(WHEEL_DIR)), built from the current build.
 WHEEL_DIR := build/dist

@@ -2,7 +2,7 @@
 
 `pip wheel` of the tree must contain every Python package under torch_mlu/ (a hand-written package list once
 left torch_mlu.mlu.amp out, and `import torch` then failed to autoload the backend), both libraries, and the
-torch.backends entry point that autoloads torch_mlu.
+torch.backends entry point that autoloads torch_mlu, and the torch_mlu_convert console script.
 """
 import pathlib
 import shutil
@@ -30,3 +30,4 @@ def test_wheel_has_every_package_library_and_the_autoload_entry_point(tmp_path):
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[torch.backends]" in text and "torch_mlu = torch_mlu:_autoload" in text, text
+    assert "[console_scripts]" in text and "torch_mlu_convert = torch_mlu.utils.gpu2mlu:main" in text, text

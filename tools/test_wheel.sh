@@ -23,4 +23,6 @@ TORCH_MLU_TEST_INSTALLED=1 "$work/venv/bin/python" -m pytest -q -p no:cacheprovi
   "$tree/tests/test_version.py" "$tree/tests/test_distributed.py::test_backend_registered_for_mlu" \
   "$tree/tests/test_distributed.py::test_collectives_match_gloo" \
   "$tree/tests/test_compile.py::test_pointwise_chain" \
+  "$tree/tests/test_gpu_migration.py::test_console_script" \
+  "$tree/tests/test_gpu_migration.py::test_cuda_script_runs_unmodified_after_the_import" \
   "$tree/tests/test_compile.py::test_race_eager_producer_then_compiled_consumer"
