@@ -330,6 +330,8 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(sdpa_fused_mlu));
   m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(sdpa_fused_backward_mlu));
   m.impl("_nested_tensor_from_mask_left_aligned", TORCH_FN(mask_left_aligned));
+  // The op form of the stub's choice (native multi-head attention asks it).
+  m.impl("_fused_sdp_choice", TORCH_FN(choose_sdp_backend));
 }
 
 }  // namespace torch_mlu

@@ -15,6 +15,7 @@
 // self does not propagate (as on the CPU and CUDA).
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/addbmm_native.h>
+#include <ATen/ops/addmm.h>
 #include <ATen/ops/addmm_meta.h>
 #include <ATen/ops/addmm_ops.h>
 #include <ATen/ops/addmv_meta.h>
@@ -24,6 +25,8 @@
 #include <ATen/ops/baddbmm_ops.h>
 #include <ATen/ops/bmm_meta.h>
 #include <ATen/ops/bmm_ops.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/relu.h>
 #include <ATen/ops/dot_ops.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm_meta.h>
@@ -280,6 +283,16 @@ TORCH_MLU_ATEN_IMPL(m) {
     check_same_device("addmm", {self, m1, m2, out});
     return product_out<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha, out);
   });
+  // The fused FFN of the Transformer fast path: addmm, then relu or (exact) gelu in place, as the CPU does.
+  m.impl("_addmm_activation", [](T self, T m1, T m2, S beta, S alpha, bool use_gelu) {
+    at::Tensor out = at::addmm(self, m1, m2, beta, alpha);
+    return use_gelu ? at::gelu_(out) : at::relu_(out);
+  });
+  m.impl("_addmm_activation.out",
+         [](T self, T m1, T m2, S beta, S alpha, bool use_gelu, at::Tensor& out) -> at::Tensor& {
+           at::addmm_out(out, self, m1, m2, beta, alpha);
+           return use_gelu ? at::gelu_(out) : at::relu_(out);
+         });
   m.impl("baddbmm", [](T self, T b1, T b2, S beta, S alpha) {
     if (!all_have_gemm(self, b1, b2)) {
       return cpu_fallback<ATEN_OP(baddbmm)>(self, b1, b2, beta, alpha);

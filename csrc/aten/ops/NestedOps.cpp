@@ -1,0 +1,319 @@
+// Strided nested tensors on mlu (dispatch key NestedTensorPrivateUse1).
+//
+// Note [Nested kernels shared with the CPU]
+// A strided nested tensor is a dense buffer (here an mlu tensor) plus its
+// components' sizes, strides and offsets (CPU tensors, read on the host).
+// Most of PyTorch's nested kernels only call ATen ops on the buffer and read
+// that metadata: they run on any device, and CUDA registers the same
+// functions. Those are registered here unchanged (the list below is every
+// NestedTensorCPU kernel that NestedTensorCUDA shares, plus the CPU-only ones
+// whose bodies only dispatch: bmm_nested, to_padded_tensor, the nested softmax
+// and multi-head attention). Kernels that loop over the buffer's memory on the
+// host (layer norm and its backward, sum over the last dim and its backward)
+// would read device memory out of queue order: they are rewritten below on
+// dense ops over the buffer. tests/test_nested.py checks that every kernel
+// the CPU and CUDA share is registered.
+#include <ATen/NestedTensorImpl.h>
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/nested/NestedTensorMath.h>
+#include <ATen/native/nested/NestedTensorUtils.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/native_layer_norm.h>
+#include <ATen/ops/native_layer_norm_backward.h>
+#include <ATen/ops/split_with_sizes.h>
+#include <ATen/ops/sum.h>
+#include <torch/library.h>
+
+#include <ATen/ops/_native_multi_head_attention_native.h>
+#include <ATen/ops/_nested_from_padded_and_nested_example_native.h>
+#include <ATen/ops/_nested_select_backward_native.h>
+#include <ATen/ops/_nested_tensor_size_native.h>
+#include <ATen/ops/_nested_tensor_softmax_with_shape_native.h>
+#include <ATen/ops/_nested_tensor_storage_offsets_native.h>
+#include <ATen/ops/_nested_tensor_strides_native.h>
+#include <ATen/ops/_safe_softmax_native.h>
+#include <ATen/ops/_softmax_backward_data_native.h>
+#include <ATen/ops/_softmax_native.h>
+#include <ATen/ops/_test_autograd_multiple_dispatch_native.h>
+#include <ATen/ops/_to_copy_native.h>
+#include <ATen/ops/_transformer_encoder_layer_fwd_native.h>
+#include <ATen/ops/abs_native.h>
+#include <ATen/ops/add_native.h>
+#include <ATen/ops/alias_native.h>
+#include <ATen/ops/all_native.h>
+#include <ATen/ops/bmm_native.h>
+#include <ATen/ops/cat_native.h>
+#include <ATen/ops/chunk_native.h>
+#include <ATen/ops/clone_native.h>
+#include <ATen/ops/copy_native.h>
+#include <ATen/ops/cos_native.h>
+#include <ATen/ops/detach_native.h>
+#include <ATen/ops/div_native.h>
+#include <ATen/ops/embedding_native.h>
+#include <ATen/ops/empty_like_native.h>
+#include <ATen/ops/eq_native.h>
+#include <ATen/ops/fill_native.h>
+#include <ATen/ops/ge_native.h>
+#include <ATen/ops/gelu_native.h>
+#include <ATen/ops/gelu_backward_native.h>
+#include <ATen/ops/gt_native.h>
+#include <ATen/ops/is_same_size_native.h>
+#include <ATen/ops/isinf_native.h>
+#include <ATen/ops/isnan_native.h>
+#include <ATen/ops/isneginf_native.h>
+#include <ATen/ops/isposinf_native.h>
+#include <ATen/ops/linear_backward_native.h>
+#include <ATen/ops/linear_native.h>
+#include <ATen/ops/logical_not_native.h>
+#include <ATen/ops/masked_fill_native.h>
+#include <ATen/ops/matmul_backward_native.h>
+#include <ATen/ops/matmul_native.h>
+#include <ATen/ops/mul_native.h>
+#include <ATen/ops/narrow_native.h>
+#include <ATen/ops/native_dropout_backward_native.h>
+#include <ATen/ops/native_dropout_native.h>
+#include <ATen/ops/neg_native.h>
+#include <ATen/ops/normal_native.h>
+#include <ATen/ops/ones_like_native.h>
+#include <ATen/ops/relu_native.h>
+#include <ATen/ops/select_native.h>
+#include <ATen/ops/sgn_native.h>
+#include <ATen/ops/silu_native.h>
+#include <ATen/ops/silu_backward_native.h>
+#include <ATen/ops/sin_native.h>
+#include <ATen/ops/split_with_sizes_native.h>
+#include <ATen/ops/sqrt_native.h>
+#include <ATen/ops/squeeze_native.h>
+#include <ATen/ops/sub_native.h>
+#include <ATen/ops/tanh_native.h>
+#include <ATen/ops/threshold_backward_native.h>
+#include <ATen/ops/to_padded_tensor_native.h>
+#include <ATen/ops/transpose_native.h>
+#include <ATen/ops/unbind_native.h>
+#include <ATen/ops/unsqueeze_native.h>
+#include <ATen/ops/value_selecting_reduction_backward_native.h>
+#include <ATen/ops/values_native.h>
+#include <ATen/ops/view_native.h>
+#include <ATen/ops/where_native.h>
+#include <ATen/ops/zero_native.h>
+namespace torch_mlu {
+namespace {
+
+using at::native::get_nested_tensor_impl;
+using at::native::wrap_buffer;
+
+// The buffer of a contiguous nested tensor (the kernels below read it as the
+// components laid end to end).
+at::Tensor contiguous_buffer(const at::Tensor& nt, const char* op) {
+  const at::native::NestedTensorImpl* impl = get_nested_tensor_impl(nt);
+  TORCH_CHECK(at::native::nested_tensor_impl_is_contiguous(impl), op,
+              ": NestedTensor does not support a non-contiguous input for now; call .contiguous() first");
+  return impl->get_buffer();
+}
+
+// ---- layer norm: native_layer_norm over the buffer seen as [M, N] rows ----
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> nested_layer_norm(const at::Tensor& input,
+                                                                 at::IntArrayRef normalized_shape,
+                                                                 const std::optional<at::Tensor>& weight_opt,
+                                                                 const std::optional<at::Tensor>& bias_opt,
+                                                                 double eps) {
+  TORCH_CHECK(weight_opt && bias_opt, "NestedTensor layer_norm requires weight and bias");
+  const at::Tensor& weight = *weight_opt;
+  const at::Tensor& bias = *bias_opt;
+  TORCH_CHECK(!weight.is_nested(), "NestedTensor weight not supported for layer_norm");
+  TORCH_CHECK(!bias.is_nested(), "NestedTensor bias not supported for layer_norm");
+  const at::Tensor buffer = contiguous_buffer(input, "layer_norm");
+  const auto [M, N] = at::native::_check_nested_layer_norm_inputs(*get_nested_tensor_impl(input), normalized_shape,
+                                                                   weight, bias);
+  auto [out, mean, rstd] =
+      at::native_layer_norm(buffer.view({M, N}), {N}, weight.reshape({N}), bias.reshape({N}), eps);
+  // The CPU's mean and rstd are [M], one per row.
+  return {wrap_buffer(out.view({-1}), get_nested_tensor_impl(input)->get_nested_sizes().clone()), mean.view({M}),
+          rstd.view({M})};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> nested_layer_norm_backward(
+    const at::Tensor& grad, const at::Tensor& input, at::IntArrayRef normalized_shape, const at::Tensor& mean,
+    const at::Tensor& rstd, const std::optional<at::Tensor>& weight_opt, const std::optional<at::Tensor>& bias_opt,
+    std::array<bool, 3> output_mask) {
+  TORCH_CHECK(weight_opt && bias_opt, "NestedTensor layer_norm requires weight and bias");
+  const at::Tensor buffer = contiguous_buffer(input, "layer_norm_backward");
+  const at::Tensor grad_buffer = contiguous_buffer(grad, "layer_norm_backward");
+  const auto [M, N] = at::native::_check_nested_layer_norm_inputs(*get_nested_tensor_impl(input), normalized_shape,
+                                                                   *weight_opt, *bias_opt);
+  auto [grad_input, grad_weight, grad_bias] = at::native_layer_norm_backward(
+      grad_buffer.view({M, N}), buffer.view({M, N}), {N}, mean.view({M, 1}), rstd.view({M, 1}),
+      weight_opt->reshape({N}), bias_opt->reshape({N}), output_mask);
+  if (grad_input.defined()) {
+    grad_input = wrap_buffer(grad_input.view({-1}), get_nested_tensor_impl(input)->get_nested_sizes().clone());
+  }
+  if (grad_weight.defined()) grad_weight = grad_weight.view(weight_opt->sizes());
+  if (grad_bias.defined()) grad_bias = grad_bias.view(bias_opt->sizes());
+  return {grad_input, grad_weight, grad_bias};
+}
+
+// ---- sum over the last dim (keepdim, as the CPU requires) ----
+
+// Each component's elements, in buffer order, as [rows, last] (an empty list
+// for components with no element).
+std::vector<at::Tensor> component_rows(const at::Tensor& buffer, const at::Tensor& sizes) {
+  const int64_t count = sizes.size(0), dims = sizes.size(1);
+  const int64_t* s = sizes.const_data_ptr<int64_t>();  // CPU metadata
+  std::vector<int64_t> numels(count);
+  std::vector<int64_t> lasts(count);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t numel = 1;
+    for (int64_t d = 0; d < dims; ++d) numel *= s[i * dims + d];
+    numels[i] = numel;
+    lasts[i] = s[i * dims + dims - 1];
+  }
+  std::vector<at::Tensor> parts = at::split_with_sizes(buffer.view({-1}), numels);
+  for (int64_t i = 0; i < count; ++i) parts[i] = parts[i].view({lasts[i] == 0 ? 0 : -1, lasts[i]});
+  return parts;
+}
+
+at::Tensor nested_sum_dim(const at::Tensor& self, at::OptionalIntArrayRef opt_dims, bool keepdim,
+                          std::optional<at::ScalarType> dtype) {
+  const at::IntArrayRef dims = opt_dims.value_or(at::IntArrayRef{});
+  TORCH_CHECK(dims.size() == 1, "NestedTensor only allows reduction of a single dimension for now.");
+  const int64_t dim = at::maybe_wrap_dim(dims[0], self.dim());
+  TORCH_CHECK(dim == self.dim() - 1, "NestedTensor can only be reduced across the last dimension for now ",
+              "got dimension ", dim, " instead.");
+  TORCH_CHECK(keepdim, "NestedTensor always requires keepdim=True for now.");
+  TORCH_CHECK(!dtype, "NestedTensor does not support dtype argument for now.");
+  const at::native::NestedTensorImpl* impl = get_nested_tensor_impl(self);
+  TORCH_CHECK(at::native::nested_tensor_impl_is_contiguous(impl),
+              "NestedTensor does not support reductions when the input is noncontiguous for now.");
+  if (impl->size(0) == 0) return self;
+  const at::Tensor& sizes = impl->get_nested_sizes();
+  at::Tensor out_sizes = sizes.clone();
+  out_sizes.select(1, -1).fill_(1);
+  std::vector<at::Tensor> sums;
+  for (const at::Tensor& rows : component_rows(impl->get_buffer(), sizes)) sums.push_back(rows.sum(-1));
+  return wrap_buffer(at::cat(sums), out_sizes);
+}
+
+at::Tensor nested_sum_backward(const at::Tensor& grad, const at::Tensor& self, at::OptionalIntArrayRef opt_dims,
+                               bool keepdim) {
+  TORCH_CHECK(grad.is_nested(), "NestedTensor sum backward requires a nested gradient");
+  const at::native::NestedTensorImpl* impl = get_nested_tensor_impl(self);
+  const at::Tensor& sizes = impl->get_nested_sizes();
+  const at::Tensor grad_buffer = contiguous_buffer(grad, "sum backward");
+  std::vector<at::Tensor> rows = component_rows(impl->get_buffer(), sizes);
+  std::vector<at::Tensor> parts;
+  int64_t start = 0;
+  for (const at::Tensor& r : rows) {
+    parts.push_back(grad_buffer.narrow(0, start, r.size(0)).unsqueeze(1).expand(r.sizes()).reshape({-1}));
+    start += r.size(0);
+  }
+  return wrap_buffer(at::cat(parts), sizes.clone());
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
+  // Note [Nested kernels shared with the CPU]
+  m.impl("native_dropout", TORCH_FN(at::native::native_dropout_nested));
+  m.impl("native_dropout_backward", TORCH_FN(at::native::native_dropout_backward));
+  m.impl("abs", TORCH_FN(at::native::NestedTensor_abs));
+  m.impl("abs_", TORCH_FN(at::native::NestedTensor_abs_));
+  m.impl("sgn", TORCH_FN(at::native::NestedTensor_sgn));
+  m.impl("sgn_", TORCH_FN(at::native::NestedTensor_sgn_));
+  m.impl("add.Tensor", TORCH_FN(at::native::NestedTensor_add_Tensor));
+  m.impl("add_.Tensor", TORCH_FN(at::native::NestedTensor_add__Tensor));
+  m.impl("all.dim", TORCH_FN(at::native::NestedTensor_all));
+  m.impl("logical_not", TORCH_FN(at::native::NestedTensor_logical_not));
+  m.impl("logical_not_", TORCH_FN(at::native::NestedTensor_logical_not_));
+  m.impl("bmm", TORCH_FN(at::native::bmm_nested));
+  m.impl("cat", TORCH_FN(at::native::cat_nested));
+  m.impl("chunk", TORCH_FN(at::native::chunk_nested_tensor));
+  m.impl("copy_", TORCH_FN(at::native::copy_nested_));
+  m.impl("cos", TORCH_FN(at::native::NestedTensor_cos));
+  m.impl("div.Tensor", TORCH_FN(at::native::NestedTensor_div_Tensor));
+  m.impl("div.Scalar", TORCH_FN(at::native::NestedTensor_div_Scalar));
+  m.impl("embedding", TORCH_FN(at::native::NestedTensor_embedding));
+  m.impl("empty_like", TORCH_FN(at::native::empty_like_nested));
+  m.impl("fill_.Scalar",
+         TORCH_FN(static_cast<at::Tensor& (*)(at::Tensor&, const at::Scalar&)>(at::native::fill_nested_)));
+  m.impl("fill_.Tensor",
+         TORCH_FN(static_cast<at::Tensor& (*)(at::Tensor&, const at::Tensor&)>(at::native::fill_nested_)));
+  m.impl("isnan", TORCH_FN(at::native::NestedTensor_isnan));
+  m.impl("is_same_size", TORCH_FN(at::native::nested_is_same_size));
+  m.impl("linear", TORCH_FN(at::native::nested_linear));
+  m.impl("linear_backward", TORCH_FN(at::native::nested_linear_backward));
+  m.impl("matmul", TORCH_FN(at::native::matmul_nested));
+  m.impl("matmul_backward", TORCH_FN(at::native::matmul_backward_nested));
+  m.impl("matmul.out", TORCH_FN(at::native::matmul_out_nested));
+  m.impl("value_selecting_reduction_backward", TORCH_FN(at::native::value_selecting_reduction_backward_nested_symint));
+  m.impl("mul.Tensor", TORCH_FN(at::native::NestedTensor_mul_Tensor));
+  m.impl("mul_.Tensor", TORCH_FN(at::native::NestedTensor_mul__Tensor));
+  m.impl("mul.Scalar", TORCH_FN(at::native::NestedTensor_mul_Scalar));
+  m.impl("mul_.Scalar", TORCH_FN(at::native::NestedTensor_mul__Scalar));
+  m.impl("narrow", TORCH_FN(at::native::narrow_nested_symint));
+  m.impl("ones_like", TORCH_FN(at::native::ones_like));
+  m.impl("neg", TORCH_FN(at::native::NestedTensor_neg));
+  m.impl("neg_", TORCH_FN(at::native::NestedTensor_neg_));
+  m.impl("relu", TORCH_FN(at::native::NestedTensor_relu));
+  m.impl("relu_", TORCH_FN(at::native::NestedTensor_relu_));
+  m.impl("gelu_", TORCH_FN(at::native::NestedTensor_gelu_));
+  m.impl("gelu", TORCH_FN(at::native::NestedTensor_gelu));
+  m.impl("gelu_backward", TORCH_FN(at::native::gelu_backwards_nested));
+  m.impl("select.int", TORCH_FN(at::native::select_nested));
+  m.impl("_nested_select_backward", TORCH_FN(at::native::_nested_select_backward_symint));
+  m.impl("silu", TORCH_FN(at::native::NestedTensor_silu));
+  m.impl("silu_", TORCH_FN(at::native::NestedTensor_silu_));
+  m.impl("silu_backward", TORCH_FN(at::native::silu_backward_nested));
+  m.impl("sin", TORCH_FN(at::native::NestedTensor_sin));
+  m.impl("detach", TORCH_FN(at::native::detach));
+  m.impl("_softmax", TORCH_FN(at::native::softmax_nested));
+  m.impl("_softmax_backward_data", TORCH_FN(at::native::nested_softmax_backward));
+  m.impl("split_with_sizes", TORCH_FN(at::native::split_with_sizes_nested));
+  m.impl("squeeze", TORCH_FN(at::native::squeeze_nested));
+  m.impl("squeeze.dim", TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor&, int64_t)>(at::native::squeeze_dim_nested)));
+  m.impl("squeeze.dims",
+         TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor&, at::IntArrayRef)>(at::native::squeeze_dim_nested)));
+  m.impl("sqrt", TORCH_FN(at::native::NestedTensor_sqrt));
+  m.impl("tanh", TORCH_FN(at::native::NestedTensor_tanh));
+  m.impl("tanh_", TORCH_FN(at::native::NestedTensor_tanh_));
+  m.impl("threshold_backward", TORCH_FN(at::native::threshold_backwards_nested));
+  m.impl("transpose.int", TORCH_FN(at::native::transpose_nested));
+  m.impl("_nested_tensor_size", TORCH_FN(at::native::_nested_tensor_size));
+  m.impl("_nested_tensor_strides", TORCH_FN(at::native::_nested_tensor_strides));
+  m.impl("_nested_tensor_storage_offsets", TORCH_FN(at::native::_nested_tensor_storage_offsets));
+  m.impl("_nested_from_padded_and_nested_example", TORCH_FN(at::native::NestedTensor_from_padded_and_nested_example));
+  m.impl("unsqueeze", TORCH_FN(at::native::unsqueeze_nested));
+  m.impl("where.self", TORCH_FN(at::native::NestedTensor_where));
+  m.impl("where.self_out", TORCH_FN(at::native::NestedTensor_where_out));
+  m.impl("clone", TORCH_FN(at::native::clone_nested));
+  m.impl("zero_", TORCH_FN(at::native::zero_nested_));
+  m.impl("sub.Tensor", TORCH_FN(at::native::NestedTensor_sub_Tensor));
+  m.impl("values", TORCH_FN(at::native::values_nested));
+  m.impl("unbind.int", TORCH_FN(at::native::NestedTensor_unbind));
+  m.impl("_to_copy", TORCH_FN(at::native::_to_copy_nested));
+  m.impl("masked_fill.Scalar", TORCH_FN(at::native::NestedTensor_masked_fill));
+  m.impl("view", TORCH_FN(at::native::view_nested));
+  m.impl("eq.Scalar", TORCH_FN(at::native::eq_scalar_nested));
+  m.impl("eq.Tensor", TORCH_FN(at::native::eq_tensor_nested));
+  m.impl("ge.Scalar", TORCH_FN(at::native::ge_scalar_nested));
+  m.impl("gt.Scalar", TORCH_FN(at::native::gt_scalar_nested));
+  m.impl("normal_", TORCH_FN(at::native::normal_nested_));
+  m.impl("alias", TORCH_FN(at::native::alias_nested));
+  m.impl("isinf", TORCH_FN(at::native::NestedTensor_isinf));
+  m.impl("isposinf", TORCH_FN(at::native::NestedTensor_isposinf));
+  m.impl("isneginf", TORCH_FN(at::native::NestedTensor_isneginf));
+  m.impl("_test_autograd_multiple_dispatch.fullcoverage", TORCH_FN(at::native::_test_autograd_multiple_dispatch_fullcoverage));
+  m.impl("_test_autograd_multiple_dispatch.ntonly", TORCH_FN(at::native::_test_autograd_multiple_dispatch_ntonly));
+  m.impl("to_padded_tensor", TORCH_FN(at::native::NestedTensor_to_padded_tensor_generic));
+  m.impl("_nested_tensor_softmax_with_shape", TORCH_FN(at::native::NestedTensor_softmax_dropout));
+  m.impl("_safe_softmax", TORCH_FN(at::native::_safe_softmax));
+  m.impl("_transformer_encoder_layer_fwd", TORCH_FN(at::native::transformer_encoder_layer_forward));
+  m.impl("_native_multi_head_attention", TORCH_FN(at::native::native_multi_head_attention_cpu));
+  // Rewritten for a device buffer (see the Note).
+  m.impl("native_layer_norm", TORCH_FN(nested_layer_norm));
+  m.impl("native_layer_norm_backward", TORCH_FN(nested_layer_norm_backward));
+  m.impl("sum.dim_IntList", TORCH_FN(nested_sum_dim));
+  m.impl("_nested_sum_backward", TORCH_FN(nested_sum_backward));
+}
+
+}  // namespace torch_mlu
