@@ -11,7 +11,8 @@
 // and multi-head attention). Kernels that loop over the buffer's memory on the
 // host (layer norm and its backward, sum over the last dim and its backward)
 // would read device memory out of queue order: they are rewritten below on
-// dense ops over the buffer. tests/test_nested.py checks that every kernel
+// dense ops over the buffer, as are the jagged layout's padding conversions
+// (dense PrivateUse1 ops whose CPU kernels read offsets with .item()). tests/test_nested.py checks that every kernel
 // the CPU and CUDA share is registered.
 #include <ATen/NestedTensorImpl.h>
 #include <ATen/WrapDimUtils.h>
@@ -210,7 +211,63 @@ at::Tensor nested_sum_backward(const at::Tensor& grad, const at::Tensor& self, a
   return wrap_buffer(at::cat(parts), sizes.clone());
 }
 
+// ---- the jagged layout's conversions (dense ops on values and offsets) ----
+
+// The offsets of a jagged dim on the host (one wait for the queue, as the
+// CPU's .item() reads).
+std::vector<int64_t> host_offsets(at::TensorList offsets_list, const char* op) {
+  TORCH_INTERNAL_ASSERT(offsets_list.size() == 1, op, ": only a single jagged dim is supported for now");
+  const at::Tensor& offsets = offsets_list[0];
+  TORCH_CHECK(offsets.dim() == 1, op, ": expected 1D offsets, but got offsets.dim() == ", offsets.dim());
+  const at::Tensor host = offsets.to(at::kCPU, at::kLong).contiguous();
+  return {host.const_data_ptr<int64_t>(), host.const_data_ptr<int64_t>() + host.numel()};
+}
+
+// values [total, ...] -> [B, max_length, ...] padded with padding_value; rows
+// longer than max_length are cut, as on the CPU and CUDA.
+at::Tensor jagged_to_padded_dense(const at::Tensor& values, at::TensorList offsets_list, at::IntArrayRef max_lengths,
+                                  double padding_value) {
+  TORCH_INTERNAL_ASSERT(offsets_list.size() == 1 && max_lengths.size() == 1,
+                        "_jagged_to_padded_dense_forward(): only a single jagged dim is supported for now");
+  const std::vector<int64_t> offsets = host_offsets(offsets_list, "_jagged_to_padded_dense_forward()");
+  const int64_t batch = static_cast<int64_t>(offsets.size()) - 1, max_length = max_lengths[0];
+  std::vector<int64_t> shape{batch, max_length};
+  shape.insert(shape.end(), values.sizes().begin() + 1, values.sizes().end());
+  at::Tensor padded = values.new_full(shape, padding_value);
+  for (int64_t i = 0; i < batch; ++i) {
+    const int64_t length = std::min(offsets[i + 1] - offsets[i], max_length);
+    if (length > 0) padded.select(0, i).slice(0, 0, length).copy_(values.slice(0, offsets[i], offsets[i] + length));
+  }
+  return padded;
+}
+
+at::Tensor padded_dense_to_jagged(const at::Tensor& padded, at::TensorList offsets_list,
+                                  std::optional<int64_t> total_L) {
+  const std::vector<int64_t> offsets = host_offsets(offsets_list, "_padded_dense_to_jagged_forward()");
+  const int64_t final_offset = offsets.back();
+  const int64_t total = total_L.value_or(final_offset);
+  TORCH_CHECK(!total_L.has_value() || final_offset == total,
+              "_padded_dense_to_jagged_forward(): final offset should match total_L value");
+  TORCH_CHECK(padded.dim() >= 2, "_padded_dense_to_jagged_forward(): expected padded dim >= 2, but padded.dim() == ",
+              padded.dim());
+  std::vector<int64_t> shape{total};
+  shape.insert(shape.end(), padded.sizes().begin() + 2, padded.sizes().end());
+  at::Tensor values = padded.new_empty(shape);
+  for (size_t i = 0; i + 1 < offsets.size(); ++i) {
+    const int64_t length = offsets[i + 1] - offsets[i];
+    TORCH_CHECK(length <= padded.size(1), "_padded_dense_to_jagged_forward(): found batch item of length ", length,
+                " when max length specified by padded input is ", padded.size(1));
+    if (length > 0) values.slice(0, offsets[i], offsets[i + 1]).copy_(padded.select(0, i).slice(0, 0, length));
+  }
+  return values;
+}
+
 }  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_jagged_to_padded_dense_forward", TORCH_FN(jagged_to_padded_dense));
+  m.impl("_padded_dense_to_jagged_forward", TORCH_FN(padded_dense_to_jagged));
+}
 
 TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
   // Note [Nested kernels shared with the CPU]

@@ -23,6 +23,7 @@
 
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/ReduceOpsUtils.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/all_meta.h>
 #include <ATen/ops/amax_meta.h>
 #include <ATen/ops/amin_meta.h>
@@ -449,6 +450,21 @@ at::Tensor& cumulative_out_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim
 
 }  // namespace
 
+namespace {
+
+// out = result, resized as structured kernels resize their out (a warning if
+// a non-empty out had another shape).
+at::Tensor& copy_to_out(const char* name, const at::Tensor& result, at::Tensor& out) {
+  TORCH_CHECK(out.scalar_type() == at::kBool || out.scalar_type() == at::kByte, name,
+              " only supports bool tensor for result, got: ", out.scalar_type());
+  TORCH_CHECK(out.device() == result.device(), "Expected out tensor to have device ", result.device(),
+              ", but got out on ", out.device(), " instead");
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
+}
+
+}  // namespace
+
 TORCH_MLU_ATEN_IMPL(m) {
   m.impl("sum.dim_IntList", TORCH_FN(sum_mlu));
   m.impl("sum.IntList_out", TORCH_FN(sum_out_mlu));
@@ -488,6 +504,27 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("any", [](const at::Tensor& self) {
     return all_any_mlu<at::meta::structured_any, ATEN_OP(any)>(ReduceOp::Any, self, mask_of(self, {}), false);
   });
+  // The out= forms (PyTorch's nested all/any call them): the functional result, copied into out.
+  m.impl("all.all_out", [](const at::Tensor& self, at::Tensor& out) -> at::Tensor& {
+    return copy_to_out("all", at::all(self), out);
+  });
+  m.impl("any.all_out", [](const at::Tensor& self, at::Tensor& out) -> at::Tensor& {
+    return copy_to_out("any", at::any(self), out);
+  });
+  m.impl("all.out", [](const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) -> at::Tensor& {
+    return copy_to_out("all", at::all(self, dim, keepdim), out);
+  });
+  m.impl("any.out", [](const at::Tensor& self, int64_t dim, bool keepdim, at::Tensor& out) -> at::Tensor& {
+    return copy_to_out("any", at::any(self, dim, keepdim), out);
+  });
+  m.impl("all.dims_out",
+         [](const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) -> at::Tensor& {
+           return copy_to_out("all", at::all(self, dim, keepdim), out);
+         });
+  m.impl("any.dims_out",
+         [](const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim, at::Tensor& out) -> at::Tensor& {
+           return copy_to_out("any", at::any(self, dim, keepdim), out);
+         });
   m.impl("all.dim", [](const at::Tensor& self, int64_t dim, bool keepdim) {
     return all_any_mlu<at::meta::structured_all_dim, ATEN_OP2(all, dim)>(ReduceOp::All, self, mask_of(self, at::IntArrayRef(dim)), keepdim, dim, keepdim);
   });
