@@ -25,6 +25,8 @@
 #include <ATen/ops/sum.h>
 #include <torch/library.h>
 
+#include "csrc/aten/DeviceCheck.h"
+
 #include <ATen/ops/_native_multi_head_attention_native.h>
 #include <ATen/ops/_nested_from_padded_and_nested_example_native.h>
 #include <ATen/ops/_nested_select_backward_native.h>
@@ -264,7 +266,7 @@ at::Tensor padded_dense_to_jagged(const at::Tensor& padded, at::TensorList offse
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_jagged_to_padded_dense_forward", TORCH_FN(jagged_to_padded_dense));
   m.impl("_padded_dense_to_jagged_forward", TORCH_FN(padded_dense_to_jagged));
 }
