@@ -168,6 +168,7 @@ def test_tensor_and_module_attributes(migration):
     assert x.type("torch.cuda.HalfTensor").dtype == torch.float16
     assert isinstance(x.type(torch.cuda.DoubleTensor), torch.cuda.DoubleTensor)
     assert torch.cuda.LongTensor([1, 2]).device.type == "mlu"
+    assert torch.UntypedStorage(16, device="cuda").device.type == "mlu"
     assert isinstance(torch.default_generator, torch.Generator)
     with torch.device("cuda"):
         assert torch.zeros(1).device.type == "mlu"
