@@ -329,10 +329,10 @@ def test_model_transfer_is_the_old_name(python):
     assert result.stdout.split() == ["True", "mlu:0"]
 
 
-# HF accelerate and transformers keep their own mlu paths with the import in place.
+# HF accelerate and transformers keep their own mlu paths, with the import in place and without it.
 HF_CODE = """
 import torch
-import torch_mlu.utils.gpu_migration
+{migration}
 import transformers
 from accelerate import Accelerator, PartialState
 from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
@@ -354,10 +354,13 @@ print("OK", trainer.args.device, round(result.training_loss, 3))
 """
 
 
-def test_accelerate_and_transformers_keep_their_mlu_paths(python, tmp_path):
+@pytest.mark.parametrize("migrated", [True, False], ids=["with_migration", "plain"])
+def test_accelerate_and_transformers_keep_their_mlu_paths(python, tmp_path, migrated):
     pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
-    result = python(HF_CODE.replace("{out}", str(tmp_path)), env={"HF_HUB_OFFLINE": "1"}, timeout=300)
+    code = HF_CODE.replace("{out}", str(tmp_path))
+    code = code.replace("{migration}", "import torch_mlu.utils.gpu_migration" if migrated else "import torch_mlu")
+    result = python(code, env={"HF_HUB_OFFLINE": "1"}, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert [line.split()[:2] for line in result.stdout.splitlines() if line.startswith("OK")] == [["OK", "mlu:0"]], \
         result.stdout
