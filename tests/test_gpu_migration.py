@@ -14,7 +14,7 @@ import warnings
 import pytest
 import torch
 
-import torch_mlu
+import torch_mlu  # noqa: F401  (torch.mlu)
 
 SCRIPTS = pathlib.Path(__file__).parent / "cuda_scripts"
 SINGLE_DEVICE_SCRIPTS = ["mlp_amp", "cnn", "lstm"]

@@ -10,7 +10,6 @@ call torch see them as the user's code does. Functions a library imported by nam
 """
 import functools
 import inspect
-import sys
 
 import torch
 import torch.utils._device
