@@ -61,6 +61,7 @@
 #include <ATen/ops/ne_meta.h>
 #include <ATen/ops/ne_ops.h>
 #include <ATen/ops/nextafter_meta.h>
+#include <ATen/ops/result_type.h>
 #include <ATen/ops/nextafter_ops.h>
 #include <ATen/ops/pow_meta.h>
 #include <ATen/ops/pow_ops.h>
@@ -135,6 +136,17 @@ at::Tensor& pow_scalar_impl(const at::Scalar& base, const at::Tensor& exponent, 
   return binary_out<Op::Pow, ATEN_OP2(pow, Tensor_Tensor_out)>(wrap(base), exponent, result);
 }
 
+// nextafter steps in the bits of a 16-bit result type, as the CPU does
+// (Note [nextafter in 16 bits] in the kernels' pointwise ops).
+OpParams nextafter_params(const at::Tensor& self, const at::Tensor& other) {
+  OpParams params;
+  const at::ScalarType type = at::result_type(self, other);
+  params.i[0] = type == at::kBFloat16 ? mlu::kernels::kNextafterStorageBFloat16
+                : type == at::kHalf   ? mlu::kernels::kNextafterStorageHalf
+                                      : 0;
+  return params;
+}
+
 }  // namespace
 
 TORCH_MLU_ATEN_IMPL(m) {
@@ -171,7 +183,8 @@ TORCH_MLU_ATEN_IMPL(m) {
   MLU_REGISTER_BINARY(m, atan2, atan2, atan2_, atan2_out, Op::Atan2);
   MLU_REGISTER_BINARY(m, hypot, hypot, hypot_, hypot_out, Op::Hypot);
   MLU_REGISTER_BINARY(m, copysign_Tensor, copysign_Tensor, copysign__Tensor, copysign_out, Op::Copysign);
-  MLU_REGISTER_BINARY(m, nextafter, nextafter, nextafter_, nextafter_out, Op::Nextafter);
+  MLU_REGISTER_POINTWISE(m, nextafter, nextafter, nextafter_, nextafter_out, Op::Nextafter,
+                         (nextafter_params(self, other)), (const at::Tensor& other), (other));
   MLU_REGISTER_BINARY(m, xlogy_Tensor, xlogy_Tensor, xlogy__Tensor, xlogy_OutTensor, Op::Xlogy);
   MLU_REGISTER_BINARY(m, heaviside, heaviside, heaviside_, heaviside_out, Op::Heaviside);
   MLU_REGISTER_BINARY(m, gcd, gcd, gcd_, gcd_out, Op::Gcd);

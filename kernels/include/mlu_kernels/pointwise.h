@@ -99,6 +99,11 @@ struct OpParams {
   int64_t i[4] = {};
 };
 
+// Nextafter's i[0]: the storage type of a Float16 / BFloat16 result, whose
+// bits the step is taken in (Note [nextafter in 16 bits]); 0 otherwise.
+inline constexpr int64_t kNextafterStorageHalf = 1;
+inline constexpr int64_t kNextafterStorageBFloat16 = 2;
+
 // Number of inputs of `op` (1, 2 or 3).
 int arity(PointwiseOp op);
 // The op's name, e.g. "Exp". The string is static.

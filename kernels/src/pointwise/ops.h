@@ -12,6 +12,7 @@
 #include <numbers>
 #include <type_traits>
 
+#include "mlu_kernels/half.h"
 #include "mlu_kernels/pointwise.h"
 #include "integer_division.h"
 #include "../isa_variants.h"
@@ -496,7 +497,38 @@ MLU_BINARY(Fmin, std::fmin(a, b))
 MLU_BINARY(Atan2, std::atan2(a, b))
 MLU_BINARY(Hypot, std::hypot(a, b))
 MLU_BINARY(Copysign, std::copysign(a, b))
-MLU_BINARY(Nextafter, std::nextafter(a, b))
+// Note [nextafter in 16 bits]: Float16 and BFloat16 are computed as float,
+// where one float step rounds back to the input. The CPU steps in the storage
+// type's own bits (c10's nextafter, musl's algorithm), so for 16-bit storage
+// (param i[0]: kNextafterStorageHalf / kNextafterStorageBFloat16, set by the
+// glue from the result type) the step is taken there; the float operands are
+// exactly representable in that type, and so is the result.
+template <class H, H (*narrow)(float)>
+float nextafter_16bit(float from, float to) {
+  if (std::isnan(from) || std::isnan(to)) return from + to;
+  if (from == to) return to;  // equal, or zeros of either sign: `to`
+  uint16_t bits = narrow(from).x;
+  const uint16_t to_bits = narrow(to).x;
+  constexpr uint16_t kSign = 0x8000;
+  if ((bits & ~kSign) == 0) {
+    bits = static_cast<uint16_t>((to_bits & kSign) | 1u);  // the smallest subnormal towards `to`
+  } else if ((bits & ~kSign) > (to_bits & ~kSign) || ((bits ^ to_bits) & kSign)) {
+    --bits;
+  } else {
+    ++bits;
+  }
+  return to_float(H{bits});
+}
+struct Nextafter {
+  template <class T>
+  static T f(const OpParams& p, T a, T b) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (p.i[0] == kNextafterStorageBFloat16) return nextafter_16bit<BFloat16, bfloat16_from_float>(a, b);
+      if (p.i[0] == kNextafterStorageHalf) return nextafter_16bit<Half, half_from_float>(a, b);
+    }
+    return std::nextafter(a, b);
+  }
+};
 MLU_BINARY(Xlogy, std::isnan(b) ? b : (a == T(0) ? T(0) : a * std::log(b)))
 struct Logaddexp {
   template <class T>
