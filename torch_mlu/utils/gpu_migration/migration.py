@@ -150,8 +150,6 @@ def _legacy_type_names(type_fn):
     def type_(self, dtype=None, non_blocking=False, **kwargs):
         if isinstance(dtype, str) and dtype.startswith("torch.cuda."):
             dtype = "torch.mlu." + dtype[len("torch.cuda."):]
-        if dtype is None:
-            return type_fn(self, **kwargs) if not non_blocking else type_fn(self, None, non_blocking, **kwargs)
         return type_fn(self, dtype, non_blocking, **kwargs)
 
     return type_
