@@ -61,6 +61,12 @@ at::Tensor& launch_random(at::Tensor& self, const std::optional<at::Generator>& 
 }
 
 at::Tensor& uniform_mlu_(at::Tensor& self, double from, double to, std::optional<at::Generator> generator) {
+  if (self.is_complex()) {
+    // As the CPU: real and imaginary parts each uniform on [from, to).
+    at::Tensor parts = at::view_as_real(self);
+    uniform_mlu_(parts, from, to, generator);
+    return self;
+  }
   check_float(self, "uniform_");
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from, " > to=", to);
   return launch_random(self, generator, "uniform_", &mlu::kernels::uniform, from, to);

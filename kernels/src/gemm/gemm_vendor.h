@@ -1,19 +1,18 @@
-// Products through a vendor BLAS (Intel oneMKL), where one was found at
-// build time and the rule in gemm_vendor.cpp picks it.
+// Products through a vendor BLAS (Intel oneMKL), where the process has one
+// (Note [Which MKL] in vendor/mkl.h) and the rule in gemm_vendor.cpp picks it.
 //
 // Note [Vendor BLAS]
 // MKL is the library stock PyTorch's CPU products call; on Intel hosts it
 // beats our BLIS-shaped kernel, elsewhere ours wins (Note [Which library on
-// which host] in gemm_vendor.cpp: opt-in for now). We link its *sequential* layer: MKL
-// starts no thread of its own, and a product that deserves several threads
+// which host] in gemm_vendor.cpp: opt-in for now). Every call runs with
+// MKL's thread count set to one (SerialVendorCall), and a product that deserves several threads
 // is cut into blocks of C that our pool's threads hand to MKL one each (the
 // device's compute cores stay the only threads computing). Batches go one
 // product per thread, like our own batched path. What MKL cannot express —
 // operands with no unit stride, sizes past 32-bit, integer types — and
 // everything when MLU_KERNELS_GEMM=own (or set_gemm_library) asks for it,
-// runs our own kernel. Builds without MKL (the sanitizer builds, a machine
-// without the package) run our kernel everywhere; results agree with it up
-// to the order of sums.
+// runs our own kernel. The sanitizer builds and processes without oneMKL run
+// our kernel everywhere; results agree with it up to the order of sums.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +21,7 @@
 
 namespace mlu::kernels::detail {
 
-// Whether the vendor library is linked into this build.
+// Whether the vendor library may be used: allowed in this build and found in the process.
 bool vendor_gemm_linked();
 
 // C (one matrix, in the compute type float or double, or Float32 C of

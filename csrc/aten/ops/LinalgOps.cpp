@@ -1,0 +1,498 @@
+// Dense linear algebra on mlu: PyTorch's own device-generic structured
+// impls (BatchLinearAlgebra.cpp) with the LAPACK stubs they call registered
+// for PrivateUse1.
+//
+// Note [Linalg through PyTorch's impls]
+// libtorch_cpu exports every piece of torch.linalg's generic layer: the meta
+// functions (shape, dtype and layout checks, outputs laid out as batches of
+// column-major matrices), the impls (copies, triangles, pivots, the calls to
+// `<op>_stub(device_type, ...)`) and the stubs themselves. Registering a
+// stub for PrivateUse1 (REGISTER_PRIVATEUSE1_DISPATCH) and the ops for mlu
+// (MLUFunctional / MLUOut over at::native::structured_<op>_out) gives mlu the
+// CPU's checks, error messages, layouts and autograd formulas unchanged; the
+// stubs below launch the batched LAPACK kernels (mlu_kernels/linalg.h) as
+// device tasks. They capture pointers and sizes, never tensors (Note in
+// KernelArgs.h), and write `info` on the device: the `_ex` ops return it
+// without a sync, the others raise the CPU's errors through
+// _linalg_check_errors. Where the generic code is not device-clean — its
+// cholesky_inverse keeps `infos` on the host — this file has its own
+// wrapper, written after the CPU's.
+#include <ATen/native/BatchLinearAlgebra.h>
+#include <ATen/native/LinearAlgebraUtils.h>
+#include <ATen/native/TransposeType.h>
+#include <ATen/ops/_linalg_check_errors.h>
+#include <ATen/ops/_linalg_det_native.h>
+#include <ATen/ops/_linalg_eigh_native.h>
+#include <ATen/ops/_linalg_slogdet_native.h>
+#include <ATen/ops/_linalg_solve_ex_native.h>
+#include <ATen/ops/_linalg_svd_native.h>
+#include <ATen/ops/cholesky_inverse_native.h>
+#include <ATen/ops/cholesky_native.h>
+#include <ATen/ops/geqrf_native.h>
+#include <ATen/ops/linalg_cholesky_ex_native.h>
+#include <ATen/ops/linalg_householder_product_native.h>
+#include <ATen/ops/linalg_inv_ex_native.h>
+#include <ATen/ops/linalg_lu_factor_ex_native.h>
+#include <ATen/ops/linalg_lu_solve_native.h>
+#include <ATen/ops/linalg_qr_native.h>
+#include <ATen/ops/linalg_solve_triangular_native.h>
+#include <ATen/ops/ormqr_native.h>
+#include <ATen/ops/triangular_solve_native.h>
+#include <ATen/ops/zeros.h>
+#include <mlu_kernels/linalg.h>
+#include <torch/library.h>
+
+#include "csrc/aten/DeviceCheck.h"
+#include "csrc/aten/KernelArgs.h"
+#include "csrc/aten/Structured.h"
+
+namespace torch_mlu {
+namespace {
+
+namespace k = mlu::kernels;
+using T = const at::Tensor&;
+using at::native::TransposeType;
+
+// t's element type for LAPACK; a clear error where the process has none.
+k::ScalarType lapack_dtype(T t, const char* op) {
+  const k::ScalarType type = require_kernel_dtype(t.scalar_type(), op);
+  TORCH_CHECK(k::lapack_available(type), op, ": this process has no LAPACK for ", t.scalar_type(),
+              " (torch_mlu calls the oneMKL PyTorch's CPU build carries; this PyTorch has none)");
+  return type;
+}
+
+// t (..., rows, cols) as the CPU's LAPACK kernels see it: consecutive
+// column-major matrices, leading dimension max(1, rows), rows * cols apart
+// (batchCount / matrixStride). The generic layer lays the tensors it hands
+// to the stubs out that way; `column_major` = false where it may hand over
+// the transpose instead (the triangular solve's A, read with the transpose
+// flag and uplo adjusted).
+k::MatrixBatch matrix_batch(T t, bool column_major = true) {
+  k::MatrixBatch m;
+  m.data = kernel_data(t);
+  m.rows = t.size(-2);
+  m.cols = t.size(-1);
+  m.ld = std::max<int64_t>(1, m.rows);
+  m.batch = at::native::batchCount(t);
+  m.batch_stride = m.rows * m.cols;
+  const bool packed = column_major ? t.mT().is_contiguous() : t.is_contiguous() || t.mT().is_contiguous();
+  TORCH_INTERNAL_ASSERT(packed || t.numel() <= 1, "linalg: expected a batch of packed matrices, got sizes ",
+                        t.sizes(), " strides ", t.strides());
+  return m;
+}
+
+int32_t* int_data(T t) { return static_cast<int32_t*>(kernel_data(t)); }
+
+// The CPU kernels read every operand with data_ptr<scalar_t>() of the
+// input's type; an out= tensor of another dtype fails there with this
+// message, and must here too (raw pointers would reinterpret it).
+void check_scalar_type(T t, at::ScalarType expected) {
+  TORCH_CHECK(!t.defined() || t.scalar_type() == expected, "expected scalar type ", expected,
+              " but found ", t.scalar_type());
+}
+
+char blas_trans(TransposeType trans) { return at::native::to_blas(trans); }
+
+// ---- stubs (signatures: ATen/native/BatchLinearAlgebra.h) -------------------
+
+void cholesky_mlu(T input, T infos, bool upper) {
+  const auto type = lapack_dtype(input, "linalg.cholesky");
+  if (input.numel() == 0) return;
+  const auto a = matrix_batch(input);
+  int32_t* info = int_data(infos);
+  launch_kernel(input.device().index(), "cholesky", [=] { k::cholesky(type, a, upper, info); });
+}
+
+at::Tensor& cholesky_inverse_mlu(at::Tensor& result, at::Tensor& infos, bool upper) {
+  const auto type = lapack_dtype(result, "cholesky_inverse");
+  if (result.numel() == 0) return result;
+  const auto a = matrix_batch(result);
+  int32_t* info = int_data(infos);
+  launch_kernel(result.device().index(), "cholesky_inverse", [=] { k::cholesky_inverse(type, a, upper, info); });
+  return result;
+}
+
+void lu_factor_mlu(T input, T pivots, T infos, bool compute_pivots) {
+  TORCH_CHECK(compute_pivots, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  const auto type = lapack_dtype(input, "linalg.lu_factor");
+  if (input.numel() == 0) return;
+  const auto a = matrix_batch(input);
+  int32_t* piv = int_data(pivots);
+  const int64_t pivot_stride = pivots.size(-1);
+  int32_t* info = int_data(infos);
+  launch_kernel(input.device().index(), "lu_factor",
+                [=] { k::lu_factor(type, a, piv, pivot_stride, info); });
+}
+
+// The LU matrix each matrix of B's batch uses when LU's batch broadcasts to
+// B's (the CPU's BroadcastLinearIndices); empty when they match.
+std::shared_ptr<std::vector<int64_t>> broadcast_index(at::IntArrayRef from, at::IntArrayRef to) {
+  if (from.equals(to)) return nullptr;
+  const int64_t count = c10::multiply_integers(from);
+  const at::Tensor index = at::arange(count, at::TensorOptions().dtype(at::kLong)).view(from).broadcast_to(to).contiguous();
+  const int64_t* p = index.const_data_ptr<int64_t>();
+  return std::make_shared<std::vector<int64_t>>(p, p + index.numel());
+}
+
+void lu_solve_mlu(T LU, T pivots, T B, TransposeType trans) {
+  const auto type = lapack_dtype(LU, "linalg.lu_solve");
+  check_scalar_type(B, LU.scalar_type());
+  if (B.numel() == 0) return;
+  // As the CPU: LU's batch may broadcast to B's (`index`), and a 2-d LU serves every matrix of B.
+  k::MatrixBatch lu = matrix_batch(LU);
+  lu.batch_stride = LU.dim() > 2 ? LU.stride(-3) : 0;
+  const auto b = matrix_batch(B);
+  const int32_t* piv = int_data(pivots);
+  const int64_t pivot_stride = pivots.dim() > 1 ? pivots.stride(-2) : 0;
+  const int64_t pivot_count = pivots.numel();
+  const auto index = broadcast_index(LU.sizes().slice(0, LU.dim() - 2), B.sizes().slice(0, B.dim() - 2));
+  const char t = blas_trans(trans);
+  // Out-of-range pivots would send getrs outside the matrix: checked on the
+  // device, failing the task with the CPU's message (raised at the next sync).
+  launch_kernel(LU.device().index(), "lu_solve", [=](mlu::TaskContext& context) {
+    for (int64_t i = 0; i < pivot_count; ++i) {
+      if (piv[i] < 1) {
+        return context.fail("Pivots given to lu_solve must all be greater or equal to 1. Did you properly pass the "
+                            "result of lu_factor?");
+      }
+      if (piv[i] > lu.rows) {
+        return context.fail("Pivots given to lu_solve must all be smaller or equal to LU.size(-2). Did you properly "
+                            "pass the result of lu_factor?");
+      }
+    }
+    k::lu_solve(type, lu, piv, pivot_stride, b, index ? index->data() : nullptr, t);
+  });
+}
+
+void triangular_solve_mlu(T A, T B, bool left, bool upper, TransposeType trans, bool unitriangular) {
+  const auto type = lapack_dtype(A, "linalg.solve_triangular");
+  check_scalar_type(B, A.scalar_type());
+  if (A.numel() == 0 || B.numel() == 0) return;
+  const auto a = matrix_batch(A, /*column_major=*/false);
+  const auto b = matrix_batch(B);
+  TORCH_INTERNAL_ASSERT(a.batch == b.batch);
+  const char t = blas_trans(trans);
+  launch_kernel(A.device().index(), "triangular_solve",
+                [=] { k::triangular_solve(type, a, b, nullptr, left, upper, t, unitriangular); });
+}
+
+void geqrf_mlu(T input, T tau) {
+  const auto type = lapack_dtype(input, "geqrf");
+  check_scalar_type(tau, input.scalar_type());
+  if (input.numel() == 0) return;
+  const auto a = matrix_batch(input);
+  void* taus = kernel_data(tau);
+  const int64_t tau_stride = tau.size(-1);
+  launch_kernel(input.device().index(), "geqrf", [=] { k::geqrf(type, a, taus, tau_stride); });
+}
+
+at::Tensor& orgqr_mlu(at::Tensor& result, T tau) {
+  const auto type = lapack_dtype(result, "orgqr");
+  check_scalar_type(tau, result.scalar_type());
+  if (result.numel() == 0) return result;
+  const auto a = matrix_batch(result);
+  TORCH_INTERNAL_ASSERT(a.rows >= a.cols && a.cols >= tau.size(-1));
+  const void* taus = kernel_data(tau);
+  const int64_t tau_stride = tau.size(-1), k = tau.size(-1);
+  launch_kernel(result.device().index(), "orgqr", [=] { k::orgqr(type, a, taus, tau_stride, k); });
+  return result;
+}
+
+void ormqr_mlu(T input, T tau, T other, bool left, bool transpose) {
+  const auto type = lapack_dtype(input, "ormqr");
+  check_scalar_type(tau, input.scalar_type());
+  check_scalar_type(other, input.scalar_type());
+  if (other.numel() == 0) return;
+  const auto a = matrix_batch(input);
+  const auto c = matrix_batch(other);
+  const void* taus = kernel_data(tau);
+  const int64_t tau_stride = tau.size(-1), k = tau.size(-1);
+  launch_kernel(input.device().index(), "ormqr",
+                [=] { k::ormqr(type, a, taus, tau_stride, k, c, left, transpose); });
+}
+
+void eigh_mlu(T values, T vectors, T infos, bool upper, bool compute_vectors) {
+  const auto type = lapack_dtype(vectors, "linalg.eigh");
+  check_scalar_type(values, c10::toRealValueType(vectors.scalar_type()));
+  if (vectors.numel() == 0) return;
+  const auto a = matrix_batch(vectors);
+  void* w = kernel_data(values);
+  const int64_t w_stride = values.size(-1);
+  int32_t* info = int_data(infos);
+  launch_kernel(vectors.device().index(), "eigh",
+                [=] { k::eigh(type, a, w, w_stride, info, upper, compute_vectors); });
+}
+
+void svd_mlu(T A, const bool full_matrices, const bool compute_uv, const std::optional<std::string_view>& driver, T U,
+             T S, T Vh, T infos) {
+  TORCH_INTERNAL_ASSERT(!driver.has_value());
+  const auto type = lapack_dtype(A, "linalg.svd");
+  check_scalar_type(S, c10::toRealValueType(A.scalar_type()));
+  if (compute_uv) {
+    check_scalar_type(U, A.scalar_type());
+    check_scalar_type(Vh, A.scalar_type());
+  }
+  // gesdd destroys its input: a column-major copy (the CPU's svd_kernel).
+  const at::Tensor copy = at::native::cloneBatchedColumnMajor(A);
+  const auto a = matrix_batch(copy);
+  const auto u = compute_uv ? matrix_batch(U) : k::MatrixBatch{};
+  const auto vh = compute_uv ? matrix_batch(Vh) : k::MatrixBatch{};
+  void* s = kernel_data(S);
+  const int64_t s_stride = S.size(-1);
+  int32_t* info = int_data(infos);
+  launch_kernel(A.device().index(), "svd",
+                [=] { k::svd(type, a, s, s_stride, u, vh, info, full_matrices, compute_uv); });
+}
+
+// ---- ops whose generic code is not device-clean ------------------------------
+
+// cholesky_inverse: the CPU's cholesky_inverse_out with `infos` on the
+// device (the generic version keeps them on the host for MAGMA).
+at::Tensor& cholesky_inverse_out(T input, bool upper, at::Tensor& result) {
+  at::native::squareCheckInputs(input, "cholesky_inverse");
+  at::native::checkSameDevice("cholesky_inverse", result, input);
+  at::native::checkLinalgCompatibleDtype("cholesky_inverse", result, input);
+  c10::DeviceGuard guard(input.device());
+  const at::Tensor infos =
+      at::zeros({std::max<int64_t>(1, at::native::batchCount(input))}, input.options().dtype(at::kInt));
+  const bool same_type = result.scalar_type() == input.scalar_type();
+  if (result.numel() == 0 && same_type) {
+    // As the CPU: an empty result becomes a batch of column-major matrices.
+    result.resize_(input.mT().sizes(), at::MemoryFormat::Contiguous);
+    result.transpose_(-2, -1);
+  }
+  const bool in_place = same_type && result.dim() >= 2 && result.mT().is_contiguous() &&
+                        result.sizes().equals(input.sizes());
+  const at::Tensor work = in_place ? result : at::native::cloneBatchedColumnMajor(input);
+  if (in_place) work.copy_(input);
+  at::Tensor& inverse = const_cast<at::Tensor&>(work);
+  cholesky_inverse_mlu(inverse, const_cast<at::Tensor&>(infos), upper);
+  if (!in_place) {
+    at::native::resize_output(result, work.sizes());
+    result.copy_(work);
+  }
+  at::_linalg_check_errors(infos, "cholesky_inverse", result.dim() == 2);
+  return result;
+}
+
+}  // namespace
+
+namespace {
+
+using S = std::string_view;
+template <class Impl, int N = 1>
+using Functional = MLUFunctional<Impl, N>;
+template <class Impl, int N = 1>
+using Out = MLUOut<Impl, N>;
+namespace n = at::native;
+
+}  // namespace
+
+TORCH_MLU_ATEN_IMPL(m) {
+  m.impl("linalg_cholesky_ex", [](T A, bool upper, bool check_errors) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured_linalg_cholesky_ex_out, 2> op;
+    op.meta(A, upper, check_errors);
+    op.impl(A, upper, check_errors, op.output(0), op.output(1));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
+  });
+  m.impl("linalg_cholesky_ex.L", [](T A, bool upper, bool check_errors, at::Tensor& L, at::Tensor& info) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured_linalg_cholesky_ex_out, 2> op(L, info);
+    op.meta(A, upper, check_errors);
+    op.impl(A, upper, check_errors, op.maybe_get_output(0), op.maybe_get_output(1));
+    op.finish();
+    return std::forward_as_tuple(L, info);
+  });
+  m.impl("linalg_lu_factor_ex", [](T A, bool pivot, bool check_errors) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured_linalg_lu_factor_ex_out, 3> op;
+    op.meta(A, pivot, check_errors);
+    op.impl(A, pivot, check_errors, op.output(0), op.output(1), op.output(2));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
+  });
+  m.impl("linalg_lu_factor_ex.out", [](T A, bool pivot, bool check_errors, at::Tensor& LU, at::Tensor& pivots,
+                                       at::Tensor& info) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured_linalg_lu_factor_ex_out, 3> op(LU, pivots, info);
+    op.meta(A, pivot, check_errors);
+    op.impl(A, pivot, check_errors, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2));
+    op.finish();
+    return std::forward_as_tuple(LU, pivots, info);
+  });
+  m.impl("linalg_lu_solve", [](T LU, T pivots, T B, bool left, bool adjoint) {
+    c10::DeviceGuard guard(LU.device());
+    Functional<n::structured_linalg_lu_solve_out> op;
+    op.meta(LU, pivots, B, left, adjoint);
+    op.impl(LU, pivots, B, left, adjoint, op.output(0));
+    return std::move(op.output(0));
+  });
+  m.impl("linalg_lu_solve.out", [](T LU, T pivots, T B, bool left, bool adjoint, at::Tensor& out) -> at::Tensor& {
+    c10::DeviceGuard guard(LU.device());
+    Out<n::structured_linalg_lu_solve_out> op(out);
+    op.meta(LU, pivots, B, left, adjoint);
+    op.impl(LU, pivots, B, left, adjoint, op.maybe_get_output(0));
+    op.finish();
+    return out;
+  });
+  m.impl("_linalg_solve_ex", [](T A, T B, bool left, bool check_errors) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured__linalg_solve_ex_out, 4> op;
+    op.meta(A, B, left, check_errors);
+    op.impl(A, B, left, check_errors, op.output(0), op.output(1), op.output(2), op.output(3));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)),
+                           std::move(op.output(3)));
+  });
+  m.impl("_linalg_solve_ex.result", [](T A, T B, bool left, bool check_errors, at::Tensor& result, at::Tensor& LU,
+                                       at::Tensor& pivots, at::Tensor& info) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured__linalg_solve_ex_out, 4> op(result, LU, pivots, info);
+    op.meta(A, B, left, check_errors);
+    op.impl(A, B, left, check_errors, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2),
+            op.maybe_get_output(3));
+    op.finish();
+    return std::forward_as_tuple(result, LU, pivots, info);
+  });
+  m.impl("linalg_inv_ex", [](T A, bool check_errors) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured_linalg_inv_ex_out, 2> op;
+    op.meta(A, check_errors);
+    op.impl(A, check_errors, op.output(0), op.output(1));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
+  });
+  m.impl("linalg_inv_ex.inverse", [](T A, bool check_errors, at::Tensor& inverse, at::Tensor& info) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured_linalg_inv_ex_out, 2> op(inverse, info);
+    op.meta(A, check_errors);
+    op.impl(A, check_errors, op.maybe_get_output(0), op.maybe_get_output(1));
+    op.finish();
+    return std::forward_as_tuple(inverse, info);
+  });
+  m.impl("_linalg_det", [](T A) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured__linalg_det_out, 3> op;
+    op.meta(A);
+    op.impl(A, op.output(0), op.output(1), op.output(2));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
+  });
+  m.impl("_linalg_det.result", [](T A, at::Tensor& result, at::Tensor& LU, at::Tensor& pivots) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured__linalg_det_out, 3> op(result, LU, pivots);
+    op.meta(A);
+    op.impl(A, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2));
+    op.finish();
+    return std::forward_as_tuple(result, LU, pivots);
+  });
+  m.impl("_linalg_slogdet", [](T A) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured__linalg_slogdet_out, 4> op;
+    op.meta(A);
+    op.impl(A, op.output(0), op.output(1), op.output(2), op.output(3));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)),
+                           std::move(op.output(3)));
+  });
+  m.impl("_linalg_slogdet.sign", [](T A, at::Tensor& sign, at::Tensor& logabsdet, at::Tensor& LU,
+                                    at::Tensor& pivots) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured__linalg_slogdet_out, 4> op(sign, logabsdet, LU, pivots);
+    op.meta(A);
+    op.impl(A, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2), op.maybe_get_output(3));
+    op.finish();
+    return std::forward_as_tuple(sign, logabsdet, LU, pivots);
+  });
+  m.impl("_linalg_svd", [](T A, bool full_matrices, bool compute_uv, std::optional<S> driver) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured__linalg_svd_out, 3> op;
+    op.meta(A, full_matrices, compute_uv, driver);
+    op.impl(A, full_matrices, compute_uv, driver, op.output(0), op.output(1), op.output(2));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
+  });
+  m.impl("_linalg_svd.U", [](T A, bool full_matrices, bool compute_uv, std::optional<S> driver, at::Tensor& U,
+                             at::Tensor& S_, at::Tensor& Vh) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured__linalg_svd_out, 3> op(U, S_, Vh);
+    op.meta(A, full_matrices, compute_uv, driver);
+    op.impl(A, full_matrices, compute_uv, driver, op.maybe_get_output(0), op.maybe_get_output(1),
+            op.maybe_get_output(2));
+    op.finish();
+    return std::forward_as_tuple(U, S_, Vh);
+  });
+  m.impl("_linalg_eigh", [](T A, S uplo, bool compute_v) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured__linalg_eigh_out, 2> op;
+    op.meta(A, uplo, compute_v);
+    op.impl(A, uplo, compute_v, op.output(0), op.output(1));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
+  });
+  m.impl("_linalg_eigh.eigenvalues", [](T A, S uplo, bool compute_v, at::Tensor& L, at::Tensor& V) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured__linalg_eigh_out, 2> op(L, V);
+    op.meta(A, uplo, compute_v);
+    op.impl(A, uplo, compute_v, op.maybe_get_output(0), op.maybe_get_output(1));
+    op.finish();
+    return std::forward_as_tuple(L, V);
+  });
+  m.impl("linalg_qr", [](T A, S mode) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured_linalg_qr_out, 2> op;
+    op.meta(A, mode);
+    op.impl(A, mode, op.output(0), op.output(1));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
+  });
+  m.impl("linalg_qr.out", [](T A, S mode, at::Tensor& Q, at::Tensor& R) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured_linalg_qr_out, 2> op(Q, R);
+    op.meta(A, mode);
+    op.impl(A, mode, op.maybe_get_output(0), op.maybe_get_output(1));
+    op.finish();
+    return std::forward_as_tuple(Q, R);
+  });
+  m.impl("triangular_solve", [](T self, T A, bool upper, bool transpose, bool unitriangular) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured_triangular_solve_out, 2> op;
+    op.meta(self, A, upper, transpose, unitriangular);
+    op.impl(self, A, upper, transpose, unitriangular, op.output(0), op.output(1));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
+  });
+  m.impl("triangular_solve.X", [](T self, T A, bool upper, bool transpose, bool unitriangular, at::Tensor& X,
+                                  at::Tensor& M) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured_triangular_solve_out, 2> op(X, M);
+    op.meta(self, A, upper, transpose, unitriangular);
+    op.impl(self, A, upper, transpose, unitriangular, op.maybe_get_output(0), op.maybe_get_output(1));
+    op.finish();
+    return std::forward_as_tuple(X, M);
+  });
+  // Generic (non-structured) functions PyTorch registers for CPU and CUDA alike.
+  m.impl("linalg_solve_triangular", TORCH_FN(n::linalg_solve_triangular));
+  m.impl("linalg_solve_triangular.out", TORCH_FN(n::linalg_solve_triangular_out));
+  m.impl("geqrf", TORCH_FN(n::geqrf));
+  m.impl("geqrf.a", TORCH_FN(n::geqrf_out));
+  m.impl("ormqr", TORCH_FN(n::ormqr));
+  m.impl("ormqr.out", TORCH_FN(n::ormqr_out));
+  m.impl("linalg_householder_product", TORCH_FN(n::linalg_householder_product));
+  m.impl("linalg_householder_product.out", TORCH_FN(n::linalg_householder_product_out));
+  m.impl("cholesky", TORCH_FN(n::cholesky));
+  m.impl("cholesky.out", TORCH_FN(n::cholesky_out));
+  m.impl("cholesky_inverse", [](T input, bool upper) {
+    at::Tensor result = at::empty({0}, input.options());
+    cholesky_inverse_out(input, upper, result);
+    return result;
+  });
+  m.impl("cholesky_inverse.out", TORCH_FN(cholesky_inverse_out));
+}
+
+}  // namespace torch_mlu
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(cholesky_stub, &torch_mlu::cholesky_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(cholesky_inverse_stub, &torch_mlu::cholesky_inverse_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(lu_factor_stub, &torch_mlu::lu_factor_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(lu_solve_stub, &torch_mlu::lu_solve_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(triangular_solve_stub, &torch_mlu::triangular_solve_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(geqrf_stub, &torch_mlu::geqrf_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(orgqr_stub, &torch_mlu::orgqr_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(ormqr_stub, &torch_mlu::ormqr_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(linalg_eigh_stub, &torch_mlu::eigh_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(svd_stub, &torch_mlu::svd_mlu)
+}  // namespace at::native
