@@ -53,10 +53,15 @@ namespace k = mlu::kernels;
 using T = const at::Tensor&;
 using at::native::TransposeType;
 
-// t's element type for LAPACK; a clear error where the process has none.
-k::ScalarType lapack_dtype(T t, const char* op) {
-  const k::ScalarType type = require_kernel_dtype(t.scalar_type(), op);
-  TORCH_CHECK(k::lapack_available(type), op, ": this process has no LAPACK for ", t.scalar_type(),
+// t's element type for LAPACK. Other dtypes fail as the CPU's AT_DISPATCH
+// does, naming the kernel (`kernel`: the CPU's name with _mlu for _cpu); a
+// process without LAPACK gets a clear error.
+k::ScalarType lapack_dtype(T t, const char* kernel) {
+  const at::ScalarType st = t.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(st == at::kFloat || st == at::kDouble || st == at::kComplexFloat || st == at::kComplexDouble, '"',
+              kernel, "\" not implemented for '", c10::toString(st), "'");
+  const k::ScalarType type = require_kernel_dtype(st, kernel);
+  TORCH_CHECK(k::lapack_available(type), kernel, ": this process has no LAPACK for ", st,
               " (torch_mlu calls the oneMKL PyTorch's CPU build carries; this PyTorch has none)");
   return type;
 }
@@ -96,7 +101,7 @@ char blas_trans(TransposeType trans) { return at::native::to_blas(trans); }
 // ---- stubs (signatures: ATen/native/BatchLinearAlgebra.h) -------------------
 
 void cholesky_mlu(T input, T infos, bool upper) {
-  const auto type = lapack_dtype(input, "linalg.cholesky");
+  const auto type = lapack_dtype(input, "cholesky_mlu");
   if (input.numel() == 0) return;
   const auto a = matrix_batch(input);
   int32_t* info = int_data(infos);
@@ -104,7 +109,7 @@ void cholesky_mlu(T input, T infos, bool upper) {
 }
 
 at::Tensor& cholesky_inverse_mlu(at::Tensor& result, at::Tensor& infos, bool upper) {
-  const auto type = lapack_dtype(result, "cholesky_inverse");
+  const auto type = lapack_dtype(result, "cholesky_inverse_out_mlu");
   if (result.numel() == 0) return result;
   const auto a = matrix_batch(result);
   int32_t* info = int_data(infos);
@@ -114,7 +119,7 @@ at::Tensor& cholesky_inverse_mlu(at::Tensor& result, at::Tensor& infos, bool upp
 
 void lu_factor_mlu(T input, T pivots, T infos, bool compute_pivots) {
   TORCH_CHECK(compute_pivots, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
-  const auto type = lapack_dtype(input, "linalg.lu_factor");
+  const auto type = lapack_dtype(input, "lu_mlu");
   if (input.numel() == 0) return;
   const auto a = matrix_batch(input);
   int32_t* piv = int_data(pivots);
@@ -135,7 +140,7 @@ std::shared_ptr<std::vector<int64_t>> broadcast_index(at::IntArrayRef from, at::
 }
 
 void lu_solve_mlu(T LU, T pivots, T B, TransposeType trans) {
-  const auto type = lapack_dtype(LU, "linalg.lu_solve");
+  const auto type = lapack_dtype(LU, "linalg.lu_solve_mlu");
   check_scalar_type(B, LU.scalar_type());
   if (B.numel() == 0) return;
   // As the CPU: LU's batch may broadcast to B's (`index`), and a 2-d LU serves every matrix of B.
@@ -165,7 +170,7 @@ void lu_solve_mlu(T LU, T pivots, T B, TransposeType trans) {
 }
 
 void triangular_solve_mlu(T A, T B, bool left, bool upper, TransposeType trans, bool unitriangular) {
-  const auto type = lapack_dtype(A, "linalg.solve_triangular");
+  const auto type = lapack_dtype(A, "triangular_solve_mlu");
   check_scalar_type(B, A.scalar_type());
   if (A.numel() == 0 || B.numel() == 0) return;
   const auto a = matrix_batch(A, /*column_major=*/false);
@@ -177,7 +182,7 @@ void triangular_solve_mlu(T A, T B, bool left, bool upper, TransposeType trans, 
 }
 
 void geqrf_mlu(T input, T tau) {
-  const auto type = lapack_dtype(input, "geqrf");
+  const auto type = lapack_dtype(input, "geqrf_mlu");
   check_scalar_type(tau, input.scalar_type());
   if (input.numel() == 0) return;
   const auto a = matrix_batch(input);
@@ -187,7 +192,7 @@ void geqrf_mlu(T input, T tau) {
 }
 
 at::Tensor& orgqr_mlu(at::Tensor& result, T tau) {
-  const auto type = lapack_dtype(result, "orgqr");
+  const auto type = lapack_dtype(result, "orgqr_mlu");
   check_scalar_type(tau, result.scalar_type());
   if (result.numel() == 0) return result;
   const auto a = matrix_batch(result);
@@ -199,7 +204,7 @@ at::Tensor& orgqr_mlu(at::Tensor& result, T tau) {
 }
 
 void ormqr_mlu(T input, T tau, T other, bool left, bool transpose) {
-  const auto type = lapack_dtype(input, "ormqr");
+  const auto type = lapack_dtype(input, "ormqr_mlu");
   check_scalar_type(tau, input.scalar_type());
   check_scalar_type(other, input.scalar_type());
   if (other.numel() == 0) return;
@@ -212,7 +217,7 @@ void ormqr_mlu(T input, T tau, T other, bool left, bool transpose) {
 }
 
 void eigh_mlu(T values, T vectors, T infos, bool upper, bool compute_vectors) {
-  const auto type = lapack_dtype(vectors, "linalg.eigh");
+  const auto type = lapack_dtype(vectors, "linalg_eigh_mlu");
   check_scalar_type(values, c10::toRealValueType(vectors.scalar_type()));
   if (vectors.numel() == 0) return;
   const auto a = matrix_batch(vectors);
@@ -226,7 +231,7 @@ void eigh_mlu(T values, T vectors, T infos, bool upper, bool compute_vectors) {
 void svd_mlu(T A, const bool full_matrices, const bool compute_uv, const std::optional<std::string_view>& driver, T U,
              T S, T Vh, T infos) {
   TORCH_INTERNAL_ASSERT(!driver.has_value());
-  const auto type = lapack_dtype(A, "linalg.svd");
+  const auto type = lapack_dtype(A, "linalg_svd_mlu");
   check_scalar_type(S, c10::toRealValueType(A.scalar_type()));
   if (compute_uv) {
     check_scalar_type(U, A.scalar_type());

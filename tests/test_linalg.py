@@ -1,0 +1,214 @@
+"""torch.linalg on mlu: native LAPACK kernels (csrc/aten/ops/LinalgOps.cpp) against the CPU.
+
+The ops run PyTorch's own generic impls with the LAPACK stubs registered for PrivateUse1 (Note [Linalg through
+PyTorch's impls]); the stubs call the oneMKL libtorch_cpu carries (Note [Which MKL] in kernels/src/vendor/mkl.h).
+Checked here: values and strides equal to the CPU's for every factorization and solver, real and complex, batched
+and broadcast; no op through the CPU fallback; info-style errors as the CPU raises them, and `_ex` forms that do
+not sync; gradients; wrong out= dtypes refused; only one oneMKL in the process. op_db's linalg entries run through
+tests/test_opinfo.py (MLU_OPINFO=full).
+"""
+import pytest
+import torch
+
+import torch_mlu
+
+from conftest import run_python
+
+FLOATING_AND_COMPLEX = [torch.float32, torch.float64, torch.complex64, torch.complex128]
+
+
+def spd(batch, n, dtype, seed=0):
+    """A batch of well-conditioned Hermitian positive-definite matrices on the CPU."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(*batch, n, n, dtype=dtype, generator=g)
+    return a @ a.mH + n * torch.eye(n, dtype=dtype)
+
+
+def general(shape, dtype, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, dtype=dtype, generator=g)
+
+
+# Complex element-wise ops (mul, prod, ...) still run on the CPU fallback (issue 33's complex core is not done);
+# for complex dtypes the tests below only require the LAPACK ops themselves to be native.
+LAPACK_OPS = ("linalg", "cholesky", "svd", "qr", "lu_", "eigh", "triangular", "geqrf", "ormqr", "householder")
+
+
+def run_natively(oracle, fn, *args, dtype, **kwargs):
+    if not dtype.is_complex:
+        return oracle(fn, *args, **kwargs)
+    fell_back = set()
+    result = oracle(fn, *args, fell_back=fell_back, **kwargs)
+    lapack = sorted(op for op in fell_back if any(name in op for name in LAPACK_OPS))
+    assert not lapack, f"LAPACK ops on the CPU fallback: {lapack}"
+    return result
+
+
+def tol(dtype):
+    single = dtype in (torch.float32, torch.complex64)
+    return dict(rtol=1e-4, atol=1e-4) if single else dict(rtol=1e-10, atol=1e-10)
+
+
+FACTORIZATIONS = {
+    "cholesky": lambda a, m, b: torch.linalg.cholesky(a),
+    "cholesky_upper": lambda a, m, b: torch.linalg.cholesky(a, upper=True),
+    "cholesky_ex": lambda a, m, b: torch.linalg.cholesky_ex(a),
+    "inv": lambda a, m, b: torch.linalg.inv(a),
+    "inv_ex": lambda a, m, b: torch.linalg.inv_ex(a),
+    "det": lambda a, m, b: torch.linalg.det(a),
+    "slogdet": lambda a, m, b: torch.linalg.slogdet(a),
+    "logdet": lambda a, m, b: torch.logdet(a),
+    "solve": lambda a, m, b: torch.linalg.solve(a, b),
+    "solve_right": lambda a, m, b: torch.linalg.solve(a, b.mT, left=False),
+    "solve_ex": lambda a, m, b: torch.linalg.solve_ex(a, b),
+    "lu_factor": lambda a, m, b: torch.linalg.lu_factor(m),
+    "lu_solve": lambda a, m, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b),
+    "lu_solve_adjoint": lambda a, m, b: torch.linalg.lu_solve(*torch.linalg.lu_factor(a), b, adjoint=True),
+    "eigh": lambda a, m, b: torch.linalg.eigh(a),
+    "eigh_upper": lambda a, m, b: torch.linalg.eigh(a, UPLO="U"),
+    "eigvalsh": lambda a, m, b: torch.linalg.eigvalsh(a),
+    "svd": lambda a, m, b: torch.linalg.svd(m, full_matrices=False),
+    "svd_full": lambda a, m, b: torch.linalg.svd(m),
+    "svdvals": lambda a, m, b: torch.linalg.svdvals(m),
+    "qr": lambda a, m, b: torch.linalg.qr(m),
+    "qr_complete": lambda a, m, b: torch.linalg.qr(m, mode="complete"),
+    "qr_r": lambda a, m, b: torch.linalg.qr(m, mode="r"),
+    "solve_triangular": lambda a, m, b: torch.linalg.solve_triangular(torch.linalg.cholesky(a), b, upper=False),
+    "solve_triangular_right": lambda a, m, b: torch.linalg.solve_triangular(
+        torch.linalg.cholesky(a).mT, b.mT, upper=True, left=False, unitriangular=True),
+    "solve_triangular_row_major": lambda a, m, b: torch.linalg.solve_triangular(
+        torch.linalg.cholesky(a).contiguous(), b, upper=False),
+    "cholesky_inverse": lambda a, m, b: torch.cholesky_inverse(torch.linalg.cholesky(a)),
+    "cholesky_inverse_upper": lambda a, m, b: torch.cholesky_inverse(torch.linalg.cholesky(a, upper=True),
+                                                                      upper=True),
+    "geqrf": lambda a, m, b: torch.geqrf(m),
+    "householder_product": lambda a, m, b: torch.linalg.householder_product(*torch.geqrf(m)),
+    "ormqr": lambda a, m, b: torch.ormqr(*torch.geqrf(m), m[..., :2].contiguous(), transpose=True),
+    "pinv": lambda a, m, b: torch.linalg.pinv(m),
+    "matrix_rank": lambda a, m, b: torch.linalg.matrix_rank(m),
+    "cond": lambda a, m, b: torch.linalg.cond(a),
+    "nuclear_norm": lambda a, m, b: torch.linalg.matrix_norm(m, "nuc"),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATING_AND_COMPLEX, ids=str)
+@pytest.mark.parametrize("name", sorted(FACTORIZATIONS))
+def test_matches_the_cpu_natively(native_oracle, name, dtype):
+    fn = FACTORIZATIONS[name]
+    a, m, b = spd((3,), 5, dtype), general((3, 6, 4), dtype), general((3, 5, 2), dtype)
+    if name == "lu_factor":
+        m = general((3, 5, 5), dtype)  # square: its pivots are well defined
+    run_natively(native_oracle, fn, a, m, b, dtype=dtype, check_stride=True, tolerances=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64], ids=str)
+def test_broadcast_batches_and_unbatched_inputs(native_oracle, dtype):
+    a = spd((2, 1), 4, dtype)
+    b = general((2, 3, 4, 2), dtype)
+    lu, piv = torch.linalg.lu_factor(a)
+    run_natively(native_oracle, lambda lu, piv, b: torch.linalg.lu_solve(lu, piv, b), lu, piv, b, dtype=dtype,
+                 check_stride=True, tolerances=tol)
+    run_natively(native_oracle, lambda a, b: torch.linalg.solve(a, b), a, b, dtype=dtype, check_stride=True,
+                 tolerances=tol)
+    run_natively(native_oracle, lambda a, b: torch.linalg.solve_triangular(a, b, upper=True), a, b, dtype=dtype,
+                 check_stride=True, tolerances=tol)
+    single = spd((), 4, dtype)
+    run_natively(native_oracle, lambda x: (torch.linalg.cholesky(x), torch.linalg.inv(x), torch.linalg.eigh(x)),
+                 single, dtype=dtype, check_stride=True, tolerances=tol)
+
+
+def test_empty_and_one_by_one_inputs(native_oracle):
+    for shape in [(0, 3, 3), (2, 0, 0), (1, 1), (4, 1, 1)]:
+        x = spd(shape[:-2], shape[-1], torch.float64) if shape[-1] else torch.zeros(shape, dtype=torch.float64)
+        native_oracle(lambda x: (torch.linalg.cholesky(x), torch.linalg.inv(x), torch.linalg.det(x),
+                                 torch.linalg.svd(x), torch.linalg.qr(x), torch.linalg.eigh(x)), x,
+                      check_stride=True)
+
+
+def test_errors_are_the_cpus_and_the_process_keeps_working():
+    singular = [[1.0, 2.0], [2.0, 4.0]]
+    not_pd = [[1.0, 0.0], [0.0, -1.0]]
+    cases = [
+        lambda d: torch.linalg.inv(torch.tensor(singular, device=d)),
+        lambda d: torch.linalg.cholesky(torch.tensor(not_pd, device=d)),
+        lambda d: torch.linalg.cholesky(torch.stack([torch.eye(2), torch.tensor(not_pd)]).to(d)),
+        lambda d: torch.linalg.solve(torch.tensor(singular, device=d), torch.ones(2, 1, device=d)),
+        lambda d: torch.cholesky_inverse(torch.zeros(2, 2, device=d)),
+        lambda d: torch.linalg.svd(torch.tensor(singular, device=d).half()),
+        lambda d: torch.linalg.eigh(torch.ones(2, 3, device=d)),
+        lambda d: torch.linalg.lu_factor(torch.eye(3, device=d), pivot=False),
+    ]
+    for fn in cases:
+        with pytest.raises(Exception) as cpu:
+            fn("cpu")
+        with pytest.raises(type(cpu.value)) as mlu:
+            fn("mlu")
+        # AT_DISPATCH errors name the kernel: linalg_svd_cpu there, linalg_svd_mlu here.
+        assert str(mlu.value) == str(cpu.value).replace('_cpu"', '_mlu"')
+    # info-style failures leave the device usable
+    assert torch.linalg.inv(torch.eye(3, device="mlu")).cpu().equal(torch.eye(3))
+
+
+def test_ex_forms_return_info_without_syncing():
+    x = torch.tensor([[[4.0, 0.0], [0.0, 1.0]], [[1.0, 0.0], [0.0, -1.0]]], device="mlu")
+    big = torch.randn(1500, 1500, device="mlu")
+    torch.mlu.synchronize()
+    busy = big @ big @ big  # keeps the stream busy for a while
+    L, info = torch.linalg.cholesky_ex(x)
+    inverse, inv_info = torch.linalg.inv_ex(torch.zeros(2, 2, device="mlu"))
+    # Had either op synced, the product queued before it would be done.
+    assert not torch.mlu.current_stream().query()
+    assert info.device.type == "mlu" and info.dtype == torch.int32
+    assert info.tolist() == [0, 2]
+    assert inv_info.item() == 1
+    torch.testing.assert_close(L[0].cpu(), torch.tensor([[2.0, 0.0], [0.0, 1.0]]))
+    del busy
+
+
+def test_out_of_range_pivots_fail_on_the_device():
+    lu, piv = torch.linalg.lu_factor(torch.eye(3, device="mlu"))
+    bad = piv.clone()
+    bad[0] = 7
+    with pytest.raises(RuntimeError, match="Pivots given to lu_solve must all be smaller or equal to LU.size"):
+        torch.linalg.lu_solve(lu, bad, torch.ones(3, 1, device="mlu"))
+        torch.mlu.synchronize()
+    assert torch.linalg.lu_solve(lu, piv, torch.ones(3, 1, device="mlu")).cpu().equal(torch.ones(3, 1))
+
+
+def test_out_dtype_mismatch_is_refused_as_on_the_cpu():
+    for dev in ("cpu", "mlu"):
+        a, b = torch.eye(3, device=dev), torch.ones(3, 2, device=dev)
+        out = torch.empty(3, 2, dtype=torch.int64, device=dev)
+        with pytest.raises(RuntimeError, match="expected scalar type Float but found Long"):
+            torch.linalg.solve_triangular(a, b, upper=True, out=out)
+
+
+@pytest.mark.parametrize("name", ["cholesky", "inv", "det", "slogdet", "solve", "eigh", "svd", "qr", "pinv",
+                                  "solve_triangular", "cholesky_inverse"])
+def test_gradients_match_the_cpu(native_oracle, name):
+    fn = FACTORIZATIONS[name]
+    a, m, b = spd((2,), 4, torch.float64), general((2, 5, 3), torch.float64), general((2, 4, 2), torch.float64)
+
+    def grads(a, m, b):
+        leaves = [t.detach().requires_grad_() for t in (a, m, b)]
+        out = fn(*leaves)
+        outs = [o for o in (out if isinstance(out, tuple) else (out,)) if o.requires_grad]
+        # Gauge-invariant loss for decompositions: the singular values / eigenvalues and |U|, |V|.
+        loss = sum(o.abs().sum() for o in outs)
+        return torch.autograd.grad(loss, leaves, allow_unused=True, materialize_grads=True)
+
+    native_oracle(grads, a, m, b, tolerances=tol)
+
+
+def test_the_process_has_one_mkl_and_calls_torchs():
+    """No second oneMKL beside libtorch_cpu's (Note [Which MKL]): pip's would be partly interposed by it."""
+    result = run_python("""
+        import torch, torch_mlu
+        a = torch.randn(4, 4, device="mlu")
+        torch.linalg.svd(a @ a.mT); torch.mlu.synchronize()
+        maps = open("/proc/self/maps").read()
+        print("pip-mkl" if "libmkl_" in maps else "torch-mkl-only")
+        print(torch_mlu._C._kernel_config()["mkl_linked"])
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["torch-mkl-only", "True"]
