@@ -184,7 +184,7 @@ def test_out_dtype_mismatch_is_refused_as_on_the_cpu():
 
 
 @pytest.mark.parametrize("name", ["cholesky", "inv", "det", "slogdet", "solve", "eigh", "svd", "qr", "pinv",
-                                  "solve_triangular", "cholesky_inverse"])
+                                  "solve_triangular", "cholesky_inverse", "lu_solve"])
 def test_gradients_match_the_cpu(native_oracle, name):
     fn = FACTORIZATIONS[name]
     a, m, b = spd((2,), 4, torch.float64), general((2, 5, 3), torch.float64), general((2, 4, 2), torch.float64)
@@ -212,3 +212,24 @@ def test_the_process_has_one_mkl_and_calls_torchs():
     """)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["torch-mkl-only", "True"]
+
+
+@pytest.mark.parametrize("dtype", FLOATING_AND_COMPLEX, ids=str)
+def test_cholesky_solve_lu_unpack_and_linalg_lu(native_oracle, dtype):
+    a, m, b = spd((3,), 5, dtype), general((2, 6, 4), dtype), general((3, 5, 2), dtype)
+    run_natively(native_oracle, lambda a, b: torch.cholesky_solve(b, torch.linalg.cholesky(a)), a, b, dtype=dtype,
+                 check_stride=True, tolerances=tol)
+    run_natively(native_oracle, lambda a, b: torch.cholesky_solve(b, torch.linalg.cholesky(a, upper=True),
+                                                                  upper=True), a, b, dtype=dtype, tolerances=tol)
+    run_natively(native_oracle, lambda m: torch.linalg.lu(m), m, dtype=dtype, check_stride=True, tolerances=tol)
+    run_natively(native_oracle, lambda m: torch.linalg.lu(m.mT), m, dtype=dtype, check_stride=True, tolerances=tol)
+    run_natively(native_oracle, lambda m: torch.lu_unpack(*torch.linalg.lu_factor(m)), m, dtype=dtype,
+                 check_stride=True, tolerances=tol)
+
+
+def test_lu_unpack_refuses_bad_pivots_on_the_device():
+    lu, piv = torch.linalg.lu_factor(torch.eye(3, device="mlu"))
+    with pytest.raises(RuntimeError, match="pivots passed to lu_unpack must be between 1 and LU.size"):
+        torch.lu_unpack(lu, piv * 0)
+        torch.mlu.synchronize()
+    assert torch.lu_unpack(lu, piv)[0].cpu().equal(torch.eye(3))

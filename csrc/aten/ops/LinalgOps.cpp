@@ -33,6 +33,8 @@
 #include <ATen/ops/linalg_householder_product_native.h>
 #include <ATen/ops/linalg_inv_ex_native.h>
 #include <ATen/ops/linalg_lu_factor_ex_native.h>
+#include <ATen/ops/linalg_lu_native.h>
+#include <ATen/ops/lu_unpack_native.h>
 #include <ATen/ops/linalg_lu_solve_native.h>
 #include <ATen/ops/linalg_qr_native.h>
 #include <ATen/ops/linalg_solve_triangular_native.h>
@@ -249,7 +251,61 @@ void svd_mlu(T A, const bool full_matrices, const bool compute_uv, const std::op
                 [=] { k::svd(type, a, s, s_stride, u, vh, info, full_matrices, compute_uv); });
 }
 
+// lu_unpack's permutations: for each pivot row (int32, 1-based) of the
+// iterator's batch, the int64 permutation row swapped in pivot order (the
+// CPU's unpack_pivots_cpu_kernel). The iterator squashes the last dim: its
+// shape is the batch, its operands point at the rows.
+void unpack_pivots_mlu(at::TensorIterator& iter, const int64_t dim_size, const int64_t max_pivot) {
+  if (iter.numel() == 0 || dim_size == 0) return;
+  auto* perm = static_cast<char*>(iter.data_ptr(0));
+  const auto* pivots = static_cast<const char*>(iter.data_ptr(1));
+  const std::vector<int64_t> shape(iter.shape().begin(), iter.shape().end());
+  const std::vector<int64_t> perm_strides(iter.strides(0).begin(), iter.strides(0).end());
+  const std::vector<int64_t> pivot_strides(iter.strides(1).begin(), iter.strides(1).end());
+  const int64_t rows = iter.numel();
+  launch_kernel(iter.device(0).index(), "unpack_pivots", [=](mlu::TaskContext& context) {
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t rest = row, perm_offset = 0, pivot_offset = 0;
+      for (size_t d = 0; d < shape.size(); ++d) {  // dim 0 varies fastest in a TensorIterator
+        const int64_t index = rest % shape[d];
+        rest /= shape[d];
+        perm_offset += index * perm_strides[d];
+        pivot_offset += index * pivot_strides[d];
+      }
+      auto* p = reinterpret_cast<int64_t*>(perm + perm_offset);
+      const auto* v = reinterpret_cast<const int32_t*>(pivots + pivot_offset);
+      for (int64_t i = 0; i < dim_size; ++i) {
+        const int64_t target = v[i] - 1;
+        if (target < 0 || target >= max_pivot) {
+          return context.fail("pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you "
+                              "properly pass the result of lu_factor?");
+        }
+        std::swap(p[i], p[target]);
+      }
+    }
+  });
+}
+
 // ---- ops whose generic code is not device-clean ------------------------------
+
+// _cholesky_solve_helper: the CPU's _cholesky_solve_helper_cpu (there is no
+// stub; the op is registered per device).
+at::Tensor cholesky_solve_helper(T self, T A, bool upper) {
+  c10::DeviceGuard guard(self.device());
+  const auto type = lapack_dtype(self, "cholesky_solve_mlu");
+  check_scalar_type(A, self.scalar_type());
+  const at::Tensor b = at::native::cloneBatchedColumnMajor(self);
+  const at::Tensor a = at::native::cloneBatchedColumnMajor(A);
+  const at::Tensor infos = at::zeros({at::native::batchCount(self)}, self.options().dtype(at::kInt));
+  if (b.numel() != 0 && a.numel() != 0) {
+    const auto am = matrix_batch(a), bm = matrix_batch(b);
+    int32_t* info = int_data(infos);
+    launch_kernel(self.device().index(), "cholesky_solve",
+                  [=] { k::cholesky_solve(type, am, bm, upper, info); });
+  }
+  at::_linalg_check_errors(infos, "cholesky_solve_mlu", self.dim() == 2);
+  return b;
+}
 
 // cholesky_inverse: the CPU's cholesky_inverse_out with `infos` on the
 // device (the generic version keeps them on the host for MAGMA).
@@ -485,6 +541,39 @@ TORCH_MLU_ATEN_IMPL(m) {
     return result;
   });
   m.impl("cholesky_inverse.out", TORCH_FN(cholesky_inverse_out));
+  m.impl("_cholesky_solve_helper", TORCH_FN(cholesky_solve_helper));
+  m.impl("lu_unpack", [](T LU, T pivots, bool unpack_data, bool unpack_pivots) {
+    c10::DeviceGuard guard(LU.device());
+    Functional<n::structured_lu_unpack_out, 3> op;
+    op.meta(LU, pivots, unpack_data, unpack_pivots);
+    op.impl(LU, pivots, unpack_data, unpack_pivots, op.output(0), op.output(1), op.output(2));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
+  });
+  m.impl("lu_unpack.out", [](T LU, T pivots, bool unpack_data, bool unpack_pivots, at::Tensor& P, at::Tensor& L,
+                             at::Tensor& U) {
+    c10::DeviceGuard guard(LU.device());
+    Out<n::structured_lu_unpack_out, 3> op(P, L, U);
+    op.meta(LU, pivots, unpack_data, unpack_pivots);
+    op.impl(LU, pivots, unpack_data, unpack_pivots, op.maybe_get_output(0), op.maybe_get_output(1),
+            op.maybe_get_output(2));
+    op.finish();
+    return std::forward_as_tuple(P, L, U);
+  });
+  m.impl("linalg_lu", [](T A, bool pivot) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured_linalg_lu_out, 3> op;
+    op.meta(A, pivot);
+    op.impl(A, pivot, op.output(0), op.output(1), op.output(2));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
+  });
+  m.impl("linalg_lu.out", [](T A, bool pivot, at::Tensor& P, at::Tensor& L, at::Tensor& U) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured_linalg_lu_out, 3> op(P, L, U);
+    op.meta(A, pivot);
+    op.impl(A, pivot, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2));
+    op.finish();
+    return std::forward_as_tuple(P, L, U);
+  });
 }
 
 }  // namespace torch_mlu
@@ -500,4 +589,5 @@ REGISTER_PRIVATEUSE1_DISPATCH(orgqr_stub, &torch_mlu::orgqr_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(ormqr_stub, &torch_mlu::ormqr_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(linalg_eigh_stub, &torch_mlu::eigh_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(svd_stub, &torch_mlu::svd_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(unpack_pivots_stub, &torch_mlu::unpack_pivots_mlu)
 }  // namespace at::native

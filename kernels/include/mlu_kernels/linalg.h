@@ -41,6 +41,11 @@ void cholesky(ScalarType type, const MatrixBatch& a, bool upper, int32_t* infos)
 // triangle filled with the conjugate of its mirror: the full inverse.
 void cholesky_inverse(ScalarType type, const MatrixBatch& a, bool upper, int32_t* infos);
 
+// ?potrs: b[i] <- A^-1 b[i] from the Cholesky factor of A in a[i]'s
+// `upper` / lower triangle. (potrs reports only illegal arguments, never a
+// singular factor: the CPU's stop at the first failing matrix never happens.)
+void cholesky_solve(ScalarType type, const MatrixBatch& a, const MatrixBatch& b, bool upper, int32_t* infos);
+
 // ?getrf: LU with partial pivoting in place; `pivots` (1-based, as LAPACK
 // writes them) min(rows, cols) per matrix, `pivot_stride` apart.
 void lu_factor(ScalarType type, const MatrixBatch& a, int32_t* pivots, int64_t pivot_stride, int32_t* infos);

@@ -127,6 +127,16 @@ void cholesky_inverse(ScalarType type, const MatrixBatch& a, bool upper, int32_t
   });
 }
 
+void cholesky_solve(ScalarType type, const MatrixBatch& a, const MatrixBatch& b, bool upper, int32_t* infos) {
+  dispatch(type, [&]<class T>() {
+    const char uplo = upper ? 'U' : 'L';
+    const I n = to_int(a.rows), nrhs = to_int(b.cols), lda = to_int(a.ld), ldb = to_int(b.ld);
+    for_each_matrix(b.batch, [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
+      lib<T>().potrs(&uplo, &n, &nrhs, matrix<T>(a, i), &lda, matrix<T>(b, i), &ldb, &infos[i]);
+    });
+  });
+}
+
 void lu_factor(ScalarType type, const MatrixBatch& a, int32_t* pivots, int64_t pivot_stride, int32_t* infos) {
   dispatch(type, [&]<class T>() {
     const I m = to_int(a.rows), n = to_int(a.cols), lda = to_int(a.ld);

@@ -25,7 +25,7 @@ template <class T>
 const Lapack<T>* find_lapack() {
   static Lapack<T> t{};
   constexpr bool complex = is_complex_v<T>;
-  bool found = blas() != nullptr && bind<T>(t.potrf, "potrf") && bind<T>(t.potri, "potri") &&
+  bool found = blas() != nullptr && bind<T>(t.potrf, "potrf") && bind<T>(t.potri, "potri") && bind<T>(t.potrs, "potrs") &&
                bind<T>(t.getrf, "getrf") && bind<T>(t.getrs, "getrs") && bind<T>(t.trsm, "trsm") &&
                bind<T>(t.geqrf, "geqrf") && bind<T>(t.orgqr, complex ? "ungqr" : "orgqr") &&
                bind<T>(t.ormqr, complex ? "unmqr" : "ormqr");

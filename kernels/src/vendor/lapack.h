@@ -34,6 +34,7 @@ struct Lapack {
   using I = lapack_int;
   void (*potrf)(const char* uplo, const I* n, T* a, const I* lda, I* info);
   void (*potri)(const char* uplo, const I* n, T* a, const I* lda, I* info);
+  void (*potrs)(const char* uplo, const I* n, const I* nrhs, const T* a, const I* lda, T* b, const I* ldb, I* info);
   void (*getrf)(const I* m, const I* n, T* a, const I* lda, I* ipiv, I* info);
   void (*getrs)(const char* trans, const I* n, const I* nrhs, const T* a, const I* lda, const I* ipiv, T* b,
                 const I* ldb, I* info);
