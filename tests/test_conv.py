@@ -4,11 +4,17 @@ conv1d/2d/3d and conv_transpose1d/2d/3d with stride, padding (including "same"),
 (depthwise too) and bias, forward and all three gradients, both memory formats (the result keeps
 the CPU's format), float32/float64/bfloat16, and the errors a user can hit.
 """
+import glob
+import os
+import tempfile
+
 import pytest
 import torch
 import torch.nn.functional as F
 
 import torch_mlu  # noqa: F401  (registers mlu)
+
+from conftest import run_python
 
 torch.manual_seed(0)
 
@@ -138,3 +144,28 @@ def test_errors():
     with pytest.raises(RuntimeError):
         F.conv2d(x, torch.randn(4, 5, 3, 3).to("mlu"))  # channel mismatch: PyTorch's own check
     assert F.conv2d(x, w).shape == (1, 4, 6, 6)
+
+
+def test_debians_onednn_keeps_to_itself_beside_torchs():
+    """Note [oneDNN beside PyTorch's]: libdnnl is opened with RTLD_DEEPBIND, so none of its calls bind into the
+    oneDNN libtorch_cpu carries (they did when it was linked, and a CPU convolution after an mlu one crashed)."""
+    result = run_python("""
+        import torch, torch_mlu
+        assert torch_mlu._C._kernel_config()["dnnl_linked"]
+        x, w = torch.randn(2, 3, 10), torch.randn(4, 3, 3)
+        y = torch.nn.functional.conv1d(x.to("mlu"), w.to("mlu")).cpu()
+        torch.testing.assert_close(y, torch.nn.functional.conv1d(x, w))
+        a = torch.randn(32, 32, dtype=torch.bfloat16)
+        torch.testing.assert_close((a.to("mlu") @ a.to("mlu")).cpu(), a @ a)
+    """, env={"LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": os.path.join(tempfile.gettempdir(), f"mlu-dnnl-{os.getpid()}")})
+    assert result.returncode == 0, result.stderr
+    logs = glob.glob(os.path.join(tempfile.gettempdir(), f"mlu-dnnl-{os.getpid()}.*"))
+    try:
+        lines = [line for path in logs for line in open(path)]
+    finally:
+        for path in logs:
+            os.remove(path)
+    from_dnnl = [line for line in lines if "libdnnl.so" in line.split(" to ")[0] and "binding file" in line]
+    assert from_dnnl, "LD_DEBUG recorded no binding of libdnnl: was it loaded?"
+    into_torch = [line.strip() for line in from_dnnl if "libtorch_cpu" in line.split(" to ")[-1]]
+    assert not into_torch, into_torch[:5]

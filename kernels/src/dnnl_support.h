@@ -8,6 +8,10 @@
 
 namespace mlu::kernels::detail {
 
+// Whether libdnnl could be opened (Note [oneDNN beside PyTorch's] in
+// dnnl_loader.cpp); nothing below may be called otherwise.
+bool dnnl_loaded();
+
 const dnnl::engine& dnnl_engine();
 
 // oneDNN on this thread uses one thread (its OpenMP runtime keeps the count

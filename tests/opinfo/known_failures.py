@@ -150,10 +150,6 @@ UPSTREAM_NOT_APPLICABLE = {
                   "special.laguerre_polynomial_l", "special.legendre_polynomial_p",
                   "special.shifted_chebyshev_polynomial_t", "special.shifted_chebyshev_polynomial_u",
                   "special.shifted_chebyshev_polynomial_v", "special.shifted_chebyshev_polynomial_w")},
-    ("cholesky_inverse", "test_out"): _OUT_WRITEBACK.format("strides of a non-contiguous out= change"),
-    ("geqrf", "test_out"): _OUT_WRITEBACK.format("strides of a non-contiguous out= change"),
-    ("ormqr", "test_out"): _OUT_WRITEBACK.format("strides of a non-contiguous out= change"),
-    ("triangular_solve", "test_out"): _OUT_WRITEBACK.format("the out= values differ"),
     ("narrow_copy", "test_out"): _OUT_WRITEBACK.format("pytorch/pytorch#84577"),
 }
 

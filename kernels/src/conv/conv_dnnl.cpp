@@ -56,7 +56,7 @@ namespace detail {
 
 #if MLU_KERNELS_WITH_DNNL
 
-bool dnnl_conv_linked() { return true; }
+bool dnnl_conv_linked() { return dnnl_loaded(); }
 
 namespace {
 

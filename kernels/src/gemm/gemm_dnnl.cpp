@@ -17,7 +17,7 @@ namespace mlu::kernels::detail {
 
 #if MLU_KERNELS_WITH_DNNL
 
-bool dnnl_gemm_linked() { return true; }
+bool dnnl_gemm_linked() { return dnnl_loaded(); }
 
 namespace {
 
