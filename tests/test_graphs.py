@@ -285,9 +285,9 @@ def test_event_synchronize_in_a_capture_is_refused():
 
 
 def test_cpu_fallback_is_refused_naming_the_op():
-    op = torch.ops.aten.linalg_eig.default
+    op = torch.ops.aten.linalg_lstsq.out
     assert not torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "PrivateUse1")
-    _refused(lambda x: torch.linalg.eig(x.reshape(4, 4)), r"linalg_eig.*CPU fallback")
+    _refused(lambda x: torch.linalg.lstsq(x.reshape(4, 4), x.reshape(4, 4)), r"linalg_lstsq.*CPU fallback")
 
 
 @pytest.mark.skipif(torch.mlu.device_count() < 2, reason="needs two mlu devices")

@@ -233,3 +233,13 @@ def test_lu_unpack_refuses_bad_pivots_on_the_device():
         torch.lu_unpack(lu, piv * 0)
         torch.mlu.synchronize()
     assert torch.lu_unpack(lu, piv)[0].cpu().equal(torch.eye(3))
+
+
+@pytest.mark.parametrize("dtype", FLOATING_AND_COMPLEX, ids=str)
+def test_eig_and_eigvals(native_oracle, dtype):
+    # A rotation block gives a conjugate pair for real dtypes (LAPACK's packed real eigenvectors).
+    rotation = torch.tensor([[0.0, -2.0, 0.0], [2.0, 0.0, 0.0], [0.0, 0.0, 3.0]]).to(dtype)
+    m = torch.stack([general((3, 3), dtype), rotation])
+    # The complex results go through complex element-wise ops (complex_out, ...), still on the fallback.
+    run_natively(native_oracle, lambda m: torch.linalg.eig(m), m, dtype=torch.complex64, tolerances=tol)
+    run_natively(native_oracle, lambda m: torch.linalg.eigvals(m), m, dtype=torch.complex64, tolerances=tol)

@@ -111,6 +111,9 @@ KNOWN_FAILURES = [
       for op in ("nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d")],
     *[KF(op, "test_compare_cpu", ("bfloat16",), "xfail", _CPU_BF16_LOG_SOFTMAX)
       for op in ("log_softmax", "masked.log_softmax", "nn.functional.cross_entropy")],
+    KF("linalg.eig", "test_out", None, "xfail",
+       "as on the CPU, where op_db marks it expectedFailure: mlu runs PyTorch's own linalg_eig_out, which computes "
+       "into temporaries and copies back, and the non-contiguous out= case sees other strides"),
     KF("linalg.householder_product", "test_compare_cpu_grad", ("float32",), "xfail",
        "differs by design: an ill-conditioned float32 gradient; mlu's float sums (Note [Float chunks in sums]) "
        "round differently from the CPU's cascade and one element differs by 1.8e-3 relative (tolerance 1e-3); "

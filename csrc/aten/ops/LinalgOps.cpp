@@ -30,6 +30,9 @@
 #include <ATen/ops/cholesky_native.h>
 #include <ATen/ops/geqrf_native.h>
 #include <ATen/ops/linalg_cholesky_ex_native.h>
+#include <ATen/ops/linalg_eig_native.h>
+#include <ATen/ops/_linalg_eigvals_native.h>
+#include <ATen/ops/linalg_eigvals_native.h>
 #include <ATen/ops/linalg_householder_product_native.h>
 #include <ATen/ops/linalg_inv_ex_native.h>
 #include <ATen/ops/linalg_lu_factor_ex_native.h>
@@ -228,6 +231,34 @@ void eigh_mlu(T values, T vectors, T infos, bool upper, bool compute_vectors) {
   int32_t* info = int_data(infos);
   launch_kernel(vectors.device().index(), "eigh",
                 [=] { k::eigh(type, a, w, w_stride, info, upper, compute_vectors); });
+}
+
+void eig_mlu(at::Tensor& values, at::Tensor& vectors, at::Tensor& infos, T input, bool compute_vectors) {
+  const auto type = lapack_dtype(input, "linalg_eig_out_mlu");
+  if (input.numel() == 0) return;
+  // geev destroys its input: a column-major copy (the CPU's linalg_eig_kernel).
+  const at::Tensor copy = at::native::cloneBatchedColumnMajor(input);
+  const auto a = matrix_batch(copy);
+  if (compute_vectors) check_scalar_type(vectors, input.scalar_type());
+  check_scalar_type(values, input.scalar_type());
+  void* w = kernel_data(values);
+  const int64_t w_stride = values.size(-1);
+  void* vr = compute_vectors ? kernel_data(vectors) : nullptr;
+  int32_t* info = int_data(infos);
+  launch_kernel(input.device().index(), "eig", [=] { k::eig(type, a, w, w_stride, vr, info, compute_vectors); });
+}
+
+void eig_complex_vectors_mlu(T complex_vectors, T complex_values, T real_vectors) {
+  TORCH_INTERNAL_ASSERT(complex_vectors.mT().is_contiguous() && complex_values.is_contiguous() &&
+                        real_vectors.mT().is_contiguous());
+  if (real_vectors.numel() == 0) return;
+  const auto type = require_kernel_dtype(real_vectors.scalar_type(), "linalg_eig_make_complex_eigenvectors_mlu");
+  const int64_t batch = at::native::batchCount(real_vectors), n = real_vectors.size(-1);
+  const void* values = kernel_data(complex_values);
+  const void* reals = kernel_data(real_vectors);
+  void* out = kernel_data(complex_vectors);
+  launch_kernel(real_vectors.device().index(), "eig complex vectors",
+                [=] { k::eig_complex_vectors(type, batch, n, values, reals, out); });
 }
 
 void svd_mlu(T A, const bool full_matrices, const bool compute_uv, const std::optional<std::string_view>& driver, T U,
@@ -542,6 +573,10 @@ TORCH_MLU_ATEN_IMPL(m) {
   });
   m.impl("cholesky_inverse.out", TORCH_FN(cholesky_inverse_out));
   m.impl("_cholesky_solve_helper", TORCH_FN(cholesky_solve_helper));
+  m.impl("linalg_eig", TORCH_FN(n::linalg_eig));
+  m.impl("linalg_eig.out", TORCH_FN(n::linalg_eig_out));
+  m.impl("_linalg_eigvals", TORCH_FN(n::_linalg_eigvals));
+  m.impl("linalg_eigvals.out", TORCH_FN(n::linalg_eigvals_out));
   m.impl("lu_unpack", [](T LU, T pivots, bool unpack_data, bool unpack_pivots) {
     c10::DeviceGuard guard(LU.device());
     Functional<n::structured_lu_unpack_out, 3> op;
@@ -590,4 +625,6 @@ REGISTER_PRIVATEUSE1_DISPATCH(ormqr_stub, &torch_mlu::ormqr_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(linalg_eigh_stub, &torch_mlu::eigh_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(svd_stub, &torch_mlu::svd_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(unpack_pivots_stub, &torch_mlu::unpack_pivots_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(linalg_eig_stub, &torch_mlu::eig_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(linalg_eig_make_complex_eigenvectors_stub, &torch_mlu::eig_complex_vectors_mlu)
 }  // namespace at::native

@@ -80,6 +80,23 @@ void ormqr(ScalarType type, const MatrixBatch& a, const void* tau, int64_t tau_s
 void eigh(ScalarType type, const MatrixBatch& a, void* values, int64_t values_stride, int32_t* infos, bool upper,
           bool compute_vectors);
 
+// ?geev: eigenvalues and, with compute_vectors, right eigenvectors of each
+// general square matrix (a is destroyed). Real types write `values` as the
+// CPU's buffer of 2n reals per matrix, real parts then imaginary parts, and
+// the eigenvectors in LAPACK's packed real form (a complex pair as two
+// columns); complex types write n complex values and complex vectors.
+// `values_stride` apart; vectors' ld is a's.
+void eig(ScalarType type, const MatrixBatch& a, void* values, int64_t values_stride, void* vectors, int32_t* infos,
+         bool compute_vectors);
+
+// The complex eigenvectors from geev's packed real ones (`real_type`
+// Float32 / Float64): column j is VR(:, j) for a real eigenvalue, VR(:, j)
+// +- i VR(:, j+1) for a conjugate pair (the CPU's
+// linalg_eig_make_complex_eigenvectors). n x n column-major matrices, n * n
+// apart; values n complex per matrix.
+void eig_complex_vectors(ScalarType real_type, int64_t batch, int64_t n, const void* values,
+                         const void* real_vectors, void* complex_vectors);
+
 // ?gesdd: singular values (real, descending, `s_stride` apart) and, with
 // compute_uv, U (rows x rows, or rows x min with !full_matrices) and V^H
 // (cols x cols, or min x cols); a is destroyed.

@@ -282,6 +282,80 @@ void eigh(ScalarType type, const MatrixBatch& a, void* values, int64_t values_st
   });
 }
 
+void eig(ScalarType type, const MatrixBatch& a, void* values, int64_t values_stride, void* vectors, int32_t* infos,
+         bool compute_vectors) {
+  dispatch(type, [&]<class T>() {
+    using R = real_t<T>;
+    const char jobvl = 'N', jobvr = compute_vectors ? 'V' : 'N';
+    const I n = to_int(a.rows), lda = to_int(a.ld), ldvl = 1, ldvr = compute_vectors ? lda : 1;
+    struct Work {
+      std::vector<T> work;
+      std::vector<R> rwork;
+    };
+    const auto call = [&](T* m, T* w, T* vr, Work& ws, I lwork, I* info) {
+      if constexpr (vendor::is_complex_v<T>) {
+        lib<T>().geev_c(&jobvl, &jobvr, &n, m, &lda, w, nullptr, &ldvl, vr, &ldvr, ws.work.data(), &lwork,
+                        ws.rwork.data(), info);
+      } else {
+        lib<T>().geev(&jobvl, &jobvr, &n, m, &lda, w, w + n, nullptr, &ldvl, vr, &ldvr, ws.work.data(), &lwork, info);
+      }
+    };
+    T* w = static_cast<T*>(values);
+    const auto vr_of = [&](int64_t i) {
+      return compute_vectors ? static_cast<T*>(vectors) + i * a.batch_stride : nullptr;
+    };
+    for_each_matrix(
+        a.batch,
+        [&] {
+          Work ws;
+          if constexpr (vendor::is_complex_v<T>) ws.rwork.resize(static_cast<size_t>(2 * std::max<I>(n, 1)));
+          ws.work.resize(1);
+          I info = 0;
+          call(matrix<T>(a, 0), w, vr_of(0), ws, -1, &info);
+          ws.work.resize(static_cast<size_t>(work_size(ws.work[0])));
+          return ws;
+        },
+        [&](int64_t i, Work& ws) {
+          call(matrix<T>(a, i), w + i * values_stride, vr_of(i), ws, to_int(static_cast<int64_t>(ws.work.size())),
+               &infos[i]);
+        });
+  });
+}
+
+void eig_complex_vectors(ScalarType real_type, int64_t batch, int64_t n, const void* values,
+                         const void* real_vectors, void* complex_vectors) {
+  const auto run = [&]<class R>() {
+    using C = std::complex<R>;
+    const C* vals = static_cast<const C*>(values);
+    const R* vecs = static_cast<const R*>(real_vectors);
+    C* out = static_cast<C*>(complex_vectors);
+    parallel_for(0, batch, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t b = lo; b < hi; ++b) {
+        const R* v = vecs + b * n * n;
+        C* res = out + b * n * n;
+        const C* val = vals + b * n;
+        for (int64_t j = 0; j < n; ++j) {
+          // (j + 1 < n: a pair never starts at the last column; guarded against corrupt input)
+          if (val[j].imag() == R(0) || j + 1 == n) {
+            for (int64_t i = 0; i < n; ++i) res[j * n + i] = C(v[j * n + i], 0);
+          } else {
+            for (int64_t i = 0; i < n; ++i) {
+              res[j * n + i] = C(v[j * n + i], v[(j + 1) * n + i]);
+              res[(j + 1) * n + i] = C(v[j * n + i], -v[(j + 1) * n + i]);
+            }
+            ++j;
+          }
+        }
+      }
+    });
+  };
+  if (real_type == ScalarType::Float32) {
+    run.template operator()<float>();
+  } else {
+    run.template operator()<double>();
+  }
+}
+
 void svd(ScalarType type, const MatrixBatch& a, void* s, int64_t s_stride, const MatrixBatch& u,
          const MatrixBatch& vh, int32_t* infos, bool full_matrices, bool compute_uv) {
   dispatch(type, [&]<class T>() {

@@ -30,9 +30,9 @@ const Lapack<T>* find_lapack() {
                bind<T>(t.geqrf, "geqrf") && bind<T>(t.orgqr, complex ? "ungqr" : "orgqr") &&
                bind<T>(t.ormqr, complex ? "unmqr" : "ormqr");
   if constexpr (complex) {
-    found = found && bind<T>(t.heevd, "heevd") && bind<T>(t.gesdd_c, "gesdd");
+    found = found && bind<T>(t.heevd, "heevd") && bind<T>(t.gesdd_c, "gesdd") && bind<T>(t.geev_c, "geev");
   } else {
-    found = found && bind<T>(t.syevd, "syevd") && bind<T>(t.gesdd, "gesdd");
+    found = found && bind<T>(t.syevd, "syevd") && bind<T>(t.gesdd, "gesdd") && bind<T>(t.geev, "geev");
   }
   return found ? &t : nullptr;
 }

@@ -5,7 +5,7 @@
 // spellings of the symmetric routines (heevd, ungqr, unmqr); a table is
 // returned only when every routine in it was found; the member that does not
 // exist for a type (syevd for complex, heevd for real; the real or complex
-// gesdd) is null. Fortran interface: every argument by pointer, column-major
+// gesdd and geev) is null. Fortran interface: every argument by pointer, column-major
 // matrices, no hidden string lengths (oneMKL does not read them).
 #pragma once
 
@@ -53,6 +53,12 @@ struct Lapack {
   // Complex types only.
   void (*heevd)(const char* jobz, const char* uplo, const I* n, T* a, const I* lda, R* w, T* work, const I* lwork,
                 R* rwork, const I* lrwork, I* iwork, const I* liwork, I* info);
+  // Real types only: eigenvalues as (wr, wi).
+  void (*geev)(const char* jobvl, const char* jobvr, const I* n, T* a, const I* lda, R* wr, R* wi, T* vl,
+               const I* ldvl, T* vr, const I* ldvr, T* work, const I* lwork, I* info);
+  // Complex types only.
+  void (*geev_c)(const char* jobvl, const char* jobvr, const I* n, T* a, const I* lda, T* w, T* vl, const I* ldvl,
+                 T* vr, const I* ldvr, T* work, const I* lwork, R* rwork, I* info);
   // Real types only.
   void (*gesdd)(const char* jobz, const I* m, const I* n, T* a, const I* lda, R* s, T* u, const I* ldu, T* vt,
                 const I* ldvt, T* work, const I* lwork, I* iwork, I* info);
