@@ -1,0 +1,101 @@
+"""Linear algebra (and, once native, FFT) on mlu against the stock CPU, in the same run (issue 33).
+
+Batched factorizations and solvers at the sizes of small scientific workloads and of a speech front end: many
+small matrices (the batch split over the device's compute cores, one LAPACK call per matrix, the library's own
+threading off) and a few larger ones. Each case runs on the CPU and on mlu, alternating, --repeat passes of
+--iters calls each; the figure is the median per call. Ratio = cpu time / mlu time (above 1: mlu is faster);
+the target is at least 1.0. Results: docs/bench_linalg_fft.md.
+
+    python benchmarks/bench_linalg_fft.py [--repeat 7] [--iters 20] [--out benchmarks/results/bench_linalg_fft.json]
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+
+import torch
+
+import torch_mlu  # noqa: F401
+
+
+def spd(batch, n, dtype):
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(batch, n, n, dtype=dtype, generator=g)
+    return a @ a.mT + n * torch.eye(n, dtype=dtype)
+
+
+def general(shape, dtype):
+    return torch.randn(*shape, dtype=dtype, generator=torch.Generator().manual_seed(1))
+
+
+def cases():
+    """(name, fn, inputs) with CPU inputs; fn(*inputs) is timed."""
+    out = []
+    for batch, n in [(256, 8), (64, 32), (8, 128), (1, 512)]:
+        a, b = spd(batch, n, torch.float32), general((batch, n, 4), torch.float32)
+        size = f"{batch}x{n}x{n}"
+        out += [
+            (f"inv {size}", torch.linalg.inv, (a,)),
+            (f"solve {size} (4 rhs)", torch.linalg.solve, (a, b)),
+            (f"cholesky {size}", torch.linalg.cholesky, (a,)),
+            (f"eigh {size}", torch.linalg.eigh, (a,)),
+            (f"svd {size}", lambda x: torch.linalg.svd(x, full_matrices=False), (a,)),
+            (f"qr {size}", torch.linalg.qr, (a,)),
+            (f"det {size}", torch.linalg.det, (a,)),
+        ]
+    return out
+
+
+def synchronize(device):
+    if device == "mlu":
+        torch.mlu.synchronize()
+
+
+def time_call(fn, inputs, device, iters):
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn(*inputs)
+    synchronize(device)
+    return (time.perf_counter() - start) / iters
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--filter", default="", help="only cases whose name contains this")
+    p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "bench_linalg_fft.json"))
+    args = p.parse_args()
+    rows = []
+    print(f"{'case':32} {'cpu us':>10} {'mlu us':>10} {'ratio':>7}")
+    for name, fn, cpu_inputs in cases():
+        if args.filter not in name:
+            continue
+        mlu_inputs = tuple(t.to("mlu") for t in cpu_inputs)
+        torch_mlu.reset_fallback_report()
+        for device, inputs in (("cpu", cpu_inputs), ("mlu", mlu_inputs)):  # warm-up (plans, workspaces, caches)
+            fn(*inputs)
+            synchronize(device)
+        fell_back = sorted(torch_mlu.fallback_report())
+        times = {"cpu": [], "mlu": []}
+        for _ in range(args.repeat):
+            for device, inputs in (("cpu", cpu_inputs), ("mlu", mlu_inputs)):
+                times[device].append(time_call(fn, inputs, device, args.iters))
+        cpu_us, mlu_us = (1e6 * statistics.median(times[d]) for d in ("cpu", "mlu"))
+        rows.append(dict(case=name, cpu_us=cpu_us, mlu_us=mlu_us, ratio=cpu_us / mlu_us, fell_back=fell_back))
+        note = f"  (fallback: {', '.join(fell_back)})" if fell_back else ""
+        print(f"{name:32} {cpu_us:10.1f} {mlu_us:10.1f} {cpu_us / mlu_us:7.2f}{note}")
+    ratios = [r["ratio"] for r in rows]
+    if ratios:
+        print(f"geometric mean ratio {statistics.geometric_mean(ratios):.2f} over {len(ratios)} cases; "
+              f"min {min(ratios):.2f}")
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(dict(host=platform.processor() or platform.machine(), threads=torch.get_num_threads(),
+                       repeat=args.repeat, iters=args.iters, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
