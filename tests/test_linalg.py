@@ -243,3 +243,32 @@ def test_eig_and_eigvals(native_oracle, dtype):
     # The complex results go through complex element-wise ops (complex_out, ...), still on the fallback.
     run_natively(native_oracle, lambda m: torch.linalg.eig(m), m, dtype=torch.complex64, tolerances=tol)
     run_natively(native_oracle, lambda m: torch.linalg.eigvals(m), m, dtype=torch.complex64, tolerances=tol)
+
+
+@pytest.mark.parametrize("dtype", FLOATING_AND_COMPLEX, ids=str)
+@pytest.mark.parametrize("hermitian", [False, True])
+def test_ldl_factor_and_solve(native_oracle, dtype, hermitian):
+    # Symmetric indefinite: Bunch-Kaufman picks 2x2 pivots (negative entries in pivots).
+    g = general((3, 6, 6), dtype)
+    a = g + (g.mH if hermitian else g.mT)
+    b = general((3, 6, 2), dtype)
+    run_natively(native_oracle, lambda a: torch.linalg.ldl_factor_ex(a, hermitian=hermitian), a, dtype=dtype,
+                 check_stride=True, tolerances=tol)
+    run_natively(native_oracle,
+                 lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a, hermitian=hermitian), b,
+                                                     hermitian=hermitian),
+                 a, b, dtype=dtype, check_stride=True, tolerances=tol)
+    # One factorization for a batch of right-hand sides (LD's batch broadcasts).
+    run_natively(native_oracle,
+                 lambda a, b: torch.linalg.ldl_solve(*torch.linalg.ldl_factor(a[0], hermitian=hermitian), b,
+                                                     hermitian=hermitian),
+                 a, b, dtype=dtype, check_stride=True, tolerances=tol)
+
+
+def test_ldl_solve_refuses_bad_pivots_on_the_device():
+    LD, piv = torch.linalg.ldl_factor(torch.eye(3, device="mlu"))
+    with pytest.raises(RuntimeError, match=r"Pivots given to ldl_solve must all satisfy \|pivot\| <= LD.size"):
+        torch.linalg.ldl_solve(LD, piv * 9, torch.ones(3, 1, device="mlu"))
+        torch.mlu.synchronize()
+    torch.testing.assert_close(torch.linalg.ldl_solve(LD, piv, torch.ones(3, 1, device="mlu")).cpu(),
+                               torch.ones(3, 1))

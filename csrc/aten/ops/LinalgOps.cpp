@@ -35,6 +35,8 @@
 #include <ATen/ops/linalg_eigvals_native.h>
 #include <ATen/ops/linalg_householder_product_native.h>
 #include <ATen/ops/linalg_inv_ex_native.h>
+#include <ATen/ops/linalg_ldl_factor_ex_native.h>
+#include <ATen/ops/linalg_ldl_solve_native.h>
 #include <ATen/ops/linalg_lu_factor_ex_native.h>
 #include <ATen/ops/linalg_lu_native.h>
 #include <ATen/ops/lu_unpack_native.h>
@@ -184,6 +186,48 @@ void triangular_solve_mlu(T A, T B, bool left, bool upper, TransposeType trans, 
   const char t = blas_trans(trans);
   launch_kernel(A.device().index(), "triangular_solve",
                 [=] { k::triangular_solve(type, a, b, nullptr, left, upper, t, unitriangular); });
+}
+
+void ldl_factor_mlu(T LD, T pivots, T infos, bool upper, bool hermitian) {
+  const auto type = lapack_dtype(LD, "ldl_factor_kernel_mlu");
+  if (LD.numel() == 0) return;
+  const auto a = matrix_batch(LD);
+  int32_t* piv = int_data(pivots);
+  const int64_t pivot_stride = pivots.size(-1);
+  int32_t* info = int_data(infos);
+  launch_kernel(LD.device().index(), "ldl_factor",
+                [=] { k::ldl_factor(type, a, piv, pivot_stride, info, upper, hermitian); });
+}
+
+void ldl_solve_mlu(T LD, T pivots, T result, bool upper, bool hermitian) {
+  const auto type = lapack_dtype(LD, "ldl_solve_kernel_mlu");
+  check_scalar_type(result, LD.scalar_type());
+  if (result.numel() == 0) return;
+  // As the CPU: pivots of any integer dtype, read as int32.
+  const at::Tensor pivots_int = pivots.to(at::kInt).contiguous();
+  k::MatrixBatch ld = matrix_batch(LD);
+  ld.batch_stride = LD.dim() > 2 ? LD.stride(-3) : 0;
+  const auto b = matrix_batch(result);
+  const int32_t* piv = int_data(pivots_int);
+  const int64_t pivot_stride = pivots_int.dim() > 1 ? pivots_int.stride(-2) : 0;
+  const int64_t pivot_count = pivots_int.numel();
+  // The CPU indexes LD with B's batch index even where LD's batch is smaller
+  // (reading past it); here LD's batch broadcasts to B's.
+  const auto index = broadcast_index(LD.sizes().slice(0, LD.dim() - 2), result.sizes().slice(0, result.dim() - 2));
+  launch_kernel(LD.device().index(), "ldl_solve", [=](mlu::TaskContext& context) {
+    for (int64_t i = 0; i < pivot_count; ++i) {
+      const int64_t p = piv[i] < 0 ? -static_cast<int64_t>(piv[i]) : piv[i];
+      if (p < 1) {
+        return context.fail("Pivots given to ldl_solve must all satisfy |pivot| >= 1. Did you properly pass the "
+                            "result of ldl_factor?");
+      }
+      if (p > ld.rows) {
+        return context.fail("Pivots given to ldl_solve must all satisfy |pivot| <= LD.size(-2). Did you properly "
+                            "pass the result of ldl_factor?");
+      }
+    }
+    k::ldl_solve(type, ld, piv, pivot_stride, b, index ? index->data() : nullptr, upper, hermitian);
+  });
 }
 
 void geqrf_mlu(T input, T tau) {
@@ -594,6 +638,37 @@ TORCH_MLU_ATEN_IMPL(m) {
     op.finish();
     return std::forward_as_tuple(P, L, U);
   });
+  m.impl("linalg_ldl_factor_ex", [](T A, bool hermitian, bool check_errors) {
+    c10::DeviceGuard guard(A.device());
+    Functional<n::structured_linalg_ldl_factor_ex_out, 3> op;
+    op.meta(A, hermitian, check_errors);
+    op.impl(A, hermitian, check_errors, op.output(0), op.output(1), op.output(2));
+    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
+  });
+  m.impl("linalg_ldl_factor_ex.out", [](T A, bool hermitian, bool check_errors, at::Tensor& LD, at::Tensor& pivots,
+                                        at::Tensor& info) {
+    c10::DeviceGuard guard(A.device());
+    Out<n::structured_linalg_ldl_factor_ex_out, 3> op(LD, pivots, info);
+    op.meta(A, hermitian, check_errors);
+    op.impl(A, hermitian, check_errors, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2));
+    op.finish();
+    return std::forward_as_tuple(LD, pivots, info);
+  });
+  m.impl("linalg_ldl_solve", [](T LD, T pivots, T B, bool hermitian) {
+    c10::DeviceGuard guard(LD.device());
+    Functional<n::structured_linalg_ldl_solve_out> op;
+    op.meta(LD, pivots, B, hermitian);
+    op.impl(LD, pivots, B, hermitian, op.output(0));
+    return std::move(op.output(0));
+  });
+  m.impl("linalg_ldl_solve.out", [](T LD, T pivots, T B, bool hermitian, at::Tensor& out) -> at::Tensor& {
+    c10::DeviceGuard guard(LD.device());
+    Out<n::structured_linalg_ldl_solve_out> op(out);
+    op.meta(LD, pivots, B, hermitian);
+    op.impl(LD, pivots, B, hermitian, op.maybe_get_output(0));
+    op.finish();
+    return out;
+  });
   m.impl("linalg_lu", [](T A, bool pivot) {
     c10::DeviceGuard guard(A.device());
     Functional<n::structured_linalg_lu_out, 3> op;
@@ -625,6 +700,8 @@ REGISTER_PRIVATEUSE1_DISPATCH(ormqr_stub, &torch_mlu::ormqr_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(linalg_eigh_stub, &torch_mlu::eigh_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(svd_stub, &torch_mlu::svd_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(unpack_pivots_stub, &torch_mlu::unpack_pivots_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(ldl_factor_stub, &torch_mlu::ldl_factor_mlu)
+REGISTER_PRIVATEUSE1_DISPATCH(ldl_solve_stub, &torch_mlu::ldl_solve_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(linalg_eig_stub, &torch_mlu::eig_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(linalg_eig_make_complex_eigenvectors_stub, &torch_mlu::eig_complex_vectors_mlu)
 }  // namespace at::native

@@ -62,6 +62,18 @@ void lu_solve(ScalarType type, const MatrixBatch& lu, const int32_t* pivots, int
 void triangular_solve(ScalarType type, const MatrixBatch& a, const MatrixBatch& b, const int64_t* a_index,
                       bool left, bool upper, char trans, bool unit);
 
+// ?sytrf (?hetrf where `hermitian` and complex): the LDL^T (LDL^H)
+// factorization in place, read from and written to the `upper` / lower
+// triangle; `pivots` in LAPACK's form (1-based, negative for 2x2 blocks), n
+// per matrix, `pivot_stride` apart.
+void ldl_factor(ScalarType type, const MatrixBatch& a, int32_t* pivots, int64_t pivot_stride, int32_t* infos,
+                bool upper, bool hermitian);
+
+// ?sytrs / ?hetrs: b[i] <- A^-1 b[i] from the factorization ld[ld_index[i]]
+// (ld_index null: ld[i]) and its pivots.
+void ldl_solve(ScalarType type, const MatrixBatch& ld, const int32_t* pivots, int64_t pivot_stride,
+               const MatrixBatch& b, const int64_t* ld_index, bool upper, bool hermitian);
+
 // ?geqrf: QR in Householder form in place; tau min(rows, cols) per matrix.
 void geqrf(ScalarType type, const MatrixBatch& a, void* tau, int64_t tau_stride);
 

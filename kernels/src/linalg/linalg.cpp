@@ -174,6 +174,43 @@ void triangular_solve(ScalarType type, const MatrixBatch& a, const MatrixBatch& 
   });
 }
 
+void ldl_factor(ScalarType type, const MatrixBatch& a, int32_t* pivots, int64_t pivot_stride, int32_t* infos,
+                bool upper, bool hermitian) {
+  dispatch(type, [&]<class T>() {
+    const char uplo = upper ? 'U' : 'L';
+    const I n = to_int(a.rows), lda = to_int(a.ld);
+    // Real types factor symmetric and Hermitian alike (the CPU's lapackLdlHermitian<float> is ssytrf).
+    const auto factor = vendor::is_complex_v<T> && hermitian ? lib<T>().hetrf : lib<T>().sytrf;
+    for_each_matrix(
+        a.batch,
+        [&] {
+          T query{};
+          I info = 0, lwork = -1;
+          factor(&uplo, &n, matrix<T>(a, 0), &lda, pivots, &query, &lwork, &info);
+          // The CPU's size: the query's value truncated, at least 1.
+          return std::vector<T>(static_cast<size_t>(std::max<I>(1, static_cast<I>(std::real(query)))));
+        },
+        [&](int64_t i, std::vector<T>& work) {
+          const I lwork = to_int(static_cast<int64_t>(work.size()));
+          factor(&uplo, &n, matrix<T>(a, i), &lda, pivots + i * pivot_stride, work.data(), &lwork, &infos[i]);
+        });
+  });
+}
+
+void ldl_solve(ScalarType type, const MatrixBatch& ld, const int32_t* pivots, int64_t pivot_stride,
+               const MatrixBatch& b, const int64_t* ld_index, bool upper, bool hermitian) {
+  dispatch(type, [&]<class T>() {
+    const char uplo = upper ? 'U' : 'L';
+    const I n = to_int(ld.rows), nrhs = to_int(b.cols), lda = to_int(ld.ld), ldb = to_int(b.ld);
+    const auto solve = vendor::is_complex_v<T> && hermitian ? lib<T>().hetrs : lib<T>().sytrs;
+    for_each_matrix(b.batch, [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
+      const int64_t j = ld_index != nullptr ? ld_index[i] : i;
+      I info = 0;
+      solve(&uplo, &n, &nrhs, matrix<T>(ld, j), &lda, pivots + j * pivot_stride, matrix<T>(b, i), &ldb, &info);
+    });
+  });
+}
+
 void geqrf(ScalarType type, const MatrixBatch& a, void* tau, int64_t tau_stride) {
   dispatch(type, [&]<class T>() {
     const I m = to_int(a.rows), n = to_int(a.cols), lda = to_int(a.ld);

@@ -28,9 +28,11 @@ const Lapack<T>* find_lapack() {
   bool found = blas() != nullptr && bind<T>(t.potrf, "potrf") && bind<T>(t.potri, "potri") && bind<T>(t.potrs, "potrs") &&
                bind<T>(t.getrf, "getrf") && bind<T>(t.getrs, "getrs") && bind<T>(t.trsm, "trsm") &&
                bind<T>(t.geqrf, "geqrf") && bind<T>(t.orgqr, complex ? "ungqr" : "orgqr") &&
-               bind<T>(t.ormqr, complex ? "unmqr" : "ormqr");
+               bind<T>(t.ormqr, complex ? "unmqr" : "ormqr") && bind<T>(t.sytrf, "sytrf") &&
+               bind<T>(t.sytrs, "sytrs");
   if constexpr (complex) {
-    found = found && bind<T>(t.heevd, "heevd") && bind<T>(t.gesdd_c, "gesdd") && bind<T>(t.geev_c, "geev");
+    found = found && bind<T>(t.heevd, "heevd") && bind<T>(t.gesdd_c, "gesdd") && bind<T>(t.geev_c, "geev") &&
+            bind<T>(t.hetrf, "hetrf") && bind<T>(t.hetrs, "hetrs");
   } else {
     found = found && bind<T>(t.syevd, "syevd") && bind<T>(t.gesdd, "gesdd") && bind<T>(t.geev, "geev");
   }

@@ -4,7 +4,7 @@
 // Invariants: names follow LAPACK's prefixes (s, d, c, z) and the complex
 // spellings of the symmetric routines (heevd, ungqr, unmqr); a table is
 // returned only when every routine in it was found; the member that does not
-// exist for a type (syevd for complex, heevd for real; the real or complex
+// exist for a type (syevd for complex, heevd, hetrf and hetrs for real; the real or complex
 // gesdd and geev) is null. Fortran interface: every argument by pointer, column-major
 // matrices, no hidden string lengths (oneMKL does not read them).
 #pragma once
@@ -47,6 +47,14 @@ struct Lapack {
   // ?ormqr (real) / ?unmqr (complex)
   void (*ormqr)(const char* side, const char* trans, const I* m, const I* n, const I* k, const T* a, const I* lda,
                 const T* tau, T* c, const I* ldc, T* work, const I* lwork, I* info);
+  // Symmetric indefinite (Bunch-Kaufman) factorization and solve: ?sytrf /
+  // ?sytrs for every type; the Hermitian ?hetrf / ?hetrs for complex types only.
+  void (*sytrf)(const char* uplo, const I* n, T* a, const I* lda, I* ipiv, T* work, const I* lwork, I* info);
+  void (*hetrf)(const char* uplo, const I* n, T* a, const I* lda, I* ipiv, T* work, const I* lwork, I* info);
+  void (*sytrs)(const char* uplo, const I* n, const I* nrhs, const T* a, const I* lda, const I* ipiv, T* b,
+                const I* ldb, I* info);
+  void (*hetrs)(const char* uplo, const I* n, const I* nrhs, const T* a, const I* lda, const I* ipiv, T* b,
+                const I* ldb, I* info);
   // Real types only.
   void (*syevd)(const char* jobz, const char* uplo, const I* n, T* a, const I* lda, R* w, T* work, const I* lwork,
                 I* iwork, const I* liwork, I* info);
