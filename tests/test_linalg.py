@@ -272,3 +272,22 @@ def test_ldl_solve_refuses_bad_pivots_on_the_device():
         torch.mlu.synchronize()
     torch.testing.assert_close(torch.linalg.ldl_solve(LD, piv, torch.ones(3, 1, device="mlu")).cpu(),
                                torch.ones(3, 1))
+
+
+def test_lapack_calls_start_no_threads_of_their_own():
+    """The device's compute cores are the only threads computing: MKL runs each call on the calling pool thread."""
+    result = run_python("""
+        import os, torch, torch_mlu
+        x = torch.randn(64, 32, 32, device="mlu")
+        x = x @ x.mT + 32 * torch.eye(32, device="mlu")
+        torch.mlu.synchronize()
+        before = len(os.listdir("/proc/self/task"))
+        for _ in range(2):
+            torch.linalg.svd(x); torch.linalg.eigh(x); torch.linalg.inv(x); torch.linalg.qr(x)
+            torch.linalg.ldl_factor(x); torch.linalg.eig(x[:4])
+        torch.mlu.synchronize()
+        print(before, len(os.listdir("/proc/self/task")))
+    """)
+    assert result.returncode == 0, result.stderr
+    before, after = map(int, result.stdout.split())
+    assert after == before, f"{after - before} threads started by the LAPACK calls"
