@@ -389,7 +389,7 @@ at::Tensor& cholesky_inverse_out(T input, bool upper, at::Tensor& result) {
   at::native::checkSameDevice("cholesky_inverse", result, input);
   at::native::checkLinalgCompatibleDtype("cholesky_inverse", result, input);
   c10::DeviceGuard guard(input.device());
-  const at::Tensor infos =
+  at::Tensor infos =
       at::zeros({std::max<int64_t>(1, at::native::batchCount(input))}, input.options().dtype(at::kInt));
   const bool same_type = result.scalar_type() == input.scalar_type();
   if (result.numel() == 0 && same_type) {
@@ -399,10 +399,9 @@ at::Tensor& cholesky_inverse_out(T input, bool upper, at::Tensor& result) {
   }
   const bool in_place = same_type && result.dim() >= 2 && result.mT().is_contiguous() &&
                         result.sizes().equals(input.sizes());
-  const at::Tensor work = in_place ? result : at::native::cloneBatchedColumnMajor(input);
+  at::Tensor work = in_place ? result : at::native::cloneBatchedColumnMajor(input);
   if (in_place) work.copy_(input);
-  at::Tensor& inverse = const_cast<at::Tensor&>(work);
-  cholesky_inverse_mlu(inverse, const_cast<at::Tensor&>(infos), upper);
+  cholesky_inverse_mlu(work, infos, upper);
   if (!in_place) {
     at::native::resize_output(result, work.sizes());
     result.copy_(work);
