@@ -21,6 +21,7 @@ def _autoload():
 import torch  # noqa: E402
 
 import atexit  # noqa: E402
+import sys  # noqa: E402
 
 try:
     from . import version  # written by the build: what the extension was compiled against
@@ -69,6 +70,11 @@ def _register_backend():
     torch.version.mlu = version.__version__  # the software MLU's version, as torch.version.cuda is CUDA's
     if not hasattr(torch, "is_mlu_available"):
         torch.is_mlu_available = mlu.is_available  # mmengine / mmcv look for it
+    if not hasattr(torch.backends, "mlu"):
+        from .backends import mlu as backends_mlu
+
+        torch.backends.mlu = backends_mlu
+        sys.modules["torch.backends.mlu"] = backends_mlu
 
 
 def fallback_report():

@@ -8,6 +8,7 @@
 #include <torch/csrc/utils/device_lazy_init.h>
 
 #include "csrc/aten/Fallback.h"
+#include "csrc/aten/FftPlanCache.h"
 #include "csrc/aten/KernelConfig.h"
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
@@ -72,6 +73,17 @@ PYBIND11_MODULE(_C, m) {
   using namespace torch_mlu;
   m.doc() = "torch_mlu native bindings";
   m.def("_mlu_init", [] { MLU_BINDING(lazy_init();); });
+  // torch.backends.mlu.cnfft_plan_cache (torch._cufft_* for mlu).
+  m.def("_cnfft_get_plan_cache_size",
+        [](int device) { return MLU_BINDING(return fft_plan_cache_size(static_cast<c10::DeviceIndex>(device));); });
+  m.def("_cnfft_get_plan_cache_max_size", [](int device) {
+    return MLU_BINDING(return fft_plan_cache_max_size(static_cast<c10::DeviceIndex>(device)););
+  });
+  m.def("_cnfft_set_plan_cache_max_size", [](int device, int64_t max_size) {
+    MLU_BINDING(set_fft_plan_cache_max_size(static_cast<c10::DeviceIndex>(device), max_size););
+  });
+  m.def("_cnfft_clear_plan_cache",
+        [](int device) { MLU_BINDING(clear_fft_plan_cache(static_cast<c10::DeviceIndex>(device));); });
   m.def("_mlu_is_initialized", [] { return is_initialized(); });
   m.def("_mlu_isInBadFork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
   m.def("_mlu_getDeviceCount", [] { return static_cast<int>(device_count()); });
