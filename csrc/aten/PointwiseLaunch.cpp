@@ -3,6 +3,7 @@
 #include <cstring>
 
 
+#include <ATen/native/Resize.h>
 #include <mlu_kernels/select.h>
 
 #include "csrc/aten/KernelArgs.h"
@@ -137,8 +138,23 @@ bool launch_pointwise(const at::TensorIteratorBase& iter, PointwiseOp op, const 
   return true;
 }
 
+void launch_complex_to_real(const at::Tensor& self, at::Tensor& result, PointwiseOp op) {
+  const auto float_type = c10::toRealValueType(self.scalar_type());
+  TORCH_CHECK(at::canCast(float_type, result.scalar_type()), "result type ", float_type,
+              " can't be cast to the desired output type ", result.scalar_type());
+  at::native::resize_output(result, self.sizes());
+  auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(result).add_const_input(self).build();
+  TORCH_INTERNAL_ASSERT(launch_pointwise(iter, op, {}, self.scalar_type()), "no complex kernel for ",
+                        k::pointwise_name(op));
+}
+
 void set_param(OpParams& params, int k, const at::Scalar& value) {
-  if (value.isBoolean()) {
+  if (value.isComplex()) {
+    const c10::complex<double> z = value.toComplexDouble();
+    params.f[k] = z.real();
+    params.f_imag[k] = z.imag();
+    params.i[k] = static_cast<int64_t>(z.real());
+  } else if (value.isBoolean()) {
     params.f[k] = value.to<bool>() ? 1.0 : 0.0;
     params.i[k] = value.to<bool>() ? 1 : 0;
   } else if (value.isIntegral(/*includeBool=*/false)) {

@@ -23,6 +23,12 @@ using mlu::kernels::PointwiseOp;
 bool launch_pointwise(const at::TensorIteratorBase& iter, PointwiseOp op, const OpParams& params = {},
                       std::optional<at::ScalarType> compute = std::nullopt);
 
+// The first branch of the CPU's unary_op_impl_with_complex_to_float_out: a
+// complex `self` into a real `result` (abs, angle), which receives the real
+// part of the complex computation, resized to self's shape as the CPU's copy
+// does; the CPU's error where the real type cannot be cast to result's.
+void launch_complex_to_real(const at::Tensor& self, at::Tensor& result, PointwiseOp op);
+
 // OpParams holding `value` at index k, as double (f) and as int64 (i).
 void set_param(OpParams& params, int k, const at::Scalar& value);
 OpParams make_params(std::initializer_list<at::Scalar> values);

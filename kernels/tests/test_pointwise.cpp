@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <complex>
+#include <random>
+
 #include <bit>
 #include <cmath>
 #include <initializer_list>
@@ -157,7 +160,12 @@ std::vector<Case> all_cases() {
   std::vector<Case> cases;
   for (Isa isa : {Isa::Baseline, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16}) {
     if (static_cast<int>(isa) > static_cast<int>(detected_isa())) continue;
-    for (PointwiseOp op : kAllOps) cases.push_back({op, isa});
+    for (PointwiseOp op : kAllOps) {
+      // Complex-only ops (Conj, Sgn, ...) have no real kernel to compare; ComplexPointwise checks them.
+      bool real_kernel = false;
+      for (ScalarType compute : kComputeTypes) real_kernel = real_kernel || pointwise_supports(op, compute);
+      if (real_kernel) cases.push_back({op, isa});
+    }
   }
   return cases;
 }
@@ -401,8 +409,92 @@ TEST(Pointwise, CatalogueQueries) {
   EXPECT_STREQ(pointwise_name(PointwiseOp::Sigmoid), "Sigmoid");
   EXPECT_TRUE(pointwise_supports(PointwiseOp::Exp, ScalarType::BFloat16));
   EXPECT_FALSE(pointwise_supports(PointwiseOp::Exp, ScalarType::Int32));
-  EXPECT_FALSE(pointwise_supports(PointwiseOp::Add, ScalarType::ComplexFloat));
+  EXPECT_TRUE(pointwise_supports(PointwiseOp::Add, ScalarType::ComplexFloat));
+  EXPECT_TRUE(pointwise_supports(PointwiseOp::Conj, ScalarType::ComplexDouble));
+  EXPECT_FALSE(pointwise_supports(PointwiseOp::Conj, ScalarType::Float32));
+  EXPECT_FALSE(pointwise_supports(PointwiseOp::Gelu, ScalarType::ComplexFloat));
   EXPECT_TRUE(pointwise_supports(PointwiseOp::BitwiseAnd, ScalarType::Bool));
+}
+
+}  // namespace
+}  // namespace mlu::kernels
+
+namespace mlu::kernels {
+namespace {
+
+// Complex ops against std::complex computed here, on a strided 2-D view with
+// a broadcast real operand and a real output where the op has one.
+TEST(ComplexPointwise, MatchesStdComplexOnStridedViews) {
+  using C = std::complex<double>;
+  const int64_t rows = 5, cols = 7;
+  std::vector<C> a(rows * cols * 2), b(rows * cols);
+  std::vector<double> r(cols);
+  std::mt19937 gen(3);
+  std::normal_distribution<double> d;
+  for (auto& v : a) v = {d(gen), d(gen)};
+  for (auto& v : b) v = {d(gen), d(gen)};
+  for (auto& v : r) v = d(gen) + 3.0;
+  Shape shape;
+  shape.ndim = 2;
+  shape.sizes[0] = rows;
+  shape.sizes[1] = cols;
+  const Strides every_other{{cols * 2, 2}}, dense{{cols, 1}}, broadcast_row{{0, 1}};
+  struct Expect {
+    PointwiseOp op;
+    int arity;
+    C (*f)(C, C, double);
+    bool real_out;
+  };
+  const Expect cases[] = {
+      {PointwiseOp::Mul, 2, [](C x, C y, double) { return x * y; }, false},
+      {PointwiseOp::Div, 2, [](C x, C y, double) { return x / y; }, false},
+      {PointwiseOp::Add, 2, [](C x, C y, double) { return x + 2.5 * y; }, false},
+      {PointwiseOp::Conj, 1, [](C x, C, double) { return std::conj(x); }, false},
+      {PointwiseOp::Exp, 1, [](C x, C, double) { return std::exp(x); }, false},
+      {PointwiseOp::Sgn, 1, [](C x, C, double) { return x / std::abs(x); }, false},
+      {PointwiseOp::Abs, 1, [](C x, C, double) { return C(std::abs(x)); }, true},
+      {PointwiseOp::Angle, 1, [](C x, C, double) { return C(std::arg(x)); }, true},
+      {PointwiseOp::MakeComplex, 2, [](C x, C, double re) { return C(x.real(), re); }, false},
+      {PointwiseOp::Polar, 2, [](C x, C, double re) { return std::polar(x.real(), re); }, false},
+      {PointwiseOp::Eq, 2, [](C x, C y, double) { return C(x == y ? 1.0 : 0.0); }, false},
+  };
+  for (const auto& c : cases) {
+    const bool takes_real = c.op == PointwiseOp::MakeComplex || c.op == PointwiseOp::Polar;
+    std::vector<C> out(rows * cols);
+    std::vector<double> real_out(rows * cols);
+    Operand operands[3];
+    operands[0] = c.real_out ? Operand{real_out.data(), ScalarType::Float64, dense}
+                             : Operand{out.data(), ScalarType::ComplexDouble, dense};
+    operands[1] = {a.data(), ScalarType::ComplexDouble, every_other};
+    operands[2] = takes_real ? Operand{r.data(), ScalarType::Float64, broadcast_row}
+                             : Operand{b.data(), ScalarType::ComplexDouble, dense};
+    OpParams params;
+    params.f[0] = 2.5;
+    pointwise(c.op, ScalarType::ComplexDouble, shape, operands, params);
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        const C want = c.f(a[i * cols * 2 + j * 2], b[i * cols + j], r[j]);
+        const C got = c.real_out ? C(real_out[i * cols + j]) : out[i * cols + j];
+        EXPECT_NEAR(std::abs(got - want), 0.0, 1e-12 * (1 + std::abs(want))) << pointwise_name(c.op) << " " << i << "," << j;
+      }
+    }
+  }
+}
+
+TEST(ComplexPointwise, DivisionByZeroGivesTheCpusInfinitiesAndNaNs) {
+  using C = std::complex<float>;
+  C x[3] = {{1, 2}, {0, 0}, {1, 0}}, y[3] = {{0, 0}, {0, 0}, {0, 0}}, out[3];
+  Shape shape;
+  shape.ndim = 1;
+  shape.sizes[0] = 3;
+  const Strides unit{{1}};
+  Operand operands[3] = {{out, ScalarType::ComplexFloat, unit}, {x, ScalarType::ComplexFloat, unit},
+                         {y, ScalarType::ComplexFloat, unit}};
+  pointwise(PointwiseOp::Div, ScalarType::ComplexFloat, shape, operands, {});
+  // c10::complex: (a / |c|, b / |d|) when both parts of the divisor are zero.
+  EXPECT_TRUE(std::isinf(out[0].real()) && std::isinf(out[0].imag()));
+  EXPECT_TRUE(std::isnan(out[1].real()) && std::isnan(out[1].imag()));
+  EXPECT_TRUE(std::isinf(out[2].real()) && std::isnan(out[2].imag()));
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // check shapes and dtypes and size the results; the GEMM runs on the current
 // stream. matmul, linear, einsum, outer, inner and tensordot are composites
 // that lower to these. Integer products run natively too (the CPU's
-// wrapping arithmetic); bool and complex take the CPU fallback.
+// wrapping arithmetic), complex ones through the vendor BLAS; bool takes the
+// CPU fallback.
 //
 // Note [addmm's self]
 // addmm(self, m1, m2, beta, alpha) = beta * self + alpha * m1 @ m2 with self
@@ -39,6 +40,8 @@
 #include "csrc/aten/Structured.h"
 #include "csrc/aten/StructuredPointwise.h"
 
+#include <string_view>
+
 namespace torch_mlu {
 namespace {
 
@@ -50,6 +53,10 @@ bool has_gemm(const at::Tensor& t) {
   const auto type = kernel_dtype(t.scalar_type());
   return type.has_value() && k::gemm_supports(*type);
 }
+
+// The kernels take real alpha and beta: a complex scalar with an imaginary
+// part takes the CPU fallback.
+bool has_gemm(const at::Scalar& s) { return !s.isComplex() || s.toComplexDouble().imag() == 0; }
 
 template <class... Ts>
 bool all_have_gemm(const Ts&... ts) {
@@ -98,9 +105,16 @@ bool may_overlap(const at::Tensor& out, const at::Tensor& in) {
   return at::get_overlap_status(out, in) != at::MemOverlapStatus::No;
 }
 
-void launch_gemm(const char* name, const at::Tensor& result, const at::Tensor& m1, const at::Tensor& m2,
+void launch_gemm(const char* name, const at::Tensor& result, const at::Tensor& m1_in, const at::Tensor& m2_in,
                  double beta, double alpha, const at::Tensor& bias = at::Tensor()) {
-  check_dtypes(result, m1, m2);
+  check_dtypes(result, m1_in, m2_in);
+  // The products are fallthroughs of the Conjugate and Negative keys (as on
+  // the CPU, whose BLAS takes conjugation flags): a lazily conjugated or
+  // negated operand arrives with its bit set, and is materialised here.
+  TORCH_CHECK(!result.is_conj() && !result.is_neg(), name, ": an out= tensor with the conjugate or negative bit set "
+              "is not supported on mlu; pass a resolved tensor (resolve_conj(), resolve_neg())");
+  const at::Tensor m1 = m1_in.resolve_conj().resolve_neg();
+  const at::Tensor m2 = m2_in.resolve_conj().resolve_neg();
   if (result.numel() == 0) return;
   if (may_overlap(result, m1) || may_overlap(result, m2)) {
     // The kernels' C must not overlap A or B (x.addmm_(x, x)): the product
@@ -221,7 +235,7 @@ void add_matrix_vector(const at::Tensor& result, const at::Tensor& self, const a
               beta, alpha, result.is_same(self));
 }
 
-// dot / vdot on real dtypes: a 1 x 1 GEMM, checked as on the CPU.
+// dot / vdot: a 1 x 1 GEMM, checked as on the CPU.
 at::Tensor dot(const char* name, T self, T other) {
   TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
               other.dim(), "D tensors");
@@ -234,7 +248,9 @@ at::Tensor dot(const char* name, T self, T other) {
   check_same_device(name, {self, other});
   c10::OptionalDeviceGuard guard(self.device());
   at::Tensor result = at::empty({}, self.options());
-  launch_gemm(name, result.view({1, 1}), self.unsqueeze(0), other.unsqueeze(1), 0.0, 1.0);
+  // vdot conjugates its first argument (a no-op on real dtypes).
+  const at::Tensor first = std::string_view(name) == "vdot" ? self.conj() : self;
+  launch_gemm(name, result.view({1, 1}), first.unsqueeze(0), other.unsqueeze(1), 0.0, 1.0);
   return result;
 }
 
@@ -262,14 +278,14 @@ TORCH_MLU_ATEN_IMPL(m) {
     return plain_product_out<at::meta::structured_bmm>("bmm", self, mat2, out);
   });
   m.impl("addmm", [](T self, T m1, T m2, S beta, S alpha) {
-    if (!all_have_gemm(self, m1, m2)) {
+    if (!all_have_gemm(self, m1, m2, beta, alpha)) {
       return cpu_fallback<ATEN_OP(addmm)>(self, m1, m2, beta, alpha);
     }
     check_same_device("addmm", {self, m1, m2});
     return product<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha);
   });
   m.impl("addmm_", [](at::Tensor& self, T m1, T m2, S beta, S alpha) -> at::Tensor& {
-    if (!all_have_gemm(self, m1, m2)) {
+    if (!all_have_gemm(self, m1, m2, beta, alpha)) {
       return cpu_fallback<ATEN_OP(addmm_)>(self, m1, m2, beta, alpha);
     }
     check_same_device("addmm_", {self, m1, m2});
@@ -277,7 +293,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return product_<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha);
   });
   m.impl("addmm.out", [](T self, T m1, T m2, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
-    if (!all_have_gemm(self, m1, m2, out)) {
+    if (!all_have_gemm(self, m1, m2, beta, alpha, out)) {
       return cpu_fallback<ATEN_OP2(addmm, out)>(self, m1, m2, beta, alpha, out);
     }
     check_same_device("addmm", {self, m1, m2, out});
@@ -294,21 +310,21 @@ TORCH_MLU_ATEN_IMPL(m) {
            return use_gelu ? at::gelu_(out) : at::relu_(out);
          });
   m.impl("baddbmm", [](T self, T b1, T b2, S beta, S alpha) {
-    if (!all_have_gemm(self, b1, b2)) {
+    if (!all_have_gemm(self, b1, b2, beta, alpha)) {
       return cpu_fallback<ATEN_OP(baddbmm)>(self, b1, b2, beta, alpha);
     }
     check_same_device("baddbmm", {self, b1, b2});
     return product<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha);
   });
   m.impl("baddbmm_", [](at::Tensor& self, T b1, T b2, S beta, S alpha) -> at::Tensor& {
-    if (!all_have_gemm(self, b1, b2)) {
+    if (!all_have_gemm(self, b1, b2, beta, alpha)) {
       return cpu_fallback<ATEN_OP(baddbmm_)>(self, b1, b2, beta, alpha);
     }
     check_same_device("baddbmm_", {self, b1, b2});
     return product_<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha);
   });
   m.impl("baddbmm.out", [](T self, T b1, T b2, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
-    if (!all_have_gemm(self, b1, b2, out)) {
+    if (!all_have_gemm(self, b1, b2, beta, alpha, out)) {
       return cpu_fallback<ATEN_OP2(baddbmm, out)>(self, b1, b2, beta, alpha,
                                                                    out);
     }
@@ -320,7 +336,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return copy_into(out, at::addr(self, vec1, vec2, beta, alpha));
   });
   m.impl("addmv", [](T self, T mat, T vec, S beta, S alpha) {
-    if (!all_have_gemm(self, mat, vec)) {
+    if (!all_have_gemm(self, mat, vec, beta, alpha)) {
       return cpu_fallback<ATEN_OP(addmv)>(self, mat, vec, beta, alpha);
     }
     check_same_device("addmv", {self, mat, vec});
@@ -331,7 +347,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return std::move(meta.output());
   });
   m.impl("addmv_", [](at::Tensor& self, T mat, T vec, S beta, S alpha) -> at::Tensor& {
-    if (!all_have_gemm(self, mat, vec)) {
+    if (!all_have_gemm(self, mat, vec, beta, alpha)) {
       return cpu_fallback<ATEN_OP(addmv_)>(self, mat, vec, beta, alpha);
     }
     check_same_device("addmv_", {self, mat, vec});
@@ -342,7 +358,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return self;
   });
   m.impl("addmv.out", [](T self, T mat, T vec, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
-    if (!all_have_gemm(self, mat, vec, out)) {
+    if (!all_have_gemm(self, mat, vec, beta, alpha, out)) {
       return cpu_fallback<ATEN_OP2(addmv, out)>(self, mat, vec, beta, alpha, out);
     }
     check_same_device("addmv", {self, mat, vec, out});
@@ -362,7 +378,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     if (!all_have_gemm(self, other)) return cpu_fallback<ATEN_OP(dot)>(self, other);
     return dot("dot", self, other);
   });
-  m.impl("vdot", [](T self, T other) {  // vdot conjugates self: the same as dot on real dtypes
+  m.impl("vdot", [](T self, T other) {
     if (!all_have_gemm(self, other)) return cpu_fallback<ATEN_OP(vdot)>(self, other);
     return dot("vdot", self, other);
   });

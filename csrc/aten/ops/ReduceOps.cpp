@@ -55,9 +55,14 @@ namespace {
 namespace k = mlu::kernels;
 using k::ReduceOp;
 
-// Complex inputs and inputs beyond the kernels' 16 dims take the CPU
-// fallback (which also raises ATen's own errors for them).
-bool has_reduce_kernel(const at::Tensor& t) { return has_kernel(t) && t.dim() <= k::kMaxDims; }
+// Inputs beyond the kernels' 16 dims take the CPU fallback (which also
+// raises ATen's own errors for them), and so do complex ones, except for the
+// reductions that are sums of parts (`complex_ok`: sum, mean; Note
+// [Complex sums]).
+bool has_reduce_kernel(const at::Tensor& t, bool complex_ok = false) {
+  const bool complex_sum = complex_ok && t.is_complex() && kernel_dtype(t.scalar_type()).has_value();
+  return (has_kernel(t) || complex_sum) && t.dim() < k::kMaxDims + (t.is_complex() ? 0 : 1);
+}
 
 // The input's dims with the output's strides (0 where reduced), ordered so
 // that the input's fastest dim comes last (the kernels' inner mode).
@@ -94,9 +99,21 @@ Geometry reduce_geometry(const at::Tensor& self, const at::Tensor& result, const
   return g;
 }
 
+// Note [Complex sums]
+// A sum or mean of complex numbers is the sum or mean of their real parts and
+// of their imaginary parts: the kernels reduce the real views (one more,
+// unreduced dim of 2), in the order they sum real tensors.
 void launch_reduce(ReduceOp op, const at::Tensor& self, const at::Tensor& result, const at::native::DimMask& mask,
                    bool keepdim, double p = 0) {
   if (result.numel() == 0) return;
+  if (self.is_complex()) {
+    TORCH_INTERNAL_ASSERT(op == ReduceOp::Sum || op == ReduceOp::Mean);
+    TORCH_CHECK(result.is_complex(), "mlu: a sum of complex numbers into a real result is not supported");
+    at::native::DimMask parts_mask = mask;
+    parts_mask[self.dim()] = false;
+    launch_reduce(op, at::view_as_real(self.resolve_conj()), at::view_as_real(result), parts_mask, keepdim, p);
+    return;
+  }
   const Geometry g = reduce_geometry(self, result, mask, keepdim);
   const k::Operand in = kernel_operand(self, g.in, "reduce");
   const k::Operand out{result.data_ptr(), require_kernel_dtype(result.scalar_type(), "reduce"), g.out};
@@ -173,9 +190,9 @@ void launch_scan(k::ScanOp op, const at::Tensor& self, int64_t dim, const at::Te
 
 // ---- structured reductions: one template per variant ----
 
-template <class Meta, class Impl, class Fallback, class... Args>
+template <class Meta, bool kComplexOk = false, class Impl, class Fallback, class... Args>
 at::Tensor reduce_functional(Impl&& impl, Fallback&& fallback, const at::Tensor& self, const Args&... args) {
-  if (!has_reduce_kernel(self)) return fallback();
+  if (!has_reduce_kernel(self, kComplexOk)) return fallback();
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> op;
   op.meta(self, args...);
@@ -183,10 +200,10 @@ at::Tensor reduce_functional(Impl&& impl, Fallback&& fallback, const at::Tensor&
   return std::move(op.output(0));
 }
 
-template <class Meta, class Impl, class Fallback, class... Args>
+template <class Meta, bool kComplexOk = false, class Impl, class Fallback, class... Args>
 at::Tensor& reduce_out(Impl&& impl, Fallback&& fallback, at::Tensor& out, const at::Tensor& self,
                        const Args&... args) {
-  if (!has_reduce_kernel(self) || !has_reduce_kernel(out)) return fallback();
+  if (!has_reduce_kernel(self, kComplexOk) || !has_reduce_kernel(out, kComplexOk)) return fallback();
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> op(out);
   op.meta(self, args...);
@@ -200,7 +217,7 @@ at::Tensor& reduce_out(Impl&& impl, Fallback&& fallback, at::Tensor& out, const 
 
 at::Tensor sum_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                    std::optional<at::ScalarType> dtype) {
-  return reduce_functional<at::meta::structured_sum_dim_IntList>(
+  return reduce_functional<at::meta::structured_sum_dim_IntList, true>(
       MLU_REDUCE_IMPL(ReduceOp::Sum, mask_of(self, dim), keepdim, 0),
       [&] {
         return cpu_fallback<ATEN_OP2(sum, dim_IntList)>(self, dim, keepdim,
@@ -211,7 +228,7 @@ at::Tensor sum_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool kee
 
 at::Tensor& sum_out_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                         std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  return reduce_out<at::meta::structured_sum_dim_IntList>(
+  return reduce_out<at::meta::structured_sum_dim_IntList, true>(
       MLU_REDUCE_IMPL(ReduceOp::Sum, mask_of(self, dim), keepdim, 0),
       [&]() -> at::Tensor& {
         return cpu_fallback<ATEN_OP2(sum, IntList_out)>(self,
@@ -222,7 +239,7 @@ at::Tensor& sum_out_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, boo
 
 at::Tensor mean_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
-  return reduce_functional<at::meta::structured_mean_dim>(
+  return reduce_functional<at::meta::structured_mean_dim, true>(
       MLU_REDUCE_IMPL(ReduceOp::Mean, mask_of(self, dim), keepdim, 0),
       [&] {
         return cpu_fallback<ATEN_OP2(mean, dim)>(self, dim, keepdim, dtype);
@@ -235,7 +252,7 @@ at::Tensor& mean_out_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bo
   // The CPU computes sum(...).div_(n) in out: an integral out fails the cast.
   TORCH_CHECK(!c10::isIntegralType(out.scalar_type(), /*includeBool=*/true), "result type Float can't be cast to "
               "the desired output type ", out.scalar_type());
-  return reduce_out<at::meta::structured_mean_dim>(
+  return reduce_out<at::meta::structured_mean_dim, true>(
       MLU_REDUCE_IMPL(ReduceOp::Mean, mask_of(self, dim), keepdim, 0),
       [&]() -> at::Tensor& {
         return cpu_fallback<ATEN_OP2(mean, out)>(self, dim,

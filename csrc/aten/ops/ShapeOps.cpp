@@ -1,5 +1,5 @@
 // Shape and ordering ops on mlu: flip, roll, tril/triu, sort, topk, the
-// range factories (arange, linspace, eye).
+// range factories (arange, linspace, eye), unfold's gradient.
 #include <ATen/ops/sort_ops.h>
 #include <ATen/ops/topk_ops.h>
 #include <ATen/ops/tril_ops.h>
@@ -7,6 +7,9 @@
 #include <cmath>
 
 #include <ATen/WrapDimUtils.h>
+#include <c10/util/accumulate.h>
+#include <ATen/native/UnfoldBackward.h>
+#include <ATen/ops/unfold_backward_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/linspace.h>
@@ -18,6 +21,7 @@
 #include <mlu_kernels/sequence.h>
 #include <mlu_kernels/sort.h>
 #include <mlu_kernels/triangle.h>
+#include <mlu_kernels/unfold.h>
 
 #include "csrc/aten/Copy.h"
 #include "csrc/aten/DeviceCheck.h"
@@ -299,7 +303,29 @@ at::Tensor& eye_out_mlu(c10::SymInt n_sym, c10::SymInt m_sym, at::Tensor& out) {
 
 }  // namespace
 
+// unfold_backward_stub (UnfoldBackward.h) for overlapping windows: PyTorch's
+// generic unfold_backward hands over a zeroed, contiguous grad_in; grad is
+// made contiguous (outer, windows, inner, size) for the kernel.
+void unfold_backward_mlu(at::Tensor& grad_in, const at::Tensor& grad, int64_t dim, int64_t size, int64_t step) {
+  TORCH_INTERNAL_ASSERT(grad_in.is_contiguous());
+  const auto type = require_kernel_dtype(grad.scalar_type(), "unfold_backward");
+  TORCH_CHECK_NOT_IMPLEMENTED(grad.scalar_type() != at::kBool && !c10::isIntegralType(grad.scalar_type(), false),
+                              "\"unfold_backward\" not implemented for '", grad.scalar_type(), "' on mlu");
+  if (grad_in.numel() == 0) return;
+  // Overlapping windows need a dim of at least two elements: grad_in has dims.
+  dim = at::maybe_wrap_dim(dim, grad_in.dim());
+  const at::Tensor g = grad.contiguous();
+  const int64_t outer = c10::multiply_integers(grad_in.sizes().slice(0, dim));
+  const int64_t inner = c10::multiply_integers(grad_in.sizes().slice(dim + 1));
+  const int64_t length = grad_in.size(dim), windows = grad.size(dim);
+  void* out = kernel_data(grad_in);
+  const void* in = kernel_data(g);
+  launch_kernel(grad_in.device().index(), "unfold_backward",
+                [=] { k::unfold_backward(type, out, in, outer, length, inner, windows, size, step); });
+}
+
 TORCH_MLU_ATEN_IMPL(m) {
+  m.impl("unfold_backward", TORCH_FN(at::native::unfold_backward));
   m.impl("flip", TORCH_FN(flip_mlu));
   m.impl("roll", TORCH_FN(roll_mlu));
   m.impl("tril", [](const at::Tensor& self, int64_t diagonal) {
@@ -330,3 +356,7 @@ TORCH_MLU_ATEN_IMPL(m) {
 }
 
 }  // namespace torch_mlu
+
+namespace at::native {
+REGISTER_PRIVATEUSE1_DISPATCH(unfold_backward_stub, &torch_mlu::unfold_backward_mlu)
+}  // namespace at::native

@@ -112,8 +112,9 @@ at::Tensor& run_or_fallback(const at::TensorIteratorBase& iter, Op op, const OpP
 
 at::Tensor& abs_out_mlu(const at::Tensor& self, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
-  if (self.is_complex()) {
-    return cpu_fallback<ATEN_OP2(abs, out)>(self, out);
+  if (self.is_complex() && !out.is_complex()) {
+    launch_complex_to_real(self, out, Op::Abs);
+    return out;
   }
   auto iter = at::TensorIterator::unary_op(out, self);
   return run_or_fallback(iter, Op::Abs, {}, out, [&]() -> at::Tensor& {
@@ -203,7 +204,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   MLU_REGISTER_UNARY(m, reciprocal, Op::Reciprocal);
   MLU_REGISTER_UNARY(m, round, Op::Round);
   MLU_REGISTER_UNARY(m, rsqrt, Op::Rsqrt);
-  MLU_REGISTER_UNARY(m, sgn, Op::Sign);
+  MLU_REGISTER_UNARY(m, sgn, (self.is_complex() ? Op::Sgn : Op::Sign));
   MLU_REGISTER_UNARY(m, sigmoid, Op::Sigmoid);
   MLU_REGISTER_UNARY(m, sign, Op::Sign);
   MLU_REGISTER_UNARY(m, sin, Op::Sin);

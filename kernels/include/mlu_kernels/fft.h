@@ -76,7 +76,7 @@ class FftPlan {
 };
 
 // Fills the redundant half of a two-sided spectrum from the half a one-sided
-// transform wrote (Note [ Fourier Transform Conjugate Symmetry ] in PyTorch's
+// transform wrote (PyTorch's NOTE "Fourier Transform Conjugate Symmetry" in
 // SpectralOpsUtils.h): for every multi-index i over `half_sizes` (dim 0
 // fastest), out[o(i)] = conj(in[i]), where in[i] is at `in` + sum i_d *
 // in_strides[d] and o(i) at `out` + sum j_d * out_strides[d] with j_d =

@@ -26,8 +26,10 @@
 
 namespace mlu::kernels {
 
-// The catalogue: X(Name, arity, kinds). kinds is where the op is defined:
-// F floating compute types, I integer ones, B bool.
+// The catalogue: X(Name, arity, kinds). kinds is where the op is defined
+// for real compute types: F floating, I integer, B bool; C none (complex
+// only). Which ops complex compute types have is complex_supports()'s list
+// (src/pointwise/complex.cpp), whatever the kinds.
 #define MLU_POINTWISE_OPS(X)                                          \
   /* unary, any type */                                               \
   X(Copy, 1, FIB) X(Neg, 1, FI) X(Abs, 1, FIB) X(Sign, 1, FIB) X(Signbit, 1, FIB)     \
@@ -50,6 +52,8 @@ namespace mlu::kernels {
   X(Softplus, 1, F) X(Elu, 1, F) X(LeakyRelu, 1, F)                   \
   X(Hardsigmoid, 1, F) X(Hardswish, 1, F) X(Hardshrink, 1, F)         \
   X(Softshrink, 1, F) X(NanToNum, 1, F)                               \
+  /* unary, complex (Angle also floating: 0 or pi) */                 \
+  X(Conj, 1, C) X(Angle, 1, F) X(Sgn, 1, C)                           \
   /* binary */                                                        \
   X(Add, 2, FIB) X(Sub, 2, FI) X(Mul, 2, FIB) X(Div, 2, F)            \
   X(DivTrunc, 2, FI) X(DivFloor, 2, FI) X(Remainder, 2, FI)           \
@@ -64,6 +68,8 @@ namespace mlu::kernels {
   X(LogicalXor, 2, FIB) X(Gcd, 2, I) X(Lcm, 2, I)                     \
   X(ClampMinTensor, 2, FIB) X(ClampMaxTensor, 2, FIB)                 \
   X(LerpScalar, 2, F)                                                 \
+  /* binary, real inputs to a complex result (torch.complex, polar) */ \
+  X(MakeComplex, 2, C) X(Polar, 2, C)                                 \
   /* binary backward: (grad, input or result); Threshold and LeakyRelu \
      take (input, grad), the operand order of PyTorch's meta */         \
   X(ThresholdBackward, 2, FI) X(SigmoidBackward, 2, F)                \
@@ -94,9 +100,11 @@ struct Operand {
 // The scalar arguments of an op, in the order listed per op in
 // src/pointwise/ops.h (e.g. Add: f/i[0] = alpha; Clamp: [0] = min, [1] = max).
 // Floating compute types read f[], the others i[] (the glue fills both).
+// Complex compute types read f[k] + i * f_imag[k].
 struct OpParams {
   double f[4] = {};
   int64_t i[4] = {};
+  double f_imag[4] = {};
 };
 
 // Nextafter's i[0]: the storage type of a Float16 / BFloat16 result, whose
@@ -109,7 +117,11 @@ int arity(PointwiseOp op);
 // The op's name, e.g. "Exp". The string is static.
 const char* pointwise_name(PointwiseOp op);
 // Whether `op` is defined for inputs computed as `compute` (Float16 and
-// BFloat16 count as floating; complex types are never supported).
+// BFloat16 count as floating). Complex compute types (ComplexFloat,
+// ComplexDouble) run the arithmetic in std::complex with c10::complex's
+// formulas (Note [Complex pointwise] in src/pointwise/complex.cpp); any
+// operand may then be real (read with imaginary part 0) and a real output
+// receives the real part (abs, angle) or a bool the predicate.
 bool pointwise_supports(PointwiseOp op, ScalarType compute);
 
 // The optimised kernel: vectorised for the best instruction set the CPU has

@@ -458,6 +458,7 @@ bool amx_bf16_usable() {
 }  // namespace detail
 
 bool gemm_supports(ScalarType dtype) {
+  if (dtype == ScalarType::ComplexFloat || dtype == ScalarType::ComplexDouble) return detail::vendor_gemm_linked();
   return dtype == ScalarType::Float32 || dtype == ScalarType::Float64 || dtype == ScalarType::Float16 ||
          dtype == ScalarType::BFloat16 || detail::is_gemm_integer(dtype);
 }
@@ -475,6 +476,11 @@ void gemm(const GemmArgs& args) {
   if (call) {
     call.describe(args.dtype, "m%lld n%lld k%lld batch%lld", static_cast<long long>(args.m),
                   static_cast<long long>(args.n), static_cast<long long>(args.k), static_cast<long long>(args.batch));
+  }
+  if (args.dtype == ScalarType::ComplexFloat || args.dtype == ScalarType::ComplexDouble) {
+    call.path("mkl_complex");
+    detail::gemm_complex(args);
+    return;
   }
   if (detail::is_gemm_integer(args.dtype)) {
     call.path("integer");

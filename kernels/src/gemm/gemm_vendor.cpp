@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 
 #include "gemm_dnnl.h"
@@ -122,7 +123,13 @@ void call_blas(const vendor::Blas& blas, ScalarType type, const BlasOperand& ao,
   const auto lc = static_cast<lapack_int>(ldc);
   const char ta = ao.trans ? 'T' : 'N', tb = bo.trans ? 'T' : 'N';
   vendor::SerialVendorCall serial;
-  if constexpr (std::is_same_v<C, double>) {
+  if constexpr (std::is_same_v<C, vendor::c32> || std::is_same_v<C, vendor::c64>) {
+    const C ca(static_cast<typename C::value_type>(alpha)), cb(static_cast<typename C::value_type>(beta));
+    const auto fn = std::is_same_v<C, vendor::c32> ? reinterpret_cast<vendor::gemm_fn<C>>(blas.cgemm)
+                                                   : reinterpret_cast<vendor::gemm_fn<C>>(blas.zgemm);
+    fn(&tb, &ta, &ni, &mi, &ki, &ca, static_cast<const C*>(b), &bo.ld, static_cast<const C*>(a), &ao.ld, &cb, c,
+       &lc);
+  } else if constexpr (std::is_same_v<C, double>) {
     blas.dgemm(&tb, &ta, &ni, &mi, &ki, &alpha, static_cast<const double*>(b), &bo.ld,
                static_cast<const double*>(a), &ao.ld, &beta, c, &lc);
   } else if (type == ScalarType::Float32) {
@@ -146,7 +153,8 @@ constexpr int64_t kSerialMacs = int64_t{1} << 18;
 bool vendor_gemm(ScalarType type, int64_t m, int64_t n, int64_t k, double alpha, double beta, const void* a,
                  int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, void* c, int64_t ldc,
                  bool serial) {
-  if (gemm_library() != GemmLibrary::Mkl) return false;
+  const bool complex = type == ScalarType::ComplexFloat || type == ScalarType::ComplexDouble;
+  if (!complex && gemm_library() != GemmLibrary::Mkl) return false;  // complex: MKL is the only kernel
   const vendor::Blas* blas = vendor::blas();
   if (m > INT_MAX || n > INT_MAX || k > INT_MAX || ldc > INT_MAX || k < 1) return false;
   const BlasOperand ao = blas_operand(m, k, a_rs, a_cs), bo = blas_operand(k, n, b_rs, b_cs);
@@ -170,12 +178,88 @@ bool vendor_gemm(ScalarType type, int64_t m, int64_t n, int64_t k, double alpha,
       }
     });
   };
-  if (type == ScalarType::Float64) {
+  if (type == ScalarType::ComplexDouble) {
+    run(std::type_identity<vendor::c64>{});
+  } else if (type == ScalarType::ComplexFloat) {
+    run(std::type_identity<vendor::c32>{});
+  } else if (type == ScalarType::Float64) {
     run(std::type_identity<double>{});
   } else {
     run(std::type_identity<float>{});
   }
   return true;
+}
+
+namespace {
+
+// An operand BLAS cannot read (no unit stride) packed row-major into `buffer`.
+template <class C>
+const C* packed(const C* data, int64_t rows, int64_t cols, int64_t& rs, int64_t& cs, std::vector<C>& buffer) {
+  if (blas_operand(rows, cols, rs, cs).ok) return data;
+  buffer.resize(static_cast<size_t>(rows * cols));
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) buffer[i * cols + j] = data[i * rs + j * cs];
+  }
+  rs = cols;
+  cs = 1;
+  return buffer.data();
+}
+
+template <class C>
+void complex_one(const GemmArgs& args, int64_t t, bool serial) {
+  int64_t a_rs = args.a.row_stride, a_cs = args.a.col_stride, b_rs = args.b.row_stride, b_cs = args.b.col_stride;
+  thread_local std::vector<C> a_buffer, b_buffer, c_buffer;
+  const C* a = packed(static_cast<const C*>(args.a.data) + t * args.batch_stride_a, args.m, args.k, a_rs, a_cs,
+                      a_buffer);
+  const C* b = packed(static_cast<const C*>(args.b.data) + t * args.batch_stride_b, args.k, args.n, b_rs, b_cs,
+                      b_buffer);
+  C* c = static_cast<C*>(args.c.data) + t * args.batch_stride_c;
+  const int64_t m = args.m, n = args.n, c_rs = args.c.row_stride, c_cs = args.c.col_stride;
+  const bool row_major_c = (c_cs == 1 || n == 1) && c_rs >= n;
+  if (args.k == 0 || args.alpha == 0) {  // BLAS needs k >= 1: C = beta C
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        C& e = c[i * c_rs + j * c_cs];
+        e = args.beta == 0 ? C(0) : e * static_cast<typename C::value_type>(args.beta);
+      }
+    }
+    return;
+  }
+  if (row_major_c) {
+    vendor_gemm(args.dtype, m, n, args.k, args.alpha, args.beta, a, a_rs, a_cs, b, b_rs, b_cs, c, c_rs, serial);
+    return;
+  }
+  c_buffer.resize(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) c_buffer[i * n + j] = args.beta == 0 ? C(0) : c[i * c_rs + j * c_cs];
+  }
+  vendor_gemm(args.dtype, m, n, args.k, args.alpha, args.beta, a, a_rs, a_cs, b, b_rs, b_cs, c_buffer.data(), n,
+              serial);
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) c[i * c_rs + j * c_cs] = c_buffer[i * n + j];
+  }
+}
+
+}  // namespace
+
+void gemm_complex(const GemmArgs& args) {
+  const auto run = [&](auto tag) {
+    using C = typename decltype(tag)::type;
+    // As Note [Batched GEMM]: many small products one per thread.
+    const int64_t macs = args.m * args.n * std::max<int64_t>(args.k, 1);
+    if (args.batch > 1 && args.batch >= num_threads() && macs < kSerialMacs * 64) {
+      parallel_for(0, args.batch, 1, [&](int64_t lo, int64_t hi) {
+        for (int64_t t = lo; t < hi; ++t) complex_one<C>(args, t, true);
+      });
+      return;
+    }
+    for (int64_t t = 0; t < args.batch; ++t) complex_one<C>(args, t, in_parallel_region());
+  };
+  if (args.dtype == ScalarType::ComplexDouble) {
+    run(std::type_identity<vendor::c64>{});
+  } else {
+    run(std::type_identity<vendor::c32>{});
+  }
 }
 
 }  // namespace detail

@@ -34,4 +34,10 @@ bool vendor_gemm(ScalarType type, int64_t m, int64_t n, int64_t k, double alpha,
                  int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, void* c, int64_t ldc,
                  bool serial);
 
+// Complex products, which only the vendor library computes (callers check
+// vendor_gemm_linked()): every matrix of the batch, operands without a unit
+// stride packed first, a C without one computed in a workspace. alpha and
+// beta are real.
+void gemm_complex(const GemmArgs& args);
+
 }  // namespace mlu::kernels::detail

@@ -698,6 +698,17 @@ struct LogitBackward {
 // ShrinkBackward (hardshrink and softshrink): [0] lambda.
 MLU_BINARY(ShrinkBackward, (b >= -param<T>(p, 0) && b <= param<T>(p, 0)) ? T(0) : a)
 
+// ---- complex ----
+// Angle of a real number (the CPU's angle_impl): NaN stays NaN, negatives
+// give pi, the rest 0.
+MLU_UNARY(Angle, is_nan(a) ? a : (a < T(0) ? static_cast<T>(std::numbers::pi) : T(0)))
+// Complex only (kinds C): the arithmetic is in src/pointwise/complex.cpp;
+// these names complete the catalogue and have no real kernel.
+struct Conj {};
+struct Sgn {};
+struct MakeComplex {};
+struct Polar {};
+
 // ---- ternary ----
 struct Where {
   template <class T>

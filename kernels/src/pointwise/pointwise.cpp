@@ -7,6 +7,7 @@
 #include "../unravel.h"
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
+#include "complex.h"
 #include "ops.h"
 #include "table.h"
 #include "../verbose_call.h"
@@ -69,7 +70,14 @@ int arity(PointwiseOp op) { return kOps[static_cast<int>(op)].arity; }
 
 const char* pointwise_name(PointwiseOp op) { return kOps[static_cast<int>(op)].name; }
 
+namespace {
+bool is_complex_type(ScalarType type) {
+  return type == ScalarType::ComplexFloat || type == ScalarType::ComplexDouble;
+}
+}  // namespace
+
 bool pointwise_supports(PointwiseOp op, ScalarType compute) {
+  if (is_complex_type(compute)) return detail::complex_supports(op);
   const int index = detail::compute_index(compute);
   return index >= 0 && isa_baseline::pointwise_table().fn[static_cast<int>(op)][index] != nullptr;
 }
@@ -94,6 +102,11 @@ void pointwise(PointwiseOp op, ScalarType compute, const Shape& shape, const Ope
   if (n == 0) return;
   detail::VerboseCall call("pointwise");
   if (call) call.describe(compute, "%s n%lld ndim%d", kOps[static_cast<int>(op)].name, static_cast<long long>(n), s.ndim);
+  if (is_complex_type(compute)) {
+    call.path("complex");
+    detail::complex_pointwise(op, compute, s, local, params);
+    return;
+  }
   if (sign_bit_op(op, s, local)) {
     call.path("sign_bit");
     // Neg/abs of a 16-bit float into its own dtype only touch the sign bit:
@@ -156,7 +169,7 @@ void reference(const Shape& shape, const Operand* operands, const OpParams& p) {
   }
 }
 
-constexpr int F = 1, I = 2, B = 4;
+constexpr int F = 1, I = 2, B = 4, C = 0;  // C: complex only, no real kernel
 constexpr int FI = F | I, FIB = F | I | B, IB = I | B;
 
 template <class Op, int N, int Kinds>
@@ -196,6 +209,10 @@ void reference_for(ScalarType compute, const Shape& shape, const Operand* operan
 
 void pointwise_ref(PointwiseOp op, ScalarType compute, const Shape& shape,
                    const Operand* operands, const OpParams& params) {
+  if (is_complex_type(compute)) {  // the complex kernel is scalar already
+    detail::complex_pointwise(op, compute, shape, operands, params);
+    return;
+  }
   switch (op) {
 #define MLU_POINTWISE_REF(name, arity, kinds) \
   case PointwiseOp::name:                     \

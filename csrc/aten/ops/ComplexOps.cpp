@@ -1,0 +1,101 @@
+// The ops that make, take apart or conjugate complex numbers on mlu: abs and
+// angle of a complex tensor (a real result), conj_physical, torch.complex
+// and torch.polar. Each builds the CPU's TensorIterator and runs one
+// pointwise kernel computing in the complex type (Note [Complex pointwise]
+// in kernels/src/pointwise/complex.cpp); the checks and messages are the
+// CPU's (UnaryOps.cpp, TensorFactories.cpp in aten/src/ATen/native).
+#include <ATen/ops/angle_ops.h>
+#include <ATen/ops/complex_ops.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/polar_ops.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "csrc/aten/DeviceCheck.h"
+#include "csrc/aten/Fallback.h"
+#include "csrc/aten/PointwiseLaunch.h"
+
+namespace torch_mlu {
+namespace {
+
+using Op = PointwiseOp;
+using T = const at::Tensor&;
+
+at::Tensor& angle_out(T self, at::Tensor& result) {
+  c10::OptionalDeviceGuard guard(self.device());
+  if (self.is_complex() && !result.is_complex()) {
+    launch_complex_to_real(self, result, Op::Angle);
+    return result;
+  }
+  auto iter = self.is_complex() ? at::TensorIterator::unary_op(result, self)
+                                : at::TensorIterator::unary_float_op(result, self);
+  if (!launch_pointwise(iter, Op::Angle)) return cpu_fallback<ATEN_OP2(angle, out)>(self, result);
+  return result;
+}
+
+at::Tensor angle(T self) {
+  c10::OptionalDeviceGuard guard(self.device());
+  if (self.is_complex()) {
+    at::Tensor result = at::empty({0}, self.options().dtype(c10::toRealValueType(self.scalar_type())));
+    return angle_out(self, result);
+  }
+  at::Tensor result;
+  auto iter = at::TensorIterator::unary_float_op(result, self);
+  if (!launch_pointwise(iter, Op::Angle)) return cpu_fallback<ATEN_OP(angle)>(self);
+  return iter.output();
+}
+
+at::Tensor& conj_physical_out(T self, at::Tensor& result) {
+  c10::OptionalDeviceGuard guard(self.device());
+  auto iter = at::TensorIterator::unary_op(result, self);
+  TORCH_CHECK(launch_pointwise(iter, self.is_complex() ? Op::Conj : Op::Copy),
+              "conj_physical on mlu: no kernel for ", self.scalar_type());
+  return result;
+}
+
+// complex_check_floating / complex_check_dtype of TensorFactories.cpp.
+void check_complex_parts(T result, T a, T b) {
+  const auto floating = [](at::ScalarType t) { return t == at::kFloat || t == at::kDouble || t == at::kHalf; };
+  TORCH_CHECK(floating(a.scalar_type()) && floating(b.scalar_type()),
+              "Expected both inputs to be Half, Float or Double tensors but got ", a.scalar_type(), " and ",
+              b.scalar_type());
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), "Expected object of scalar type ", a.scalar_type(),
+              " but got scalar type ", b.scalar_type(), " for second argument");
+  TORCH_CHECK(result.scalar_type() == c10::toComplexType(a.scalar_type()), "Expected object of scalar type ",
+              c10::toComplexType(a.scalar_type()), " but got scalar type ", result.scalar_type(),
+              " for argument 'out'");
+}
+
+// torch.complex (op MakeComplex) and torch.polar: two real tensors into a
+// complex one; complex32 (from Half) has no kernel and falls back.
+template <class Fallback>
+at::Tensor& complex_from_parts(T a, T b, at::Tensor& result, Op op, Fallback&& fallback) {
+  c10::OptionalDeviceGuard guard(a.device());
+  check_complex_parts(result, a, b);
+  auto iter = at::TensorIteratorConfig()
+                  .add_output(result)
+                  .add_const_input(a)
+                  .add_const_input(b)
+                  .check_all_same_dtype(false)
+                  .build();
+  if (!launch_pointwise(iter, op, {}, result.scalar_type())) return fallback();
+  return result;
+}
+
+}  // namespace
+
+TORCH_MLU_ATEN_IMPL(m) {
+  m.impl("angle", TORCH_FN(angle));
+  m.impl("angle.out", TORCH_FN(angle_out));
+  m.impl("conj_physical.out", TORCH_FN(conj_physical_out));
+  m.impl("complex.out", [](T real, T imag, at::Tensor& result) -> at::Tensor& {
+    return complex_from_parts(real, imag, result, Op::MakeComplex,
+                              [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(complex, out)>(real, imag, result); });
+  });
+  m.impl("polar.out", [](T abs, T angle, at::Tensor& result) -> at::Tensor& {
+    return complex_from_parts(abs, angle, result, Op::Polar,
+                              [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(polar, out)>(abs, angle, result); });
+  });
+}
+
+}  // namespace torch_mlu
