@@ -1,4 +1,4 @@
-"""Linear algebra (and, once native, FFT) on mlu against the stock CPU, in the same run (issue 33).
+"""Linear algebra, FFT and complex arithmetic on mlu against the stock CPU, in the same run (issue 33).
 
 Batched factorizations and solvers at the sizes of small scientific workloads and of a speech front end: many
 small matrices (the batch split over the device's compute cores, one LAPACK call per matrix, the library's own
@@ -45,6 +45,28 @@ def cases():
             (f"qr {size}", torch.linalg.qr, (a,)),
             (f"det {size}", torch.linalg.det, (a,)),
         ]
+    # A speech front end: one second of 16 kHz audio (and a batch of 16), 25 ms window, 10 ms hop; the rfft
+    # sizes of the issue (64 x 16384) and its inverse; 2-D transforms of small images; complex products.
+    audio, window = general((16000,), torch.float32), torch.hann_window(400)
+    batch = general((16, 16000), torch.float32)
+    signal = general((64, 16384), torch.float32)
+    spectrum = torch.fft.rfft(signal)
+    images = general((32, 64, 64), torch.complex64)
+    stft = lambda x, w: torch.stft(x, 400, 160, window=w, return_complex=True)  # noqa: E731
+    out += [
+        ("rfft 64x16384", torch.fft.rfft, (signal,)),
+        ("irfft 64x8193", torch.fft.irfft, (spectrum,)),
+        ("fft c64 64x16384", torch.fft.fft, (spectrum[:, :-1].contiguous(),)),
+        ("fft2 c64 32x64x64", torch.fft.fft2, (images,)),
+        ("stft 1s 16kHz", stft, (audio, window)),
+        ("stft 16x1s 16kHz", stft, (batch, window)),
+        ("stft+log-power 16x1s", lambda x, w: torch.log(stft(x, w).abs().pow(2) + 1e-6), (batch, window)),
+        ("istft 16x1s 16kHz", lambda s, w: torch.istft(s, 400, 160, window=w, length=16000),
+         (torch.stft(batch, 400, 160, window=window, return_complex=True), window)),
+        ("mm c64 256", torch.mm, (general((256, 256), torch.complex64), general((256, 256), torch.complex64))),
+        ("mul c64 1M", torch.mul, (general((1 << 20,), torch.complex64), general((1 << 20,), torch.complex64))),
+        ("abs c64 1M", torch.abs, (general((1 << 20,), torch.complex64),)),
+    ]
     return out
 
 

@@ -1,4 +1,5 @@
-"""16-bit results equal to the CPU's to the bit where the CPU's rounding is well defined (issue 33)."""
+"""16-bit results equal to the CPU's to the bit where the CPU's rounding is well defined (issue 33): nextafter steps in
+the storage type; xlogy, glu, addr, std and std_mean round where the CPU rounds."""
 import pytest
 import torch
 
@@ -31,3 +32,53 @@ def test_nextafter_steps_in_the_storage_type(dtype):
     out = torch.empty_like(a, device="mlu")
     torch.nextafter(a.to("mlu"), b.to("mlu"), out=out)
     torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=0, equal_nan=True)
+
+
+def _assert_bits_equal(actual, expected):
+    torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0, equal_nan=True)
+
+
+ROUNDING_CASES = {
+    # Note [xlogy in 16 bits]: log(y) is rounded to the storage type before the product.
+    "xlogy": lambda x, y, v, w, m: torch.xlogy(x, y),
+    "xlogy_zero_and_nan":
+    lambda x, y, v, w, m: torch.xlogy(torch.where(x > 1, 0, x), torch.where(y > 1, float("nan"), y)),
+    # The CPU's glu_kernel: a * sigmoid(b) in float, rounded once (a fused kernel, not mul of a rounded sigmoid).
+    "glu": lambda x, y, v, w, m: torch.nn.functional.glu(m[:, :32], -1),
+    "glu_dim0": lambda x, y, v, w, m: torch.nn.functional.glu(m, 0),
+    # Note [addr in 16 bits]: every product and the sum rounded, the scalars too.
+    "addr": lambda x, y, v, w, m: torch.addr(m, w, v, beta=0.7, alpha=1.3),
+    "addr_beta0": lambda x, y, v, w, m: torch.addr(m, w, v, beta=0, alpha=1.3),
+    "addr_default": lambda x, y, v, w, m: torch.addr(m, w, v),
+    "addr_inplace": lambda x, y, v, w, m: m.clone().addr_(w, v, beta=-0.3, alpha=2.1),
+    # std takes the square root before the one rounding to 16 bits (the CPU's Welford reduction).
+    "std": lambda x, y, v, w, m: torch.std(m, 0),
+    "std_mean": lambda x, y, v, w, m: torch.std_mean(m, 1),
+    "var_mean": lambda x, y, v, w, m: torch.var_mean(m, 1, correction=0),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("name", sorted(ROUNDING_CASES))
+def test_ops_round_where_the_cpu_rounds(name, dtype):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 33, generator=g).to(dtype)
+    y = (torch.rand(64, 33, generator=g) * 3 + 0.01).to(dtype)
+    v, w = torch.randn(33, generator=g).to(dtype), torch.randn(64, generator=g).to(dtype)
+    m = torch.randn(64, 33, generator=g).to(dtype)
+    fn = ROUNDING_CASES[name]
+    expected = fn(x, y, v, w, m)
+    actual = fn(*(t.to("mlu") for t in (x, y, v, w, m)))
+    pairs = zip(actual, expected) if isinstance(expected, tuple) else [(actual, expected)]
+    for a, e in pairs:
+        _assert_bits_equal(a, e)
+
+
+def test_addr_of_integers_and_bools_matches_the_cpu():
+    m, v1, v2 = torch.arange(12).reshape(3, 4), torch.arange(3), torch.arange(4)
+    _assert_bits_equal(torch.addr(m.to("mlu"), v1.to("mlu"), v2.to("mlu"), beta=2, alpha=3),
+                       torch.addr(m, v1, v2, beta=2, alpha=3))
+    b = torch.tensor([True, False, True])
+    _assert_bits_equal(torch.addr((b[:, None] & b).to("mlu"), b.to("mlu"), b.to("mlu")), torch.addr(b[:, None] & b, b, b))
+    with pytest.raises(RuntimeError, match="For integral input tensors, argument alpha must not be a floating point"):
+        torch.addr(m.to("mlu"), v1.to("mlu"), v2.to("mlu"), alpha=0.5)

@@ -1,6 +1,6 @@
 """The examples run end to end on mlu: the demo (shortened) trains, agrees with the CPU over the shared steps and
-writes its plot; the digits MLP and CNN reach their stated held-out accuracy on mlu (the CPU runs alongside as
-the reference)."""
+writes its plot; the digits MLP and CNN and the keyword spotter reach their stated held-out accuracy on mlu (the
+CPU runs alongside as the reference), the keyword spotter's stft front end and training with no CPU fallback."""
 import os
 import sys
 
@@ -10,6 +10,7 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import cnn_digits  # noqa: E402
 import demo  # noqa: E402
+import keyword_spotting  # noqa: E402
 import mlp_digits  # noqa: E402
 
 import torch_mlu  # noqa: E402
@@ -38,3 +39,11 @@ def test_digits_examples_reach_their_stated_accuracy(example):
     results = example.main([])  # exits with an error when mlu misses STATED_ACCURACY
     assert results["mlu"][0] >= example.STATED_ACCURACY
     assert "cpu" in results  # the reference run (its accuracy depends on the host's CPU kernels: digits.report)
+
+
+def test_keyword_spotting_trains_natively_to_its_stated_accuracy(capsys):
+    results = keyword_spotting.main(["--devices", "mlu"])  # exits with an error below STATED_ACCURACY
+    accuracy, _, fell_back = results["mlu"]
+    assert accuracy >= keyword_spotting.STATED_ACCURACY
+    assert fell_back == {}, f"ops on the CPU fallback: {fell_back}"
+    assert "ops that ran through the CPU fallback: none" in capsys.readouterr().out

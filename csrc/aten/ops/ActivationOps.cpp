@@ -17,6 +17,8 @@
 #include <ATen/ops/hardshrink_backward_ops.h>
 #include <ATen/ops/hardshrink_meta.h>
 #include <ATen/ops/hardshrink_ops.h>
+#include <ATen/ops/glu_meta.h>
+#include <ATen/ops/glu_ops.h>
 #include <ATen/ops/hardsigmoid_backward_meta.h>
 #include <ATen/ops/hardsigmoid_backward_ops.h>
 #include <ATen/ops/hardsigmoid_meta.h>
@@ -200,19 +202,14 @@ at::Tensor log_sigmoid_backward_mlu(const at::Tensor& grad, const at::Tensor& se
   return grad.mul(self.neg().sigmoid_());
 }
 
-// ---- glu: first half * sigmoid(second half) along dim ----
+// ---- glu: first half * sigmoid(second half) along dim (the forward is the
+// fused Glu kernel over PyTorch's structured meta, registered below) ----
 
 void check_glu(T self, int64_t dim) {
   TORCH_CHECK(self.dim() > 0, "glu does not support scalars because halving size must be even");
   const int64_t d = c10::maybe_wrap_dim(dim, self.dim());
   TORCH_CHECK(self.size(d) % 2 == 0, "Halving dimension must be even, but dimension ", d, " is size ",
               self.size(d));
-}
-
-at::Tensor glu_mlu(T self, int64_t dim) {
-  check_glu(self, dim);
-  const auto halves = self.chunk(2, dim);
-  return at::mul(halves[0], at::sigmoid(halves[1]));
 }
 
 at::Tensor glu_backward_mlu(T grad_output, T self, int64_t dim) {
@@ -310,8 +307,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("logit", TORCH_FN(logit_mlu));
   m.impl("logit_", TORCH_FN(logit__mlu));
   m.impl("logit.out", TORCH_FN(logit_out_mlu));
-  m.impl("glu", TORCH_FN(glu_mlu));
-  m.impl("glu.out", [](T self, int64_t dim, at::Tensor& out) -> at::Tensor& { return copy_into(out, glu_mlu(self, dim)); });
+  MLU_REGISTER_POINTWISE_NO_INPLACE(m, glu, glu, glu_out, Op::Glu, {}, (int64_t dim), (dim));
   m.impl("glu_backward", TORCH_FN(glu_backward_mlu));
   m.impl("glu_backward.grad_input", [](T grad_output, T self, int64_t dim, at::Tensor& grad_input) -> at::Tensor& {
     return copy_into(grad_input, glu_backward_mlu(grad_output, self, dim));

@@ -136,13 +136,14 @@ at::Tensor& pow_scalar_impl(const at::Scalar& base, const at::Tensor& exponent, 
   return binary_out<Op::Pow, ATEN_OP2(pow, Tensor_Tensor_out)>(wrap(base), exponent, result);
 }
 
-// nextafter steps in the bits of a 16-bit result type, as the CPU does
-// (Note [nextafter in 16 bits] in the kernels' pointwise ops).
-OpParams nextafter_params(const at::Tensor& self, const at::Tensor& other) {
+// nextafter steps in the bits of a 16-bit result type, and xlogy rounds
+// log(y) to it, as the CPU does (Note [nextafter in 16 bits], Note [xlogy in
+// 16 bits] in the kernels' pointwise ops).
+OpParams storage_params(const at::Tensor& self, const at::Tensor& other) {
   OpParams params;
   const at::ScalarType type = at::result_type(self, other);
-  params.i[0] = type == at::kBFloat16 ? mlu::kernels::kNextafterStorageBFloat16
-                : type == at::kHalf   ? mlu::kernels::kNextafterStorageHalf
+  params.i[0] = type == at::kBFloat16 ? mlu::kernels::kStorageBFloat16
+                : type == at::kHalf   ? mlu::kernels::kStorageHalf
                                       : 0;
   return params;
 }
@@ -184,8 +185,9 @@ TORCH_MLU_ATEN_IMPL(m) {
   MLU_REGISTER_BINARY(m, hypot, hypot, hypot_, hypot_out, Op::Hypot);
   MLU_REGISTER_BINARY(m, copysign_Tensor, copysign_Tensor, copysign__Tensor, copysign_out, Op::Copysign);
   MLU_REGISTER_POINTWISE(m, nextafter, nextafter, nextafter_, nextafter_out, Op::Nextafter,
-                         (nextafter_params(self, other)), (const at::Tensor& other), (other));
-  MLU_REGISTER_BINARY(m, xlogy_Tensor, xlogy_Tensor, xlogy__Tensor, xlogy_OutTensor, Op::Xlogy);
+                         (storage_params(self, other)), (const at::Tensor& other), (other));
+  MLU_REGISTER_POINTWISE(m, xlogy_Tensor, xlogy_Tensor, xlogy__Tensor, xlogy_OutTensor, Op::Xlogy,
+                         (storage_params(self, other)), (const at::Tensor& other), (other));
   MLU_REGISTER_BINARY(m, heaviside, heaviside, heaviside_, heaviside_out, Op::Heaviside);
   MLU_REGISTER_BINARY(m, gcd, gcd, gcd_, gcd_out, Op::Gcd);
   MLU_REGISTER_BINARY(m, lcm, lcm, lcm_, lcm_out, Op::Lcm);

@@ -22,6 +22,7 @@
 #include <ATen/ops/addmv_meta.h>
 #include <ATen/ops/addmv_ops.h>
 #include <ATen/ops/addr.h>
+#include <ATen/ops/addr_native.h>
 #include <ATen/ops/baddbmm_meta.h>
 #include <ATen/ops/baddbmm_ops.h>
 #include <ATen/ops/bmm_meta.h>
@@ -35,12 +36,12 @@
 #include <ATen/ops/vdot_ops.h>
 #include <mlu_kernels/gemm.h>
 
+#include <string_view>
+
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/Structured.h"
 #include "csrc/aten/StructuredPointwise.h"
-
-#include <string_view>
 
 namespace torch_mlu {
 namespace {
@@ -254,6 +255,70 @@ at::Tensor dot(const char* name, T self, T other) {
   return result;
 }
 
+// ---- addr: beta * self + alpha * outer(vec1, vec2) ----
+
+// build_addr_iter of the CPU's LinearAlgebra.cpp: self expanded to the
+// outer product's shape (kept as it is in place), vec1 as a column.
+at::TensorIterator addr_iter(at::Tensor& result, T self, T vec1, T vec2, bool in_place) {
+  TORCH_CHECK(vec1.dim() == 1, "addr: Expected 1-D argument vec1, but got ", vec1.dim(), "-D");
+  TORCH_CHECK(vec2.dim() == 1, "addr: Expected 1-D argument vec2, but got ", vec2.dim(), "-D");
+  const int64_t rows = vec1.size(0), cols = vec2.size(0);
+  const at::Tensor self_ = in_place ? self : self.expand({rows, cols});
+  TORCH_CHECK(self_.dim() == 2, "2D tensor expected, got ", self_.dim(), "D tensor for input");
+  TORCH_CHECK(self_.size(0) == rows && self_.size(1) == cols, "size mismatch, input: ", self_.sizes(),
+              ", v1: ", vec1.sizes(), ", v2: ", vec2.sizes());
+  return at::TensorIteratorConfig()
+      .set_check_mem_overlap(true)
+      .add_output(result)
+      .add_owned_const_input(self_)
+      .add_owned_const_input(vec1.reshape({rows, 1}))
+      .add_const_input(vec2)
+      .allow_cpu_scalars(true)
+      .promote_inputs_to_common_dtype(true)
+      .cast_common_dtype_to_outputs(true)
+      .enforce_safe_casting_to_output(true)
+      .build();
+}
+
+// The CPU's check_addr_scalar.
+void check_addr_scalar(at::ScalarType dtype, S scalar, const char* name) {
+  TORCH_CHECK(!scalar.isBoolean() || dtype == at::kBool, "Boolean ", name, " only supported for Boolean results.");
+  TORCH_CHECK(at::isFloatingType(dtype) || at::isComplexType(dtype) || scalar.isIntegral(true),
+              "For integral input tensors, argument ", name, " must not be a floating point number.");
+}
+
+// Floating results run the Addr kernel, which rounds where the CPU's
+// addr_kernel does (Note [addr in 16 bits]); other dtypes PyTorch's
+// composite math_addr, whose integer and bool results are the CPU's.
+// Returns false when `iter` is not floating.
+bool launch_addr(const at::TensorIterator& iter, S beta, S alpha) {
+  const at::ScalarType dtype = iter.common_dtype();
+  check_addr_scalar(dtype, beta, "beta");
+  check_addr_scalar(dtype, alpha, "alpha");
+  if (!at::isFloatingType(dtype)) return false;
+  OpParams params = make_params({beta, alpha});
+  params.i[0] = dtype == at::kBFloat16 ? mlu::kernels::kStorageBFloat16
+                : dtype == at::kHalf   ? mlu::kernels::kStorageHalf
+                                       : 0;
+  TORCH_INTERNAL_ASSERT(launch_pointwise(iter, PointwiseOp::Addr, params));
+  return true;
+}
+
+at::Tensor addr(T self, T vec1, T vec2, S beta, S alpha) {
+  c10::OptionalDeviceGuard guard(self.device());
+  at::Tensor result;
+  auto iter = addr_iter(result, self, vec1, vec2, false);
+  if (!launch_addr(iter, beta, alpha)) return at::native::math_addr(self, vec1, vec2, beta, alpha);
+  return iter.output();
+}
+
+at::Tensor& addr_out(T self, T vec1, T vec2, S beta, S alpha, at::Tensor& out) {
+  c10::OptionalDeviceGuard guard(self.device());
+  auto iter = addr_iter(out, self, vec1, vec2, out.is_same(self));
+  if (!launch_addr(iter, beta, alpha)) return at::native::math_addr_out(self, vec1, vec2, beta, alpha, out);
+  return out;
+}
+
 }  // namespace
 
 TORCH_MLU_ATEN_IMPL(m) {
@@ -331,10 +396,11 @@ TORCH_MLU_ATEN_IMPL(m) {
     check_same_device("baddbmm", {self, b1, b2, out});
     return product_out<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha, out);
   });
-  // addr.out: PyTorch's composite resizes out contiguous; the CPU's TensorIterator gives it self's layout.
-  m.impl("addr.out", [](T self, T vec1, T vec2, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
-    return copy_into(out, at::addr(self, vec1, vec2, beta, alpha));
+  m.impl("addr", TORCH_FN(addr));
+  m.impl("addr_", [](at::Tensor& self, T vec1, T vec2, S beta, S alpha) -> at::Tensor& {
+    return addr_out(self, vec1, vec2, beta, alpha, self);
   });
+  m.impl("addr.out", TORCH_FN(addr_out));
   m.impl("addmv", [](T self, T mat, T vec, S beta, S alpha) {
     if (!all_have_gemm(self, mat, vec, beta, alpha)) {
       return cpu_fallback<ATEN_OP(addmv)>(self, mat, vec, beta, alpha);

@@ -396,10 +396,13 @@ at::Tensor& linalg_vector_norm_out_mlu(const at::Tensor& self, const at::Scalar&
       out, self, ord, dim, keepdim, dtype);
 }
 
-// var / std as two passes of native kernels (mean, then the mean of squared
-// deviations), in float for 16-bit inputs like PyTorch's accumulation.
-std::tuple<at::Tensor, at::Tensor> var_mean_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim,
-                                                const std::optional<at::Scalar>& correction, bool keepdim) {
+// var (or std, `take_sqrt`) and mean as two passes of native kernels (mean,
+// then the mean of squared deviations), in float for 16-bit inputs like
+// PyTorch's accumulation; std takes its square root before the one rounding
+// to the 16-bit type, as the CPU's Welford reduction does.
+std::tuple<at::Tensor, at::Tensor> moments(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                           const std::optional<at::Scalar>& correction, bool keepdim,
+                                           bool take_sqrt) {
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) || self.is_complex(),
               "std and var only support floating point and complex dtypes");
   const bool half = self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16;
@@ -415,6 +418,7 @@ std::tuple<at::Tensor, at::Tensor> var_mean_mlu(const at::Tensor& self, at::Opti
   const double c = correction.has_value() ? correction->toDouble() : 1.0;
   const double divisor = std::max(0.0, static_cast<double>(n) - c);
   at::Tensor var = at::sum(sq, dim, keepdim).div_(divisor);
+  if (take_sqrt) var.sqrt_();
   at::Tensor m = keepdim ? mean : (dim.has_value() && !dim->empty() ? mean.squeeze(*dim) : mean.reshape({}));
   if (half) {
     var = var.to(self.scalar_type());
@@ -423,20 +427,24 @@ std::tuple<at::Tensor, at::Tensor> var_mean_mlu(const at::Tensor& self, at::Opti
   return {var, m};
 }
 
+std::tuple<at::Tensor, at::Tensor> var_mean_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim,
+                                                const std::optional<at::Scalar>& correction, bool keepdim) {
+  return moments(self, dim, correction, keepdim, /*take_sqrt=*/false);
+}
+
 at::Tensor var_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, const std::optional<at::Scalar>& correction,
                    bool keepdim) {
-  return std::get<0>(var_mean_mlu(self, dim, correction, keepdim));
+  return std::get<0>(moments(self, dim, correction, keepdim, /*take_sqrt=*/false));
 }
 
 at::Tensor std_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, const std::optional<at::Scalar>& correction,
                    bool keepdim) {
-  return var_mlu(self, dim, correction, keepdim).sqrt_();
+  return std::get<0>(moments(self, dim, correction, keepdim, /*take_sqrt=*/true));
 }
 
 std::tuple<at::Tensor, at::Tensor> std_mean_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim,
                                                 const std::optional<at::Scalar>& correction, bool keepdim) {
-  auto [var, mean] = var_mean_mlu(self, dim, correction, keepdim);
-  return {var.sqrt_(), mean};
+  return moments(self, dim, correction, keepdim, /*take_sqrt=*/true);
 }
 
 template <class Meta, class AtenOp>

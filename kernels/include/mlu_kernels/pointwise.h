@@ -67,7 +67,7 @@ namespace mlu::kernels {
   X(RightShift, 2, I) X(LogicalAnd, 2, FIB) X(LogicalOr, 2, FIB)      \
   X(LogicalXor, 2, FIB) X(Gcd, 2, I) X(Lcm, 2, I)                     \
   X(ClampMinTensor, 2, FIB) X(ClampMaxTensor, 2, FIB)                 \
-  X(LerpScalar, 2, F)                                                 \
+  X(LerpScalar, 2, F) X(Glu, 2, F)                                    \
   /* binary, real inputs to a complex result (torch.complex, polar) */ \
   X(MakeComplex, 2, C) X(Polar, 2, C)                                 \
   /* binary backward: (grad, input or result); Threshold and LeakyRelu \
@@ -81,7 +81,7 @@ namespace mlu::kernels {
   X(SoftplusBackward, 2, F) X(LogitBackward, 2, F)                    \
   X(ShrinkBackward, 2, F)                                             \
   /* ternary */                                                       \
-  X(Where, 3, FIB) X(LerpTensor, 3, F) X(Addcmul, 3, FI)              \
+  X(Where, 3, FIB) X(LerpTensor, 3, F) X(Addcmul, 3, FI) X(Addr, 3, F) \
   X(Addcdiv, 3, F) X(ClampTensor, 3, FIB)
 
 enum class PointwiseOp : uint16_t {
@@ -107,10 +107,11 @@ struct OpParams {
   double f_imag[4] = {};
 };
 
-// Nextafter's i[0]: the storage type of a Float16 / BFloat16 result, whose
-// bits the step is taken in (Note [nextafter in 16 bits]); 0 otherwise.
-inline constexpr int64_t kNextafterStorageHalf = 1;
-inline constexpr int64_t kNextafterStorageBFloat16 = 2;
+// i[0] of Nextafter, Xlogy and Addr: the storage type of a Float16 / BFloat16
+// result, whose rounding the CPU applies to an intermediate (Note [nextafter
+// in 16 bits], Note [xlogy in 16 bits], Note [addr in 16 bits]); 0 otherwise.
+inline constexpr int64_t kStorageHalf = 1;
+inline constexpr int64_t kStorageBFloat16 = 2;
 
 // Number of inputs of `op` (1, 2 or 3).
 int arity(PointwiseOp op);

@@ -10,10 +10,13 @@
 // CPU kernels use: plain products (ac - bd, ad + bc), the scaled division of
 // c10/util/complex.h, and the C++ library's elementary functions (c10's
 // complex math forwards to them), so results agree with the CPU to rounding.
-// The loop is scalar: rows of the innermost dim, each operand read through a
-// load function chosen once for its dtype.
+// The loop is scalar, split over the compute threads by element ranges:
+// inputs of the compute type or its real type are read directly (with the
+// output in the compute type, its real type or bool), other mixes through a
+// load or store function chosen once per operand dtype.
 #include "complex.h"
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <limits>
@@ -29,25 +32,26 @@ namespace {
 using Op = PointwiseOp;
 
 // c10::complex's operator/ (numpy's algorithm: scale by the larger part of
-// the divisor; 0 / 0 gives NaN parts and x / 0 infinities, as on the CPU).
+// the divisor; 0 / 0 gives NaN parts and x / 0 infinities, as on the CPU),
+// its two cases written with selects rather than a branch on the data.
 template <class R>
-std::complex<R> divide(std::complex<R> x, std::complex<R> y) {
+[[gnu::always_inline]] inline std::complex<R> divide(std::complex<R> x, std::complex<R> y) {
   const R a = x.real(), b = x.imag(), c = y.real(), d = y.imag();
   const R abs_c = std::abs(c), abs_d = std::abs(d);
-  if (abs_c >= abs_d) {
-    if (abs_c == R(0) && abs_d == R(0)) return {a / abs_c, b / abs_d};
-    const R rat = d / c;
-    const R scl = R(1) / (c + d * rat);
-    return {(a + b * rat) * scl, (b - a * rat) * scl};
-  }
-  const R rat = c / d;
-  const R scl = R(1) / (d + c * rat);
-  return {(a * rat + b) * scl, (b * rat - a) * scl};
+  if (abs_c == R(0) && abs_d == R(0)) return {a / abs_c, b / abs_d};
+  const bool c_big = abs_c >= abs_d;
+  const R big = c_big ? c : d, small = c_big ? d : c;
+  const R rat = small / big;
+  const R scl = R(1) / (big + small * rat);
+  // c_big: ((a + b rat), (b - a rat)); else: ((b + a rat), -(a - b rat)).
+  const R p = c_big ? a : b, q = c_big ? b : a;
+  const R sign = c_big ? R(1) : R(-1);
+  return {(p + q * rat) * scl, sign * (q - p * rat) * scl};
 }
 
 // c10::complex's operator* (no C99 Annex G NaN recovery).
 template <class R>
-std::complex<R> multiply(std::complex<R> x, std::complex<R> y) {
+[[gnu::always_inline]] inline std::complex<R> multiply(std::complex<R> x, std::complex<R> y) {
   return {x.real() * y.real() - x.imag() * y.imag(), x.real() * y.imag() + x.imag() * y.real()};
 }
 
@@ -172,33 +176,97 @@ StoreFn<C> storer(ScalarType type) {
 // Below this many elements one thread runs the op.
 constexpr int64_t kGrain = 8192;
 
+// Elements [lo, hi) of the row-major iteration space, row by row: body(row
+// offsets of every operand, first j, last j) over the innermost dim.
+template <class Body>
+void for_each_row_piece(const Shape& shape, const Operand* operands, int n_operands, int64_t lo, int64_t hi,
+                        Body&& body) {
+  const int ndim = shape.ndim;
+  const int64_t inner = shape.sizes[ndim - 1];
+  for (int64_t at = lo; at < hi;) {
+    const int64_t row = at / inner, j0 = at % inner, j1 = std::min(inner, j0 + (hi - at));
+    int64_t offset[4] = {};
+    int64_t rest = row;
+    for (int d = ndim - 2; d >= 0; --d) {
+      const int64_t i = rest % shape.sizes[d];
+      rest /= shape.sizes[d];
+      for (int k = 0; k < n_operands; ++k) offset[k] += i * operands[k].strides.v[d];
+    }
+    body(offset, j0, j1);
+    at += j1 - j0;
+  }
+}
+
+// Inputs of the compute type or its real type (`real[k]`), the output of
+// type D (the compute type, its real type, or bool): typed loads and stores
+// the compiler can inline.
+template <Op op, class R, class D>
+void run_typed(const Shape& shape, const Operand* operands, const OpParams& params, const bool* real, int64_t lo,
+               int64_t hi) {
+  using C = std::complex<R>;
+  const int n_operands = arity(op) + 1;
+  int64_t step[4] = {};
+  for (int k = 0; k < n_operands; ++k) step[k] = operands[k].strides.v[shape.ndim - 1];
+  for_each_row_piece(shape, operands, n_operands, lo, hi, [&](const int64_t* offset, int64_t j0, int64_t j1) {
+    const void* src[4] = {};
+    for (int k = 1; k < n_operands; ++k) {
+      src[k] = real[k] ? static_cast<const void*>(static_cast<const R*>(operands[k].data) + offset[k])
+                       : static_cast<const void*>(static_cast<const C*>(operands[k].data) + offset[k]);
+    }
+    const auto load = [&](int k, int64_t j) -> C {
+      if (k >= n_operands) return C();
+      return real[k] ? C(static_cast<const R*>(src[k])[j * step[k]], R(0)) : static_cast<const C*>(src[k])[j * step[k]];
+    };
+    D* dst = static_cast<D*>(operands[0].data) + offset[0];
+    for (int64_t j = j0; j < j1; ++j) {
+      dst[j * step[0]] = convert<D>(apply<op, R>(params, load(1, j), load(2, j), load(3, j)));
+    }
+  });
+}
+
+// Any operand dtypes: each operand through a load or store function.
 template <Op op, class R>
-void run(const Shape& shape, const Operand* operands, const OpParams& params) {
+void run_converting(const Shape& shape, const Operand* operands, const OpParams& params, int64_t lo, int64_t hi) {
   using C = std::complex<R>;
   const int n_operands = arity(op) + 1;
   LoadFn<C> load[4] = {};
   const StoreFn<C> store = storer<C>(operands[0].dtype);
   for (int k = 1; k < n_operands; ++k) load[k] = loader<C>(operands[k].dtype);
-  const int ndim = shape.ndim;
-  const int64_t inner = shape.sizes[ndim - 1];
-  const int64_t rows = numel(shape) / inner;
-  parallel_for(0, rows, std::max<int64_t>(1, kGrain / inner), [&](int64_t first, int64_t last) {
-    for (int64_t row = first; row < last; ++row) {
-      int64_t offset[4] = {};
-      int64_t rest = row;
-      for (int d = ndim - 2; d >= 0; --d) {
-        const int64_t i = rest % shape.sizes[d];
-        rest /= shape.sizes[d];
-        for (int k = 0; k < n_operands; ++k) offset[k] += i * operands[k].strides.v[d];
-      }
-      const char* in[4] = {};
-      for (int k = 1; k < n_operands; ++k) in[k] = static_cast<const char*>(operands[k].data);
-      char* out = static_cast<char*>(operands[0].data);
-      for (int64_t j = 0; j < inner; ++j) {
-        C v[4] = {};
-        for (int k = 1; k < n_operands; ++k) v[k] = load[k](in[k], offset[k] + j * operands[k].strides.v[ndim - 1]);
-        store(out, offset[0] + j * operands[0].strides.v[ndim - 1], apply<op, R>(params, v[1], v[2], v[3]));
-      }
+  int64_t step[4] = {};
+  for (int k = 0; k < n_operands; ++k) step[k] = operands[k].strides.v[shape.ndim - 1];
+  for_each_row_piece(shape, operands, n_operands, lo, hi, [&](const int64_t* offset, int64_t j0, int64_t j1) {
+    const char* in[4] = {};
+    for (int k = 1; k < n_operands; ++k) in[k] = static_cast<const char*>(operands[k].data);
+    char* out = static_cast<char*>(operands[0].data);
+    for (int64_t j = j0; j < j1; ++j) {
+      C v[4] = {};
+      for (int k = 1; k < n_operands; ++k) v[k] = load[k](in[k], offset[k] + j * step[k]);
+      store(out, offset[0] + j * step[0], apply<op, R>(params, v[1], v[2], v[3]));
+    }
+  });
+}
+
+template <Op op, class R>
+void run(const Shape& shape, const Operand* operands, const OpParams& params) {
+  const int n_operands = arity(op) + 1;
+  const ScalarType type = std::is_same_v<R, float> ? ScalarType::ComplexFloat : ScalarType::ComplexDouble;
+  const ScalarType real = std::is_same_v<R, float> ? ScalarType::Float32 : ScalarType::Float64;
+  bool typed_inputs = true;
+  bool is_real[4] = {};
+  for (int k = 1; k < n_operands; ++k) {
+    is_real[k] = operands[k].dtype == real;
+    typed_inputs = typed_inputs && (operands[k].dtype == type || is_real[k]);
+  }
+  const ScalarType out = operands[0].dtype;
+  parallel_for(0, numel(shape), kGrain, [&](int64_t lo, int64_t hi) {
+    if (typed_inputs && out == type) {
+      run_typed<op, R, std::complex<R>>(shape, operands, params, is_real, lo, hi);
+    } else if (typed_inputs && out == real) {
+      run_typed<op, R, R>(shape, operands, params, is_real, lo, hi);
+    } else if (typed_inputs && out == ScalarType::Bool) {
+      run_typed<op, R, bool>(shape, operands, params, is_real, lo, hi);
+    } else {
+      run_converting<op, R>(shape, operands, params, lo, hi);
     }
   });
 }

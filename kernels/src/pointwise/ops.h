@@ -500,7 +500,7 @@ MLU_BINARY(Copysign, std::copysign(a, b))
 // Note [nextafter in 16 bits]: Float16 and BFloat16 are computed as float,
 // where one float step rounds back to the input. The CPU steps in the storage
 // type's own bits (c10's nextafter, musl's algorithm), so for 16-bit storage
-// (param i[0]: kNextafterStorageHalf / kNextafterStorageBFloat16, set by the
+// (param i[0]: kStorageHalf / kStorageBFloat16, set by the
 // glue from the result type) the step is taken there; the float operands are
 // exactly representable in that type, and so is the result.
 template <class H, H (*narrow)(float)>
@@ -523,13 +523,29 @@ struct Nextafter {
   template <class T>
   static T f(const OpParams& p, T a, T b) {
     if constexpr (std::is_same_v<T, float>) {
-      if (p.i[0] == kNextafterStorageBFloat16) return nextafter_16bit<BFloat16, bfloat16_from_float>(a, b);
-      if (p.i[0] == kNextafterStorageHalf) return nextafter_16bit<Half, half_from_float>(a, b);
+      if (p.i[0] == kStorageBFloat16) return nextafter_16bit<BFloat16, bfloat16_from_float>(a, b);
+      if (p.i[0] == kStorageHalf) return nextafter_16bit<Half, half_from_float>(a, b);
     }
     return std::nextafter(a, b);
   }
 };
-MLU_BINARY(Xlogy, std::isnan(b) ? b : (a == T(0) ? T(0) : a * std::log(b)))
+// Note [xlogy in 16 bits]: the CPU computes x * log(y) in the storage type,
+// where log(y) comes back rounded to it (c10's BFloat16/Half math); a
+// Float16 / BFloat16 result (param i[0]: kStorageHalf / kStorageBFloat16)
+// rounds log(y) there before the product.
+struct Xlogy {
+  template <class T>
+  static T f(const OpParams& p, T a, T b) {
+    if (std::isnan(b)) return b;
+    if (a == T(0)) return T(0);
+    T log_b = std::log(b);
+    if constexpr (std::is_same_v<T, float>) {
+      if (p.i[0] == kStorageBFloat16) log_b = to_float(bfloat16_from_float(log_b));
+      if (p.i[0] == kStorageHalf) log_b = to_float(half_from_float(log_b));
+    }
+    return a * log_b;
+  }
+};
 struct Logaddexp {
   template <class T>
   static T f(const OpParams&, T a, T b) {
@@ -697,6 +713,31 @@ struct LogitBackward {
 };
 // ShrinkBackward (hardshrink and softshrink): [0] lambda.
 MLU_BINARY(ShrinkBackward, (b >= -param<T>(p, 0) && b <= param<T>(p, 0)) ? T(0) : a)
+
+// glu's (first half, second half): a * sigmoid(b) as the CPU's glu_kernel
+// writes it, in the compute type (float for 16-bit types, rounded once).
+MLU_BINARY(Glu, a * (T(1) / (T(1) + std::exp(-b))))
+
+// Note [addr in 16 bits]: the CPU's addr_kernel computes beta * self +
+// alpha * vec1 * vec2 in the storage type, every product and the sum rounded
+// to it, the scalars too, and ignores self when beta is 0 (its NaNs do not
+// propagate). Params: f[0] beta, f[1] alpha, i[0] the storage type of a
+// Float16 / BFloat16 result (kStorageHalf / kStorageBFloat16), else 0.
+struct Addr {
+  template <class T>
+  static T f(const OpParams& p, T self, T vec1, T vec2) {
+    const auto round = [&](T v) -> T {
+      if constexpr (std::is_same_v<T, float>) {
+        if (p.i[0] == kStorageBFloat16) return to_float(bfloat16_from_float(v));
+        if (p.i[0] == kStorageHalf) return to_float(half_from_float(v));
+      }
+      return v;
+    };
+    const T beta = round(param<T>(p, 0)), alpha = round(param<T>(p, 1));
+    const T product = round(round(alpha * vec1) * vec2);
+    return beta == T(0) ? product : round(beta * self) + product;
+  }
+};
 
 // ---- complex ----
 // Angle of a real number (the CPU's angle_impl): NaN stays NaN, negatives
