@@ -1,5 +1,7 @@
 #include "mlu_kernels/sequence.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <type_traits>
 
 #include "convert.h"
@@ -43,6 +45,14 @@ void linspace(void* out, ScalarType dtype, int64_t n, int64_t stride, double sta
   generate<double>(out, dtype, n, stride, [=](int64_t i) {
     return i < halfway ? start + step * static_cast<double>(i) : end - step * static_cast<double>(n - i - 1);
   });
+}
+
+void padding_source_index(int64_t* out, int64_t n, int64_t before, int64_t after, bool reflect) {
+  const int64_t count = before + n + after;
+  for (int64_t o = 0; o < count; ++o) {
+    const int64_t i = o - before;
+    out[o] = reflect ? (n - 1) - std::abs((n - 1) - std::abs(i)) : std::clamp<int64_t>(i, 0, n - 1);
+  }
 }
 
 }  // namespace mlu::kernels

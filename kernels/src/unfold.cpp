@@ -1,6 +1,7 @@
 #include "mlu_kernels/unfold.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "convert.h"
 #include "dispatch.h"
@@ -16,21 +17,25 @@ void unfold_backward(ScalarType type, void* grad_in, const void* grad, int64_t o
       using A = detail::compute_t<T>;
       auto* out = static_cast<T*>(grad_in);
       const auto* in = static_cast<const T*>(grad);
-      const int64_t rows = outer * length;
-      parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, inner * size / step)),
+      const int64_t row = length * inner;
+      // One slice of the outer dim per task: its windows are added into an
+      // accumulator row window by window (increasing i, so every position
+      // sums its windows in increasing order), then written once.
+      parallel_for(0, outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, windows * size * inner)),
                    [&](int64_t lo, int64_t hi) {
-                     for (int64_t r = lo; r < hi; ++r) {
-                       const int64_t o = r / length, p = r % length;
-                       // Windows i with i * step <= p < i * step + size.
-                       const int64_t first = p < size ? 0 : (p - size) / step + 1;
-                       const int64_t last = std::min(windows - 1, p / step);
-                       for (int64_t q = 0; q < inner; ++q) {
-                         A sum{};
-                         for (int64_t i = first; i <= last; ++i) {
-                           sum += detail::widen(in[((o * windows + i) * inner + q) * size + (p - i * step)]);
+                     thread_local std::vector<A> acc;
+                     acc.resize(static_cast<size_t>(row));
+                     for (int64_t o = lo; o < hi; ++o) {
+                       std::fill(acc.begin(), acc.end(), A{});
+                       for (int64_t i = 0; i < windows; ++i) {
+                         const T* window = in + (o * windows + i) * inner * size;
+                         A* at = acc.data() + i * step * inner;
+                         for (int64_t q = 0; q < inner; ++q) {
+                           for (int64_t t = 0; t < size; ++t) at[t * inner + q] += detail::widen(window[q * size + t]);
                          }
-                         out[r * inner + q] = detail::convert<T>(sum);
                        }
+                       T* dst = out + o * row;
+                       for (int64_t e = 0; e < row; ++e) dst[e] = detail::convert<T>(acc[static_cast<size_t>(e)]);
                      }
                    });
     }

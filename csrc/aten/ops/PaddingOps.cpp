@@ -6,16 +6,15 @@
 // position src(o - pad_before), with src(i) = clamp(i, 0, n - 1) for
 // replication and the one-bounce reflection (n - 1) - |(n - 1) - |i|| for
 // reflection (padding is smaller than n, which the checks enforce). So the
-// forward is one index_select per padded dim and the backward one index_add
-// per dim into zeros (index_add on mlu adds repeated positions in index order:
+// forward pads one dim after another, copying the blocks that gather reads
+// (the middle, a flipped or expanded border per edge), and the backward is
+// one index_add per dim into zeros (index_add on mlu adds repeated positions in index order:
 // deterministic). Negative padding (a crop) falls out of the same mapping.
 // Shapes and errors come from PyTorch's own meta functions, run on a meta
 // tensor of the input's shape, so they match the CPU's checks. Results (and
 // gradients) are in the input's suggested memory format, as the CPU's.
 #include <ATen/TensorOperators.h>
-#include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/index_select.h>
 #include <ATen/ops/reflection_pad1d.h>
 #include <ATen/ops/reflection_pad1d_backward.h>
 #include <ATen/ops/reflection_pad2d.h>
@@ -30,9 +29,11 @@
 #include <ATen/ops/replication_pad3d_backward.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
+#include <mlu_kernels/sequence.h>
 #include <torch/library.h>
 
 #include "csrc/aten/DeviceCheck.h"
+#include "csrc/aten/KernelArgs.h"
 
 namespace torch_mlu {
 namespace {
@@ -41,21 +42,46 @@ enum class Pad { Reflect, Replicate };
 
 at::Tensor on_meta(const at::Tensor& t) { return at::empty(t.sizes(), t.options().device(at::kMeta)); }
 
-// Note [Padding as gathers]: the input position each output position reads along one dim.
+// Note [Padding as gathers]: the input position each output position reads
+// along one dim (for the backward's index_add), written by one small task.
 at::Tensor source_index(int64_t n, int64_t before, int64_t after, Pad mode, c10::Device device) {
-  at::Tensor i = at::arange(-before, n + after, at::TensorOptions().dtype(at::kLong).device(device));
-  if (mode == Pad::Replicate) return i.clamp(0, n - 1);
-  return (n - 1) - ((n - 1) - i.abs()).abs();
+  at::Tensor index = at::empty({before + n + after}, at::TensorOptions().dtype(at::kLong).device(device));
+  auto* data = static_cast<int64_t*>(kernel_data(index));
+  const bool reflect = mode == Pad::Reflect;
+  launch_small_kernel(device.index(), "padding_index",
+                      [=] { mlu::kernels::padding_source_index(data, n, before, after, reflect); });
+  return index;
+}
+
+// One padded dim by copies (the gather of Note [Padding as gathers] written
+// as the blocks it copies): the kept middle, then each padded edge from the
+// reflected (flipped) or replicated (expanded) border of the input.
+at::Tensor pad_dim(const at::Tensor& in, int64_t dim, int64_t before, int64_t after, Pad mode) {
+  const int64_t n = in.size(dim);
+  std::vector<int64_t> sizes = in.sizes().vec();
+  sizes[dim] = before + n + after;
+  at::Tensor out = at::empty(sizes, in.options());
+  const int64_t skip_front = std::max<int64_t>(0, -before), skip_back = std::max<int64_t>(0, -after);
+  const int64_t kept = n - skip_front - skip_back;
+  const int64_t left = std::max<int64_t>(0, before), right = std::max<int64_t>(0, after);
+  if (kept > 0) out.narrow(dim, left, kept).copy_(in.narrow(dim, skip_front, kept));
+  if (left > 0) {
+    out.narrow(dim, 0, left).copy_(mode == Pad::Reflect ? in.narrow(dim, 1, left).flip(dim)
+                                                         : in.narrow(dim, 0, 1).expand_as(out.narrow(dim, 0, left)));
+  }
+  if (right > 0) {
+    at::Tensor edge = out.narrow(dim, out.size(dim) - right, right);
+    edge.copy_(mode == Pad::Reflect ? in.narrow(dim, n - 1 - right, right).flip(dim)
+                                    : in.narrow(dim, n - 1, 1).expand_as(edge));
+  }
+  return out;
 }
 
 // padding lists the last dim's (before, after) first, as F.pad does.
 at::Tensor pad_forward(const at::Tensor& self, at::IntArrayRef padding, Pad mode) {
   at::Tensor out = self;
   const int64_t dims = static_cast<int64_t>(padding.size()) / 2;
-  for (int64_t d = 0; d < dims; ++d) {
-    const int64_t dim = self.dim() - 1 - d;
-    out = out.index_select(dim, source_index(self.size(dim), padding[2 * d], padding[2 * d + 1], mode, self.device()));
-  }
+  for (int64_t d = 0; d < dims; ++d) out = pad_dim(out, self.dim() - 1 - d, padding[2 * d], padding[2 * d + 1], mode);
   return out;
 }
 

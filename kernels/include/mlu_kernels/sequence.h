@@ -16,4 +16,11 @@ void arange(void* out, ScalarType dtype, int64_t n, int64_t stride, double start
 void arange_int(void* out, ScalarType dtype, int64_t n, int64_t stride, int64_t start, int64_t step);
 void linspace(void* out, ScalarType dtype, int64_t n, int64_t stride, double start, double end);
 
+// The input position each output position of a padded dim reads (int64,
+// contiguous, before + n + after of them): for i = o - before,
+// clamp(i, 0, n - 1) (replication) or the one-bounce reflection
+// (n - 1) - |(n - 1) - |i|| (reflection; before, after < n). Negative
+// before / after crop.
+void padding_source_index(int64_t* out, int64_t n, int64_t before, int64_t after, bool reflect);
+
 }  // namespace mlu::kernels
