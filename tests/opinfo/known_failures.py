@@ -76,12 +76,6 @@ KNOWN_FAILURES = [
     *[KF("sparse.sampled_addmm", test, None, "xfail", _SPARSE)
       for test in ("test_compare_cpu", "test_compare_cpu_grad")],
 
-    # --- not yet native: composite paths that round more often than the CPU's fused kernels ---
-    KF("nn.functional.group_norm", "test_compare_cpu", ("bfloat16", "float16"), "xfail",
-       "no fused group_norm kernel yet: PyTorch's composite runs on mlu (normalised rows through "
-       "native_layer_norm, then weight and bias as separate 16-bit ops), up to 3 ulp off the CPU's fused kernel "
-       "(bfloat16: 0.023 at 1.08 on op_db's (2, 6, 3) sample)"),
-
     # --- the CPU reference is less accurate than mlu ---
     *[KF(op, "test_compare_cpu", dtypes, "xfail",
          "differs by design: the CPU's 16-bit batch / instance norm round intermediates (statistics, scale) to the "

@@ -4,11 +4,13 @@
 // im2col_shape_check / col2im_shape_check, with its texts; 3-D inputs are
 // one unbatched sample.
 #include <ATen/native/im2col_shape_check.h>
+#include <ATen/ops/col2im_ops.h>
 #include <ATen/ops/empty.h>
 #include <mlu_kernels/conv.h>
 #include <torch/library.h>
 
 #include "csrc/aten/DeviceCheck.h"
+#include "csrc/aten/Fallback.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/Structured.h"
 
@@ -72,6 +74,7 @@ at::Tensor col2im_mlu(T self, A output_size, A kernel, A dilation, A padding, A 
   check_pairs(kernel, dilation, padding, stride, "col2im");
   at::native::col2im_shape_check(self, at::Tensor(), output_size[0], output_size[1], kernel[0], kernel[1],
                                  dilation[0], dilation[1], padding[0], padding[1], stride[0], stride[1]);
+  if (self.is_complex()) return cpu_fallback<ATEN_OP(col2im)>(self, output_size, kernel, dilation, padding, stride);
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) && kernel_dtype(self.scalar_type()).has_value(),
               "col2im on mlu supports float32, float64, float16 and bfloat16, got ", self.scalar_type());
   const bool batched = self.dim() == 3;

@@ -13,6 +13,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/linspace.h>
+#include <ATen/ops/linspace_ops.h>
 #include <ATen/ops/sort_meta.h>
 #include <ATen/ops/topk_meta.h>
 #include <ATen/ops/tril_meta.h>
@@ -25,6 +26,7 @@
 
 #include "csrc/aten/Copy.h"
 #include "csrc/aten/DeviceCheck.h"
+#include "csrc/aten/Fallback.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/StructuredPointwise.h"
 
@@ -270,6 +272,7 @@ at::Tensor& arange_out_mlu(const at::Scalar& start, const at::Scalar& end, const
 
 at::Tensor& linspace_out_mlu(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (out.is_complex()) return cpu_fallback<ATEN_OP2(linspace, out)>(start, end, steps, out);
   TORCH_CHECK(has_kernel(out), "linspace: dtype ", out.scalar_type(), " is not supported on mlu");
   if (out.numel() != steps) out.resize_({steps});
   if (steps == 0) return out;
