@@ -1,5 +1,5 @@
 """16-bit results equal to the CPU's to the bit where the CPU's rounding is well defined (issue 33): nextafter steps in
-the storage type; xlogy, glu, addr, std and std_mean round where the CPU rounds."""
+the storage type; xlogy, glu, addr, div with a rounding mode, std and std_mean round where the CPU rounds."""
 import pytest
 import torch
 
@@ -51,6 +51,10 @@ ROUNDING_CASES = {
     "addr_beta0": lambda x, y, v, w, m: torch.addr(m, w, v, beta=0, alpha=1.3),
     "addr_default": lambda x, y, v, w, m: torch.addr(m, w, v),
     "addr_inplace": lambda x, y, v, w, m: m.clone().addr_(w, v, beta=-0.3, alpha=2.1),
+    # Note [Division rounding in 16 bits]: trunc of the rounded quotient; floor division step by step in 16 bits.
+    "div_trunc": lambda x, y, v, w, m: torch.div(x * 20, m, rounding_mode="trunc"),
+    "div_floor": lambda x, y, v, w, m: torch.div(x * 20, m, rounding_mode="floor"),
+    "floor_divide": lambda x, y, v, w, m: torch.floor_divide(x * 20, m),
     # std takes the square root before the one rounding to 16 bits (the CPU's Welford reduction).
     "std": lambda x, y, v, w, m: torch.std(m, 0),
     "std_mean": lambda x, y, v, w, m: torch.std_mean(m, 1),

@@ -131,8 +131,6 @@ KNOWN_FAILURES = [
        "reads other elements there (op_db xfails test_compare_cpu for the same reason)"),
 
     # --- bugs ---
-    KF("addr", "test_out", None, "xfail",
-       f"{BUG}: addr(..., out=<CPU tensor>) with mlu inputs is accepted instead of raising a device mismatch"),
     *[KF(op, "test_errors", None, "xfail", _OUT_OVERLAP)
       for op in ("kthvalue", "masked_select", "take")],
 ]

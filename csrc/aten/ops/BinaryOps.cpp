@@ -82,6 +82,20 @@ namespace {
 
 using Op = PointwiseOp;
 
+// The storage type of a 16-bit result, for the ops whose CPU kernels round an
+// intermediate to it: nextafter steps in its bits, xlogy rounds log(y), div
+// with rounding_mode rounds the quotient (trunc) or every step (floor) (Notes
+// [nextafter in 16 bits], [xlogy in 16 bits], [Division rounding in 16 bits]
+// in the kernels' pointwise ops).
+OpParams storage_params(const at::Tensor& self, const at::Tensor& other) {
+  OpParams params;
+  const at::ScalarType type = at::result_type(self, other);
+  params.i[0] = type == at::kBFloat16 ? mlu::kernels::kStorageBFloat16
+                : type == at::kHalf   ? mlu::kernels::kStorageHalf
+                                      : 0;
+  return params;
+}
+
 Op div_op(std::optional<c10::string_view> rounding_mode) {
   if (!rounding_mode.has_value()) return Op::Div;
   return *rounding_mode == "trunc" ? Op::DivTrunc : Op::DivFloor;  // meta rejected anything else
@@ -105,7 +119,7 @@ template <Op kOp, class AtenOp>  // AtenOp: what falls back (Fallback.h)
 at::Tensor& binary_out(const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::binary_op(out, self, other);
-  if (!launch_pointwise(iter, kOp)) {
+  if (!launch_pointwise(iter, kOp, storage_params(self, other))) {
     return cpu_fallback<AtenOp>(self, other, out);
   }
   return out;
@@ -116,7 +130,7 @@ at::Tensor binary_functional(const at::Tensor& self, const at::Tensor& other) {
   c10::OptionalDeviceGuard guard(self.device());
   at::Tensor out;
   auto iter = at::TensorIterator::binary_op(out, self, other);
-  if (!launch_pointwise(iter, kOp)) {
+  if (!launch_pointwise(iter, kOp, storage_params(self, other))) {
     return cpu_fallback<AtenOp>(self, other);
   }
   return iter.output();
@@ -136,17 +150,6 @@ at::Tensor& pow_scalar_impl(const at::Scalar& base, const at::Tensor& exponent, 
   return binary_out<Op::Pow, ATEN_OP2(pow, Tensor_Tensor_out)>(wrap(base), exponent, result);
 }
 
-// nextafter steps in the bits of a 16-bit result type, and xlogy rounds
-// log(y) to it, as the CPU does (Note [nextafter in 16 bits], Note [xlogy in
-// 16 bits] in the kernels' pointwise ops).
-OpParams storage_params(const at::Tensor& self, const at::Tensor& other) {
-  OpParams params;
-  const at::ScalarType type = at::result_type(self, other);
-  params.i[0] = type == at::kBFloat16 ? mlu::kernels::kStorageBFloat16
-                : type == at::kHalf   ? mlu::kernels::kStorageHalf
-                                      : 0;
-  return params;
-}
 
 }  // namespace
 
@@ -173,7 +176,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   MLU_REGISTER_BINARY(m, mul_Tensor, mul_Tensor, mul__Tensor, mul_out, Op::Mul);
   MLU_REGISTER_BINARY(m, div_Tensor, div_Tensor, div__Tensor, div_out, Op::Div);
   MLU_REGISTER_POINTWISE(m, div_Tensor_mode, div_Tensor_mode, div__Tensor_mode, div_out_mode,
-                         div_op(rounding_mode), {},
+                         div_op(rounding_mode), (storage_params(self, other)),
                          (const at::Tensor& other, std::optional<c10::string_view> rounding_mode),
                          (other, rounding_mode));
   MLU_REGISTER_BINARY(m, remainder_Tensor, remainder_Tensor, remainder__Tensor, remainder_Tensor_out,

@@ -107,9 +107,10 @@ struct OpParams {
   double f_imag[4] = {};
 };
 
-// i[0] of Nextafter, Xlogy and Addr: the storage type of a Float16 / BFloat16
-// result, whose rounding the CPU applies to an intermediate (Note [nextafter
-// in 16 bits], Note [xlogy in 16 bits], Note [addr in 16 bits]); 0 otherwise.
+// i[0] of Nextafter, Xlogy, Addr, DivTrunc and DivFloor: the storage type of
+// a Float16 / BFloat16 result, whose rounding the CPU applies to an
+// intermediate (Notes [nextafter in 16 bits], [xlogy in 16 bits], [addr in 16
+// bits], [Division rounding in 16 bits]); 0 otherwise.
 inline constexpr int64_t kStorageHalf = 1;
 inline constexpr int64_t kStorageBFloat16 = 2;
 

@@ -389,11 +389,24 @@ struct Mul {
   }
 };
 MLU_BINARY(Div, a / b)
+// Note [Division rounding in 16 bits]: for Float16 / BFloat16 results
+// (param i[0]: kStorageHalf / kStorageBFloat16) the CPU rounds the quotient to
+// the storage type before truncating, and computes the floor division
+// (c10::div_floor_floating) in the storage type, every step rounded; the
+// float computation below does the same through round_to_storage.
+template <class T>
+inline T round_to_storage(const OpParams& p, T v) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (p.i[0] == kStorageBFloat16) return to_float(bfloat16_from_float(v));
+    if (p.i[0] == kStorageHalf) return to_float(half_from_float(v));
+  }
+  return v;
+}
 struct DivTrunc {
   template <class T>
-  static T f(const OpParams&, T a, T b) {
+  static T f(const OpParams& p, T a, T b) {
     if constexpr (is_float_v<T>) {
-      return std::trunc(a / b);
+      return std::trunc(round_to_storage(p, a / b));
     } else {
       return b == 0 ? T(0) : integer_div(a, b);
     }
@@ -401,15 +414,16 @@ struct DivTrunc {
 };
 struct DivFloor {
   template <class T>
-  static T f(const OpParams&, T a, T b) {
+  static T f(const OpParams& p, T a, T b) {
     if constexpr (is_float_v<T>) {
+      const auto r = [&](T v) { return round_to_storage(p, v); };
       if (b == 0) return a / b;
-      const T mod = std::fmod(a, b);
-      T div = (a - mod) / b;
-      if (mod != 0 && (b < 0) != (mod < 0)) div -= T(1);
-      if (div == 0) return std::copysign(T(0), a / b);
+      const T mod = r(std::fmod(a, b));
+      T div = r(r(a - mod) / b);
+      if (mod != 0 && (b < 0) != (mod < 0)) div = r(div - T(1));
+      if (div == 0) return std::copysign(T(0), r(a / b));
       T floordiv = std::floor(div);
-      if (div - floordiv > T(0.5)) floordiv += T(1);
+      if (r(div - floordiv) > T(0.5)) floordiv = r(floordiv + T(1));
       return floordiv;
     } else {
       if (b == 0) return T(0);
@@ -538,12 +552,7 @@ struct Xlogy {
   static T f(const OpParams& p, T a, T b) {
     if (std::isnan(b)) return b;
     if (a == T(0)) return T(0);
-    T log_b = std::log(b);
-    if constexpr (std::is_same_v<T, float>) {
-      if (p.i[0] == kStorageBFloat16) log_b = to_float(bfloat16_from_float(log_b));
-      if (p.i[0] == kStorageHalf) log_b = to_float(half_from_float(log_b));
-    }
-    return a * log_b;
+    return a * round_to_storage(p, std::log(b));
   }
 };
 struct Logaddexp {
@@ -726,13 +735,7 @@ MLU_BINARY(Glu, a * (T(1) / (T(1) + std::exp(-b))))
 struct Addr {
   template <class T>
   static T f(const OpParams& p, T self, T vec1, T vec2) {
-    const auto round = [&](T v) -> T {
-      if constexpr (std::is_same_v<T, float>) {
-        if (p.i[0] == kStorageBFloat16) return to_float(bfloat16_from_float(v));
-        if (p.i[0] == kStorageHalf) return to_float(half_from_float(v));
-      }
-      return v;
-    };
+    const auto round = [&](T v) { return round_to_storage(p, v); };
     const T beta = round(param<T>(p, 0)), alpha = round(param<T>(p, 1));
     const T product = round(round(alpha * vec1) * vec2);
     return beta == T(0) ? product : round(beta * self) + product;
