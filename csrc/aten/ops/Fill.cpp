@@ -9,7 +9,6 @@
 #include <vector>
 
 #include <ATen/MemoryOverlap.h>
-#include <ATen/ops/fill_ops.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/fill.h>
@@ -17,7 +16,6 @@
 
 #include "csrc/aten/Copy.h"
 #include "csrc/aten/DeviceCheck.h"
-#include "csrc/aten/Fallback.h"
 #include "csrc/aten/KernelArgs.h"
 
 namespace torch_mlu {
@@ -40,8 +38,6 @@ at::Tensor distinct_elements(const at::Tensor& self) {
 at::Tensor& fill_scalar_mlu_(at::Tensor& self_, const at::Scalar& value) {
   if (self_.numel() == 0) return self_;
   const at::Tensor self = distinct_elements(self_);
-  // complex32 has no kernel dtype: the CPU fills it.
-  if (self.scalar_type() == at::kComplexHalf) return cpu_fallback<ATEN_OP2(fill_, Scalar)>(self_, value);
   mlu::kernels::ScalarType type = require_kernel_dtype(self.scalar_type(), "fill_");
   at::Tensor host = at::scalar_tensor(value, self.options().device(c10::DeviceType::CPU));
   std::array<unsigned char, 16> bytes{};
