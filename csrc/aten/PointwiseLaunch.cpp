@@ -4,6 +4,7 @@
 
 
 #include <ATen/native/Resize.h>
+#include <c10/core/DynamicCast.h>
 #include <mlu_kernels/select.h>
 
 #include "csrc/aten/KernelArgs.h"
@@ -28,6 +29,30 @@ bool divides_integers(PointwiseOp op, k::ScalarType compute) {
 }
 
 constexpr const char* kZeroDivision = "ZeroDivisionError";
+
+// Note [16-bit scalars narrowed as on the CPU]
+// The CPU's kernels load every input as the common dtype before computing in
+// float, so a CPU scalar (a Python number, a 0-dim CPU tensor) meeting a
+// Float16 / BFloat16 tensor is first rounded to 16 bits: bf16 + 0.3 adds
+// 0.30078125. The exceptions are mul and true division, whose reduced-float
+// kernels read the scalar operand unrounded (original_scalar_value), and
+// floor division, whose unrounded divisor matches the CPU's results. The
+// kernels here convert each operand straight to the compute type, so the
+// glue narrows such scalars on the host before the launch.
+bool narrows_scalar(PointwiseOp op, int operand) {
+  return !(operand == 2 && (op == PointwiseOp::Mul || op == PointwiseOp::Div || op == PointwiseOp::DivFloor));
+}
+
+// `bytes` (a scalar of dtype `from`) rewritten in place as a `to` value.
+void narrow_scalar(unsigned char* bytes, at::ScalarType from, at::ScalarType to) {
+  if (to == at::kHalf) {
+    const auto v = c10::fetch_and_cast<at::Half>(from, bytes);
+    std::memcpy(bytes, &v, sizeof v);
+  } else {
+    const auto v = c10::fetch_and_cast<at::BFloat16>(from, bytes);
+    std::memcpy(bytes, &v, sizeof v);
+  }
+}
 
 // Note [Compact pointwise tasks]
 // Most iterators have few dims after TensorIterator coalesced them, so the
@@ -93,6 +118,12 @@ void fill_and_launch(const at::TensorIteratorBase& iter, PointwiseOp op, k::Scal
     if (iter.is_cpu_scalar(i)) {
       task.scalar_mask |= static_cast<uint8_t>(1u << i);
       std::memcpy(task.scalars[i], iter.data_ptr(i), static_cast<size_t>(element));
+      const at::ScalarType common = iter.maybe_common_dtype().value_or(iter.dtype(i));
+      if ((common == at::kHalf || common == at::kBFloat16) && iter.dtype(i) != common &&
+          i >= iter.noutputs() && !at::isComplexType(iter.dtype(i)) && narrows_scalar(op, i)) {
+        narrow_scalar(task.scalars[i], iter.dtype(i), common);
+        task.dtypes[i] = require_kernel_dtype(common, "pointwise");
+      }
       if (i == 2 && divides_integers(op, compute)) {
         bool zero = true;
         for (int64_t b = 0; b < element; ++b) zero = zero && task.scalars[i][b] == 0;

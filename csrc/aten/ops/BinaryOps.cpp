@@ -96,6 +96,16 @@ OpParams storage_params(const at::Tensor& self, const at::Tensor& other) {
   return params;
 }
 
+// add/sub's alpha: a Float16 / BFloat16 computation reads it rounded to its
+// own type, as the CPU's kernels do (Note [16-bit scalars narrowed as on the
+// CPU] in PointwiseLaunch.cpp).
+OpParams alpha_params(const at::Tensor& self, const at::Tensor& other, const at::Scalar& alpha) {
+  const at::ScalarType type = at::result_type(self, other);
+  if (type == at::kHalf) return make_params({static_cast<double>(alpha.to<at::Half>())});
+  if (type == at::kBFloat16) return make_params({static_cast<double>(alpha.to<at::BFloat16>())});
+  return make_params({alpha});
+}
+
 Op div_op(std::optional<c10::string_view> rounding_mode) {
   if (!rounding_mode.has_value()) return Op::Div;
   return *rounding_mode == "trunc" ? Op::DivTrunc : Op::DivFloor;  // meta rejected anything else
@@ -169,9 +179,9 @@ TORCH_MLU_ATEN_IMPL(m) {
     meta.finish();
     return out;
   });
-  MLU_REGISTER_POINTWISE(m, add_Tensor, add_Tensor, add__Tensor, add_out, Op::Add, (make_params({alpha})),
+  MLU_REGISTER_POINTWISE(m, add_Tensor, add_Tensor, add__Tensor, add_out, Op::Add, (alpha_params(self, other, alpha)),
                          (const at::Tensor& other, const at::Scalar& alpha), (other, alpha));
-  MLU_REGISTER_POINTWISE(m, sub_Tensor, sub_Tensor, sub__Tensor, sub_out, Op::Sub, (make_params({alpha})),
+  MLU_REGISTER_POINTWISE(m, sub_Tensor, sub_Tensor, sub__Tensor, sub_out, Op::Sub, (alpha_params(self, other, alpha)),
                          (const at::Tensor& other, const at::Scalar& alpha), (other, alpha));
   MLU_REGISTER_BINARY(m, mul_Tensor, mul_Tensor, mul__Tensor, mul_out, Op::Mul);
   MLU_REGISTER_BINARY(m, div_Tensor, div_Tensor, div__Tensor, div_out, Op::Div);

@@ -49,6 +49,7 @@
 #include <limits>
 
 #include <ATen/ops/abs_native.h>
+#include <ATen/ops/result_type.h>
 #include <ATen/ops/acos_meta.h>
 #include <ATen/ops/acosh_meta.h>
 #include <ATen/ops/asin_meta.h>
@@ -173,6 +174,20 @@ at::Tensor& nan_to_num_out_mlu(const at::Tensor& self, std::optional<double> nan
   return run_or_fallback(iter, Op::NanToNum, params, out, fallback);
 }
 
+// pow(tensor, exponent) with a Float16 / BFloat16 result: the CPU rounds the
+// exponent to that type, and for BFloat16 multiplies in it (PowScalar in the
+// kernels' ops.h).
+OpParams pow_scalar_params(const at::Tensor& self, const at::Scalar& exponent) {
+  const at::ScalarType type = at::result_type(self, exponent);
+  if (type == at::kHalf) return make_params({static_cast<double>(exponent.to<at::Half>())});
+  if (type == at::kBFloat16) {
+    OpParams params = make_params({static_cast<double>(exponent.to<at::BFloat16>())});
+    params.i[0] = mlu::kernels::kStorageBFloat16;
+    return params;
+  }
+  return make_params({exponent});
+}
+
 }  // namespace
 
 TORCH_MLU_ATEN_IMPL(m) {
@@ -217,7 +232,7 @@ TORCH_MLU_ATEN_IMPL(m) {
   MLU_REGISTER_POINTWISE(m, round_decimals, round_decimals, round__decimals, round_decimals_out,
                          Op::RoundDecimals, (make_params({decimals})), (int64_t decimals), (decimals));
   MLU_REGISTER_POINTWISE(m, pow_Tensor_Scalar, pow_Tensor_Scalar, pow__Scalar, pow_Tensor_Scalar_out,
-                         Op::PowScalar, (make_params({exponent})), (const at::Scalar& exponent), (exponent));
+                         Op::PowScalar, (pow_scalar_params(self, exponent)), (const at::Scalar& exponent), (exponent));
   // No in-place variants:
   MLU_REGISTER_POINTWISE_NO_INPLACE(m, signbit, signbit, signbit_out, Op::Signbit, {}, (), ());
   MLU_REGISTER_POINTWISE_NO_INPLACE(m, isposinf, isposinf, isposinf_out, Op::IsPosInf, {}, (), ());

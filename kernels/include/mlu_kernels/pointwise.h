@@ -27,8 +27,9 @@
 namespace mlu::kernels {
 
 // The catalogue: X(Name, arity, kinds). kinds is where the op is defined
-// for real compute types: F floating, I integer, B bool; C none (complex
-// only). Which ops complex compute types have is complex_supports()'s list
+// for real compute types: F floating, I integer, B bool; W floating but not
+// Float16 / BFloat16 (the CPU defines these for float and double only); C
+// none (complex only). Which ops complex compute types have is complex_supports()'s list
 // (src/pointwise/complex.cpp), whatever the kinds.
 #define MLU_POINTWISE_OPS(X)                                          \
   /* unary, any type */                                               \
@@ -52,6 +53,14 @@ namespace mlu::kernels {
   X(Softplus, 1, F) X(Elu, 1, F) X(LeakyRelu, 1, F)                   \
   X(Hardsigmoid, 1, F) X(Hardswish, 1, F) X(Hardshrink, 1, F)         \
   X(Softshrink, 1, F) X(NanToNum, 1, F)                               \
+  /* unary, special functions (src/pointwise/special_ops.h) */         \
+  X(I0, 1, F) X(I0e, 1, F) X(I1, 1, F) X(I1e, 1, F) X(Ndtri, 1, W)     \
+  X(LogNdtr, 1, W) X(Erfcx, 1, W) X(Entr, 1, F) X(Polygamma, 1, F)    \
+  X(AiryAi, 1, W) X(BesselJ0, 1, W) X(BesselJ1, 1, W)                 \
+  X(BesselY0, 1, W) X(BesselY1, 1, W) X(ModifiedBesselI0, 1, W)       \
+  X(ModifiedBesselI1, 1, W) X(ModifiedBesselK0, 1, W)                 \
+  X(ModifiedBesselK1, 1, W) X(ScaledModifiedBesselK0, 1, W)           \
+  X(ScaledModifiedBesselK1, 1, W) X(SphericalBesselJ0, 1, W)          \
   /* unary, complex (Angle also floating: 0 or pi) */                 \
   X(Conj, 1, C) X(Angle, 1, F) X(Sgn, 1, C)                           \
   /* binary */                                                        \
@@ -68,6 +77,13 @@ namespace mlu::kernels {
   X(LogicalXor, 2, FIB) X(Gcd, 2, I) X(Lcm, 2, I)                     \
   X(ClampMinTensor, 2, FIB) X(ClampMaxTensor, 2, FIB)                 \
   X(LerpScalar, 2, F) X(Glu, 2, F)                                    \
+  /* binary, special functions (polynomials: (x, n)) */               \
+  X(Igamma, 2, F) X(Igammac, 2, F) X(Zeta, 2, W) X(Xlog1py, 2, F)     \
+  X(ChebyshevT, 2, W) X(ChebyshevU, 2, W) X(ChebyshevV, 2, W)         \
+  X(ChebyshevW, 2, W) X(ShiftedChebyshevT, 2, W)                      \
+  X(ShiftedChebyshevU, 2, W) X(ShiftedChebyshevV, 2, W)               \
+  X(ShiftedChebyshevW, 2, W) X(HermiteH, 2, W) X(HermiteHe, 2, W)     \
+  X(LaguerreL, 2, W) X(LegendreP, 2, W)                               \
   /* binary, real inputs to a complex result (torch.complex, polar) */ \
   X(MakeComplex, 2, C) X(Polar, 2, C)                                 \
   /* binary backward: (grad, input or result); Threshold and LeakyRelu \
@@ -107,7 +123,7 @@ struct OpParams {
   double f_imag[4] = {};
 };
 
-// i[0] of Nextafter, Xlogy, Addr, DivTrunc and DivFloor: the storage type of
+// i[0] of Nextafter, Xlogy, Addr, DivTrunc, DivFloor and (floating) PowScalar: the storage type of
 // a Float16 / BFloat16 result, whose rounding the CPU applies to an
 // intermediate (Notes [nextafter in 16 bits], [xlogy in 16 bits], [addr in 16
 // bits], [Division rounding in 16 bits]); 0 otherwise.

@@ -184,7 +184,10 @@ MLU_UNARY(ClampMax, is_nan(a) ? a : std::min(a, param<T>(p, 0)))
 // threshold kernel (forward passes other = x).
 MLU_BINARY(Threshold, a <= param<T>(p, 0) ? param<T>(p, 1) : b)
 // PowScalar: [0] exponent. Like PyTorch, exponents 2, 3, 0.5, -0.5, -1, -2
-// are computed as products, square roots and reciprocals.
+// are computed as products, square roots and reciprocals. For a BFloat16
+// result the CPU multiplies in BFloat16 (i[0] of a floating compute type:
+// kStorageBFloat16, Note [Division rounding in 16 bits]); the glue passes
+// 16-bit results' exponents rounded to 16 bits, as the CPU reads them.
 struct PowScalar {
   template <class T>
   static T f(const OpParams& p, T a);
@@ -376,8 +379,33 @@ MLU_UNARY(NanToNum, std::isnan(a)                                  ? param<T>(p,
 
 // ---- binary ----
 // Add, Sub: [0] alpha.
-MLU_BINARY(Add, static_cast<T>(a + param<T>(p, 0) * b))
-MLU_BINARY(Sub, static_cast<T>(a - param<T>(p, 0) * b))
+// Add, Sub: [0] alpha. Floating types round a + alpha * b once, with a fused
+// multiply-add, where the instruction set has one: the CPU's vectorised add
+// is vec::fmadd(b, alpha, a) (sub adds -alpha) in its AVX2 / AVX-512 builds,
+// its baseline build multiplies and adds. Exact for alpha = 1.
+template <class T>
+inline T add_scaled(T a, T alpha, T b) {
+  if constexpr (is_float_v<T>) {
+#if defined(__FMA__)
+    return std::fma(alpha, b, a);
+#else
+    return a + alpha * b;
+#endif
+  } else {
+    return static_cast<T>(a + alpha * b);
+  }
+}
+MLU_BINARY(Add, add_scaled(a, param<T>(p, 0), b))
+struct Sub {
+  template <class T>
+  static T f(const OpParams& p, T a, T b) {
+    if constexpr (is_float_v<T>) {
+      return add_scaled(a, -param<T>(p, 0), b);
+    } else {
+      return static_cast<T>(a - param<T>(p, 0) * b);
+    }
+  }
+};
 struct Mul {
   template <class T>
   static T f(const OpParams&, T a, T b) {
@@ -493,12 +521,13 @@ template <class T>
 T PowScalar::f(const OpParams& p, T a) {
   if constexpr (is_float_v<T>) {
     const T e = param<T>(p, 0);
+    const auto r = [&](T v) { return round_to_storage(p, v); };
     if (e == T(2)) return a * a;
-    if (e == T(3)) return a * a * a;
+    if (e == T(3)) return r(a * a) * a;
     if (e == T(0.5)) return std::sqrt(a);
     if (e == T(-0.5)) return T(1) / std::sqrt(a);
     if (e == T(-1)) return T(1) / a;
-    if (e == T(-2)) return T(1) / (a * a);
+    if (e == T(-2)) return T(1) / r(a * a);
     return std::pow(a, e);
   } else {
     return Pow::f<T>(p, a, param<T>(p, 0));
@@ -790,6 +819,14 @@ struct ClampTensor {
 #undef MLU_UNARY_BOOL
 #undef MLU_BINARY
 #undef MLU_BINARY_BOOL
+
+}  // namespace MLU_KERNELS_ISA_TAG
+}  // namespace mlu::kernels::ops
+
+#include "special_ops.h"
+
+namespace mlu::kernels::ops {
+inline namespace MLU_KERNELS_ISA_TAG {
 
 template <class Op>
 constexpr bool bool_result() {

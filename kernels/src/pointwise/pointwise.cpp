@@ -1,5 +1,6 @@
 // The pointwise entry points: catalogue queries, the dispatcher (coalesce,
 // choose the ISA table, split over the compute threads) and the reference.
+#include <string_view>
 #include <type_traits>
 
 #include "../convert.h"
@@ -39,10 +40,11 @@ namespace {
 struct OpInfo {
   const char* name;
   int arity;
+  bool wide_floats_only;  // kinds W
 };
 
 constexpr OpInfo kOps[] = {
-#define MLU_POINTWISE_INFO(name, arity, kinds) {#name, arity},
+#define MLU_POINTWISE_INFO(name, arity, kinds) {#name, arity, std::string_view(#kinds) == "W"},
     MLU_POINTWISE_OPS(MLU_POINTWISE_INFO)
 #undef MLU_POINTWISE_INFO
 };
@@ -78,6 +80,10 @@ bool is_complex_type(ScalarType type) {
 
 bool pointwise_supports(PointwiseOp op, ScalarType compute) {
   if (is_complex_type(compute)) return detail::complex_supports(op);
+  if ((compute == ScalarType::Float16 || compute == ScalarType::BFloat16) &&
+      kOps[static_cast<int>(op)].wide_floats_only) {
+    return false;
+  }
   const int index = detail::compute_index(compute);
   return index >= 0 && isa_baseline::pointwise_table().fn[static_cast<int>(op)][index] != nullptr;
 }
@@ -169,8 +175,7 @@ void reference(const Shape& shape, const Operand* operands, const OpParams& p) {
   }
 }
 
-constexpr int F = 1, I = 2, B = 4, C = 0;  // C: complex only, no real kernel
-constexpr int FI = F | I, FIB = F | I | B, IB = I | B;
+using namespace detail::kinds;  // the catalogue's kinds tokens
 
 template <class Op, int N, int Kinds>
 void reference_for(ScalarType compute, const Shape& shape, const Operand* operands,

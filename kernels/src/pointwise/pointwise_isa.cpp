@@ -313,8 +313,7 @@ void run_range(const Shape& shape, const Operand* operands, const OpParams& para
   });
 }
 
-constexpr int F = 1, I = 2, B = 4, C = 0;  // C: complex only, no real kernel
-constexpr int FI = F | I, FIB = F | I | B, IB = I | B;
+using namespace detail::kinds;  // the catalogue's kinds tokens
 
 template <class Op, int N, int Kinds>
 void fill_row(detail::PointwiseRange* row) {

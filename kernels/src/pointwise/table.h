@@ -27,6 +27,14 @@ enum ComputeIndex : int {
 // Float16 and BFloat16 compute in float; complex types have no index (-1).
 int compute_index(ScalarType type);
 
+// The kinds of the catalogue (MLU_POINTWISE_OPS) as bit sets, for the
+// tables' `if constexpr (Kinds & F)`. C: complex only, no real kernel; W:
+// like F here, pointwise_supports refuses its 16-bit types.
+namespace kinds {
+constexpr int F = 1, I = 2, B = 4, C = 0, W = F;
+constexpr int FI = F | I, FIB = F | I | B, IB = I | B;
+}  // namespace kinds
+
 #define MLU_POINTWISE_COUNT(name, arity, kinds) +1
 constexpr int kNumPointwiseOps = 0 MLU_POINTWISE_OPS(MLU_POINTWISE_COUNT);
 #undef MLU_POINTWISE_COUNT

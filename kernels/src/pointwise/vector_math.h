@@ -428,7 +428,8 @@ MLU_VECTOR_BODY(PowScalar) {
   if (e == T(2)) {
     for (int64_t i = 0; i < n; ++i) o[i] = a[i] * a[i];
   } else if (e == T(3)) {
-    for (int64_t i = 0; i < n; ++i) o[i] = a[i] * a[i] * a[i];
+    const auto r = [&](T v) { return ops::round_to_storage(p, v); };  // BFloat16: as the CPU
+    for (int64_t i = 0; i < n; ++i) o[i] = r(a[i] * a[i]) * a[i];
   } else if (e == T(0.5)) {
     for (int64_t i = 0; i < n; ++i) o[i] = std::sqrt(a[i]);
   } else if (e == T(-0.5)) {
@@ -436,7 +437,8 @@ MLU_VECTOR_BODY(PowScalar) {
   } else if (e == T(-1)) {
     for (int64_t i = 0; i < n; ++i) o[i] = T(1) / a[i];
   } else if (e == T(-2)) {
-    for (int64_t i = 0; i < n; ++i) o[i] = T(1) / (a[i] * a[i]);
+    const auto r = [&](T v) { return ops::round_to_storage(p, v); };
+    for (int64_t i = 0; i < n; ++i) o[i] = T(1) / r(a[i] * a[i]);
   } else {
     T exps[kBlock];
     std::fill_n(exps, n, e);

@@ -1,0 +1,110 @@
+// The special functions of torch.special (and i0, igamma, polygamma) as
+// pointwise functors: each evaluates what the CPU's kernel evaluates, from
+// special_math.h (PyTorch's Math.h, ported). Included by ops.h.
+// 16-bit types compute in float as everywhere (T is float or double); which
+// of these the CPU also defines for Float16 / BFloat16 is the glue's business.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "mlu_kernels/pointwise.h"
+#include "special_math.h"
+#include "../isa_variants.h"
+
+namespace mlu::kernels::ops {
+inline namespace MLU_KERNELS_ISA_TAG {  // Note [Per-ISA variants]
+
+#define MLU_SPECIAL_UNARY(Name, fn)                      \
+  struct Name {                                          \
+    template <class T>                                   \
+    static T f(const OpParams&, T x) {                   \
+      return special::fn(x);                             \
+    }                                                    \
+  };
+// A polynomial of degree n (the second operand, a float that the CPU
+// truncates to an integer).
+#define MLU_SPECIAL_BINARY(Name, fn)                     \
+  struct Name {                                          \
+    template <class T>                                   \
+    static T f(const OpParams&, T x, T y) {              \
+      return special::fn(x, y);                          \
+    }                                                    \
+  };
+
+MLU_SPECIAL_UNARY(I0, calc_i0)
+MLU_SPECIAL_UNARY(I0e, calc_i0e)
+MLU_SPECIAL_UNARY(I1, calc_i1)
+MLU_SPECIAL_UNARY(I1e, calc_i1e)
+MLU_SPECIAL_UNARY(Ndtri, calc_ndtri)
+MLU_SPECIAL_UNARY(LogNdtr, calc_log_ndtr)
+MLU_SPECIAL_UNARY(Erfcx, calc_erfcx)
+MLU_SPECIAL_UNARY(AiryAi, airy_ai_forward)
+MLU_SPECIAL_UNARY(BesselJ0, bessel_j0_forward)
+MLU_SPECIAL_UNARY(BesselJ1, bessel_j1_forward)
+MLU_SPECIAL_UNARY(BesselY0, bessel_y0_forward)
+MLU_SPECIAL_UNARY(BesselY1, bessel_y1_forward)
+MLU_SPECIAL_UNARY(ModifiedBesselI0, modified_bessel_i0_forward)
+MLU_SPECIAL_UNARY(ModifiedBesselI1, modified_bessel_i1_forward)
+MLU_SPECIAL_UNARY(ModifiedBesselK0, modified_bessel_k0_forward)
+MLU_SPECIAL_UNARY(ModifiedBesselK1, modified_bessel_k1_forward)
+MLU_SPECIAL_UNARY(ScaledModifiedBesselK0, scaled_modified_bessel_k0_forward)
+MLU_SPECIAL_UNARY(ScaledModifiedBesselK1, scaled_modified_bessel_k1_forward)
+MLU_SPECIAL_UNARY(SphericalBesselJ0, spherical_bessel_j0_forward)
+MLU_SPECIAL_BINARY(Igamma, calc_igamma)
+MLU_SPECIAL_BINARY(Igammac, calc_igammac)
+MLU_SPECIAL_BINARY(Zeta, zeta)
+MLU_SPECIAL_BINARY(ChebyshevT, chebyshev_polynomial_t_forward)
+MLU_SPECIAL_BINARY(ChebyshevU, chebyshev_polynomial_u_forward)
+MLU_SPECIAL_BINARY(ChebyshevV, chebyshev_polynomial_v_forward)
+MLU_SPECIAL_BINARY(ChebyshevW, chebyshev_polynomial_w_forward)
+MLU_SPECIAL_BINARY(ShiftedChebyshevT, shifted_chebyshev_polynomial_t_forward)
+MLU_SPECIAL_BINARY(ShiftedChebyshevU, shifted_chebyshev_polynomial_u_forward)
+MLU_SPECIAL_BINARY(ShiftedChebyshevV, shifted_chebyshev_polynomial_v_forward)
+MLU_SPECIAL_BINARY(ShiftedChebyshevW, shifted_chebyshev_polynomial_w_forward)
+MLU_SPECIAL_BINARY(HermiteH, hermite_polynomial_h_forward)
+MLU_SPECIAL_BINARY(HermiteHe, hermite_polynomial_he_forward)
+MLU_SPECIAL_BINARY(LaguerreL, laguerre_polynomial_l_forward)
+MLU_SPECIAL_BINARY(LegendreP, legendre_polynomial_p_forward)
+
+#undef MLU_SPECIAL_UNARY
+#undef MLU_SPECIAL_BINARY
+
+// The CPU's entr_kernel. For 16-bit types it takes c10's log of a Half /
+// BFloat16, which returns one (i[0]: kStorageHalf / kStorageBFloat16, see
+// round_to_storage), and multiplies the two 16-bit values.
+struct Entr {
+  template <class T>
+  static T f(const OpParams& p, T x) {
+    if (std::isnan(x)) return x;
+    if (x > T(0)) return -x * round_to_storage(p, std::log(x));
+    if (x == T(0)) return T(0);
+    return -std::numeric_limits<T>::infinity();
+  }
+};
+
+// The CPU's xlog1py_kernel.
+struct Xlog1py {
+  template <class T>
+  static T f(const OpParams&, T x, T y) {
+    if (std::isnan(y)) return std::numeric_limits<T>::quiet_NaN();
+    if (x == T(0)) return T(0);
+    return x * std::log1p(y);
+  }
+};
+
+// polygamma for n >= 1 (n = 0 is Digamma): i[0] = n. The CPU's
+// trigamma_kernel for n = 1 (in float for 16-bit types too), calc_polygamma
+// otherwise.
+struct Polygamma {
+  template <class T>
+  static T f(const OpParams& p, T x) {
+    const int64_t n = p.i[0];
+    if (n == 1) return special::trigamma(x);
+    return special::calc_polygamma(x, static_cast<int>(n));
+  }
+};
+
+}  // namespace MLU_KERNELS_ISA_TAG
+}  // namespace mlu::kernels::ops
