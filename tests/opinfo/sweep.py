@@ -31,6 +31,8 @@ TESTS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO = os.path.dirname(TESTS_DIR)
 sys.path.insert(0, TESTS_DIR)
 
+from opinfo.fallback_reasons import REASONS  # noqa: E402
+
 TEST_NAMES = ("test_compare_cpu_grad", "test_compare_cpu", "test_noncontiguous_samples", "test_out", "test_errors")
 OUTCOMES = ("passed", "xfailed", "skipped", "failed", "crashed")
 
@@ -265,15 +267,14 @@ def summarize(args, wall_s):
         w("## Ops that fell back to the CPU")
         w("")
         w("ATen ops seen in `torch_mlu.fallback_report()` while cases ran on mlu, by the number of op_db "
-          "entries whose cases used them (the kernels that would help most first).")
+          "entries whose cases used them (the kernels that would help most first), with why each has no mlu "
+          "kernel yet (tests/opinfo/fallback_reasons.py).")
         w("")
         top = sorted(users.items(), key=lambda kv: (-len(kv[1]), kv[0]))
-        w("| aten op | op_db entries | examples |")
-        w("|---|---:|---|")
-        for name, ops in top[:60]:
-            w(f"| `{name}` | {len(ops)} | {', '.join(sorted(ops)[:6])} |")
-        if len(top) > 60:
-            w(f"| ... {len(top) - 60} more | | |")
+        w("| aten op | op_db entries | examples | why it falls back |")
+        w("|---|---:|---|---|")
+        for name, ops in top:
+            w(f"| `{name}` | {len(ops)} | {', '.join(sorted(ops)[:6])} | {REASONS.get(name, 'not surveyed')} |")
         w("")
 
     # expected failures, by reason
