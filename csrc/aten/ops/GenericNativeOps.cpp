@@ -3,8 +3,9 @@
 // mlu registers the same exported at::native functions, so they run natively
 // on top of mlu's kernels instead of through the CPU fallback. Each one was
 // read in PyTorch 2.13's source to be generic; one that touches host data or
-// checks the device type does not belong here.
-#include <ATen/ops/channel_shuffle_native.h>
+// checks the device type does not belong here, nor one whose result layout
+// differs from the CPU's dedicated kernel (channel_shuffle: the generic path
+// returns a contiguous tensor where the CPU keeps channels-last).
 #include <ATen/ops/count_nonzero_native.h>
 #include <ATen/ops/mvlgamma_native.h>
 #include <ATen/ops/remainder_native.h>
@@ -26,8 +27,6 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("count_nonzero.dim_IntList", TORCH_FN(at::native::count_nonzero_cuda));
   // self.mvlgamma(p) copied into out.
   m.impl("mvlgamma.out", TORCH_FN(at::native::mvlgamma_out));
-  // Checks, then native_channel_shuffle (reshape, permute, contiguous).
-  m.impl("channel_shuffle", TORCH_FN(at::native::channel_shuffle));
 }
 
 }  // namespace torch_mlu
