@@ -37,6 +37,18 @@
 namespace mlu::kernels::special {
 inline namespace MLU_KERNELS_ISA_TAG {  // Note [Per-ISA variants]
 
+// std::lgamma writes libm's global signgam: a data race when several device
+// threads evaluate igamma or polygamma at once (TSan reports it). lgamma_r is
+// the same function with the sign returned instead.
+inline double lgamma_threadsafe(double x) {
+  int sign;
+  return ::lgamma_r(x, &sign);
+}
+inline float lgamma_threadsafe(float x) {
+  int sign;
+  return ::lgammaf_r(x, &sign);
+}
+
 /*
  * This function is derived from the implementation of the i0e function in the
  * Cephes Math Library. See note [3-Clause BSD License for the Cephes Math
@@ -286,7 +298,7 @@ inline scalar_t calc_polygamma(scalar_t x, int n) {
   // already blocked if n <= 1
   const auto one = scalar_t{1};
   return ((n % 2) ? one : -one) *
-      std::exp(std::lgamma(static_cast<scalar_t>(n) + one)) *
+      std::exp(lgamma_threadsafe(static_cast<scalar_t>(n) + one)) *
       zeta<scalar_t, is_cuda>(static_cast<scalar_t>(n + 1), x);
 }
 
@@ -418,7 +430,7 @@ static scalar_t _igam_helper_fac(scalar_t a, scalar_t x) {
   static scalar_t lanczos_g = 6.024680040776729583740234375;
 
   if (std::fabs(a - x) > 0.4 * std::fabs(a)) {
-    ax = a * std::log(x) - x - std::lgamma(a);
+    ax = a * std::log(x) - x - lgamma_threadsafe(a);
     if (ax < -MAXLOG) {
       return 0.0;
     }
@@ -493,8 +505,8 @@ static scalar_t _igamc_helper_series(scalar_t a, scalar_t x) {
   }
 
   logx = std::log(x);
-  term = -std::expm1(a * logx - std::lgamma(1+a));
-  return term - std::exp(a * logx - std::lgamma(a)) * sum;
+  term = -std::expm1(a * logx - lgamma_threadsafe(1+a));
+  return term - std::exp(a * logx - lgamma_threadsafe(a)) * sum;
 }
 
 template <typename scalar_t>
