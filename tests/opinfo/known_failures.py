@@ -132,7 +132,7 @@ KNOWN_FAILURES = [
 
     # --- bugs ---
     *[KF(op, "test_errors", None, "xfail", _OUT_OVERLAP)
-      for op in ("kthvalue", "masked_select", "take")],
+      for op in ("kthvalue", "masked_select")],
 ]
 
 # (op full name, test name) -> why op_db's expectedFailure for it does not describe mlu.

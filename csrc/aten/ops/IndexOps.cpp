@@ -1,5 +1,5 @@
 // Indexing on mlu: index_select, gather, scatter (value / src / reduce),
-// scatter_add, scatter_reduce, index_add, masked_fill, cat and embedding's backward.
+// scatter_add, scatter_reduce, index_add, index_reduce, masked_fill, cat and embedding's backward.
 //
 // Index values are checked on the device, while the kernel runs: an
 // out-of-range index is a device-side error naming the op, stored on the
@@ -9,6 +9,7 @@
 #include <ATen/ops/gather_ops.h>
 #include <ATen/ops/index_add_ops.h>
 #include <ATen/ops/index_copy_ops.h>
+#include <ATen/ops/index_reduce_ops.h>
 #include <ATen/ops/index_select_ops.h>
 #include <ATen/ops/masked_fill_ops.h>
 #include <ATen/ops/scatter_add_ops.h>
@@ -25,6 +26,7 @@
 #include <ATen/ops/gather_meta.h>
 #include <ATen/ops/index_add_meta.h>
 #include <ATen/ops/index_copy_meta.h>
+#include <ATen/ops/index_reduce_meta.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/scatter_add_meta.h>
@@ -267,17 +269,49 @@ void scatter_reduce_two_impl(const at::Tensor& self, const at::Tensor& result, i
 // broadcast along every other dim.
 at::Tensor& index_scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, int64_t dim,
                                const at::Tensor& index, const at::Tensor& source, const at::Scalar& alpha,
-                               const at::Tensor& result) {
+                               const at::Tensor& result, bool round_each_update) {
   if (!result.is_same(self)) copy_on_device(result, self);
   if (index.numel() == 0 || source.numel() == 0) return const_cast<at::Tensor&>(result);
   k::Operand idx{const_cast<void*>(index.const_data_ptr()), require_kernel_dtype(index.scalar_type(), op), {}};
   if (source.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
-  // The CPU's index_add of a 0-d or 1-d tensor rounds Float16 / BFloat16
-  // after every update; of larger tensors, once (kernels/include/mlu_kernels/index.h).
   launch_scatter(op, kind, shape_of(source), static_cast<int>(source.dim() == 0 ? 0 : dim), kernel_operand(result, op),
                  result.dim() == 0 ? 1 : result.size(dim), kernel_operand(source, op), idx, alpha.toDouble(), self.device(),
-                 /*round_each_update=*/result.dim() <= 1);
+                 round_each_update);
   return const_cast<at::Tensor&>(result);
+}
+
+// The CPU's index_add / index_copy of a 0-d or 1-d tensor rounds Float16 /
+// BFloat16 after every update; of larger tensors, once
+// (kernels/include/mlu_kernels/index.h).
+bool index_add_rounds_each_update(const at::Tensor& result) { return result.dim() <= 1; }
+
+// index_reduce as the CPU's index_reduce_func_impl: indexed slots start from
+// the reduction's identity unless include_self, every update is one binary op
+// in the element type (so Float16 / BFloat16 round after each), and mean
+// divides by the number of contributions (floor division for integers).
+void index_reduce_impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& source,
+                       c10::string_view reduce, bool include_self, const at::Tensor& result) {
+  TORCH_WARN_ONCE("index_reduce() is in beta and the API may change at any time.");
+  if (!result.is_same(self)) copy_on_device(result, self);
+  if (index.numel() == 0) return;
+  if (!include_self) {
+    const at::Tensor identity = at::scalar_tensor(reduction_identity(reduce, result.scalar_type()), result.options());
+    auto sizes = result.sizes().vec();
+    if (result.dim() > 0) sizes[dim] = index.numel();
+    index_scatter_impl("index_reduce", k::ScatterOp::Assign, result, dim, index, identity.expand(sizes), 1, result,
+                       /*round_each_update=*/true);
+  }
+  index_scatter_impl("index_reduce", scatter_kind(reduce), result, dim, index, source, 1, result,
+                     /*round_each_update=*/true);
+  if (reduce != "mean") return;
+  at::Tensor count = include_self ? at::ones_like(result) : at::zeros_like(result);
+  count.index_add_(dim, index, at::ones_like(source));
+  count.masked_fill_(count.eq(0), 1);
+  if (result.is_floating_point() || result.is_complex()) {
+    result.div_(count);
+  } else {
+    result.div_(count, "floor");
+  }
 }
 
 // masked_fill_: where(mask, value, self) written into self.
@@ -367,7 +401,7 @@ at::Tensor embedding_dense_backward_mlu(const at::Tensor& grad, const at::Tensor
   }
   at::Tensor grad_weight = at::zeros({n, embedding_dim}, grad.options());
   return index_scatter_impl("embedding_backward", k::ScatterOp::Add, grad_weight, 0, flat_indices, flat_grad, 1,
-                            grad_weight);
+                            grad_weight, index_add_rounds_each_update(grad_weight));
 }
 
 }  // namespace
@@ -426,6 +460,32 @@ TORCH_MLU_ATEN_IMPL(m) {
         [&]() -> at::Tensor& {
           return cpu_fallback<ATEN_OP2(scatter_, reduce)>(self, dim, index, src, reduce);
         }, self, dim, index, src, reduce);
+  });
+  m.impl("scatter.reduce_out", [](T self, int64_t dim, T index, T src, c10::string_view reduce,
+                                  at::Tensor& out) -> at::Tensor& {
+    return scatter_out<at::meta::structured_scatter_reduce>("scatter", scatter_kind(reduce), src, 0,
+        [&]() -> at::Tensor& {
+          return cpu_fallback<ATEN_OP2(scatter, reduce_out)>(self, dim, index, src, reduce, out);
+        }, out, self, dim, index, src, reduce);
+  });
+  m.impl("scatter.value_reduce", [](T self, int64_t dim, T index, const at::Scalar& value, c10::string_view reduce) {
+    return scatter_fn<at::meta::structured_scatter_value_reduce>("scatter", scatter_kind(reduce), at::Tensor(), value,
+        [&] { return cpu_fallback<ATEN_OP2(scatter, value_reduce)>(self, dim, index, value, reduce); },
+        self, dim, index, value, reduce);
+  });
+  m.impl("scatter_.value_reduce", [](at::Tensor& self, int64_t dim, T index, const at::Scalar& value,
+                                     c10::string_view reduce) -> at::Tensor& {
+    return scatter_inplace<at::meta::structured_scatter_value_reduce>("scatter", scatter_kind(reduce), at::Tensor(),
+        value, [&]() -> at::Tensor& {
+          return cpu_fallback<ATEN_OP2(scatter_, value_reduce)>(self, dim, index, value, reduce);
+        }, self, dim, index, value, reduce);
+  });
+  m.impl("scatter.value_reduce_out", [](T self, int64_t dim, T index, const at::Scalar& value, c10::string_view reduce,
+                                        at::Tensor& out) -> at::Tensor& {
+    return scatter_out<at::meta::structured_scatter_value_reduce>("scatter", scatter_kind(reduce), at::Tensor(), value,
+        [&]() -> at::Tensor& {
+          return cpu_fallback<ATEN_OP2(scatter, value_reduce_out)>(self, dim, index, value, reduce, out);
+        }, out, self, dim, index, value, reduce);
   });
   m.impl("scatter_add", [](T self, int64_t dim, T index, T src) {
     return scatter_fn<at::meta::structured_scatter_add>("scatter_add", k::ScatterOp::Add, src, 0, [&] {
@@ -487,7 +547,8 @@ TORCH_MLU_ATEN_IMPL(m) {
     c10::OptionalDeviceGuard guard(self.device());
     MLUFunctional<at::meta::structured_index_add> meta;
     const auto pre = meta.meta(self, dim, index, source, alpha);
-    index_scatter_impl("index_add", k::ScatterOp::Add, self, pre.dim, index, source, alpha, meta.output());
+    index_scatter_impl("index_add", k::ScatterOp::Add, self, pre.dim, index, source, alpha, meta.output(),
+                       index_add_rounds_each_update(meta.output()));
     return std::move(meta.output());
   });
   m.impl("index_add_", [](at::Tensor& self, int64_t dim, T index, T source, const at::Scalar& alpha) -> at::Tensor& {
@@ -498,7 +559,8 @@ TORCH_MLU_ATEN_IMPL(m) {
     c10::OptionalDeviceGuard guard(self.device());
     MLUInplace<at::meta::structured_index_add> meta(self);
     const auto pre = meta.meta(self, dim, index, source, alpha);
-    return index_scatter_impl("index_add", k::ScatterOp::Add, self, pre.dim, index, source, alpha, self);
+    return index_scatter_impl("index_add", k::ScatterOp::Add, self, pre.dim, index, source, alpha, self,
+                              index_add_rounds_each_update(self));
   });
   m.impl("index_copy", [](T self, int64_t dim, T index, T source) {
     if (!has_kernel(self)) {
@@ -507,7 +569,8 @@ TORCH_MLU_ATEN_IMPL(m) {
     c10::OptionalDeviceGuard guard(self.device());
     MLUFunctional<at::meta::structured_index_copy> meta;
     const auto pre = meta.meta(self, dim, index, source);
-    index_scatter_impl("index_copy", k::ScatterOp::Assign, self, pre.dim, index, source, 1, meta.output());
+    index_scatter_impl("index_copy", k::ScatterOp::Assign, self, pre.dim, index, source, 1, meta.output(),
+                       index_add_rounds_each_update(meta.output()));
     return std::move(meta.output());
   });
   m.impl("index_copy_", [](at::Tensor& self, int64_t dim, T index, T source) -> at::Tensor& {
@@ -517,7 +580,41 @@ TORCH_MLU_ATEN_IMPL(m) {
     c10::OptionalDeviceGuard guard(self.device());
     MLUInplace<at::meta::structured_index_copy> meta(self);
     const auto pre = meta.meta(self, dim, index, source);
-    return index_scatter_impl("index_copy", k::ScatterOp::Assign, self, pre.dim, index, source, 1, self);
+    return index_scatter_impl("index_copy", k::ScatterOp::Assign, self, pre.dim, index, source, 1, self,
+                              index_add_rounds_each_update(self));
+  });
+  m.impl("index_reduce", [](T self, int64_t dim, T index, T source, c10::string_view reduce, bool include_self) {
+    if (!has_kernel(self)) {
+      return cpu_fallback<ATEN_OP(index_reduce)>(self, dim, index, source, reduce, include_self);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUFunctional<at::meta::structured_index_reduce> meta;
+    const auto pre = meta.meta(self, dim, index, source, reduce, include_self);
+    index_reduce_impl(self, pre.dim, index, source, reduce, include_self, meta.output());
+    return std::move(meta.output());
+  });
+  m.impl("index_reduce_", [](at::Tensor& self, int64_t dim, T index, T source, c10::string_view reduce,
+                             bool include_self) -> at::Tensor& {
+    if (!has_kernel(self)) {
+      return cpu_fallback<ATEN_OP(index_reduce_)>(self, dim, index, source, reduce, include_self);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUInplace<at::meta::structured_index_reduce> meta(self);
+    const auto pre = meta.meta(self, dim, index, source, reduce, include_self);
+    index_reduce_impl(self, pre.dim, index, source, reduce, include_self, self);
+    return self;
+  });
+  m.impl("index_reduce.out", [](T self, int64_t dim, T index, T source, c10::string_view reduce, bool include_self,
+                                at::Tensor& out) -> at::Tensor& {
+    if (!has_kernel(self) || !has_kernel(out)) {
+      return cpu_fallback<ATEN_OP2(index_reduce, out)>(self, dim, index, source, reduce, include_self, out);
+    }
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUOut<at::meta::structured_index_reduce> meta(out);
+    const auto pre = meta.meta(self, dim, index, source, reduce, include_self);
+    index_reduce_impl(self, pre.dim, index, source, reduce, include_self, meta.maybe_get_output(0));
+    meta.finish();
+    return out;
   });
   m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_mlu));
   m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor_mlu));

@@ -337,9 +337,49 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(T grad_out, T
   return {grad_input, grad_weight, grad_bias};
 }
 
+// ---- the newer batch-norm entry points ----
+// As on the CPU (_batch_norm_legit_cpu, _batch_norm_with_update_cpu,
+// _new_batch_norm_backward_cpu), each is native_batch_norm or its backward
+// under another signature.
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit(T input, const std::optional<at::Tensor>& weight,
+                                                                const std::optional<at::Tensor>& bias,
+                                                                at::Tensor& running_mean, at::Tensor& running_var,
+                                                                bool training, double momentum, double eps) {
+  return batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit_no_stats(T input,
+                                                                         const std::optional<at::Tensor>& weight,
+                                                                         const std::optional<at::Tensor>& bias,
+                                                                         bool training, double momentum, double eps) {
+  return batch_norm(input, weight, bias, at::Tensor(), at::Tensor(), training, momentum, eps);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> batch_norm_with_update(
+    T input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, at::Tensor& running_mean,
+    at::Tensor& running_var, double momentum, double eps) {
+  auto [output, save_mean, save_invstd] =
+      batch_norm(input, weight, bias, running_mean, running_var, /*training=*/true, momentum, eps);
+  at::Tensor reserve = at::empty({0}, input.options().dtype(at::kByte));
+  return {output, save_mean, save_invstd, reserve};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> new_batch_norm_backward(
+    T grad_out, T input, T weight, const std::optional<at::Tensor>& running_mean,
+    const std::optional<at::Tensor>& running_var, const std::optional<at::Tensor>& save_mean,
+    const std::optional<at::Tensor>& save_var, bool update, double eps, std::array<bool, 3> mask, T /*reserve*/) {
+  return batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_var, update, eps,
+                             mask);
+}
+
 }  // namespace
 
 TORCH_MLU_ATEN_IMPL(m) {
+  m.impl("_native_batch_norm_legit", TORCH_FN(batch_norm_legit));
+  m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(batch_norm_legit_no_stats));
+  m.impl("_batch_norm_with_update", TORCH_FN(batch_norm_with_update));
+  m.impl("batch_norm_backward", TORCH_FN(new_batch_norm_backward));
   m.impl("native_group_norm", TORCH_FN(group_norm));
   m.impl("native_layer_norm", TORCH_FN(layer_norm));
   m.impl("native_layer_norm_backward", TORCH_FN(layer_norm_backward));

@@ -106,6 +106,18 @@ Geometry reduce_geometry(const at::Tensor& self, const at::Tensor& result, const
 void launch_reduce(ReduceOp op, const at::Tensor& self, const at::Tensor& result, const at::native::DimMask& mask,
                    bool keepdim, double p = 0) {
   if (result.numel() == 0) return;
+  // sum(x, dtype=torch.float64) of float32 x: the CPU's iterator casts the
+  // input to the result's type and accumulates there; mlu's kernels would
+  // accumulate in the input's accumulate type (float), so cast first.
+  const at::ScalarType to = result.scalar_type();
+  const bool arithmetic = op == ReduceOp::Sum || op == ReduceOp::Mean || op == ReduceOp::Prod;
+  const bool wider = (to == at::kDouble || to == at::kComplexDouble) && self.scalar_type() != to;
+  const bool to_floating = c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) &&
+                           (at::isFloatingType(to) || at::isComplexType(to));
+  if (arithmetic && (wider || to_floating)) {
+    launch_reduce(op, self.to(to), result, mask, keepdim, p);
+    return;
+  }
   if (self.is_complex()) {
     TORCH_INTERNAL_ASSERT(op == ReduceOp::Sum || op == ReduceOp::Mean);
     TORCH_CHECK(result.is_complex(), "mlu: a sum of complex numbers into a real result is not supported");

@@ -1,0 +1,374 @@
+// Ops that PyTorch implements with host loops on the CPU and dedicated
+// kernels on CUDA, composed on mlu from mlu's native ops: nansum, trace,
+// logspace, max_unpool2d/3d, masked_scatter_, nonzero_static,
+// repeat_interleave's index form and cummax / cummin.
+//
+// Each one checks its arguments as the CPU's implementation does (same
+// order, same messages) and computes what the CPU's loop computes, in the
+// same types, so results equal the CPU's up to the summation order of
+// reductions. Where the CPU checks index values on the host, the composed
+// form ends in a scatter / gather whose kernel checks them on the device: a
+// bad index is a device-side error raised at the next synchronisation.
+#include <algorithm>
+
+#include <ATen/AccumulateType.h>
+#include <ATen/Context.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/_cummax_helper_ops.h>
+#include <ATen/ops/_cummin_helper_ops.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/logspace_ops.h>
+#include <ATen/ops/masked_scatter_ops.h>
+#include <ATen/ops/nonzero.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/pow.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/trace_ops.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
+
+#include "csrc/aten/DeviceCheck.h"
+#include "csrc/aten/Fallback.h"
+#include "csrc/aten/KernelArgs.h"
+
+namespace torch_mlu {
+namespace {
+
+using T = const at::Tensor&;
+
+// ---- nansum ----
+
+// The CPU refuses complex inputs ("nansum on CPU does not support complex
+// inputs"); mlu does too, naming itself.
+constexpr const char* kNansumComplex = "nansum on mlu does not support complex inputs";
+
+// A floating input sums in the result's type, which the CPU's kernel
+// defines for floating types only.
+void check_nansum_type(at::ScalarType type) {
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(type), "\"nansum_mlu\" not implemented for '", type, "'");
+}
+
+// The CPU's nansum_out: integers (no NaN) are a plain sum; floating inputs
+// sum with NaN read as zero.
+at::Tensor& nansum_out_mlu(T self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype,
+                           at::Tensor& result) {
+  TORCH_CHECK(!c10::isComplexType(self.scalar_type()), kNansumComplex);
+  if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
+    return at::sum_out(result, self, dim, keepdim, dtype);
+  }
+  check_nansum_type(dtype.value_or(result.scalar_type()));
+  return at::sum_out(result, self.masked_fill(self.isnan(), 0), dim, keepdim, dtype);
+}
+
+at::Tensor nansum_mlu(T self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  TORCH_CHECK(!c10::isComplexType(self.scalar_type()), kNansumComplex);
+  if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) return at::sum(self, dim, keepdim, dtype);
+  check_nansum_type(dtype.value_or(self.scalar_type()));
+  return at::sum(self.masked_fill(self.isnan(), 0), dim, keepdim, dtype);
+}
+
+// ---- trace ----
+
+// The CPU's trace_cpu sums the diagonal in its accumulate type (double for
+// float, int64 for integers) and defines no Half / BFloat16 / Bool kernel:
+// those go to the CPU fallback, which raises its error.
+at::Tensor trace_mlu(T self) {
+  const at::ScalarType type = self.scalar_type();
+  if (type == at::kHalf || type == at::kBFloat16 || type == at::kBool || (!has_kernel(self) && !self.is_complex())) {
+    return cpu_fallback<ATEN_OP(trace)>(self);
+  }
+  TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
+  const at::ScalarType out_type = c10::isIntegralType(type, /*includeBool=*/false) ? at::kLong : type;
+  const at::ScalarType acc = at::toAccumulateType(out_type, /*is_cuda=*/false);
+  return self.diagonal().sum(acc).to(out_type);
+}
+
+// ---- logspace ----
+
+// v rounded to the result's type, as the CPU's start.to<scalar_t>().
+double in_type(const at::Scalar& v, at::ScalarType type) {
+  return at::scalar_tensor(v, at::TensorOptions().dtype(type)).item<double>();
+}
+
+// The CPU's logspace_out: with start and end in the result's type and the
+// step (end - start) / (steps - 1) in double (the difference taken in the
+// result's type), element i is base ** (start + step * i) in the first half
+// and base ** (end - step * (steps - 1 - i)) in the second, in double with
+// the base in float for integer results, then converted.
+at::Tensor& logspace_out_mlu(const at::Scalar& start, const at::Scalar& end, int64_t steps, double base,
+                             at::Tensor& result) {
+  TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (result.is_complex() || !has_kernel(result)) {
+    return cpu_fallback<ATEN_OP2(logspace, out)>(start, end, steps, base, result);
+  }
+  if (result.numel() != steps) result.resize_({steps});
+  if (steps == 0) return result;
+  c10::OptionalDeviceGuard guard(result.device());
+  const at::ScalarType type = result.scalar_type();
+  const auto doubles = result.options().dtype(at::kDouble);
+  if (steps == 1) {
+    result.fill_(std::pow(base, start.toDouble()));
+    return result;
+  }
+  const bool integral = c10::isIntegralType(type, /*includeBool=*/true);
+  const double s = in_type(start, type), e = in_type(end, type);
+  const double difference = integral ? e - s : in_type(e - s, type);
+  const double step = difference / static_cast<double>(steps - 1);
+  const double b = integral ? static_cast<double>(static_cast<float>(base)) : base;
+  const at::Tensor i = at::arange(steps, doubles);
+  const at::Tensor low = i.mul(step).add(s);
+  const at::Tensor high = i.neg().add(static_cast<double>(steps - 1)).mul(step).neg().add(e);
+  const at::Tensor exponent = at::where(i.lt(static_cast<double>(steps / 2)), low, high);
+  result.copy_(at::pow(b, exponent));
+  return result;
+}
+
+// ---- max_unpool2d / max_unpool3d ----
+
+// out (already shaped) = zeros with self's values scattered to indices
+// within each (batch, channel) plane; the last write of a plane wins, as in
+// the CPU's serial loop over a plane.
+void unpool_into(at::Tensor& out, T self, T indices, int64_t spatial_dims) {
+  out.zero_();
+  if (out.numel() == 0 || self.numel() == 0) return;
+  const int64_t lead = self.dim() - spatial_dims;
+  int64_t plane_count = 1;
+  for (int64_t d = 0; d < lead; ++d) plane_count *= self.size(d);
+  const at::Tensor values = self.reshape({plane_count, -1});
+  const at::Tensor where = indices.reshape({plane_count, -1});
+  at::Tensor flat = at::zeros({plane_count, out.numel() / plane_count}, self.options());
+  flat.scatter_(1, where, values);
+  out.copy_(flat.view(out.sizes()));
+}
+
+void check_unpool_input(const char* fn, T self) {
+  for (int64_t i = 1; i < self.dim(); ++i) {
+    TORCH_CHECK(self.size(i) > 0, fn,
+                "Expected input to have non-zero size for non-batch dimensions, but got ", self.sizes(),
+                " with dimension ", i, " being empty.");
+  }
+}
+
+at::Tensor& max_unpool2d_out_mlu(T self, T indices, at::IntArrayRef output_size, at::Tensor& out) {
+  at::globalContext().alertNotDeterministic("max_unpooling2d_forward_out");
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "elements in indices should be type int64 but got: ",
+              indices.scalar_type());
+  TORCH_CHECK(self.dim() == 3 || self.dim() == 4, "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a ",
+              "tensor with ", self.dim(), " dimensions.");
+  TORCH_CHECK(output_size.size() == 2, "There should be exactly two elements (height, width) in output_size, but got ",
+              output_size.size(), " elements.");
+  TORCH_CHECK(output_size[0] >= 0 && output_size[1] >= 0,
+              "max_unpooling2d(): output_size must contain non-negative spatial dimensions, but got output_size=(",
+              output_size[0], ", ", output_size[1], ")");
+  TORCH_CHECK(self.sizes() == indices.sizes(), "Expected shape of indices to be same as that of the input tensor (",
+              self.sizes(), ") but got indices tensor with shape: ", indices.sizes());
+  check_unpool_input("max_unpooling2d_forward_out_cpu(): ", self);
+  c10::OptionalDeviceGuard guard(self.device());
+  const auto memory_format = self.suggest_memory_format();
+  if (self.dim() == 3) {
+    out.resize_({self.size(0), output_size[0], output_size[1]});
+  } else {
+    out.resize_({self.size(0), self.size(1), output_size[0], output_size[1]}, memory_format);
+  }
+  unpool_into(out, self, indices, /*spatial_dims=*/2);
+  return out;
+}
+
+at::Tensor max_unpool2d_mlu(T self, T indices, at::IntArrayRef output_size) {
+  at::Tensor out = at::empty({0}, self.options());
+  return max_unpool2d_out_mlu(self, indices, output_size, out);
+}
+
+at::Tensor& max_unpool3d_out_mlu(T self, T indices, at::IntArrayRef output_size, at::IntArrayRef stride,
+                                 at::IntArrayRef padding, at::Tensor& out) {
+  at::globalContext().alertNotDeterministic("max_unpooling3d_forward_out");
+  TORCH_CHECK(out.is_contiguous(), "output must be contiguous");
+  TORCH_CHECK(indices.scalar_type() == at::kLong, "elements in indices should be type int64 but got: ",
+              indices.scalar_type());
+  TORCH_CHECK(self.dim() == 4 || self.dim() == 5, "Input to max_unpooling3d should be a 4d or 5d Tensor, but got a ",
+              "tensor with ", self.dim(), " dimensions.");
+  TORCH_CHECK(output_size.size() == 3,
+              "There should be exactly three elements (depth, height, width) in output_size, but got ",
+              output_size.size(), " elements.");
+  TORCH_CHECK(stride.size() == 3, "There should be exactly three elements (depth, height, width) in stride, but got: ",
+              stride.size(), " elements.");
+  TORCH_CHECK(padding.size() == 3,
+              "There should be exactly three elements (depth, height, width) in padding, but got: ", padding.size(),
+              " elements.");
+  TORCH_CHECK(self.sizes() == indices.sizes(), "Expected shape of indices to be same as that of the input tensor (",
+              self.sizes(), ") but got indices tensor with shape: ", indices.sizes());
+  check_unpool_input("max_unpooling3d_forward_out_cpu(): ", self);
+  TORCH_CHECK(stride[0] > 0 && stride[1] > 0 && stride[2] > 0, "strides should be greater than zero, but got stride: ",
+              stride);
+  TORCH_CHECK(output_size[0] >= 0 && output_size[1] >= 0 && output_size[2] >= 0,
+              "max_unpooling3d(): output_size must contain non-negative spatial dimensions, but got output_size=(",
+              output_size[0], ", ", output_size[1], ", ", output_size[2], ")");
+  c10::OptionalDeviceGuard guard(self.device());
+  if (self.dim() == 5) {
+    out.resize_({self.size(0), self.size(1), output_size[0], output_size[1], output_size[2]});
+  } else {
+    out.resize_({self.size(0), output_size[0], output_size[1], output_size[2]});
+  }
+  unpool_into(out, self, indices, /*spatial_dims=*/3);
+  return out;
+}
+
+at::Tensor max_unpool3d_mlu(T self, T indices, at::IntArrayRef output_size, at::IntArrayRef stride,
+                            at::IntArrayRef padding) {
+  at::Tensor out = at::empty({0}, self.options());
+  return max_unpool3d_out_mlu(self, indices, output_size, stride, padding, out);
+}
+
+// ---- masked_scatter_ ----
+
+// The k-th set element of the mask (in self's logical order) takes source's
+// k-th element (in source's logical order), as the CPU's linear iteration.
+at::Tensor& masked_scatter_mlu(at::Tensor& self, T mask, T source) {
+  at::assert_no_internal_overlap(self);
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(),
+              "masked_scatter: expected self and source to have same dtypes but got", self.scalar_type(), " and ",
+              source.scalar_type());
+  TORCH_CHECK(mask.dtype() == at::ScalarType::Bool, "masked_scatter_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  if (!has_kernel(self)) return cpu_fallback<ATEN_OP(masked_scatter_)>(self, mask, source);
+  c10::MaybeOwned<at::Tensor> b_mask = at::expand_inplace(self, mask, "masked_scatter_");
+  if (b_mask->numel() == 0) return self;
+  c10::OptionalDeviceGuard guard(self.device());
+  const at::Tensor flat_mask = b_mask->reshape(-1);
+  const int64_t available = source.numel();
+  const at::Tensor rank = flat_mask.cumsum(0).sub_(1);
+  // Unmasked positions read a padding element at `available`; a masked one
+  // past source's end reads `available + 1`, out of bounds, so the gather
+  // raises a device-side error where the CPU raises "Number of elements of
+  // source < number of ones in mask".
+  const at::Tensor position = at::where(flat_mask, at::where(rank.lt(available), rank, available + 1), available);
+  const at::Tensor padded = at::cat({source.reshape(-1), at::zeros({1}, source.options())});
+  const at::Tensor values = padded.index_select(0, position).view(self.sizes());
+  self.copy_(at::where(*b_mask, values, self));
+  return self;
+}
+
+// ---- nonzero_static ----
+
+at::Tensor& nonzero_static_out_mlu(T self, int64_t size, int64_t fill_value, at::Tensor& result) {
+  TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be an non-negative integer");
+  TORCH_CHECK(result.scalar_type() == at::kLong,
+              "nonzero_static: Expected out tensor to have scalar type Long but got scalar type", result.scalar_type());
+  const int64_t ndim = self.dim();
+  if (result.dim() != 2 || result.size(0) != size || result.size(1) != ndim) {
+    at::native::resize_output(result, {size, ndim});
+  }
+  TORCH_CHECK(result.dim() == 2, "nonzero_static: Expected out tensor to be a 2D tensor but got a ", result.dim(),
+              "D tensor");
+  TORCH_CHECK(result.size(0) == size && result.size(1) == ndim, "nonzero_static: Expected out tensor to have Size([",
+              size, ", ", ndim, "]) but got Size([", result.size(0), ", ", result.size(1), "]) ");
+  if (result.size(0) == 0 || result.size(1) == 0) return result;
+  const at::Tensor found = at::nonzero(self);
+  const int64_t copied = std::min(size, found.size(0));
+  result.narrow(0, 0, copied).copy_(found.narrow(0, 0, copied));
+  if (size > copied) result.narrow(0, copied, size - copied).fill_(fill_value);
+  return result;
+}
+
+at::Tensor nonzero_static_mlu(T self, int64_t size, int64_t fill_value) {
+  TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be an non-negative integer");
+  at::Tensor result = at::empty({size, self.dim()}, self.options().dtype(at::kLong));
+  return nonzero_static_out_mlu(self, size, fill_value, result);
+}
+
+// ---- repeat_interleave(repeats) ----
+
+// result[j] = i for j in [cumsum[i] - repeats[i], cumsum[i]): the number of
+// cumulative ends at or before j, a histogram of the ends summed up.
+at::Tensor repeat_interleave_mlu(T repeats, std::optional<int64_t> output_size) {
+  TORCH_CHECK(repeats.dim() == 1, "repeat_interleave only accept 1D vector as repeat");
+  TORCH_CHECK(repeats.scalar_type() == at::kLong || repeats.scalar_type() == at::kInt,
+              "repeats has to be Long or Int tensor");
+  if (repeats.size(0) == 0) return at::empty_like(repeats, LEGACY_CONTIGUOUS_MEMORY_FORMAT);
+  c10::OptionalDeviceGuard guard(repeats.device());
+  const at::Tensor ends = repeats.cumsum(0, at::kLong);
+  const int64_t required = ends[-1].item<int64_t>();
+  int64_t total = required;
+  if (output_size.has_value()) {
+    total = *output_size;
+    TORCH_CHECK(total == required, "repeat_interleave: Invalid output_size, expected ", required, " but got ", total);
+  } else {
+    TORCH_CHECK(repeats.ge(0).all().item<bool>(), "repeats can not be negative");
+  }
+  at::Tensor marks = at::zeros({total + 1}, repeats.options().dtype(at::kLong));
+  marks.index_add_(0, ends, at::ones_like(ends));
+  return marks.narrow(0, 0, total).cumsum(0).to(repeats.scalar_type());
+}
+
+// ---- cummax / cummin ----
+
+// Running maximum (or minimum) along dim by doubling: after the step with
+// offset k every element holds the extreme of the 2k elements ending at it.
+// maximum / minimum propagate NaN, as the CPU's running loop does.
+at::Tensor running_extreme(at::Tensor v, int64_t dim, bool is_max) {
+  const int64_t n = v.size(dim);
+  for (int64_t k = 1; k < n; k *= 2) {
+    const at::Tensor later = v.narrow(dim, k, n - k), earlier = v.narrow(dim, 0, n - k);
+    v = at::cat({v.narrow(dim, 0, k), is_max ? at::maximum(later, earlier) : at::minimum(later, earlier)}, dim);
+  }
+  return v;
+}
+
+// The CPU's cummax_cummin_helper takes element j as the new extreme when it
+// is NaN or, while the extreme is not NaN, when it ties or beats it (>= for
+// max, <= for min); its index is the last such j. Those j are exactly the
+// ones equal to the running extreme at j, or NaN, so the index is the
+// running maximum of j over them.
+void cumulative_extreme(T self, at::Tensor& values, at::Tensor& indices, int64_t dim, bool is_max) {
+  c10::OptionalDeviceGuard guard(self.device());
+  const at::Tensor extreme = running_extreme(self, dim, is_max);
+  std::vector<int64_t> shape(self.dim(), 1);
+  shape[dim] = self.size(dim);
+  const at::Tensor position = at::arange(self.size(dim), self.options().dtype(at::kLong)).view(shape);
+  at::Tensor takes = self.eq(extreme);
+  if (self.is_floating_point()) takes.logical_or_(self.isnan());
+  const at::Tensor candidate = at::where(takes, position, -1);
+  values.copy_(extreme);
+  indices.copy_(running_extreme(candidate, dim, /*is_max=*/true));
+}
+
+// Complex inputs: the CPU fallback raises the CPU's error.
+void cummax_helper_mlu(T self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
+  if (self.is_complex() || !has_kernel(self)) return cpu_fallback<ATEN_OP(_cummax_helper)>(self, values, indices, dim);
+  cumulative_extreme(self, values, indices, dim, /*is_max=*/true);
+}
+
+void cummin_helper_mlu(T self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
+  if (self.is_complex() || !has_kernel(self)) return cpu_fallback<ATEN_OP(_cummin_helper)>(self, values, indices, dim);
+  cumulative_extreme(self, values, indices, dim, /*is_max=*/false);
+}
+
+}  // namespace
+
+TORCH_MLU_ATEN_IMPL(m) {
+  m.impl("_cummax_helper", TORCH_FN(cummax_helper_mlu));
+  m.impl("_cummin_helper", TORCH_FN(cummin_helper_mlu));
+  m.impl("nansum", TORCH_FN(nansum_mlu));
+  m.impl("nansum.out", TORCH_FN(nansum_out_mlu));
+  m.impl("trace", TORCH_FN(trace_mlu));
+  m.impl("logspace.out", TORCH_FN(logspace_out_mlu));
+  m.impl("max_unpool2d", TORCH_FN(max_unpool2d_mlu));
+  m.impl("max_unpool2d.out", TORCH_FN(max_unpool2d_out_mlu));
+  m.impl("max_unpool3d", TORCH_FN(max_unpool3d_mlu));
+  m.impl("max_unpool3d.out", TORCH_FN(max_unpool3d_out_mlu));
+  m.impl("masked_scatter_", TORCH_FN(masked_scatter_mlu));
+  m.impl("nonzero_static", TORCH_FN(nonzero_static_mlu));
+  m.impl("nonzero_static.out", TORCH_FN(nonzero_static_out_mlu));
+  m.impl("repeat_interleave.Tensor", TORCH_FN(repeat_interleave_mlu));
+}
+
+}  // namespace torch_mlu
