@@ -431,7 +431,9 @@ def scan_tokens(tokens):
             what = tokens[i + 1].text
             args, end = call_args(tokens, i + 2)
             ns, key = (blocks[-1][1], blocks[-1][2]) if blocks else ("aten", None)
-            if what == "impl":
+            if what == "impl" and not blocks:
+                pass  # a method named impl outside any registration block (a structured kernel's)
+            elif what == "impl":
                 name, ident = op_name(args[0] if args else [], ns)
                 raw = " ".join(x.text for x in (args[0] if args else []))
                 scan.impls.append((key, name, ident, raw))
