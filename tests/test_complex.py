@@ -156,3 +156,19 @@ def test_errors_match_the_cpu():
         with pytest.raises(RuntimeError) as mlu:
             case("mlu")
         assert str(mlu.value).split("\n")[0] == str(cpu.value).split("\n")[0]
+
+
+def test_complex32_tensors_store_copy_and_fill_natively(native_oracle):
+    # ComplexHalf has no kernels: creation, copies between dtypes and fill_ move Float16 pairs natively;
+    # arithmetic on it goes to the CPU fallback (visibly), as the CPU's few ComplexHalf kernels compute it.
+    x, c = torch.randn(3, 4), z((3, 4), torch.complex64)
+    native_oracle(lambda a: a.chalf(), x)
+    native_oracle(lambda a: a.t().chalf(), c)
+    native_oracle(lambda a: a.chalf().to(torch.complex64), c)
+    native_oracle(lambda a: a.chalf().real.float(), c)
+    native_oracle(lambda device: torch.full((2, 3), 1.5 - 2.25j, dtype=torch.complex32, device=device))
+    native_oracle(lambda device: torch.zeros(5, dtype=torch.complex32, device=device))
+    torch_mlu.reset_fallback_report()
+    got = c.to("mlu").chalf().abs()
+    assert torch_mlu.fallback_report()  # abs of ComplexHalf: the CPU's kernel, through the fallback
+    torch.testing.assert_close(got.cpu(), c.chalf().abs())

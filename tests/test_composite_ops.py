@@ -332,3 +332,27 @@ def test_scatter_value_reduce(reduce):
     native(lambda t, i: torch.scatter(t, 0, i, t[:2, :3].contiguous(), reduce=reduce, out=torch.empty_like(t)),
            x, index)
     same_error(lambda t, i: t.scatter(0, i, 1.5, reduce="max"), x, index)
+
+
+# ---- median / nanmedian ----
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64])
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+def test_median(op, dtype):
+    x = randn(6, 9).mul(3).round().to(dtype)  # ties: the CPU picks the lowest index among equals
+    if dtype.is_floating_point:
+        x[1, 3] = x[1, 7] = x[4, 0] = float("nan")
+    fn = getattr(torch, op)
+    native(lambda t: fn(t), x, equal_nan=True)
+    if dtype.is_floating_point:
+        # an all-NaN slice: NaN; its index is whichever NaN the CPU's nth_element leaves there
+        native(lambda t: fn(t.fill_(float("nan")), 0)[0], x.clone(), equal_nan=True)
+        native(lambda t: fn(t.fill_(float("nan"))), x.clone(), equal_nan=True)
+    native(lambda t: fn(t[0]), x, equal_nan=True)
+    for dim in (0, 1, -1):
+        native(lambda t: fn(t, dim), x, equal_nan=True)
+        native(lambda t: fn(t.t(), dim, keepdim=True), x, equal_nan=True)
+    native(lambda t: fn(t[0, 0], 0), x, equal_nan=True)
+    same_error(lambda t: fn(t, 1), torch.empty(2, 0))
+    with pytest.raises(RuntimeError, match="argument #1 'indices' to have .*scalar type Long"):
+        fn(x.to("mlu"), 0, out=(torch.empty(0, device="mlu", dtype=x.dtype), torch.empty(0, device="mlu")))

@@ -101,8 +101,6 @@ CASES = [
      r"dtype Float8_e4m3fn is not supported on mlu\. Supported: bool, uint8", False),
     ("uint32_on_mlu", lambda: torch.ones(2, dtype=torch.uint32, device="mlu"), NotImplementedError,
      r"dtype UInt32 is not supported on mlu", False),
-    ("complex32_on_mlu", lambda: torch.ones(2, dtype=torch.complex32, device="mlu"), NotImplementedError,
-     r"dtype ComplexHalf is not supported on mlu", False),
     # zero-size
     ("max_of_empty", lambda: torch.zeros(0, device="mlu").max(), RuntimeError,
      r"Expected reduction dim to be specified for input\.numel\(\) == 0", False),

@@ -182,10 +182,31 @@ at::Scalar local_scalar_dense_mlu(const at::Tensor& self) {
   return at::_local_scalar_dense(host);
 }
 
+// ComplexHalf has no kernel type: a copy to or from it moves its (real,
+// imaginary) Float16 pairs, viewed through view_as_real, with the real
+// kernels' conversions. A real source gives a zero imaginary part; a real
+// destination takes the real part (copy_ has warned that the imaginary part
+// is dropped).
+void copy_complex_half(const at::Tensor& dst, const at::Tensor& src) {
+  if (dst.is_complex() && src.is_complex()) {
+    copy_on_device(at::view_as_real(dst), at::view_as_real(src));
+  } else if (dst.is_complex()) {
+    const at::Tensor pairs = at::view_as_real(dst);
+    copy_on_device(pairs.select(-1, 0), src);
+    pairs.select(-1, 1).zero_();
+  } else {
+    copy_on_device(dst, at::view_as_real(src).select(-1, 0));
+  }
+}
+
 }  // namespace
 
 void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
   if (dst.numel() == 0) return;
+  if (dst.scalar_type() == at::kComplexHalf || src.scalar_type() == at::kComplexHalf) {
+    copy_complex_half(dst, src);
+    return;
+  }
   at::assert_no_internal_overlap(dst);
   if (dst.is_alias_of(src) && at::get_overlap_status(dst, src) != at::MemOverlapStatus::No) {
     if (dst.is_same(src)) return;

@@ -169,7 +169,8 @@ bool launch_pointwise(const at::TensorIteratorBase& iter, PointwiseOp op, const 
   return true;
 }
 
-void launch_complex_to_real(const at::Tensor& self, at::Tensor& result, PointwiseOp op) {
+bool launch_complex_to_real(const at::Tensor& self, at::Tensor& result, PointwiseOp op) {
+  if (!kernel_dtype(self.scalar_type())) return false;  // ComplexHalf
   const auto float_type = c10::toRealValueType(self.scalar_type());
   TORCH_CHECK(at::canCast(float_type, result.scalar_type()), "result type ", float_type,
               " can't be cast to the desired output type ", result.scalar_type());
@@ -177,6 +178,7 @@ void launch_complex_to_real(const at::Tensor& self, at::Tensor& result, Pointwis
   auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(result).add_const_input(self).build();
   TORCH_INTERNAL_ASSERT(launch_pointwise(iter, op, {}, self.scalar_type()), "no complex kernel for ",
                         k::pointwise_name(op));
+  return true;
 }
 
 void set_param(OpParams& params, int k, const at::Scalar& value) {

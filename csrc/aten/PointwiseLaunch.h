@@ -27,7 +27,8 @@ bool launch_pointwise(const at::TensorIteratorBase& iter, PointwiseOp op, const 
 // complex `self` into a real `result` (abs, angle), which receives the real
 // part of the complex computation, resized to self's shape as the CPU's copy
 // does; the CPU's error where the real type cannot be cast to result's.
-void launch_complex_to_real(const at::Tensor& self, at::Tensor& result, PointwiseOp op);
+// False, launching nothing, for a dtype without kernels (ComplexHalf).
+bool launch_complex_to_real(const at::Tensor& self, at::Tensor& result, PointwiseOp op);
 
 // OpParams holding `value` at index k, as double (f) and as int64 (i).
 void set_param(OpParams& params, int k, const at::Scalar& value);

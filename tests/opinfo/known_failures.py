@@ -43,7 +43,6 @@ def KF(op, test, dtypes, kind, reason):
 
 
 # Reasons that several entries share.
-_COMPLEX32 = f"{COMPLEX}: complex32 (ComplexHalf) tensors cannot be created on mlu (copy_ rejects the dtype)"
 _SPARSE = "sparse layouts not supported on mlu: no SparsePrivateUse1 kernels (to_sparse, CSR/COO construction)"
 _OUT_OVERLAP = (f"{BUG}: out= overlapping an input is not rejected ('unsupported operation: ... single memory "
                 f"location'): the CPU fallback runs the out= op on host copies, where no overlap exists")
@@ -63,7 +62,6 @@ _CPU_HALF_CONV_TRANSPOSE = ("differs by design: the CPU's 16-bit transposed conv
 
 KNOWN_FAILURES = [
     # --- dtypes mlu does not support ---
-    KF("chalf", "*", None, "xfail", _COMPLEX32),
     KF("hash_tensor", "test_out", None, "xfail",
        "unsigned 64-bit dtype not supported on mlu: hash_tensor's out= is uint64 and fill_ rejects UInt64"),
 

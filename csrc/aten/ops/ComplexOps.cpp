@@ -24,7 +24,7 @@ using T = const at::Tensor&;
 at::Tensor& angle_out(T self, at::Tensor& result) {
   c10::OptionalDeviceGuard guard(self.device());
   if (self.is_complex() && !result.is_complex()) {
-    launch_complex_to_real(self, result, Op::Angle);
+    if (!launch_complex_to_real(self, result, Op::Angle)) return cpu_fallback<ATEN_OP2(angle, out)>(self, result);
     return result;
   }
   auto iter = self.is_complex() ? at::TensorIterator::unary_op(result, self)

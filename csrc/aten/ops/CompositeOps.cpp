@@ -1,7 +1,7 @@
 // Ops that PyTorch implements with host loops on the CPU and dedicated
 // kernels on CUDA, composed on mlu from mlu's native ops: nansum, trace,
 // logspace, max_unpool2d/3d, masked_scatter_, nonzero_static,
-// repeat_interleave's index form and cummax / cummin.
+// repeat_interleave's index form, cummax / cummin and median / nanmedian.
 //
 // Each one checks its arguments as the CPU's implementation does (same
 // order, same messages) and computes what the CPU's loop computes, in the
@@ -15,6 +15,8 @@
 #include <ATen/Context.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
+#include <ATen/TensorUtils.h>
+#include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/_cummax_helper_ops.h>
@@ -26,6 +28,9 @@
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/logspace_ops.h>
+#include <ATen/ops/median_ops.h>
+#include <ATen/ops/nanmedian_ops.h>
+#include <ATen/ops/sort.h>
 #include <ATen/ops/masked_scatter_ops.h>
 #include <ATen/ops/nonzero.h>
 #include <ATen/ops/ones_like.h>
@@ -352,9 +357,97 @@ void cummin_helper_mlu(T self, at::Tensor& values, at::Tensor& indices, int64_t 
   cumulative_extreme(self, values, indices, dim, /*is_max=*/false);
 }
 
+// ---- median / nanmedian ----
+
+// The CPU's median_impl and median_with_indices_impl select with
+// nth_element, NaN ordered last and ties by index: the element a stable sort
+// puts at position k. median: k = (n - 1) / 2, or the first NaN when there is
+// one; nanmedian: k = (n - nans - 1) / 2 (0 when all are NaN). Bool and
+// complex, which the CPU does not define, go to the fallback for its error.
+bool median_native(T self) {
+  return has_kernel(self) && !self.is_complex() && self.scalar_type() != at::kBool;
+}
+
+// Position k of the median along dim, one per slice (dim kept, size 1).
+at::Tensor median_position(T values, int64_t dim, int64_t n, bool ignore_nan) {
+  if (!values.is_floating_point()) {
+    std::vector<int64_t> shape = values.sizes().vec();
+    shape[dim] = 1;
+    return at::full(shape, (n - 1) / 2, values.options().dtype(at::kLong));
+  }
+  const at::Tensor nans = values.isnan().sum(dim, /*keepdim=*/true);
+  if (ignore_nan) return nans.neg().add(n - 1).clamp_min(0).div(2, "floor");
+  return at::where(nans.gt(0), nans.neg().add(n), (n - 1) / 2);
+}
+
+at::Tensor median_all(T self, bool ignore_nan) {
+  const int64_t n = self.numel();
+  if (n <= 0) return at::full({}, std::numeric_limits<float>::quiet_NaN()).to(self.options());
+  c10::OptionalDeviceGuard guard(self.device());
+  const at::Tensor sorted = std::get<0>(at::sort(self.reshape(-1), /*stable=*/true, 0, /*descending=*/false));
+  return sorted.gather(0, median_position(self.reshape(-1), 0, n, ignore_nan)).squeeze(0);
+}
+
+std::tuple<at::Tensor&, at::Tensor&> median_dim_out(T self, int64_t dim, bool keepdim, at::Tensor& values,
+                                                    at::Tensor& indices, bool ignore_nan) {
+  at::globalContext().alertNotDeterministic("median CPU and nanmedian CPU with indices output");
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  const int64_t n = self.dim() > 0 ? self.size(dim) : 1;
+  at::native::zero_numel_check_dims(self, dim, "median()");
+  at::checkDeviceType("median", {values, indices}, self.device().type());
+  at::checkScalarType("median", {indices, "indices", 1}, at::kLong);
+  at::checkSameType("median", {values, "values", 0}, {self, "self", 2});
+  std::vector<int64_t> shape = self.sizes().vec();
+  if (self.dim() > 0) {
+    if (keepdim) {
+      shape[dim] = 1;
+    } else {
+      shape.erase(shape.begin() + dim);
+    }
+  }
+  at::native::resize_output(values, shape);
+  at::native::resize_output(indices, shape);
+  if (values.numel() == 0) return {values, indices};
+  c10::OptionalDeviceGuard guard(self.device());
+  const at::Tensor in = self.dim() > 0 ? self : self.unsqueeze(0);
+  auto [sorted, order] = at::sort(in, /*stable=*/true, dim, /*descending=*/false);
+  const at::Tensor k = median_position(in, dim, n, ignore_nan);
+  values.copy_(sorted.gather(dim, k).view(shape));
+  indices.copy_(order.gather(dim, k).view(shape));
+  return {values, indices};
+}
+
+at::Tensor median_mlu(T self) {
+  return median_native(self) ? median_all(self, false) : cpu_fallback<ATEN_OP(median)>(self);
+}
+
+at::Tensor nanmedian_mlu(T self) {
+  return median_native(self) ? median_all(self, true) : cpu_fallback<ATEN_OP(nanmedian)>(self);
+}
+
+std::tuple<at::Tensor&, at::Tensor&> median_dim_values_mlu(T self, int64_t dim, bool keepdim, at::Tensor& values,
+                                                           at::Tensor& indices) {
+  if (!median_native(self)) {
+    return cpu_fallback<ATEN_OP2(median, dim_values)>(self, dim, keepdim, values, indices);
+  }
+  return median_dim_out(self, dim, keepdim, values, indices, /*ignore_nan=*/false);
+}
+
+std::tuple<at::Tensor&, at::Tensor&> nanmedian_dim_values_mlu(T self, int64_t dim, bool keepdim, at::Tensor& values,
+                                                              at::Tensor& indices) {
+  if (!median_native(self)) {
+    return cpu_fallback<ATEN_OP2(nanmedian, dim_values)>(self, dim, keepdim, values, indices);
+  }
+  return median_dim_out(self, dim, keepdim, values, indices, /*ignore_nan=*/true);
+}
+
 }  // namespace
 
 TORCH_MLU_ATEN_IMPL(m) {
+  m.impl("median", TORCH_FN(median_mlu));
+  m.impl("nanmedian", TORCH_FN(nanmedian_mlu));
+  m.impl("median.dim_values", TORCH_FN(median_dim_values_mlu));
+  m.impl("nanmedian.dim_values", TORCH_FN(nanmedian_dim_values_mlu));
   m.impl("_cummax_helper", TORCH_FN(cummax_helper_mlu));
   m.impl("_cummin_helper", TORCH_FN(cummin_helper_mlu));
   m.impl("nansum", TORCH_FN(nansum_mlu));

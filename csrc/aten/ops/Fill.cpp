@@ -10,6 +10,7 @@
 
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/fill.h>
 #include <torch/library.h>
@@ -37,6 +38,16 @@ at::Tensor distinct_elements(const at::Tensor& self) {
 
 at::Tensor& fill_scalar_mlu_(at::Tensor& self_, const at::Scalar& value) {
   if (self_.numel() == 0) return self_;
+  if (self_.scalar_type() == at::kComplexHalf) {
+    // No kernel type: fill the (real, imaginary) Float16 pairs, each part
+    // rounded on its own as c10::complex<Half>'s conversion does.
+    const c10::complex<double> z = value.toComplexDouble();
+    const at::Tensor pairs = at::view_as_real(self_);
+    at::Tensor real = pairs.select(-1, 0), imag = pairs.select(-1, 1);
+    fill_scalar_mlu_(real, z.real());
+    fill_scalar_mlu_(imag, z.imag());
+    return self_;
+  }
   const at::Tensor self = distinct_elements(self_);
   mlu::kernels::ScalarType type = require_kernel_dtype(self.scalar_type(), "fill_");
   at::Tensor host = at::scalar_tensor(value, self.options().device(c10::DeviceType::CPU));

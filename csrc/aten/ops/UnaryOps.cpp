@@ -114,7 +114,7 @@ at::Tensor& run_or_fallback(const at::TensorIteratorBase& iter, Op op, const OpP
 at::Tensor& abs_out_mlu(const at::Tensor& self, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   if (self.is_complex() && !out.is_complex()) {
-    launch_complex_to_real(self, out, Op::Abs);
+    if (!launch_complex_to_real(self, out, Op::Abs)) return cpu_fallback<ATEN_OP2(abs, out)>(self, out);
     return out;
   }
   auto iter = at::TensorIterator::unary_op(out, self);
