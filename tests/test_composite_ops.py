@@ -356,3 +356,18 @@ def test_median(op, dtype):
     same_error(lambda t: fn(t, 1), torch.empty(2, 0))
     with pytest.raises(RuntimeError, match="argument #1 'indices' to have .*scalar type Long"):
         fn(x.to("mlu"), 0, out=(torch.empty(0, device="mlu", dtype=x.dtype), torch.empty(0, device="mlu")))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32])
+def test_kthvalue(dtype):
+    # no ties: the CPU's quickselect leaves any index of equal values
+    x = torch.randperm(40, generator=torch.Generator().manual_seed(3)).view(5, 8).sub(20).to(dtype)
+    if dtype.is_floating_point:
+        x[2, 3] = float("nan")
+    for k, dim in ((1, 1), (3, 0), (8, -1), (5, 1)):
+        native(lambda t: torch.kthvalue(t, k, dim), x, equal_nan=True)
+        native(lambda t: torch.kthvalue(t.t(), min(k, 5), 0, keepdim=True), x, equal_nan=True)
+    native(lambda t: torch.kthvalue(t[0, 0], 1), x)
+    same_error(lambda t: torch.kthvalue(t, 9, 1), x)
+    same_error(lambda t: torch.kthvalue(t, 1, 0), torch.empty(0, 3))
+    same_error(lambda t: torch.kthvalue(t[0], 2, out=(t[0], torch.empty((), dtype=torch.long, device=t.device))), x)

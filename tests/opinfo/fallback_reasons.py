@@ -10,12 +10,6 @@ An op missing here shows as "not surveyed"."""
 #   kernel: needs a kernel of its own;
 #   device check: PyTorch's implementation refuses devices other than CPU/CUDA/XPU itself.
 REASONS = {
-    "aten::_batch_norm_with_update": "compose: native_batch_norm(training=True) (CUDA-only upstream); "
-                                     "with batch_norm_backward for its gradient",
-    "aten::_native_batch_norm_legit": "compose: native_batch_norm with the running stats (CPU/CUDA-only upstream)",
-    "aten::_native_batch_norm_legit.no_stats": "compose: native_batch_norm without running stats",
-    "aten::_cummax_helper": "kernel: running max with indices along a dim (CPU's is a raw-pointer loop)",
-    "aten::_cummin_helper": "kernel: running min with indices along a dim",
     "aten::_logcumsumexp": "stub: logcumsumexp_stub (the exported _logcumsumexp_cpu is generic)",
     "aten::_histogramdd_bin_edges": "stub: histogramdd kernels (histogramdd_stub / linear stub)",
     "aten::_histogramdd_from_bin_cts": "stub: histogramdd_linear_stub",
@@ -25,60 +19,38 @@ REASONS = {
     "aten::histogram.bin_ct": "stub: histogramdd_linear_stub + histogram_select_outer_bin_edges_stub",
     "aten::histogram.bins_tensor": "stub: histogramdd_stub",
     "aten::_to_sparse": "sparse layouts on mlu are issue 34",
+    "aten::channel_shuffle": "kernel: the generic at::native path returns a contiguous result where the CPU "
+                             "keeps channels-last (tests/test_layouts.py); a permuting copy would do",
     "aten::_upsample_bicubic2d_aa.out": "kernel: antialiased bicubic resampling",
     "aten::_upsample_bilinear2d_aa.out": "kernel: antialiased bilinear resampling",
-    "aten::aminmax.out": "stub: aminmax_stub + aminmax_allreduce_stub (or amin/amax composed)",
     "aten::bucketize.Tensor": "kernel: binary search (shared with searchsorted)",
     "aten::searchsorted.Tensor": "kernel: binary search with sorter and side",
     "aten::searchsorted.Scalar": "kernel: binary search (the Scalar form wraps the Tensor one)",
-    "aten::isin.Tensor_Tensor_out": "stub: isin_default_stub; large inputs sort (mlu has sort)",
     "aten::embedding_renorm_": "compose: unique rows, their norms, a scale, index_copy_ (CPU's loops on the host)",
     "aten::frexp.Tensor_out": "stub: frexp_stub, a two-output pointwise kernel",
     "aten::grid_sampler_2d": "kernel: 2-d grid sampling (bilinear / nearest / bicubic, three padding modes)",
     "aten::grid_sampler_3d": "kernel: 3-d grid sampling",
     "aten::hash_tensor.out": "kernel: xor-reduction of bits into uint64 (uint64 tensors are not supported on mlu)",
-    "aten::index_fill_.int_Scalar": "stub: index_fill_stub (at::native::index_fill_ is generic)",
-    "aten::index_fill_.int_Tensor": "stub: redispatches to index_fill_.int_Scalar",
-    "aten::index_reduce.out": "compose: scatter_reduce.two with the index expanded along dim (CPU's impl reads "
-                              "indices on the host)",
-    "aten::kthvalue.values": "compose: sort along dim and narrow (CPU's quickselect is a raw-pointer loop)",
-    "aten::median": "compose: sort and pick the lower median, NaN if any (CPU's is std::nth_element)",
-    "aten::median.dim_values": "compose: stable sort along dim, then the NaN rule per slice",
-    "aten::nanmedian": "compose: sort (NaN last) and index by the count of non-NaN",
-    "aten::nanmedian.dim_values": "compose: as nanmedian, per slice with gather",
     "aten::mode": "device check: at::native::mode refuses devices other than CPU, CUDA and XPU; needs its own "
                   "wrapper and a kernel",
-    "aten::linalg_cross.out": "stub: cross_stub (structured linalg_cross is generic)",
     "aten::linalg_lstsq.out": "stub: lstsq_stub with the gelsy driver (the default for non-CUDA devices)",
     "aten::linalg_matrix_exp": "compose: scaling and squaring on mm (upstream's builds its coefficients on the "
                                "host and uses a stub without an mlu kernel)",
-    "aten::logspace.out": "compose: linspace then pow (no generic implementation upstream)",
-    "aten::masked_scatter_": "device check: masked_scatter__cpu checks for CPU; a wrapper + masked_scatter_stub",
-    "aten::max_unpool2d": "compose: zeros + scatter over the flattened plane (upstream calls its kernel with kCPU)",
-    "aten::max_unpool3d": "compose: zeros + scatter over the flattened volume",
-    "aten::nansum": "stub: nansum_stub (at::native::nansum is generic)",
-    "aten::nonzero_static": "compose: nonzero, then pad to size (CPU's allocates on the CPU)",
-    "aten::put_": "stub: put_stub (at::native::put_ is generic)",
-    "aten::take": "stub: take_stub (at::native::take is generic)",
-    "aten::renorm.out": "stub: renorm_scale_factor_stub (structured renorm is generic)",
-    "aten::repeat_interleave.Tensor": "kernel: fill each repeat's range (ATen/native/Repeat.h's template, as CUDA)",
-    "aten::scatter.value_reduce_out": "compose: mlu's own scatter with reduce add/multiply and a value",
     "aten::segment_reduce": "stub: _segment_reduce_lengths/offsets stubs (segment_reduce_kernel is generic)",
     "aten::_segment_reduce_backward": "stub: the backward stubs",
-    "aten::trace": "compose: diagonal().sum() with int64 for integer inputs (CPU's is a host loop)",
 }
 
 # out= overloads (and two variants) whose functional form is native: seen in test_out only;
 # each wants its out= form registered beside the functional one.
-_OUT_ONLY = ["aten::nansum.out", "aten::_logcumsumexp.out", "aten::_native_batch_norm_legit.no_stats_out",
+_OUT_ONLY = ["aten::_logcumsumexp.out", "aten::_native_batch_norm_legit.no_stats_out",
              "aten::_native_batch_norm_legit.out", "aten::amax", "aten::amin", "aten::argmax.out",
              "aten::argmin.out", "aten::bernoulli.out", "aten::bucketize.Tensor_out", "aten::histc.out",
              "aten::histogram.bin_ct_out", "aten::histogram.bins_tensor_out", "aten::index_add.out",
              "aten::index_copy.out", "aten::log_sigmoid_forward.output", "aten::masked_select.out",
              "aten::max.dim_max", "aten::max.unary_out", "aten::min.dim_min", "aten::min.unary_out",
              "aten::narrow_copy.out", "aten::native_batch_norm.out", "aten::nonzero.out",
-             "aten::normal.Tensor_Tensor_out", "aten::scatter.reduce_out", "aten::searchsorted.Scalar_out",
-             "aten::searchsorted.Tensor_out", "aten::std.correction_out", "aten::take.out", "aten::topk.values",
+             "aten::normal.Tensor_Tensor_out", "aten::searchsorted.Scalar_out",
+             "aten::searchsorted.Tensor_out", "aten::std.correction_out", "aten::topk.values",
              "aten::var.correction_out"]
 REASONS.update({name: "out= form not registered; the functional form is native (or listed above)"
                 for name in _OUT_ONLY})
@@ -86,7 +58,6 @@ REASONS.update({
     "aten::grid_sampler_2d_backward": "kernel: with grid_sampler_2d",
     "aten::grid_sampler_3d_backward": "kernel: with grid_sampler_3d",
     "aten::_upsample_bilinear2d_aa_backward.grad_input": "kernel: with _upsample_bilinear2d_aa",
-    "aten::batch_norm_backward": "compose: native_batch_norm_backward (the backward of _batch_norm_with_update)",
     "aten::_efficientzerotensor": "kernel: a zero tensor without storage (ZeroTensor dispatch key) on mlu",
     "aten::masked_fill_.Tensor": "a complex or non-0-dim-value corner the native masked_fill_ leaves to the CPU",
     "aten::rrelu_with_noise": "kernel: rrelu's random slopes drawn from mlu's generator",

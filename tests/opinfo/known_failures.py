@@ -81,7 +81,12 @@ KNOWN_FAILURES = [
          "inputs that differ: batch_norm bf16 mlu 0.062 / 0.027 / 0.025 vs CPU 0.075 / 0.036 / 0.052; instance_norm "
          "bf16 mlu 0.030 / 0.049 vs CPU 0.043 / 0.094, f16 0.0069 vs 0.0087")
       for op, dtypes in (("nn.functional.batch_norm", ("bfloat16",)), ("native_batch_norm", ("bfloat16",)),
+                         ("_native_batch_norm_legit", ("bfloat16",)), ("_batch_norm_with_update", ("bfloat16",)),
                          ("nn.functional.instance_norm", ("bfloat16", "float16")))],
+    KF("nansum", "test_compare_cpu", ("float16",), "xfail",
+       "differs by design: the CPU's 16-bit nansum over several dims rounds partial sums to the 16-bit type; "
+       "mlu sums in float and rounds once, as the CPU's sum does. Max |error| against float64 over 50 random "
+       "(3, 5, 7, 9) float16 inputs reduced over (0, 2): CPU nansum 0.0075, CPU sum and mlu nansum 0.0057"),
     KF("nn.functional.adaptive_avg_pool3d", "test_compare_cpu", ("bfloat16", "float16"), "xfail",
        "differs by design: the CPU's 16-bit adaptive_avg_pool3d sums each window in the 16-bit type; mlu sums in "
        "float and rounds once. op_db's (8, 8, 8, 8) -> (5, 7, 4) sample, max |error| against float64: bfloat16 "
@@ -130,7 +135,7 @@ KNOWN_FAILURES = [
 
     # --- bugs ---
     *[KF(op, "test_errors", None, "xfail", _OUT_OVERLAP)
-      for op in ("kthvalue", "masked_select")],
+      for op in ("masked_select",)],
 ]
 
 # (op full name, test name) -> why op_db's expectedFailure for it does not describe mlu.
