@@ -371,3 +371,19 @@ def test_kthvalue(dtype):
     same_error(lambda t: torch.kthvalue(t, 9, 1), x)
     same_error(lambda t: torch.kthvalue(t, 1, 0), torch.empty(0, 3))
     same_error(lambda t: torch.kthvalue(t[0], 2, out=(t[0], torch.empty((), dtype=torch.long, device=t.device))), x)
+
+
+def test_index_fill_of_an_expanded_self_fills_every_shared_location():
+    def fill(t, i):
+        e = t.clone()[:, :1].expand(4, 5)  # columns share memory
+        with pytest.warns(UserWarning, match="expanded tensors is deprecated"):
+            e.index_fill_(0, i, 9)
+        return e.contiguous()
+    native(fill, randn(4, 5), torch.tensor([1, 3]))
+
+    def fill_along_expanded_dim(t, i):
+        e = t.clone()[:1].expand(4, 5)
+        with pytest.warns(UserWarning, match="expanded tensors is deprecated"):
+            e.index_fill_(0, i, 9)
+        return e.contiguous()
+    native(fill_along_expanded_dim, randn(4, 5), torch.tensor([2]))

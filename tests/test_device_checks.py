@@ -44,6 +44,7 @@ CUDA_RUNS_MIXED = {
     "logspace.tensor_overload": "0-dim start/end are read with item()",
     "nn.functional.ctc_loss": "the composite moves targets to log_probs' device (for cuDNN's sake)",
     "narrow": "a 0-dim start tensor is read with item()",
+    "index_fill": "a 0-dim value tensor is read with item() (at::native::index_fill_, CUDA's too)",
 }
 # Ops whose 0-dim operands, on any device, move to the output's device (CUDA's where_self_out does so).
 CUDA_MOVES_0DIM = {"where", "masked.amax", "masked.amin", "masked.argmax", "masked.argmin", "masked.logsumexp",

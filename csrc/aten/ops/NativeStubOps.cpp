@@ -48,21 +48,34 @@ at::Tensor wrap_negative(const at::Tensor& index, int64_t size) {
 
 // at::native::index_fill_ hands over self restrided to stride 0 (and
 // index.numel() long) along dim, and index restrided along dim; the fill is a
-// scatter of the value into self along dim.
+// scatter of the value into self along dim. An expanded self (deprecated;
+// at::native::index_fill_ warns) has elements sharing memory, which all take
+// the same value: one representative per location is filled, and when dim
+// itself is expanded, every location (the CPU's kernel writes them all).
 void index_fill_mlu(at::TensorIterator& iter, int64_t dim, int64_t self_dim_size, int64_t self_dim_stride,
                     const at::Scalar& source) {
   const at::Tensor& self_restrided = iter.tensor(0);
   const at::Tensor& index_restrided = iter.tensor(1);
   const int64_t n = self_restrided.size(dim);
+  if (n == 0) return;
   auto sizes = self_restrided.sizes().vec();
   auto strides = self_restrided.strides().vec();
   sizes[dim] = self_dim_size;
   strides[dim] = self_dim_stride;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (strides[d] == 0 && static_cast<int64_t>(d) != dim) sizes[d] = 1;
+  }
   at::Tensor self = self_restrided.as_strided(sizes, strides);
+  if (self_dim_stride == 0 && self_dim_size > 1) {
+    self.narrow(dim, 0, 1).fill_(source);
+    return;
+  }
   at::Tensor index = index_restrided.as_strided({n}, {index_restrided.stride(dim)});
   std::vector<int64_t> index_shape(self.dim(), 1);
   index_shape[dim] = n;
-  self.scatter_(dim, wrap_negative(index, self_dim_size).reshape(index_shape).expand(self_restrided.sizes()), source);
+  auto expanded_shape = sizes;
+  expanded_shape[dim] = n;
+  self.scatter_(dim, wrap_negative(index, self_dim_size).reshape(index_shape).expand(expanded_shape), source);
 }
 
 // at::native::take_out: iter = [out (index's shape), index].
