@@ -195,39 +195,160 @@ void packed_order(std::vector<int64_t>& perm, const std::vector<V>& keys, bool d
   for (int64_t j = 0; j < count; ++j) perm[static_cast<size_t>(j)] = static_cast<int64_t>(words[static_cast<size_t>(j)] & 0xFFFFFFFFu);
 }
 
+// Note [The CPU's order among equal keys]
+// Which of several equal keys comes first is unspecified for sort(stable=
+// False), topk and kthvalue, but PyTorch's CPU kernels fix it by their
+// algorithms, and tests compare indices with the CPU: sort is libstdc++'s
+// std::sort (introsort) over (key, index) pairs (SortingKernel.cpp), topk is
+// std::partial_sort when k * 64 <= n, else std::nth_element and a std::sort
+// of the first k - 1 (TopKImpl.h), kthvalue is TH's Sedgewick quickselect
+// (Sorting.cpp). Each result depends only on the sequence of comparisons, so
+// the same algorithm over an index permutation, with the same comparator on
+// the keys, gives the CPU's indices exactly (tests/test_sort_ties.py checks
+// against the CPU). sort and topk take the fast stable path first and rerun
+// the CPU's algorithm only for a row whose result has equal keys where the
+// order could differ; kthvalue always runs the quickselect (as the CPU does).
+
+// The CPU's comparators: ascending with NaN above every number, or
+// descending with NaN first.
+template <class V>
+bool before(V a, V b, bool descending) {
+  return descending ? less_nan_last(b, a) : less_nan_last(a, b);
+}
+
+template <class V>
+bool equal_keys(V a, V b) {
+  return !less_nan_last(a, b) && !less_nan_last(b, a);
+}
+
+template <class V>
+bool adjacent_equal_keys(const std::vector<int64_t>& perm, const std::vector<V>& keys, int64_t count) {
+  for (int64_t j = 0; j + 1 < count; ++j) {
+    if (equal_keys(keys[static_cast<size_t>(perm[static_cast<size_t>(j)])],
+                   keys[static_cast<size_t>(perm[static_cast<size_t>(j + 1)])])) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The first `count` positions in order, equal keys by index (all of them
+// sorted when count < len too).
+template <class V>
+void stable_order(std::vector<int64_t>& perm, const std::vector<V>& keys, bool descending, int64_t count) {
+  const int64_t len = static_cast<int64_t>(keys.size());
+  if constexpr (kPackable<V>) {
+    if (len <= UINT32_MAX) return packed_order(perm, keys, descending, count);
+  }
+  auto key = [&](int64_t j) { return keys[static_cast<size_t>(j)]; };
+  if (count == len) {
+    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) { return before(key(a), key(b), descending); });
+    return;
+  }
+  std::partial_sort(perm.begin(), perm.begin() + count, perm.end(), [&](int64_t a, int64_t b) {
+    return before(key(a), key(b), descending) || (!before(key(b), key(a), descending) && a < b);
+  });
+}
+
+// TopKImpl.h's topk_impl_loop over the index permutation.
+template <class V>
+void cpu_topk_order(std::vector<int64_t>& perm, const std::vector<V>& keys, int64_t k, bool largest, bool sorted) {
+  std::iota(perm.begin(), perm.end(), 0);
+  auto comp = [&](int64_t a, int64_t b) {
+    return before(keys[static_cast<size_t>(a)], keys[static_cast<size_t>(b)], largest);
+  };
+  if (k * 64 <= static_cast<int64_t>(perm.size())) {
+    std::partial_sort(perm.begin(), perm.begin() + k, perm.end(), comp);
+    return;
+  }
+  std::nth_element(perm.begin(), perm.begin() + (k - 1), perm.end(), comp);
+  if (sorted) std::sort(perm.begin(), perm.begin() + (k - 1), comp);
+}
+
+// TH's quick_select_template (Sorting.cpp): the k-th smallest (0-based k)
+// ends at position k of keys / perm.
+template <class V>
+void cpu_quickselect(std::vector<V>& keys, std::vector<int64_t>& perm, int64_t k) {
+  auto greater_or_nan = [](V x, V y) { return less_nan_last(y, x); };
+  auto swap = [&](int64_t i, int64_t j) {
+    std::swap(keys[static_cast<size_t>(i)], keys[static_cast<size_t>(j)]);
+    std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
+  };
+  auto at = [&](int64_t i) { return keys[static_cast<size_t>(i)]; };
+  int64_t left = 0, right = static_cast<int64_t>(keys.size()) - 1;
+  while (right > left) {
+    if (right == left + 1) {
+      if (greater_or_nan(at(left), at(right))) swap(left, right);
+      return;
+    }
+    // Median of three for the pivot.
+    swap((left + right) >> 1, left + 1);
+    if (greater_or_nan(at(left + 1), at(right))) swap(left + 1, right);
+    if (greater_or_nan(at(left), at(right))) swap(left, right);
+    if (greater_or_nan(at(left + 1), at(left))) swap(left + 1, left);
+    int64_t i = left + 1, j = right;
+    const V pivot = at(left);
+    while (true) {
+      do ++i; while (greater_or_nan(pivot, at(i)));
+      do --j; while (greater_or_nan(at(j), pivot));
+      if (j < i) break;
+      swap(i, j);
+    }
+    swap(left, j);
+    if (j <= k) left = i;
+    if (j >= k) right = j - 1;
+  }
+}
+
 }  // namespace
 
-void sort(const Shape& shape, const Operand& values, const Operand& indices, const Operand& in, bool descending) {
+void sort(const Shape& shape, const Operand& values, const Operand& indices, const Operand& in, bool descending,
+          bool stable) {
   const int64_t len = shape.sizes[shape.ndim - 1];
+  // A zero stride repeats one element: the CPU's sort_kernel then returns the
+  // identity order, the stable one.
+  const bool cpu_ties = !stable && in.strides.v[shape.ndim - 1] != 0;
   for_rows(shape, values, indices, in, len, [&](auto& perm, const auto& keys) {
-    using V = typename std::remove_cvref_t<decltype(keys)>::value_type;
-    if constexpr (kPackable<V>) {
-      if (len <= UINT32_MAX) return packed_order(perm, keys, descending, len);
+    stable_order(perm, keys, descending, len);
+    if (cpu_ties && adjacent_equal_keys(perm, keys, len)) {
+      std::iota(perm.begin(), perm.end(), 0);
+      std::sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+        return before(keys[static_cast<size_t>(a)], keys[static_cast<size_t>(b)], descending);
+      });
     }
-    std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
-      return descending ? less_nan_last(keys[static_cast<size_t>(b)], keys[static_cast<size_t>(a)])
-                        : less_nan_last(keys[static_cast<size_t>(a)], keys[static_cast<size_t>(b)]);
-    });
   });
 }
 
 void topk(const Shape& shape, int64_t k, const Operand& values, const Operand& indices, const Operand& in,
           bool largest, bool sorted) {
-  (void)sorted;  // the first k come out sorted either way (a valid order for sorted=False too)
   const int64_t len = shape.sizes[shape.ndim - 1];
+  // Unsorted, the CPU's nth_element path leaves the first k in its own
+  // order; sorted (or through its partial sort) only equal keys can differ.
+  const bool cpu_order_always = !sorted && k * 64 > len;
   for_rows(shape, values, indices, in, k, [&](auto& perm, const auto& keys) {
-    using V = typename std::remove_cvref_t<decltype(keys)>::value_type;
-    if constexpr (kPackable<V>) {
-      if (len <= UINT32_MAX) return packed_order(perm, keys, largest, k);
+    if (!cpu_order_always) {
+      stable_order(perm, keys, largest, k);
+      // Without two equal keys among the first k, the k-th key appears once
+      // there: another equal key lies beyond them.
+      if (!adjacent_equal_keys(perm, keys, k)) {
+        const auto kth = keys[static_cast<size_t>(perm[static_cast<size_t>(k - 1)])];
+        int64_t equal = 0;
+        for (const auto key : keys) equal += equal_keys(key, kth);
+        if (equal == 1) return;
+      }
     }
-    // Ties keep the lower index first, so results are deterministic.
-    auto cmp = [&](int64_t a, int64_t b) {
-      const auto ka = keys[static_cast<size_t>(a)], kb = keys[static_cast<size_t>(b)];
-      const bool before = largest ? less_nan_last(kb, ka) : less_nan_last(ka, kb);
-      const bool after = largest ? less_nan_last(ka, kb) : less_nan_last(kb, ka);
-      return before || (!after && a < b);
-    };
-    std::partial_sort(perm.begin(), perm.begin() + k, perm.end(), cmp);
+    cpu_topk_order(perm, keys, k, largest, sorted);
+  });
+}
+
+void kth_smallest(const Shape& shape, int64_t k, const Operand& value, const Operand& index, const Operand& in) {
+  for_rows(shape, value, index, in, 1, [&](auto& perm, const auto& keys) {
+    using V = typename std::remove_cvref_t<decltype(keys)>::value_type;
+    using Work = std::conditional_t<std::is_same_v<V, bool>, uint8_t, V>;  // not vector<bool>
+    thread_local std::vector<Work> work;
+    work.assign(keys.begin(), keys.end());
+    cpu_quickselect(work, perm, k - 1);
+    perm[0] = perm[static_cast<size_t>(k - 1)];
   });
 }
 

@@ -149,6 +149,23 @@ bool takes_degree(PointwiseOp op) {
   }
 }
 
+// Zeta and Polygamma (through zeta) sum upstream's Cephes series one term at a
+// time from q up past 9: a negative non-integer q costs about |q| pow calls,
+// and the random magnitudes (up to 1e8) made these cases most of the suite's
+// time. Their finite operands are folded into (-1000, 1000); NaN, inf, zeros,
+// integers and subnormals keep their meaning.
+bool series_length_grows_with_operand(PointwiseOp op) {
+  return op == PointwiseOp::Zeta || op == PointwiseOp::Polygamma;
+}
+
+void fold_magnitudes(Buffer& buffer) {
+  if (!is_floating(buffer.type())) return;
+  for (int64_t i = 0; i < buffer.count(); ++i) {
+    const double v = testutil::element_value(buffer.type(), buffer.element(i));
+    if (std::isfinite(v) && std::fabs(v) >= 1000) testutil::put_real(buffer.type(), buffer.element(i), std::fmod(v, 1000.0));
+  }
+}
+
 TEST_P(PointwiseTest, MatchesReferenceOnRandomViews) {
   const auto [op, isa] = GetParam();
   if (takes_degree(op)) GTEST_SKIP() << pointwise_name(op) << ": see takes_degree";
@@ -171,6 +188,7 @@ TEST_P(PointwiseTest, MatchesReferenceOnRandomViews) {
         const auto layout = testutil::random_layout(shape, rng, /*allow_broadcast=*/true);
         inputs.emplace_back(type, layout.span);
         testutil::fill_random(inputs.back(), rng, !is_floating(compute));
+        if (series_length_grows_with_operand(op)) fold_magnitudes(inputs.back());
         operands[k + 1] = {inputs.back().element(layout.offset), type, layout.strides};
       }
       const ScalarType out_type = testutil::chance(rng, 0.8) ? compute : ScalarType::Float64;

@@ -57,14 +57,15 @@ TEST(Sort, RowsSortStablyWithNanLast) {
   rows.v[0] = 5;
   rows.v[1] = 1;
   sort(s, Operand{values.data(), ScalarType::Float32, rows}, Operand{indices.data(), ScalarType::Int64, rows},
-       Operand{in.data(), ScalarType::Float32, rows}, false);
+       Operand{in.data(), ScalarType::Float32, rows}, false, /*stable=*/true);
   EXPECT_EQ(std::vector<int64_t>(indices.begin(), indices.begin() + 5), (std::vector<int64_t>{4, 2, 0, 3, 1}));
   EXPECT_TRUE(std::isnan(values[4]));
   EXPECT_EQ(std::vector<int64_t>(indices.begin() + 5, indices.end()), (std::vector<int64_t>{3, 4, 1, 2, 0}));
   sort(s, Operand{values.data(), ScalarType::Float32, rows}, Operand{indices.data(), ScalarType::Int64, rows},
-       Operand{in.data(), ScalarType::Float32, rows}, true);
+       Operand{in.data(), ScalarType::Float32, rows}, true, /*stable=*/true);
   EXPECT_EQ(std::vector<int64_t>(indices.begin(), indices.begin() + 5), (std::vector<int64_t>{1, 0, 3, 2, 4}));
-  // topk(2) of each row, largest, ties by index.
+  // topk(2) of each row, largest: 3 at 0 and 3 at 3 tie, and the CPU's
+  // nth_element leaves the later one (torch.topk on the CPU gives [[1, 3], [0, 1]]).
   std::vector<float> tv(4);
   std::vector<int64_t> ti(4);
   Strides krows{};
@@ -72,15 +73,51 @@ TEST(Sort, RowsSortStablyWithNanLast) {
   krows.v[1] = 1;
   topk(s, 2, Operand{tv.data(), ScalarType::Float32, krows}, Operand{ti.data(), ScalarType::Int64, krows},
        Operand{in.data(), ScalarType::Float32, rows}, true, true);
-  EXPECT_EQ(ti, (std::vector<int64_t>{1, 0, 0, 1}));  // indices within each row
+  EXPECT_EQ(ti, (std::vector<int64_t>{1, 3, 0, 1}));  // indices within each row
 }
 
-// Note [Packed sort keys]: sort and topk of rows with ties, NaNs (both
-// signs), +-0, infinities and denormals, in every dtype with a packed path
-// (and float64, which keeps the comparison sort), both directions: the
-// indices equal a stable sort that compares the values as PyTorch does (NaN
-// above everything, NaNs and zeros tie).
-TEST(Sort, PackedKeysGiveTheStableOrder) {
+// Note [Packed sort keys] and Note [The CPU's order among equal keys]: sort,
+// topk and kth_smallest of rows with ties, NaNs (both signs), +-0,
+// infinities and denormals, in every dtype with a packed path (and float64,
+// which keeps the comparison sort), both directions. The expected indices are
+// the CPU kernels' algorithms run here on an index permutation (a stable
+// sort; std::sort; std::partial_sort or std::nth_element then std::sort;
+// Sedgewick's quickselect, written out again below) with PyTorch's
+// comparators (NaN above everything, NaNs and zeros tie).
+// tests/test_sort_ties.py checks the same against PyTorch's CPU itself.
+int64_t reference_quickselect(std::vector<double> keys, std::vector<int64_t> perm, int64_t k) {
+  auto gt = [](double x, double y) { return (std::isnan(x) && !std::isnan(y)) || x > y; };
+  auto swap = [&](int64_t i, int64_t j) {
+    std::swap(keys[static_cast<size_t>(i)], keys[static_cast<size_t>(j)]);
+    std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
+  };
+  int64_t lo = 0, hi = static_cast<int64_t>(keys.size()) - 1;
+  for (;;) {
+    if (hi <= lo) break;
+    if (hi == lo + 1) {
+      if (gt(keys[static_cast<size_t>(lo)], keys[static_cast<size_t>(hi)])) swap(lo, hi);
+      break;
+    }
+    swap((lo + hi) >> 1, lo + 1);
+    if (gt(keys[static_cast<size_t>(lo + 1)], keys[static_cast<size_t>(hi)])) swap(lo + 1, hi);
+    if (gt(keys[static_cast<size_t>(lo)], keys[static_cast<size_t>(hi)])) swap(lo, hi);
+    if (gt(keys[static_cast<size_t>(lo + 1)], keys[static_cast<size_t>(lo)])) swap(lo + 1, lo);
+    int64_t i = lo + 1, j = hi;
+    const double pivot = keys[static_cast<size_t>(lo)];
+    for (;;) {
+      do ++i; while (gt(pivot, keys[static_cast<size_t>(i)]));
+      do --j; while (gt(keys[static_cast<size_t>(j)], pivot));
+      if (j < i) break;
+      swap(i, j);
+    }
+    swap(lo, j);
+    if (j <= k) lo = i;
+    if (j >= k) hi = j - 1;
+  }
+  return perm[static_cast<size_t>(k)];
+}
+
+TEST(Sort, EqualKeysComeOutAsOnTheCpu) {
   testutil::Rng rng(5);
   const int64_t rows = 6, len = 301;
   Shape s;
@@ -99,36 +136,85 @@ TEST(Sort, PackedKeysGiveTheStableOrder) {
       const int64_t from = testutil::uniform(rng, 0, i);
       std::memcpy(in.element(i), in.element(from), element_size(type));
     }
+    auto row_keys = [&](int64_t r) {
+      std::vector<double> keys(static_cast<size_t>(len));
+      for (int64_t j = 0; j < len; ++j) keys[static_cast<size_t>(j)] = testutil::element_value(type, in.element(r * len + j));
+      return keys;
+    };
+    auto less = [](double a, double b) { return !std::isnan(a) && (std::isnan(b) || a < b); };
     for (bool descending : {false, true}) {
-      std::vector<int64_t> want(static_cast<size_t>(rows * len));
-      for (int64_t r = 0; r < rows; ++r) {
-        int64_t* w = want.data() + r * len;
-        std::iota(w, w + len, 0);
-        auto value = [&](int64_t j) { return testutil::element_value(type, in.element(r * len + j)); };
-        auto less = [](double a, double b) { return !std::isnan(a) && (std::isnan(b) || a < b); };
-        std::stable_sort(w, w + len, [&](int64_t a, int64_t b) {
-          return descending ? less(value(b), value(a)) : less(value(a), value(b));
-        });
-      }
-      testutil::Buffer values(type, rows * len);
-      std::vector<int64_t> indices(static_cast<size_t>(rows * len));
-      sort(s, Operand{values.data(), type, contiguous}, Operand{indices.data(), ScalarType::Int64, contiguous},
-           Operand{in.data(), type, contiguous}, descending);
-      ASSERT_EQ(indices, want) << scalar_type_name(type) << (descending ? " descending" : " ascending");
-      // 32: the largest k of Note [Few first positions]; 33 takes the partial sort.
-      for (int64_t k : {int64_t{1}, int64_t{7}, int64_t{32}, int64_t{33}, len}) {
-        Strides k_rows{};
-        k_rows.v[0] = k;
-        k_rows.v[1] = 1;
-        testutil::Buffer top(type, rows * k);
-        std::vector<int64_t> top_indices(static_cast<size_t>(rows * k));
-        topk(s, k, Operand{top.data(), type, k_rows}, Operand{top_indices.data(), ScalarType::Int64, k_rows},
-             Operand{in.data(), type, contiguous}, descending, true);
+      // want[stable][r]: the row's order from a stable sort / from std::sort.
+      std::vector<int64_t> want[2];
+      for (int stable = 0; stable < 2; ++stable) {
+        want[stable].resize(static_cast<size_t>(rows * len));
         for (int64_t r = 0; r < rows; ++r) {
-          ASSERT_EQ(std::vector<int64_t>(top_indices.begin() + r * k, top_indices.begin() + (r + 1) * k),
-                    std::vector<int64_t>(want.begin() + r * len, want.begin() + r * len + k))
-              << scalar_type_name(type) << " topk " << k << (descending ? " largest" : " smallest") << " row " << r;
+          const std::vector<double> keys = row_keys(r);
+          auto before = [&](int64_t a, int64_t b) {
+            return descending ? less(keys[static_cast<size_t>(b)], keys[static_cast<size_t>(a)])
+                              : less(keys[static_cast<size_t>(a)], keys[static_cast<size_t>(b)]);
+          };
+          int64_t* w = want[stable].data() + r * len;
+          std::iota(w, w + len, 0);
+          if (stable) {
+            std::stable_sort(w, w + len, before);
+          } else {
+            std::sort(w, w + len, before);
+          }
         }
+        testutil::Buffer values(type, rows * len);
+        std::vector<int64_t> indices(static_cast<size_t>(rows * len));
+        sort(s, Operand{values.data(), type, contiguous}, Operand{indices.data(), ScalarType::Int64, contiguous},
+             Operand{in.data(), type, contiguous}, descending, stable == 1);
+        ASSERT_EQ(indices, want[stable]) << scalar_type_name(type) << (descending ? " descending" : " ascending")
+                                         << (stable ? " stable" : " unstable");
+      }
+      // 32: the largest k of Note [Few first positions]; 33 takes the partial
+      // sort; 4 * 64 < len < 5 * 64 switches the CPU from partial_sort to nth_element.
+      for (int64_t k : {int64_t{1}, int64_t{4}, int64_t{5}, int64_t{7}, int64_t{32}, int64_t{33}, len}) {
+        for (bool sorted : {true, false}) {
+          Strides k_rows{};
+          k_rows.v[0] = k;
+          k_rows.v[1] = 1;
+          testutil::Buffer top(type, rows * k);
+          std::vector<int64_t> top_indices(static_cast<size_t>(rows * k));
+          topk(s, k, Operand{top.data(), type, k_rows}, Operand{top_indices.data(), ScalarType::Int64, k_rows},
+               Operand{in.data(), type, contiguous}, descending, sorted);
+          for (int64_t r = 0; r < rows; ++r) {
+            const std::vector<double> keys = row_keys(r);
+            auto before = [&](int64_t a, int64_t b) {
+              return descending ? less(keys[static_cast<size_t>(b)], keys[static_cast<size_t>(a)])
+                                : less(keys[static_cast<size_t>(a)], keys[static_cast<size_t>(b)]);
+            };
+            std::vector<int64_t> w(static_cast<size_t>(len));
+            std::iota(w.begin(), w.end(), 0);
+            if (k * 64 <= len) {
+              std::partial_sort(w.begin(), w.begin() + k, w.end(), before);
+            } else {
+              std::nth_element(w.begin(), w.begin() + (k - 1), w.end(), before);
+              if (sorted) std::sort(w.begin(), w.begin() + (k - 1), before);
+            }
+            ASSERT_EQ(std::vector<int64_t>(top_indices.begin() + r * k, top_indices.begin() + (r + 1) * k),
+                      std::vector<int64_t>(w.begin(), w.begin() + k))
+                << scalar_type_name(type) << " topk " << k << (descending ? " largest" : " smallest")
+                << (sorted ? " sorted" : " unsorted") << " row " << r;
+          }
+        }
+      }
+    }
+    for (int64_t k : {int64_t{1}, int64_t{2}, int64_t{150}, len}) {
+      if (type == ScalarType::Bool) continue;  // kthvalue has no bool kernel on the CPU
+      Strides one{};
+      one.v[0] = 1;
+      testutil::Buffer value(type, rows);
+      std::vector<int64_t> index(static_cast<size_t>(rows));
+      kth_smallest(s, k, Operand{value.data(), type, one}, Operand{index.data(), ScalarType::Int64, one},
+                   Operand{in.data(), type, contiguous});
+      for (int64_t r = 0; r < rows; ++r) {
+        std::vector<int64_t> perm(static_cast<size_t>(len));
+        std::iota(perm.begin(), perm.end(), 0);
+        ASSERT_EQ(index[static_cast<size_t>(r)], reference_quickselect(row_keys(r), perm, k - 1))
+            << scalar_type_name(type) << " kth_smallest " << k << " row " << r;
+        ASSERT_EQ(std::memcmp(value.element(r), in.element(r * len + index[static_cast<size_t>(r)]), element_size(type)), 0);
       }
     }
   }

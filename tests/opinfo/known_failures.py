@@ -87,10 +87,6 @@ KNOWN_FAILURES = [
       for op, dtypes in (("nn.functional.batch_norm", ("bfloat16",)), ("native_batch_norm", ("bfloat16",)),
                          ("_native_batch_norm_legit", ("bfloat16",)), ("_batch_norm_with_update", ("bfloat16",)),
                          ("nn.functional.instance_norm", ("bfloat16", "float16")))],
-    KF("kthvalue", "test_compare_cpu", ("int64",), "xfail",
-       "differs by design: among equal values the CPU's quickselect returns whichever index its partitioning "
-       "leaves (unspecified); mlu selects from a stable sort and returns the lowest. Values are equal; op_db's "
-       "int64 sample has ties, where one index of 25 differs"),
     KF("nansum", "test_compare_cpu", ("float16",), "xfail",
        "differs by design: the CPU's 16-bit nansum over several dims rounds partial sums to the 16-bit type; "
        "mlu sums in float and rounds once, as the CPU's sum does. Max |error| against float64 over 50 random "

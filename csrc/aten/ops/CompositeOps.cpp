@@ -1,8 +1,7 @@
 // Ops that PyTorch implements with host loops on the CPU and dedicated
 // kernels on CUDA, composed on mlu from mlu's native ops: nansum, trace,
 // logspace, max_unpool2d/3d, masked_scatter_, nonzero_static,
-// repeat_interleave's index form, cummax / cummin, median / nanmedian and
-// kthvalue.
+// repeat_interleave's index form, cummax / cummin and median / nanmedian.
 //
 // Each one checks its arguments as the CPU's implementation does (same
 // order, same messages) and computes what the CPU's loop computes, in the
@@ -19,7 +18,6 @@
 #include <ATen/TensorUtils.h>
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/Resize.h>
-#include <ATen/native/SortingUtils.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/_cummax_helper_ops.h>
 #include <ATen/ops/_cummin_helper_ops.h>
@@ -29,7 +27,6 @@
 #include <ATen/ops/full.h>
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
-#include <ATen/ops/kthvalue_ops.h>
 #include <ATen/ops/logspace_ops.h>
 #include <ATen/ops/median_ops.h>
 #include <ATen/ops/nanmedian_ops.h>
@@ -444,41 +441,9 @@ std::tuple<at::Tensor&, at::Tensor&> nanmedian_dim_values_mlu(T self, int64_t di
   return median_dim_out(self, dim, keepdim, values, indices, /*ignore_nan=*/true);
 }
 
-// The CPU's kthvalue_out_impl_cpu quick-selects with NaN largest; the k-th
-// element of a stable sort (NaN last) is the same value, and among ties the
-// lowest index (the CPU's quickselect may leave another of equal values).
-std::tuple<at::Tensor&, at::Tensor&> kthvalue_values_mlu(T self, int64_t k, int64_t dim_, bool keepdim,
-                                                         at::Tensor& values, at::Tensor& indices) {
-  if (!median_native(self)) {
-    return cpu_fallback<ATEN_OP2(kthvalue, values)>(self, k, dim_, keepdim, values, indices);
-  }
-  const int64_t dim = at::maybe_wrap_dim(dim_, self.dim(), /*wrap_scalar=*/true);
-  const int64_t n = self.dim() == 0 ? 1 : self.size(dim);
-  at::native::zero_numel_check_dims(self, dim, "kthvalue()");
-  TORCH_CHECK(k >= 1 && k <= n, "kthvalue(): selected number k out of range for dimension ", dim);
-  at::assert_no_overlap(self, values);
-  at::native::_reduction_with_indices_allocate_or_resize_output(values, indices, self, dim_, keepdim);
-  if (self.dim() == 0 && self.numel() == 1) {
-    values.copy_(self);
-    indices.zero_();
-    return {values, indices};
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  auto [sorted, order] = at::sort(self, /*stable=*/true, dim, /*descending=*/false);
-  // The outputs have the reduced dim kept (size 1) until the end, as on the CPU.
-  values.copy_(sorted.narrow(dim, k - 1, 1));
-  indices.copy_(order.narrow(dim, k - 1, 1));
-  if (!keepdim) {
-    values.squeeze_(dim);
-    indices.squeeze_(dim);
-  }
-  return {values, indices};
-}
-
 }  // namespace
 
 TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("kthvalue.values", TORCH_FN(kthvalue_values_mlu));
   m.impl("median", TORCH_FN(median_mlu));
   m.impl("nanmedian", TORCH_FN(nanmedian_mlu));
   m.impl("median.dim_values", TORCH_FN(median_dim_values_mlu));

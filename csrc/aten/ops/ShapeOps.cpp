@@ -1,7 +1,5 @@
-// Shape and ordering ops on mlu: flip, roll, tril/triu, sort, topk, the
-// range factories (arange, linspace, eye), unfold's gradient.
-#include <ATen/ops/sort_ops.h>
-#include <ATen/ops/topk_ops.h>
+// Shape ops on mlu: flip, roll, tril/triu, the range factories (arange,
+// linspace, eye), unfold's gradient.
 #include <ATen/ops/tril_ops.h>
 #include <ATen/ops/triu_ops.h>
 #include <cmath>
@@ -14,13 +12,10 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/linspace.h>
 #include <ATen/ops/linspace_ops.h>
-#include <ATen/ops/sort_meta.h>
-#include <ATen/ops/topk_meta.h>
 #include <ATen/ops/tril_meta.h>
 #include <ATen/ops/triu_meta.h>
 #include <mlu_kernels/copy.h>
 #include <mlu_kernels/sequence.h>
-#include <mlu_kernels/sort.h>
 #include <mlu_kernels/triangle.h>
 #include <mlu_kernels/unfold.h>
 
@@ -133,92 +128,6 @@ at::Tensor& triangle_out_mlu(bool lower, const at::Tensor& self, int64_t diagona
   launch_triangle(lower, other_alias ? self.clone() : self, diagonal, out);
   meta.finish();
   return result;
-}
-
-// ---- sort / topk ----
-
-// Strides of t with `dim` moved last (t.dim() == ndim, or 0-dim).
-k::Strides strides_dim_last(const at::Tensor& t, int64_t dim) {
-  k::Strides s{};
-  int j = 0;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (d != dim) s.v[j++] = t.stride(d);
-  }
-  s.v[j] = t.dim() == 0 ? 1 : t.stride(dim);
-  return s;
-}
-
-k::Shape shape_dim_last(const at::Tensor& t, int64_t dim, int64_t last_size) {
-  k::Shape s;
-  int j = 0;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (d != dim) s.sizes[j++] = t.size(d);
-  }
-  s.sizes[j] = last_size;
-  s.ndim = j + 1;
-  return s;
-}
-
-void launch_sort(const at::Tensor& self, int64_t dim, bool descending, const at::Tensor& values,
-                 const at::Tensor& indices) {
-  if (self.numel() == 0) return;
-  dim = self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim());
-  const k::Shape shape = shape_dim_last(self, dim, self.dim() == 0 ? 1 : self.size(dim));
-  const k::Operand in = kernel_operand(self, strides_dim_last(self, dim), "sort");
-  const k::Operand v = kernel_operand(values, strides_dim_last(values, dim), "sort");
-  const k::Operand x = kernel_operand(indices, strides_dim_last(indices, dim), "sort");
-  c10::DeviceGuard guard(self.device());
-  launch_kernel(self.device().index(), "sort", [=] { k::sort(shape, v, x, in, descending); });
-}
-
-std::tuple<at::Tensor, at::Tensor> sort_mlu(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
-                                            bool descending) {
-  if (!has_kernel(self)) {
-    return cpu_fallback<ATEN_OP2(sort, stable)>(self, stable, dim, descending);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUFunctional<at::meta::structured_sort_stable, 2> meta;
-  meta.meta(self, stable, dim, descending);
-  launch_sort(self, dim, descending, meta.output(0), meta.output(1));
-  return {std::move(meta.output(0)), std::move(meta.output(1))};
-}
-
-std::tuple<at::Tensor&, at::Tensor&> sort_out_mlu(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
-                                                  bool descending, at::Tensor& values, at::Tensor& indices) {
-  if (!has_kernel(self)) {
-    return cpu_fallback<ATEN_OP2(sort, values_stable)>(self, stable, dim, descending, values, indices);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUOut<at::meta::structured_sort_stable, 2> meta(values, indices);
-  meta.meta(self, stable, dim, descending);
-  launch_sort(self, dim, descending, meta.maybe_get_output(0), meta.maybe_get_output(1));
-  meta.finish();
-  return {values, indices};
-}
-
-void launch_topk(const at::Tensor& self, int64_t k_count, int64_t dim, bool largest, bool sorted,
-                 const at::Tensor& values, const at::Tensor& indices) {
-  if (self.numel() == 0 || k_count == 0) return;
-  dim = self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim());
-  const k::Shape shape = shape_dim_last(self, dim, self.dim() == 0 ? 1 : self.size(dim));
-  const k::Operand in = kernel_operand(self, strides_dim_last(self, dim), "topk");
-  const k::Operand v = kernel_operand(values, strides_dim_last(values, dim), "topk");
-  const k::Operand x = kernel_operand(indices, strides_dim_last(indices, dim), "topk");
-  c10::DeviceGuard guard(self.device());
-  launch_kernel(self.device().index(), "topk", [=] { k::topk(shape, k_count, v, x, in, largest, sorted); });
-}
-
-std::tuple<at::Tensor, at::Tensor> topk_mlu(const at::Tensor& self, c10::SymInt k_sym, int64_t dim, bool largest,
-                                            bool sorted) {
-  const int64_t k_count = k_sym.expect_int();
-  if (!has_kernel(self)) {
-    return cpu_fallback_symint<ATEN_OP(topk)>(self, k_sym, dim, largest, sorted);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUFunctional<at::meta::structured_topk, 2> meta;
-  meta.meta(self, k_count, dim, largest, sorted);
-  launch_topk(self, k_count, dim, largest, sorted, meta.output(0), meta.output(1));
-  return {std::move(meta.output(0)), std::move(meta.output(1))};
 }
 
 // ---- range factories ----
@@ -349,9 +258,6 @@ TORCH_MLU_ATEN_IMPL(m) {
   m.impl("triu_", [](at::Tensor& self, int64_t diagonal) -> at::Tensor& {
     return triangle_out_mlu<at::meta::structured_triu>(false, self, diagonal, self);
   });
-  m.impl("sort.stable", TORCH_FN(sort_mlu));
-  m.impl("sort.values_stable", TORCH_FN(sort_out_mlu));
-  m.impl("topk", TORCH_FN(topk_mlu));
   m.impl("arange.start_out", TORCH_FN(arange_out_mlu));
   m.impl("linspace.out", TORCH_FN(linspace_out_mlu));
   m.impl("eye.m_out", TORCH_FN(eye_out_mlu));
