@@ -38,10 +38,12 @@ struct Bits128 {
   uint64_t lo, hi;
 };
 
-// The unsigned storage type of T's size (2, 4 or 8 bytes): T's elements
+// The unsigned storage type of T's size (1, 2, 4 or 8 bytes): T's elements
 // moved as bits (e.g. copied into patch matrices), no value semantics.
 template <class T>
-using bits_t = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+using bits_t = std::conditional_t<
+    sizeof(T) == 1, uint8_t,
+    std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
 
 // For kernels that only move bits (fill, same-type copy): picks an unsigned
 // storage type of the element's size, so no value semantics can alter the bits.
@@ -67,6 +69,21 @@ void dispatch_floating(ScalarType type, F&& f) {
     case ScalarType::Float32: f(std::type_identity<float>{}); break;
     case ScalarType::Float64: f(std::type_identity<double>{}); break;
     default: break;
+  }
+}
+
+// Like dispatch_floating, adding the integer types but Bool (the types with
+// an integer GEMM: gemm_integer.h): for kernels that compute in the element
+// type and wrap on overflow, as the CPU's integer kernels do.
+template <class F>
+void dispatch_real(ScalarType type, F&& f) {
+  switch (type) {
+    case ScalarType::UInt8: f(std::type_identity<uint8_t>{}); break;
+    case ScalarType::Int8: f(std::type_identity<int8_t>{}); break;
+    case ScalarType::Int16: f(std::type_identity<int16_t>{}); break;
+    case ScalarType::Int32: f(std::type_identity<int32_t>{}); break;
+    case ScalarType::Int64: f(std::type_identity<int64_t>{}); break;
+    default: dispatch_floating(type, f); break;
   }
 }
 

@@ -33,11 +33,15 @@ namespace {
 
 namespace k = mlu::kernels;
 
-k::ScalarType conv_dtype(const at::Tensor& t) {
+// The forward convolution (regular or transposed) takes the integer dtypes
+// too, as the CPU's slow convolutions do; gradients only exist for floating ones.
+k::ScalarType conv_dtype(const at::Tensor& t, bool integers_allowed) {
   const auto type = kernel_dtype(t.scalar_type());
-  TORCH_CHECK(type.has_value() && k::gemm_supports(*type) && at::isFloatingType(t.scalar_type()),
-              "convolution on mlu supports float32, float64, float16 and bfloat16 tensors, got ", t.scalar_type(),
-              "; convert the input and weight (e.g. .float()) first");
+  const bool integer = c10::isIntegralType(t.scalar_type(), /*includeBool=*/false);
+  TORCH_CHECK(type.has_value() && k::gemm_supports(*type) &&
+                  (at::isFloatingType(t.scalar_type()) || (integers_allowed && integer)),
+              "convolution on mlu supports float32, float64, float16, bfloat16", integers_allowed ? " and integer" : "",
+              " tensors, got ", t.scalar_type(), "; convert the input and weight (e.g. .float()) first");
   return *type;
 }
 
@@ -74,7 +78,9 @@ at::MemoryFormat operands_format(const at::Tensor& input, const at::Tensor& weig
 // at full speed: where it takes the dtype, operands keep their layout.
 at::MemoryFormat kernel_layout(at::MemoryFormat operands, const at::Tensor& input, const at::Tensor& weight,
                                at::IntArrayRef out_spatial, bool transposed, int64_t groups, k::ScalarType type) {
-  if (transposed || groups != 1 || input.dim() < 4) return at::MemoryFormat::Contiguous;
+  if (transposed || groups != 1 || input.dim() < 4 || !at::isFloatingType(input.scalar_type())) {
+    return at::MemoryFormat::Contiguous;
+  }
   if (operands == at::MemoryFormat::Contiguous && k::conv_library_takes(type)) return at::MemoryFormat::Contiguous;
   int64_t positions = 1, taps = 1;
   for (size_t d = 0; d < out_spatial.size(); ++d) {
@@ -111,7 +117,7 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
                        at::IntArrayRef output_padding, int64_t groups) {
   const at::Tensor bias_given = bias_.has_value() ? *bias_ : at::Tensor();
   check_devices(input_, weight_, &bias_given);
-  const k::ScalarType type = conv_dtype(input_);
+  const k::ScalarType type = conv_dtype(input_, /*integers_allowed=*/true);
   c10::DeviceGuard guard(input_.device());
   const int dims = static_cast<int>(input_.dim() - 2);
   auto at_dim = [](at::IntArrayRef v, int d) { return v[v.size() == 1 ? 0 : d]; };
@@ -164,7 +170,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
     int64_t groups, std::array<bool, 3> mask) {
   check_devices(input_, weight_, &grad_output_);
-  const k::ScalarType type = conv_dtype(input_);
+  const k::ScalarType type = conv_dtype(input_, /*integers_allowed=*/false);
   c10::DeviceGuard guard(input_.device());
   const at::MemoryFormat layout = kernel_layout(operands_format(input_, weight_), input_, weight_,
                                                 grad_output_.sizes().slice(2), transposed, groups, type);

@@ -27,6 +27,11 @@ struct ConvShape {
   int64_t stride[3] = {1, 1, 1}, padding[3] = {0, 0, 0}, dilation[3] = {1, 1, 1};
 };
 
+// conv_forward and conv_backward_input also take the integer dtypes (not
+// Bool), computing in the element type and wrapping on overflow as the CPU's
+// integer convolutions do; the others and the channels-last ones are floating
+// only.
+
 // output = conv(input, weight) + bias (bias [C_out] or nullptr).
 void conv_forward(const ConvShape& shape, ScalarType type, const void* input, const void* weight, const void* bias,
                   void* output);

@@ -122,7 +122,7 @@ void conv_forward(const ConvShape& s, ScalarType type, const void* input, const 
   detail::describe_conv(call, s, type, "nchw");
   if (detail::dnnl_conv_forward(s, type, false, input, weight, bias, output)) return call.path("dnnl nchw");
   const Geometry g = geometry(s);
-  detail::dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_real(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using E = detail::bits_t<T>;
     const int64_t rows = g.group_in * g.taps, L = g.out_plane;
@@ -226,7 +226,7 @@ void conv_backward_input(const ConvShape& s, ScalarType type, const void* grad_o
     return call.path("dnnl nchw");
   }
   const Geometry g = geometry(s);
-  detail::dispatch_floating(type, [&](auto tag) {
+  detail::dispatch_real(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;
     const int64_t rows = g.group_in * g.taps, L = g.out_plane;
