@@ -357,6 +357,23 @@ def test_factories(native_oracle):
         native_oracle(fn)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64], ids=str)
+def test_linspace_bit_for_bit(dtype):
+    """Note [linspace as the CPU rounds]: the CPU's arithmetic in the dtype (16-bit: every op rounded; float32 /
+    float64: start + step * i fused on the AVX2 / AVX512 builds), so values are bit-equal, signed zeros too."""
+    for start, end, steps in [(-2.0, 1, 50), (0, 10, 7), (-3, 3, 15), (1, -1, 100), (-0.0, 5, 3), (3.3, -7.1, 1000),
+                              (0, 1, 1), (-5, 5, 70000), (1e-3, 1e4, 33), (2, 2, 9)]:
+        want = torch.linspace(start, end, steps, dtype=dtype)
+        got = torch.linspace(start, end, steps, dtype=dtype, device="mlu").cpu()
+        assert torch.equal(got, want) and torch.equal(got.signbit(), want.signbit()), (start, end, steps)
+    out = torch.empty(30, dtype=dtype, device="mlu")[::3]  # a strided out= goes through a contiguous temporary
+    torch.linspace(-1, 2, 10, out=out)
+    assert torch.equal(out.cpu(), torch.linspace(-1, 2, 10, dtype=dtype))
+    if dtype == torch.float16:
+        with pytest.raises(RuntimeError, match="value cannot be converted to type c10::Half without overflow"):
+            torch.linspace(0, 1e6, 5, dtype=dtype, device="mlu")
+
+
 def test_index_select_of_a_transposed_input(check_native):
     # Note [Transposed index_select]: an index of at least a quarter of the dim takes a transposing copy
     # first, a shorter one the strided gather; both agree with the CPU, out= too, and a bad index stays a

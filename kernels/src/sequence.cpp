@@ -1,6 +1,7 @@
 #include "mlu_kernels/sequence.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <type_traits>
 
@@ -35,15 +36,69 @@ void arange_int(void* out, ScalarType dtype, int64_t n, int64_t stride, int64_t 
   generate<int64_t>(out, dtype, n, stride, [=](int64_t i) { return start + i * step; });
 }
 
-void linspace(void* out, ScalarType dtype, int64_t n, int64_t stride, double start, double end) {
-  if (n == 1) {
-    generate<double>(out, dtype, 1, stride, [=](int64_t) { return start; });
-    return;
+// Note [linspace as the CPU rounds]
+// The CPU's linspace_kernel (RangeFactoriesKernel.cpp, a serial loop since
+// upstream dropped its vector form) computes in the dtype's own arithmetic:
+// in float for Float32, and for Float16 / BFloat16 every + - * / in float
+// rounded to 16 bits (the c10::Half / c10::BFloat16 operators, which convert
+// an integer operand to the type first). step = (end - start) / (n - 1).
+// Computing in double and rounding once (as before) was closer to the exact
+// values but differed from the CPU by up to a few 16-bit ulps. Float32 and
+// Float64 are computed with a fused multiply-add where the CPU's kernel is
+// (`fused`): its AVX2 / AVX512 builds compile with FMA and contract
+// start + step * i; the 16-bit operators round between the two, so nothing
+// fuses there.
+template <class T>
+struct TypeArithmetic {
+  using C = detail::compute_t<T>;
+  static T from(double v) {
+    if constexpr (std::is_same_v<T, C>) {
+      return static_cast<T>(v);
+    } else {
+      return detail::convert<T>(static_cast<float>(v));
+    }
   }
-  const double step = (end - start) / static_cast<double>(n - 1);
-  const int64_t halfway = n / 2;
-  generate<double>(out, dtype, n, stride, [=](int64_t i) {
-    return i < halfway ? start + step * static_cast<double>(i) : end - step * static_cast<double>(n - i - 1);
+  static T from_int(int64_t v) {
+    if constexpr (std::is_same_v<T, C>) {
+      return static_cast<T>(v);
+    } else {
+      return detail::convert<T>(static_cast<float>(v));
+    }
+  }
+  static T add(T a, T b) { return detail::convert<T>(static_cast<C>(detail::widen(a) + detail::widen(b))); }
+  static T sub(T a, T b) { return detail::convert<T>(static_cast<C>(detail::widen(a) - detail::widen(b))); }
+  static T mul(T a, T b) { return detail::convert<T>(static_cast<C>(detail::widen(a) * detail::widen(b))); }
+  static T div(T a, T b) { return detail::convert<T>(static_cast<C>(detail::widen(a) / detail::widen(b))); }
+};
+
+void linspace(void* out, ScalarType dtype, int64_t n, int64_t stride, double start_value, double end_value,
+              bool fused) {
+  detail::dispatch_floating(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using H = TypeArithmetic<T>;
+    T* o = static_cast<T*>(out);
+    const T start = H::from(start_value), end = H::from(end_value);
+    if (n == 1) {
+      o[0] = start;
+      return;
+    }
+    const T step = H::div(H::sub(end, start), H::from_int(n - 1));
+    const int64_t halfway = n / 2;
+    parallel_for(0, n, 65536, [&](int64_t b, int64_t e) {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (fused) {
+          for (int64_t i = b; i < e; ++i) {
+            o[i * stride] = i < halfway ? std::fma(step, static_cast<T>(i), start)
+                                        : std::fma(-step, static_cast<T>(n - i - 1), end);
+          }
+          return;
+        }
+      }
+      for (int64_t i = b; i < e; ++i) {
+        o[i * stride] = i < halfway ? H::add(start, H::mul(step, H::from_int(i)))
+                                    : H::sub(end, H::mul(step, H::from_int(n - i - 1)));
+      }
+    });
   });
 }
 

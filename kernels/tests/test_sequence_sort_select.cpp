@@ -38,9 +38,9 @@ TEST(Sequence, ArangeAndLinspaceMatchPyTorchFormulas) {
   EXPECT_EQ(ints[0], 7);
   EXPECT_EQ(ints[8], -5);
   std::vector<double> lin(5);
-  linspace(lin.data(), ScalarType::Float64, 5, 1, 0.0, 1.0);
+  linspace(lin.data(), ScalarType::Float64, 5, 1, 0.0, 1.0, /*fused=*/true);
   EXPECT_EQ(lin, (std::vector<double>{0, 0.25, 0.5, 0.75, 1.0}));
-  linspace(lin.data(), ScalarType::Float64, 1, 1, 2.0, 9.0);
+  linspace(lin.data(), ScalarType::Float64, 1, 1, 2.0, 9.0, /*fused=*/true);
   EXPECT_EQ(lin[0], 2.0);
 }
 

@@ -4,6 +4,8 @@
 #include <ATen/ops/triu_ops.h>
 #include <cmath>
 
+#include <ATen/Dispatch.h>
+#include <ATen/Version.h>
 #include <ATen/WrapDimUtils.h>
 #include <c10/util/accumulate.h>
 #include <ATen/native/UnfoldBackward.h>
@@ -185,6 +187,12 @@ at::Tensor& linspace_out_mlu(const at::Scalar& start, const at::Scalar& end, int
   TORCH_CHECK(has_kernel(out), "linspace: dtype ", out.scalar_type(), " is not supported on mlu");
   if (out.numel() != steps) out.resize_({steps});
   if (steps == 0) return out;
+  if (at::isFloatingType(out.scalar_type())) {  // the CPU converts both ends first, with its overflow error
+    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "linspace", [&] {
+      (void)start.to<scalar_t>();
+      (void)end.to<scalar_t>();
+    });
+  }
   c10::OptionalDeviceGuard guard(out.device());
   at::Tensor target = out.is_contiguous() ? out : at::empty({steps}, out.options());
   const k::ScalarType type = require_kernel_dtype(out.scalar_type(), "linspace");
@@ -197,7 +205,11 @@ at::Tensor& linspace_out_mlu(const at::Scalar& start, const at::Scalar& end, int
     at::linspace_out(host, start, end, steps);
     target.copy_(host);
   } else {
-    launch_kernel(out.device().index(), "linspace", [=] { k::linspace(data, type, steps, 1, s, e); });
+    // The CPU's range kernels come in a build per ATen CPU capability: the
+    // AVX2 / AVX512 ones fuse start + step * i (Note [linspace as the CPU
+    // rounds] in kernels/src/sequence.cpp).
+    static const bool fused = at::get_cpu_capability() != "DEFAULT";
+    launch_kernel(out.device().index(), "linspace", [=] { k::linspace(data, type, steps, 1, s, e, fused); });
   }
   if (!target.is_same(out)) copy_on_device(out, target);
   return out;
