@@ -172,3 +172,57 @@ def test_complex32_tensors_store_copy_and_fill_natively(native_oracle):
     got = c.to("mlu").chalf().abs()
     assert torch_mlu.fallback_report()  # abs of ComplexHalf: the CPU's kernel, through the fallback
     torch.testing.assert_close(got.cpu(), c.chalf().abs())
+
+
+# Note [Complex elements moved as bits] (csrc/aten/KernelArgs.h): indexing ops move complex elements as they are;
+# those that add or fill work on the real and imaginary planes; cumsum and the vector norm too.
+INDEXING = {
+    "gather": lambda x, i, m: torch.gather(x, 0, i),
+    "index_select": lambda x, i, m: x.index_select(1, i[0, :3] + 1),
+    "index": lambda x, i, m: x[i[:, 0]],
+    "index_mask": lambda x, i, m: x[m],
+    "masked_select": lambda x, i, m: torch.masked_select(x, m),
+    "nonzero": lambda x, i, m: torch.nonzero(x * m),
+    "masked_fill": lambda x, i, m: x.clone().masked_fill_(m, 2 - 3j),
+    "masked_fill_tensor": lambda x, i, m: x.clone().masked_fill_(m, torch.tensor(1 + 1j, dtype=x.dtype,
+                                                                                    device=x.device)),
+    "masked_scatter": lambda x, i, m: x.clone().masked_scatter_(m, x.flip(0)),
+    "scatter_value": lambda x, i, m: x.clone().scatter_(0, i, 1.5j),
+    "scatter_src": lambda x, i, m: torch.scatter(x, 0, i, x[1:] * 1j),
+    "scatter_add": lambda x, i, m: torch.scatter_add(x, 0, i, x[:3]),
+    "index_add_real_alpha": lambda x, i, m: x.clone().index_add_(0, i[:, 0], x[:3], alpha=2),
+    "index_copy": lambda x, i, m: x.clone().index_copy_(1, i[0, :2].unique(), x[:, :i[0, :2].unique().numel()]),
+    "index_put": lambda x, i, m: x.clone().index_put_((i[:2, 0],), x[1:3]),
+    "index_put_accumulate": lambda x, i, m: x.clone().index_put_((i[:, 0],), x[1:4], accumulate=True),
+    "cumsum": lambda x, i, m: torch.cumsum(x, 1),
+    "cumsum_transposed": lambda x, i, m: torch.cumsum(x.t(), 0),
+    "cumsum_dtype": lambda x, i, m: torch.cumsum(x, 0, dtype=torch.complex128),
+    "vector_norm": lambda x, i, m: torch.linalg.vector_norm(x),
+    "vector_norm_dim_3": lambda x, i, m: torch.linalg.vector_norm(x, 3, dim=1),
+    "vector_norm_inf": lambda x, i, m: torch.linalg.vector_norm(x, float("inf"), dim=0, keepdim=True),
+    "vector_norm_dtype": lambda x, i, m: torch.linalg.vector_norm(x, dtype=torch.complex128),
+}
+
+
+@pytest.mark.parametrize("dtype", COMPLEX)
+@pytest.mark.parametrize("name", sorted(INDEXING))
+def test_indexing_cumsum_and_norms_run_natively(native_oracle, name, dtype):
+    x = z((4, 5), dtype)
+    index = torch.tensor([[3, 0, 1, 1, 2], [0, 0, 2, 3, 1], [1, 3, 3, 0, 0]])
+    mask = x.real > 0
+    native_oracle(INDEXING[name], x, index, mask, msg=name)
+
+
+def test_complex_index_add_with_a_complex_alpha_falls_back_visibly():
+    x = z((4, 3), torch.complex64)
+    index = torch.tensor([0, 2])
+    torch_mlu.reset_fallback_report()
+    got = x.to("mlu").index_add_(0, index.to("mlu"), x[:2].to("mlu"), alpha=1j)
+    torch.testing.assert_close(got.cpu(), x.clone().index_add_(0, index, x[:2], alpha=1j))
+    assert torch_mlu.fallback_report() == {"aten::index_add_": 1}
+
+
+def test_complex_norm_dtype_error_matches_the_cpu():
+    x = z((3,), torch.complex64)
+    with pytest.raises(RuntimeError, match="dtype should be complex for complex inputs, but got Float"):
+        torch.linalg.vector_norm(x.to("mlu"), dtype=torch.float32)

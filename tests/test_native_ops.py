@@ -484,3 +484,19 @@ def test_softmax_half_to_float_as_on_cuda():
     got = torch._softmax(x.to("mlu"), 1, True)
     assert got.dtype == torch.float32
     torch.testing.assert_close(got.cpu(), torch._softmax(x.float(), 1, False), rtol=1e-6, atol=1e-7)
+
+
+def test_masked_select_out_native_and_checked():
+    x = torch.randn(3, 4, device="mlu")
+    m = x > 0
+    torch_mlu.reset_fallback_report()
+    out = torch.empty(0, device="mlu")
+    torch.masked_select(x, m, out=out)
+    assert torch.equal(out.cpu(), torch.masked_select(x.cpu(), m.cpu()))
+    assert "aten::masked_select.out" not in torch_mlu.fallback_report()
+    # An out= overlapping an input is refused, with the CPU's message.
+    with pytest.raises(RuntimeError, match="unsupported operation: some elements of the input tensor and the "
+                                           "written-to tensor refer to a single memory location"):
+        torch.masked_select(x, m, out=x)
+    with pytest.raises(RuntimeError, match="self and result must have the same scalar type"):
+        torch.masked_select(x, m, out=torch.empty(0, dtype=torch.float64, device="mlu"))

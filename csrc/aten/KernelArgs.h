@@ -27,6 +27,16 @@ std::optional<mlu::kernels::ScalarType> kernel_dtype(at::ScalarType type);
 inline bool has_kernel(const at::Tensor& t) {
   return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value();
 }
+// Note [Complex elements moved as bits]
+// Kernels that only move elements (gathers, index_put without accumulation,
+// masked_select, nonzero's test against zero) copy them by their size or
+// convert them to bool, so they take complex64 / complex128 as they are;
+// arithmetic kernels do not (has_kernel). Ops that add or fill complex
+// elements work on the real and imaginary planes (at::real / at::imag
+// views, or view_as_real) with the real kernels.
+inline bool has_move_kernel(const at::Tensor& t) {
+  return kernel_dtype(t.scalar_type()).has_value();
+}
 // Like kernel_dtype, but throws a clear error naming `op` when unsupported.
 mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* op);
 

@@ -44,8 +44,6 @@ def KF(op, test, dtypes, kind, reason):
 
 # Reasons that several entries share.
 _SPARSE = "sparse layouts not supported on mlu: no SparsePrivateUse1 kernels (to_sparse, CSR/COO construction)"
-_OUT_OVERLAP = (f"{BUG}: out= overlapping an input is not rejected ('unsupported operation: ... single memory "
-                f"location'): the CPU fallback runs the out= op on host copies, where no overlap exists")
 
 # The CPU oracle itself, not mlu, is off: the CPU's bfloat16 log_softmax rounds intermediates to bfloat16 and
 # loses up to 128 ulp where x - max - log(sum) cancels; mlu computes in float and rounds once (<= 0.5 ulp
@@ -140,10 +138,6 @@ KNOWN_FAILURES = [
     KF("as_strided.partial_views", "test_compare_cpu_grad", None, "xfail",
        "differs by design: copying the sample to the CPU compacts the partial view's storage, so as_strided "
        "reads other elements there (op_db xfails test_compare_cpu for the same reason)"),
-
-    # --- bugs ---
-    *[KF(op, "test_errors", None, "xfail", _OUT_OVERLAP)
-      for op in ("masked_select",)],
 ]
 
 # (op full name, test name) -> why op_db's expectedFailure for it does not describe mlu.

@@ -191,7 +191,7 @@ bool is_full_mask(const at::Tensor& self, const IndexList& indices) {
 }
 
 at::Tensor index_mlu(const at::Tensor& self, const IndexList& indices) {
-  if (!has_kernel(self)) {
+  if (!has_move_kernel(self)) {
     return cpu_fallback<ATEN_OP2(index, Tensor)>(self, indices);
   }
   c10::OptionalDeviceGuard guard(self.device());
@@ -211,7 +211,8 @@ at::Tensor index_mlu(const at::Tensor& self, const IndexList& indices) {
 
 at::Tensor& index_put_impl_mlu(at::Tensor& self, const IndexList& indices, const at::Tensor& values, bool accumulate,
                                bool unsafe) {
-  if (!has_kernel(self) || !has_kernel(values)) {
+  // The accumulating kernel adds complex elements too.
+  if (!has_move_kernel(self) || !has_move_kernel(values)) {
     return cpu_fallback<ATEN_OP(_index_put_impl_)>(self, indices, values, accumulate, unsafe);
   }
   c10::OptionalDeviceGuard guard(self.device());

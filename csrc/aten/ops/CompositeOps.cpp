@@ -244,7 +244,7 @@ at::Tensor& masked_scatter_mlu(at::Tensor& self, T mask, T source) {
               source.scalar_type());
   TORCH_CHECK(mask.dtype() == at::ScalarType::Bool, "masked_scatter_ only supports boolean masks, but got mask with dtype ",
               mask.scalar_type());
-  if (!has_kernel(self)) return cpu_fallback<ATEN_OP(masked_scatter_)>(self, mask, source);
+  if (!has_move_kernel(self)) return cpu_fallback<ATEN_OP(masked_scatter_)>(self, mask, source);
   c10::MaybeOwned<at::Tensor> b_mask = at::expand_inplace(self, mask, "masked_scatter_");
   if (b_mask->numel() == 0) return self;
   c10::OptionalDeviceGuard guard(self.device());

@@ -27,7 +27,11 @@
 #include <ATen/ops/index_add_meta.h>
 #include <ATen/ops/index_copy_meta.h>
 #include <ATen/ops/index_reduce_meta.h>
+#include <ATen/ops/imag.h>
 #include <ATen/ops/ones_like.h>
+#include <ATen/ops/real.h>
+#include <ATen/ops/view_as_complex.h>
+#include <ATen/ops/view_as_real.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/scatter_add_meta.h>
 #include <ATen/ops/scatter_meta.h>
@@ -92,7 +96,7 @@ at::Tensor& index_select_out_mlu(const at::Tensor& self, int64_t dim, const at::
   TORCH_CHECK(self.device() == out.device() && index.device() == self.device(),
               "Expected all tensors to be on the same device, but found index on ", index.device(), " and self on ",
               self.device());
-  if (!has_kernel(self)) {
+  if (!has_move_kernel(self)) {
     return cpu_fallback<ATEN_OP2(index_select, out)>(self, dim, index, out);
   }
   at::assert_no_internal_overlap(out);
@@ -139,7 +143,7 @@ void gather_impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, c
 }
 
 at::Tensor gather_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
-  if (!has_kernel(self)) {
+  if (!has_move_kernel(self)) {
     return cpu_fallback<ATEN_OP(gather)>(self, dim,
                                                                                           index, sparse_grad);
   }
@@ -152,7 +156,7 @@ at::Tensor gather_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& ind
 
 at::Tensor& gather_out_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
                            at::Tensor& out) {
-  if (!has_kernel(self)) {
+  if (!has_move_kernel(self)) {
     return cpu_fallback<ATEN_OP2(gather, out)>(self, dim, index, sparse_grad, out);
   }
   c10::OptionalDeviceGuard guard(self.device());
@@ -171,6 +175,14 @@ k::ScatterOp scatter_kind(c10::string_view reduce) {
   return k::ScatterOp::Assign;
 }
 
+// Whether the scatter kernels take t for this op: the real dtypes, and
+// complex ones for assignment and addition, which act on the real and
+// imaginary planes independently (Note [Complex elements moved as bits]).
+bool scatter_takes(k::ScatterOp kind, const at::Tensor& t) {
+  return has_kernel(t) ||
+         (t.is_complex() && has_move_kernel(t) && (kind == k::ScatterOp::Assign || kind == k::ScatterOp::Add));
+}
+
 // Writes src (a tensor, or a scalar when !src.defined()) into result, which
 // already holds self (functional / out) or is self (in-place).
 void scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, const at::Tensor& result, int64_t dim,
@@ -184,18 +196,26 @@ void scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, con
     source = at::empty({}, result.options());
     source.fill_(value);
   }
-  // Float16 / BFloat16 sums and products accumulate in float in the kernel
-  // (Note [Scatter accumulation in float], kernels/src/index.cpp).
-  launch_scatter(op, kind, shape_of(index), static_cast<int>(dim), kernel_operand(result, op),
-                 result.dim() == 0 ? 1 : result.size(dim), kernel_operand(source, op), kernel_operand(index, op), 1.0,
-                 self.device());
+  auto launch = [&](const at::Tensor& into, const at::Tensor& from) {
+    // Float16 / BFloat16 sums and products accumulate in float in the kernel
+    // (Note [Scatter accumulation in float], kernels/src/index.cpp).
+    launch_scatter(op, kind, shape_of(index), static_cast<int>(dim), kernel_operand(into, op),
+                   into.dim() == 0 ? 1 : into.size(dim), kernel_operand(from, op), kernel_operand(index, op), 1.0,
+                   self.device());
+  };
+  if (result.is_complex()) {
+    launch(at::real(result), at::real(source));
+    launch(at::imag(result), at::imag(source));
+    return;
+  }
+  launch(result, source);
 }
 
 template <class Meta, class Fallback, class... A>
 at::Tensor scatter_fn(const char* op, k::ScatterOp kind, const at::Tensor& src, const at::Scalar& value,
                       Fallback&& fallback, const at::Tensor& self, int64_t dim, const at::Tensor& index,
                       const A&... rest) {
-  if (!has_kernel(self)) return fallback();
+  if (!scatter_takes(kind, self)) return fallback();
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> meta;
   meta.meta(self, dim, index, rest...);
@@ -207,7 +227,7 @@ template <class Meta, class Fallback, class... A>
 at::Tensor& scatter_inplace(const char* op, k::ScatterOp kind, const at::Tensor& src, const at::Scalar& value,
                             Fallback&& fallback, at::Tensor& self, int64_t dim, const at::Tensor& index,
                             const A&... rest) {
-  if (!has_kernel(self)) return fallback();
+  if (!scatter_takes(kind, self)) return fallback();
   c10::OptionalDeviceGuard guard(self.device());
   MLUInplace<Meta> meta(self);
   meta.meta(self, dim, index, rest...);
@@ -219,7 +239,7 @@ template <class Meta, class Fallback, class... A>
 at::Tensor& scatter_out(const char* op, k::ScatterOp kind, const at::Tensor& src, const at::Scalar& value,
                         Fallback&& fallback, at::Tensor& out, const at::Tensor& self, int64_t dim,
                         const at::Tensor& index, const A&... rest) {
-  if (!has_kernel(self) || !has_kernel(out)) return fallback();
+  if (!scatter_takes(kind, self) || !scatter_takes(kind, out)) return fallback();
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> meta(out);
   meta.meta(self, dim, index, rest...);
@@ -274,10 +294,25 @@ at::Tensor& index_scatter_impl(const char* op, k::ScatterOp kind, const at::Tens
   if (index.numel() == 0 || source.numel() == 0) return const_cast<at::Tensor&>(result);
   k::Operand idx{const_cast<void*>(index.const_data_ptr()), require_kernel_dtype(index.scalar_type(), op), {}};
   if (source.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
-  launch_scatter(op, kind, shape_of(source), static_cast<int>(source.dim() == 0 ? 0 : dim), kernel_operand(result, op),
-                 result.dim() == 0 ? 1 : result.size(dim), kernel_operand(source, op), idx, alpha.toDouble(), self.device(),
-                 round_each_update);
+  auto launch = [&](const at::Tensor& into, const at::Tensor& from) {
+    launch_scatter(op, kind, shape_of(from), static_cast<int>(from.dim() == 0 ? 0 : dim), kernel_operand(into, op),
+                   into.dim() == 0 ? 1 : into.size(dim), kernel_operand(from, op), idx, alpha.toDouble(),
+                   self.device(), round_each_update);
+  };
+  if (result.is_complex()) {  // a real alpha (index_scatter_takes): plane by plane
+    launch(at::real(result), at::real(source));
+    launch(at::imag(result), at::imag(source));
+  } else {
+    launch(result, source);
+  }
   return const_cast<at::Tensor&>(result);
+}
+
+// index_add / index_copy of complex tensors go plane by plane: a copy, or an
+// addition scaled by a real alpha (Note [Complex elements moved as bits]).
+bool index_scatter_takes(const at::Tensor& self, const at::Scalar& alpha) {
+  if (has_kernel(self)) return true;
+  return self.is_complex() && has_move_kernel(self) && (!alpha.isComplex() || alpha.toComplexDouble().imag() == 0);
 }
 
 // The CPU's index_add / index_copy of a 0-d or 1-d tensor rounds Float16 /
@@ -336,6 +371,15 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at:
 }
 
 at::Tensor& masked_fill_scalar_mlu(at::Tensor& self, const at::Tensor& mask, const at::Scalar& value) {
+  if (self.is_complex() && has_move_kernel(self)) {  // Note [Complex elements moved as bits]: plane by plane
+    TORCH_CHECK(mask.dtype() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+                mask.dtype());
+    const c10::complex<double> v = value.toComplexDouble();
+    at::Tensor re = at::real(self), im = at::imag(self);
+    masked_fill_scalar_mlu(re, mask, v.real());
+    masked_fill_scalar_mlu(im, mask, v.imag());
+    return self;
+  }
   if (!has_kernel(self)) {
     return cpu_fallback<ATEN_OP2(masked_fill_, Scalar)>(self, mask, value);
   }
@@ -346,6 +390,16 @@ at::Tensor& masked_fill_scalar_mlu(at::Tensor& self, const at::Tensor& mask, con
 at::Tensor& masked_fill_tensor_mlu(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
+  if (self.is_complex() && has_move_kernel(self) && value.is_complex() && value.scalar_type() == self.scalar_type() &&
+      value.device() == self.device()) {
+    TORCH_CHECK(mask.dtype() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
+                mask.dtype());
+    at::Tensor re = at::real(self), im = at::imag(self);
+    masked_fill_impl(re, mask, at::real(value));
+    masked_fill_impl(im, mask, at::imag(value));
+    return self;
+  }
+  if (self.is_complex() && value.is_cpu()) return masked_fill_scalar_mlu(self, mask, value.item());
   if (!has_kernel(self) || !has_kernel(value)) {
     return cpu_fallback<ATEN_OP2(masked_fill_, Tensor)>(self, mask, value);
   }
@@ -540,7 +594,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return out;
   });
   m.impl("index_add", [](T self, int64_t dim, T index, T source, const at::Scalar& alpha) {
-    if (!has_kernel(self)) {
+    if (!index_scatter_takes(self, alpha)) {
       return cpu_fallback<ATEN_OP(index_add)>(self, dim, index,
                                                                           source, alpha);
     }
@@ -552,7 +606,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return std::move(meta.output());
   });
   m.impl("index_add_", [](at::Tensor& self, int64_t dim, T index, T source, const at::Scalar& alpha) -> at::Tensor& {
-    if (!has_kernel(self)) {
+    if (!index_scatter_takes(self, alpha)) {
       return cpu_fallback<ATEN_OP(index_add_)>(self, dim,
                                                                                       index, source, alpha);
     }
@@ -563,7 +617,7 @@ TORCH_MLU_ATEN_IMPL(m) {
                               index_add_rounds_each_update(self));
   });
   m.impl("index_copy", [](T self, int64_t dim, T index, T source) {
-    if (!has_kernel(self)) {
+    if (!index_scatter_takes(self, 1)) {
       return cpu_fallback<ATEN_OP(index_copy)>(self, dim, index, source);
     }
     c10::OptionalDeviceGuard guard(self.device());
@@ -574,7 +628,7 @@ TORCH_MLU_ATEN_IMPL(m) {
     return std::move(meta.output());
   });
   m.impl("index_copy_", [](at::Tensor& self, int64_t dim, T index, T source) -> at::Tensor& {
-    if (!has_kernel(self)) {
+    if (!index_scatter_takes(self, 1)) {
       return cpu_fallback<ATEN_OP(index_copy_)>(self, dim, index, source);
     }
     c10::OptionalDeviceGuard guard(self.device());

@@ -32,7 +32,10 @@
 #include <ATen/ops/argmin_meta.h>
 #include <ATen/ops/cumprod_meta.h>
 #include <ATen/ops/cumsum_meta.h>
+#include <ATen/ops/abs.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/imag.h>
+#include <ATen/ops/real.h>
 #include <ATen/ops/linalg_vector_norm.h>
 #include <ATen/ops/linalg_vector_norm_meta.h>
 #include <ATen/ops/max_meta.h>
@@ -381,8 +384,24 @@ ReduceOp norm_op(double ord) {
   return ReduceOp::NormP;
 }
 
+// The norm of complex elements is the norm of their absolute values (in the
+// dtype's real counterpart), as the CPU's kernel computes it.
+bool complex_norm_native(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  return self.is_complex() && has_move_kernel(self) && self.dim() < k::kMaxDims &&
+         (!dtype.has_value() || kernel_dtype(*dtype).has_value());
+}
+
+at::Tensor complex_abs_for_norm(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
+  TORCH_CHECK(!dtype.has_value() || at::isComplexType(*dtype),
+              "linalg.vector_norm: dtype should be complex for complex inputs, but got ", *dtype);
+  return at::abs(dtype.has_value() ? self.to(*dtype) : self);
+}
+
 at::Tensor linalg_vector_norm_mlu(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim,
                                   bool keepdim, std::optional<at::ScalarType> dtype) {
+  if (complex_norm_native(self, dtype)) {
+    return at::linalg_vector_norm(complex_abs_for_norm(self, dtype), ord, dim, keepdim, std::nullopt);
+  }
   return reduce_functional<at::meta::structured_linalg_vector_norm>(
       [&](const at::Tensor& result) {
         const double p = ord.toDouble();
@@ -397,6 +416,9 @@ at::Tensor linalg_vector_norm_mlu(const at::Tensor& self, const at::Scalar& ord,
 
 at::Tensor& linalg_vector_norm_out_mlu(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim,
                                        bool keepdim, std::optional<at::ScalarType> dtype, at::Tensor& out) {
+  if (complex_norm_native(self, dtype)) {
+    return at::linalg_vector_norm_out(out, complex_abs_for_norm(self, dtype), ord, dim, keepdim, std::nullopt);
+  }
   return reduce_out<at::meta::structured_linalg_vector_norm>(
       [&](const at::Tensor& result) {
         const double p = ord.toDouble();
@@ -459,28 +481,47 @@ std::tuple<at::Tensor, at::Tensor> std_mean_mlu(const at::Tensor& self, at::Opti
   return moments(self, dim, correction, keepdim, /*take_sqrt=*/true);
 }
 
+// Whether the scan kernels take self: the real dtypes, and complex ones for
+// cumsum, which sums the real and imaginary planes apart (Note [Complex
+// elements moved as bits] in KernelArgs.h).
+bool scan_takes(k::ScanOp op, const at::Tensor& self) {
+  return has_reduce_kernel(self) ||
+         (op == k::ScanOp::Sum && self.is_complex() && has_move_kernel(self) && self.dim() < k::kMaxDims);
+}
+
+// The scan of self into result (of result's dtype, to which a complex self is
+// converted first, as the CPU's cumsum does).
+void scan_into(k::ScanOp op, const at::Tensor& self, int64_t dim, const at::Tensor& result) {
+  dim = self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim());
+  if (!self.is_complex()) return launch_scan(op, self, dim, result);
+  const at::Tensor source = self.scalar_type() == result.scalar_type() ? self : self.to(result.scalar_type());
+  if (!result.is_complex()) return launch_scan(op, source, dim, result);
+  launch_scan(op, at::real(source), dim, at::real(result));
+  launch_scan(op, at::imag(source), dim, at::imag(result));
+}
+
 template <class Meta, class AtenOp>
 at::Tensor cumulative_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype) {
-  if (!has_reduce_kernel(self) || (dtype.has_value() && !kernel_dtype(*dtype))) {
+  if (!scan_takes(op, self) || (dtype.has_value() && !kernel_dtype(*dtype))) {
     return cpu_fallback<AtenOp>(self, dim, dtype);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> meta;
   meta.meta(self, dim, dtype);
-  launch_scan(op, self, self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim()), meta.output(0));
+  scan_into(op, self, dim, meta.output(0));
   return std::move(meta.output(0));
 }
 
 template <class Meta, class AtenOp>
 at::Tensor& cumulative_out_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim,
                                std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  if (!has_reduce_kernel(self) || !has_reduce_kernel(out) || out.is_same(self)) {
+  if (!scan_takes(op, self) || !scan_takes(op, out) || out.is_same(self)) {
     return cpu_fallback<AtenOp>(self, dim, dtype, out);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> meta(out);
   meta.meta(self, dim, dtype);
-  launch_scan(op, self, self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim()), meta.maybe_get_output(0));
+  scan_into(op, self, dim, meta.maybe_get_output(0));
   meta.finish();
   return out;
 }

@@ -12,6 +12,8 @@
 #include <algorithm>
 
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
+#include <ATen/native/Resize.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
@@ -32,7 +34,7 @@ namespace k = mlu::kernels;
 
 at::Tensor nonzero_mlu(const at::Tensor& self) {
   // Coordinates are per dim, so a deep input cannot be collapsed (Note [Collapsed dims]).
-  if (!has_kernel(self) || self.dim() > k::kMaxDims) {
+  if (!has_move_kernel(self) || self.dim() > k::kMaxDims) {
     return cpu_fallback<ATEN_OP(nonzero)>(self);
   }
   c10::OptionalDeviceGuard guard(self.device());
@@ -54,7 +56,7 @@ at::Tensor nonzero_mlu(const at::Tensor& self) {
 
 at::Tensor masked_select_mlu(const at::Tensor& self, const at::Tensor& mask) {
   TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
-  if (!has_kernel(self)) {
+  if (!has_move_kernel(self)) {
     return cpu_fallback<ATEN_OP(masked_select)>(self, mask);
   }
   c10::OptionalDeviceGuard guard(self.device());
@@ -71,6 +73,24 @@ at::Tensor masked_select_mlu(const at::Tensor& self, const at::Tensor& mask) {
   const k::Operand dst = kernel_operand(out, "select");
   launch_kernel(self.device().index(), "masked_select", [=] { k::masked_select(shape, in, sel, dst); });
   return out;
+}
+
+// masked_select_out_impl_cpu's checks, in its order (an out= overlapping an
+// input is refused), then the functional result moved into `result`.
+at::Tensor& masked_select_out_mlu(const at::Tensor& self, const at::Tensor& mask, at::Tensor& result) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_select: expected BoolTensor for mask");
+  TORCH_CHECK(self.scalar_type() == result.scalar_type(),
+              "masked_select(): self and result must have the same scalar type");
+  at::assert_no_internal_overlap(result);
+  at::assert_no_overlap(result, self);
+  at::assert_no_overlap(result, mask);
+  if (!has_move_kernel(self)) {
+    return cpu_fallback<ATEN_OP2(masked_select, out)>(self, mask, result);
+  }
+  const at::Tensor values = masked_select_mlu(self, mask);
+  at::native::resize_output(result, values.sizes());
+  result.copy_(values);
+  return result;
 }
 
 // ---- torch.unique and unique_consecutive ----
@@ -217,6 +237,7 @@ UniqueResult unique_dim_consecutive_mlu(const at::Tensor& self, int64_t dim, boo
 TORCH_MLU_ATEN_IMPL(m) {
   m.impl("nonzero", TORCH_FN(nonzero_mlu));
   m.impl("masked_select", TORCH_FN(masked_select_mlu));
+  m.impl("masked_select.out", TORCH_FN(masked_select_out_mlu));
   m.impl("_unique", TORCH_FN(unique_mlu));
   m.impl("_unique2", TORCH_FN(unique2_mlu));
   m.impl("unique_consecutive", TORCH_FN(unique_consecutive_mlu));
