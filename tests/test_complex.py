@@ -96,12 +96,11 @@ def test_products_match_the_cpu(native_oracle, dtype):
                       atol=1e-4 if dtype == torch.complex64 else 1e-10)
 
 
-def test_complex_scalars_the_kernels_do_not_take_fall_back_visibly():
-    a = z((3, 3), torch.complex64)
+def test_complex_scalars_with_real_tensors_fall_back_for_the_cpus_error():
+    a = torch.randn(3, 3)
     torch_mlu.reset_fallback_report()
-    got = torch.addmm(a, a.to("mlu"), a.to("mlu"), alpha=1j) if False else torch.addmm(a.to("mlu"), a.to("mlu"),
-                                                                                            a.to("mlu"), alpha=1j)
-    torch.testing.assert_close(got.cpu(), torch.addmm(a, a, a, alpha=1j))
+    with pytest.raises(RuntimeError, match="value cannot be converted to type float without overflow"):
+        torch.addmm(a.to("mlu"), a.to("mlu"), a.to("mlu"), alpha=1j)
     assert torch_mlu.fallback_report() == {"aten::addmm": 1}
 
 
@@ -201,6 +200,18 @@ INDEXING = {
     "vector_norm_dim_3": lambda x, i, m: torch.linalg.vector_norm(x, 3, dim=1),
     "vector_norm_inf": lambda x, i, m: torch.linalg.vector_norm(x, float("inf"), dim=0, keepdim=True),
     "vector_norm_dtype": lambda x, i, m: torch.linalg.vector_norm(x, dtype=torch.complex128),
+    # Note [Complex products by pairs]
+    "prod": lambda x, i, m: torch.prod(x),
+    "prod_dim": lambda x, i, m: torch.prod(x, 1),
+    "prod_dim_keepdim_dtype": lambda x, i, m: torch.prod(x, 0, keepdim=True, dtype=torch.complex128),
+    "prod_odd_length": lambda x, i, m: torch.prod(x[:, :3], 1),
+    "prod_empty": lambda x, i, m: torch.prod(x[:, :0], 1),
+    "cumprod": lambda x, i, m: torch.cumprod(x, 1),
+    "cumprod_transposed": lambda x, i, m: torch.cumprod(x.t(), 0),
+    "all_any": lambda x, i, m: (torch.all(x * m), torch.any(x * m, 1), torch.all(x, 0, keepdim=True)),
+    "addmm_complex_scalars": lambda x, i, m: torch.addmm(x[:, :4], x, x.t().conj(), beta=0.5 + 1j, alpha=2 - 1j),
+    "addmm_complex_alpha_no_beta": lambda x, i, m: torch.addmm(x[:, :4], x, x.t(), beta=0, alpha=1j),
+    "baddbmm_complex_scalars": lambda x, i, m: torch.baddbmm(x[:1], x[None, :, :3], x[None, :3], alpha=-1j),
 }
 
 

@@ -15,6 +15,7 @@
 // beta == 0 skips the copy and the GEMM does not read the result, so NaN in
 // self does not propagate (as on the CPU and CUDA).
 #include <ATen/MemoryOverlap.h>
+#include <ATen/ops/add.h>
 #include <ATen/ops/addbmm_native.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/addmm_meta.h>
@@ -27,6 +28,7 @@
 #include <ATen/ops/baddbmm_ops.h>
 #include <ATen/ops/bmm_meta.h>
 #include <ATen/ops/bmm_ops.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/relu.h>
 #include <ATen/ops/dot_ops.h>
@@ -50,18 +52,25 @@ namespace k = mlu::kernels;
 using T = const at::Tensor&;
 using S = const at::Scalar&;
 
-bool has_gemm(const at::Tensor& t) {
+bool has_gemm(const at::Tensor& t, bool) {
   const auto type = kernel_dtype(t.scalar_type());
   return type.has_value() && k::gemm_supports(*type);
 }
 
-// The kernels take real alpha and beta: a complex scalar with an imaginary
-// part takes the CPU fallback.
-bool has_gemm(const at::Scalar& s) { return !s.isComplex() || s.toComplexDouble().imag() == 0; }
+// The kernels take real alpha and beta; complex products with complex ones
+// are composed (add_product), and a complex scalar with real tensors takes
+// the CPU fallback for the CPU's error.
+bool has_gemm(const at::Scalar& s, bool complex_operands) {
+  return complex_operands || !s.isComplex() || s.toComplexDouble().imag() == 0;
+}
+
+bool is_complex_operand(const at::Tensor& t) { return t.defined() && t.is_complex(); }
+bool is_complex_operand(const at::Scalar&) { return false; }
 
 template <class... Ts>
 bool all_have_gemm(const Ts&... ts) {
-  return (has_gemm(ts) && ...);
+  const bool complex_operands = (is_complex_operand(ts) || ...);
+  return (has_gemm(ts, complex_operands) && ...);
 }
 
 // The same device check PyTorch's CUDA kernels make (TensorIterator's text).
@@ -165,6 +174,20 @@ bool self_is_bias_row(const at::Tensor& result, const at::Tensor& self, const at
 // Note [addmm's self]
 void add_product(const char* name, const at::Tensor& result, const at::Tensor& self, const at::Tensor& m1,
                  const at::Tensor& m2, S beta, S alpha, bool in_place) {
+  auto imaginary = [](S v) { return v.isComplex() && v.toComplexDouble().imag() != 0; };
+  if (imaginary(alpha) || imaginary(beta)) {
+    // Complex scalars (complex operands only: all_have_gemm): the product,
+    // then alpha * product + beta * self with the complex pointwise kernels;
+    // beta == 0 leaves self unread, as in the GEMM.
+    at::Tensor product = at::empty_like(result, at::MemoryFormat::Contiguous);
+    if (product.numel() > 0) launch_gemm(name, product, m1, m2, 0, 1);
+    if (beta.toComplexDouble() == c10::complex<double>(0, 0)) {
+      result.copy_(product.mul_(alpha));
+    } else {
+      result.copy_(at::add(self.mul(beta), product, alpha));
+    }
+    return;
+  }
   const double b = beta.toDouble();
   if (b != 0 && !in_place && result.numel() > 0) {
     const at::Tensor expanded = self.expand(result.sizes());

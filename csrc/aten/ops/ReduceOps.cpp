@@ -34,7 +34,11 @@
 #include <ATen/ops/cumsum_meta.h>
 #include <ATen/ops/abs.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/imag.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/ne.h>
+#include <ATen/ops/ones.h>
 #include <ATen/ops/real.h>
 #include <ATen/ops/linalg_vector_norm.h>
 #include <ATen/ops/linalg_vector_norm_meta.h>
@@ -276,7 +280,51 @@ at::Tensor& mean_out_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bo
       out, self, dim, keepdim, dtype);
 }
 
+// Note [Complex products by pairs]
+// The reduce and scan kernels do not multiply complex numbers; complex prod
+// and cumprod multiply pairs with the native complex mul instead: prod as a
+// tree of pairwise products along the dim (log2 n launches), cumprod as a
+// Hillis-Steele scan (log2 n steps). Only the association of the products
+// differs from the CPU's loop, as in any parallel reduction.
+at::Tensor complex_prod_keepdim(at::Tensor t, int64_t dim) {
+  if (t.size(dim) == 0) {
+    std::vector<int64_t> sizes = t.sizes().vec();
+    sizes[static_cast<size_t>(dim)] = 1;
+    return at::ones(sizes, t.options());
+  }
+  while (t.size(dim) > 1) {
+    const int64_t n = t.size(dim), half = n / 2;
+    at::Tensor pairs = at::mul(t.narrow(dim, 0, half), t.narrow(dim, half, half));
+    t = n % 2 == 0 ? pairs : at::cat({pairs, t.narrow(dim, 2 * half, 1)}, dim);
+  }
+  return t;
+}
+
+at::Tensor complex_cumprod(at::Tensor t, int64_t dim) {
+  const int64_t n = t.size(dim);
+  for (int64_t step = 1; step < n; step *= 2) {
+    at::Tensor next = t.clone();
+    next.narrow(dim, step, n - step).mul_(t.narrow(dim, 0, n - step));
+    t = next;
+  }
+  return t;
+}
+
+bool complex_product_native(const at::Tensor& self) {
+  return self.is_complex() && has_move_kernel(self) && self.dim() < k::kMaxDims;
+}
+
 at::Tensor prod_dim_mlu(const at::Tensor& self, int64_t dim, bool keepdim, std::optional<at::ScalarType> dtype) {
+  if (complex_product_native(self)) {
+    c10::OptionalDeviceGuard guard(self.device());
+    MLUFunctional<at::meta::structured_prod_dim_int> meta;
+    meta.meta(self, dim, keepdim, dtype);
+    at::Tensor& result = meta.output(0);
+    const at::Tensor source = (self.dim() == 0 ? self.unsqueeze(0) : self).to(result.scalar_type());
+    const int64_t d = self.dim() == 0 ? 0 : at::maybe_wrap_dim(dim, self.dim());
+    result.copy_(complex_prod_keepdim(source, d).view(result.sizes()));
+    return std::move(result);
+  }
   return reduce_functional<at::meta::structured_prod_dim_int>(
       MLU_REDUCE_IMPL(ReduceOp::Prod, mask_of(self, at::IntArrayRef(dim)), keepdim, 0),
       [&] {
@@ -286,11 +334,14 @@ at::Tensor prod_dim_mlu(const at::Tensor& self, int64_t dim, bool keepdim, std::
 }
 
 at::Tensor prod_mlu(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
-  if (!has_reduce_kernel(self)) {
+  if (!has_reduce_kernel(self) && !complex_product_native(self)) {
     return cpu_fallback<ATEN_OP(prod)>(self, dtype);
   }
   c10::OptionalDeviceGuard guard(self.device());
   const at::ScalarType out_dtype = at::native::get_dtype_from_self(self, dtype, /*promote_integers=*/true);
+  if (self.is_complex()) {
+    return complex_prod_keepdim(self.reshape({-1}).to(out_dtype), 0).reshape({});
+  }
   at::Tensor result = at::empty({}, self.options().dtype(out_dtype));
   launch_reduce(ReduceOp::Prod, self, result, mask_of(self, {}), false);
   return result;
@@ -366,6 +417,9 @@ at::Tensor argmax_mlu(bool is_max, const at::Tensor& self, std::optional<int64_t
 template <class Meta, class AtenOp, class... Args>
 at::Tensor all_any_mlu(ReduceOp op, const at::Tensor& self, const at::native::DimMask& mask, bool keepdim,
                        const Args&... args) {
+  if (self.is_complex() && has_move_kernel(self) && self.dim() < k::kMaxDims) {  // whether each element is nonzero
+    return all_any_mlu<Meta, AtenOp>(op, at::ne(self, 0), mask, keepdim, args...);
+  }
   if (!has_reduce_kernel(self)) {
     return cpu_fallback<AtenOp>(self, args...);
   }
@@ -481,12 +535,12 @@ std::tuple<at::Tensor, at::Tensor> std_mean_mlu(const at::Tensor& self, at::Opti
   return moments(self, dim, correction, keepdim, /*take_sqrt=*/true);
 }
 
-// Whether the scan kernels take self: the real dtypes, and complex ones for
-// cumsum, which sums the real and imaginary planes apart (Note [Complex
-// elements moved as bits] in KernelArgs.h).
-bool scan_takes(k::ScanOp op, const at::Tensor& self) {
-  return has_reduce_kernel(self) ||
-         (op == k::ScanOp::Sum && self.is_complex() && has_move_kernel(self) && self.dim() < k::kMaxDims);
+// Whether the scans take self: the real dtypes, and complex ones: cumsum
+// sums the real and imaginary planes apart (Note [Complex elements moved as
+// bits] in KernelArgs.h), cumprod multiplies pairs (Note [Complex products by
+// pairs]).
+bool scan_takes(k::ScanOp, const at::Tensor& self) {
+  return has_reduce_kernel(self) || (self.is_complex() && has_move_kernel(self) && self.dim() < k::kMaxDims);
 }
 
 // The scan of self into result (of result's dtype, to which a complex self is
@@ -496,6 +550,10 @@ void scan_into(k::ScanOp op, const at::Tensor& self, int64_t dim, const at::Tens
   if (!self.is_complex()) return launch_scan(op, self, dim, result);
   const at::Tensor source = self.scalar_type() == result.scalar_type() ? self : self.to(result.scalar_type());
   if (!result.is_complex()) return launch_scan(op, source, dim, result);
+  if (op == k::ScanOp::Prod) {  // Note [Complex products by pairs]
+    result.copy_(source.dim() == 0 ? source : complex_cumprod(source, dim));
+    return;
+  }
   launch_scan(op, at::real(source), dim, at::real(result));
   launch_scan(op, at::imag(source), dim, at::imag(result));
 }
