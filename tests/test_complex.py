@@ -211,6 +211,7 @@ INDEXING = {
     "all_any": lambda x, i, m: (torch.all(x * m), torch.any(x * m, 1), torch.all(x, 0, keepdim=True)),
     "addmm_complex_scalars": lambda x, i, m: torch.addmm(x[:, :4], x, x.t().conj(), beta=0.5 + 1j, alpha=2 - 1j),
     "addmm_complex_alpha_no_beta": lambda x, i, m: torch.addmm(x[:, :4], x, x.t(), beta=0, alpha=1j),
+    "fold": lambda x, i, m: torch.nn.functional.fold(x.reshape(1, 4, 5).repeat(1, 1, 2)[..., :9], (4, 4), 2),
     "baddbmm_complex_scalars": lambda x, i, m: torch.baddbmm(x[:1], x[None, :, :3], x[None, :3], alpha=-1j),
 }
 

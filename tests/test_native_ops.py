@@ -486,6 +486,18 @@ def test_softmax_half_to_float_as_on_cuda():
     torch.testing.assert_close(got.cpu(), torch._softmax(x.float(), 1, False), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", [torch.complex64, torch.complex128], ids=str)
+def test_complex_linspace_bit_for_bit(dtype):
+    """c10::complex scales the step component by component: each plane is the real linspace of its parts."""
+    torch_mlu.reset_fallback_report()
+    for start, end, steps in [(-2 + 1j, 1 - 3j, 50), (0, 10j, 7), (1j, -1, 100), (3.3 - 1j, -7.1 + 2.5j, 1000),
+                              (0, 1, 1), (-5j, 5, 70000)]:
+        want = torch.linspace(start, end, steps, dtype=dtype)
+        got = torch.linspace(start, end, steps, dtype=dtype, device="mlu").cpu()
+        assert torch.equal(torch.view_as_real(got), torch.view_as_real(want)), (start, end, steps)
+    assert torch_mlu.fallback_report() == {}
+
+
 def test_masked_select_out_native_and_checked():
     x = torch.randn(3, 4, device="mlu")
     m = x > 0

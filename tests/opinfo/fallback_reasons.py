@@ -59,6 +59,17 @@ REASONS.update({
     "aten::grid_sampler_3d_backward": "kernel: with grid_sampler_3d",
     "aten::_upsample_bilinear2d_aa_backward.grad_input": "kernel: with _upsample_bilinear2d_aa",
     "aten::_efficientzerotensor": "kernel: a zero tensor without storage (ZeroTensor dispatch key) on mlu",
-    "aten::masked_fill_.Tensor": "a complex or non-0-dim-value corner the native masked_fill_ leaves to the CPU",
+    "aten::masked_fill_.Tensor": "a non-0-dim value (the CPU's error) or a complex32 self",
+    # Complex forms the pointwise kernels lack (complex64 sweep; their real forms are native).
+    "aten::exp2": "kernel: complex exp2 (the CPU's std::pow(2, z)); the real forms are native",
+    "aten::expm1": "kernel: complex expm1 (c10's formula for small |z|); the real forms are native",
+    "aten::log1p": "kernel: complex log1p (c10's formula for small |z|); the real forms are native",
+    "aten::logaddexp": "kernel: complex logaddexp (the CPU's _log_add_exp_helper); the real forms are native",
+    "aten::sinc": "kernel: complex sinc; the real forms are native",
+    "aten::silu": "kernel: complex silu (z / (1 + exp(-z))); the real forms are native",
+    "aten::lerp.Scalar": "kernel: complex lerp (the CPU's weight < 0.5 branch on |weight|); the real forms are native",
+    "aten::lerp.Tensor": "kernel: complex lerp (the CPU's weight < 0.5 branch on |weight|); the real forms are native",
+    "aten::logspace.out": "kernel: complex logspace (std::pow(base, z) of a complex linspace whose step is a complex "
+                          "division); real logspace is native",
     "aten::rrelu_with_noise": "kernel: rrelu's random slopes drawn from mlu's generator",
 })

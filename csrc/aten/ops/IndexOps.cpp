@@ -390,13 +390,13 @@ at::Tensor& masked_fill_scalar_mlu(at::Tensor& self, const at::Tensor& mask, con
 at::Tensor& masked_fill_tensor_mlu(at::Tensor& self, const at::Tensor& mask, const at::Tensor& value) {
   TORCH_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with ",
               value.dim(), " dimension(s).");
-  if (self.is_complex() && has_move_kernel(self) && value.is_complex() && value.scalar_type() == self.scalar_type() &&
-      value.device() == self.device()) {
+  if (self.is_complex() && has_move_kernel(self) && value.device() == self.device()) {
     TORCH_CHECK(mask.dtype() == at::kBool, "masked_fill_ only supports boolean masks, but got mask with dtype ",
                 mask.dtype());
+    const at::Tensor v = value.to(self.scalar_type());
     at::Tensor re = at::real(self), im = at::imag(self);
-    masked_fill_impl(re, mask, at::real(value));
-    masked_fill_impl(im, mask, at::imag(value));
+    masked_fill_impl(re, mask, at::real(v));
+    masked_fill_impl(im, mask, at::imag(v));
     return self;
   }
   if (self.is_complex() && value.is_cpu()) return masked_fill_scalar_mlu(self, mask, value.item());

@@ -5,6 +5,9 @@
 // one unbatched sample.
 #include <ATen/native/im2col_shape_check.h>
 #include <ATen/ops/col2im_ops.h>
+#include <ATen/ops/complex.h>
+#include <ATen/ops/imag.h>
+#include <ATen/ops/real.h>
 #include <ATen/ops/empty.h>
 #include <mlu_kernels/conv.h>
 #include <torch/library.h>
@@ -74,6 +77,10 @@ at::Tensor col2im_mlu(T self, A output_size, A kernel, A dilation, A padding, A 
   check_pairs(kernel, dilation, padding, stride, "col2im");
   at::native::col2im_shape_check(self, at::Tensor(), output_size[0], output_size[1], kernel[0], kernel[1],
                                  dilation[0], dilation[1], padding[0], padding[1], stride[0], stride[1]);
+  if (self.is_complex() && has_move_kernel(self)) {  // the sums of overlapping patches, plane by plane
+    return at::complex(col2im_mlu(at::real(self), output_size, kernel, dilation, padding, stride),
+                       col2im_mlu(at::imag(self), output_size, kernel, dilation, padding, stride));
+  }
   if (self.is_complex()) return cpu_fallback<ATEN_OP(col2im)>(self, output_size, kernel, dilation, padding, stride);
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) && kernel_dtype(self.scalar_type()).has_value(),
               "col2im on mlu supports float32, float64, float16 and bfloat16, got ", self.scalar_type());

@@ -183,12 +183,13 @@ at::Tensor& arange_out_mlu(const at::Scalar& start, const at::Scalar& end, const
 
 at::Tensor& linspace_out_mlu(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
-  if (out.is_complex()) return cpu_fallback<ATEN_OP2(linspace, out)>(start, end, steps, out);
-  TORCH_CHECK(has_kernel(out), "linspace: dtype ", out.scalar_type(), " is not supported on mlu");
+  const bool complex = out.is_complex();
+  if (complex && !has_move_kernel(out)) return cpu_fallback<ATEN_OP2(linspace, out)>(start, end, steps, out);
+  TORCH_CHECK(complex || has_kernel(out), "linspace: dtype ", out.scalar_type(), " is not supported on mlu");
   if (out.numel() != steps) out.resize_({steps});
   if (steps == 0) return out;
-  if (at::isFloatingType(out.scalar_type())) {  // the CPU converts both ends first, with its overflow error
-    AT_DISPATCH_FLOATING_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "linspace", [&] {
+  if (at::isFloatingType(out.scalar_type()) || complex) {  // the CPU converts both ends first, with its overflow error
+    AT_DISPATCH_FLOATING_AND_COMPLEX_TYPES_AND2(at::kHalf, at::kBFloat16, out.scalar_type(), "linspace", [&] {
       (void)start.to<scalar_t>();
       (void)end.to<scalar_t>();
     });
@@ -197,7 +198,7 @@ at::Tensor& linspace_out_mlu(const at::Scalar& start, const at::Scalar& end, int
   at::Tensor target = out.is_contiguous() ? out : at::empty({steps}, out.options());
   const k::ScalarType type = require_kernel_dtype(out.scalar_type(), "linspace");
   void* data = target.data_ptr();
-  const double s = start.toDouble(), e = end.toDouble();
+  const double s = complex ? 0.0 : start.toDouble(), e = complex ? 0.0 : end.toDouble();
   if (c10::isIntegralType(out.scalar_type(), /*includeBool=*/true)) {
     // PyTorch computes integer linspace in the integer type's arithmetic via
     // a float step; matching it exactly is left to the CPU.
@@ -209,7 +210,22 @@ at::Tensor& linspace_out_mlu(const at::Scalar& start, const at::Scalar& end, int
     // AVX2 / AVX512 ones fuse start + step * i (Note [linspace as the CPU
     // rounds] in kernels/src/sequence.cpp).
     static const bool fused = at::get_cpu_capability() != "DEFAULT";
-    launch_kernel(out.device().index(), "linspace", [=] { k::linspace(data, type, steps, 1, s, e, fused); });
+    if (complex) {
+      // c10::complex divides the difference and scales the step by a real
+      // (steps - 1, i) component by component, so each plane is the real
+      // linspace of its parts, interleaved (stride 2).
+      const c10::complex<double> cs = start.toComplexDouble(), ce = end.toComplexDouble();
+      const bool single = out.scalar_type() == at::kComplexFloat;
+      const k::ScalarType plane = single ? k::ScalarType::Float32 : k::ScalarType::Float64;
+      char* re = static_cast<char*>(data);
+      char* im = re + (single ? sizeof(float) : sizeof(double));
+      launch_kernel(out.device().index(), "linspace", [=] {
+        k::linspace(re, plane, steps, 2, cs.real(), ce.real(), fused);
+        k::linspace(im, plane, steps, 2, cs.imag(), ce.imag(), fused);
+      });
+    } else {
+      launch_kernel(out.device().index(), "linspace", [=] { k::linspace(data, type, steps, 1, s, e, fused); });
+    }
   }
   if (!target.is_same(out)) copy_on_device(out, target);
   return out;
