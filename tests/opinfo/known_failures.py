@@ -112,6 +112,8 @@ KNOWN_FAILURES = [
        "CPU 130.875 / mlu 130.75 / float64 130.794)"),
     *[KF(op, "test_compare_cpu", ("bfloat16", "float16"), "xfail", _CPU_HALF_CONV_TRANSPOSE)
       for op in ("nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d")],
+    # (1, 4, 5) x (4, 8, 3) float16: max |error| against float64 mlu 0.0016 / CPU 0.0040 (bfloat16 passes).
+    KF("nn.functional.conv_transpose1d", "test_compare_cpu", ("float16",), "xfail", _CPU_HALF_CONV_TRANSPOSE),
     *[KF(op, "test_compare_cpu", ("bfloat16",), "xfail", _CPU_BF16_LOG_SOFTMAX)
       for op in ("log_softmax", "masked.log_softmax", "nn.functional.cross_entropy")],
     KF("linalg.eig", "test_out", None, "xfail",
