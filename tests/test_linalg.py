@@ -290,3 +290,39 @@ def test_lapack_calls_start_no_threads_of_their_own():
     assert result.returncode == 0, result.stderr
     before, after = map(int, result.stdout.split())
     assert after == before, f"{after - before} threads started by the LAPACK calls"
+
+
+@pytest.mark.parametrize("dtype", FLOATING_AND_COMPLEX, ids=str)
+def test_cholesky_reads_any_layout_and_writes_the_cpus_bits(dtype):
+    """linalg.cholesky_ex copies the triangle and factors in one task (cholesky_ex_fused): the same bits as the
+    CPU's tril_out + potrf for inputs at any strides, out= tensors of any layout, and out= aliasing the input."""
+    base = spd((3,), 5, dtype)
+    inputs = {
+        "contiguous": base,
+        "transposed": base.mT.contiguous().mT,
+        "expanded batch": base[:1].expand(4, 5, 5),
+        "sliced": spd((6,), 7, dtype)[::2, 1:6, 1:6],
+        "unbatched": base[1],
+        "deep batch": base.reshape(3, 1, 1, 5, 5).expand(3, 2, 1, 5, 5),
+    }
+    for name, a in inputs.items():
+        for upper in (False, True):
+            expected, expected_info = torch.linalg.cholesky_ex(a, upper=upper)
+            got, info = torch.linalg.cholesky_ex(a.to("mlu"), upper=upper)
+            assert got.cpu().equal(expected) and got.stride() == expected.stride(), (name, upper)
+            assert info.cpu().equal(expected_info), (name, upper)
+    for upper in (False, True):
+        expected = torch.linalg.cholesky(base, upper=upper)
+        row_major = torch.empty(3, 5, 5, dtype=dtype, device="mlu")  # not the column-major layout: a proxy
+        torch.linalg.cholesky(base.to("mlu"), upper=upper, out=row_major)
+        assert row_major.cpu().equal(expected)
+        in_place = base.mT.contiguous().mT.to("mlu")  # column-major, as the op writes L
+        torch.linalg.cholesky(in_place, upper=upper, out=in_place)
+        assert in_place.cpu().equal(expected)
+    # A matrix that is not positive-definite: the CPU's info and error.
+    not_pd = base.clone()
+    not_pd[1, 2, 2] = -100
+    L, info = torch.linalg.cholesky_ex(not_pd.to("mlu"))
+    assert info.cpu().equal(torch.linalg.cholesky_ex(not_pd)[1])
+    with pytest.raises(torch.linalg.LinAlgError, match=r"\(Batch element 1\): The factorization could not be "):
+        torch.linalg.cholesky(not_pd.to("mlu"))

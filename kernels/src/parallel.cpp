@@ -57,7 +57,8 @@ class Pool {
     in_region_ = true;
     work(job, 0);
     in_region_ = false;
-    while (done_.load(std::memory_order_acquire) != n_chunks) _mm_pause();
+    // Yield, not spin: on few cores, a worker still running a chunk may need this core.
+    while (done_.load(std::memory_order_acquire) != n_chunks) std::this_thread::yield();
     return true;
   }
 
@@ -110,10 +111,13 @@ class Pool {
   void worker_loop(int self, uint64_t seen) {
     in_region_ = true;  // nested parallel_for calls from a chunk run inline
     for (;;) {
-      // Spin briefly (a region usually follows another), then sleep.
+      // Poll briefly (a region usually follows another), then sleep. Polls
+      // yield: a spinning worker would hold a core the region's caller or
+      // the host may be waiting for (Note [Spin before sleep] in the
+      // runtime's queue.cpp).
       const auto spin_until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
       while (job_.load(std::memory_order_acquire) == seen && std::chrono::steady_clock::now() < spin_until) {
-        _mm_pause();
+        std::this_thread::yield();
       }
       if (job_.load(std::memory_order_acquire) == seen) {
         std::unique_lock<std::mutex> lock(sleep_mu_);

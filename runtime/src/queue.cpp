@@ -17,28 +17,29 @@
 namespace {
 
 // Note [Spin before sleep]
-// Sleeping on a condition variable costs a futex wake-up (a syscall and a
-// context switch, several microseconds) on both sides. Work comes in bursts
-// (a device thread finishes a task and the host is launching the next one; a
-// host thread waits for a copy that is nearly done), so both wait first by
-// spinning for a short, bounded time and only then sleep. The bound keeps an
-// idle device thread from burning a core: after kSpin it sleeps.
-constexpr auto kSpin = std::chrono::microseconds(20);
+// Sleeping on a condition variable costs a futex wake-up on both sides, and
+// a thread that sleeps lets its core go idle: on a virtual machine, waking
+// an idle core costs tens of microseconds, more than most tasks take
+// (docs/bench_linalg_fft.md, session 28). Work comes in bursts (a device
+// thread finishes a task and the host is launching the next one; a host
+// thread waits for a result that is nearly done), so a waiter first polls,
+// yielding between polls, and only then sleeps. Yielding rather than
+// spinning on `pause` gives the core to any runnable device or pool thread
+// (on a machine with few cores, the one the waiter is waiting for), while
+// the waiter still sees the change within microseconds. How long it polls:
+// - a device thread waiting for work, kIdlePoll: an idle device must not
+//   keep a core busy;
+// - a thread waiting for a task to finish (a synchronize, a copy to the
+//   host, an event), kResultPoll: long enough to cover a typical kernel.
+constexpr auto kIdlePoll = std::chrono::microseconds(20);
+constexpr auto kResultPoll = std::chrono::microseconds(1000);
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
-// Spins until `done()` or kSpin has passed; returns done().
+// Polls `done()`, yielding in between, for at most `limit`; returns done().
 template <class Done>
-bool spin_until(Done done) {
-  auto deadline = std::chrono::steady_clock::now() + kSpin;
+bool poll_until(Done done, std::chrono::microseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!done()) {
-    for (int i = 0; i < 64; ++i) cpu_relax();
+    std::this_thread::yield();
     if (std::chrono::steady_clock::now() >= deadline) return done();
   }
   return true;
@@ -66,7 +67,7 @@ bool mluQueue_st::on_own_thread() const { return tls_worker_queue == this; }
 bool detail::on_device_thread() { return tls_worker_queue != nullptr; }
 
 void mluQueue_st::wait_for(uint64_t seq) {
-  if (spin_until([&] { return has_finished(seq); })) return;  // Note [Spin before sleep]
+  if (poll_until([&] { return has_finished(seq); }, kResultPoll)) return;  // Note [Spin before sleep]
   std::unique_lock<std::mutex> lock(mu);
   for (;;) {
     // Announce, then re-check (Note [Lock-free launches]). A wake-up that is
@@ -84,7 +85,8 @@ void mluQueue_st::run_worker() {
     uint64_t available = launched_published.load(std::memory_order_acquire);
     if (available == done) {
       // Note [Spin before sleep], then Note [Lock-free launches].
-      spin_until([&] { return launched_published.load(std::memory_order_acquire) != done || stop.load(); });
+      poll_until([&] { return launched_published.load(std::memory_order_acquire) != done || stop.load(); },
+                 kIdlePoll);
       std::unique_lock<std::mutex> lock(mu);
       worker_sleeping.store(true);
       for (;;) {

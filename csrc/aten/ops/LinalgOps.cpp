@@ -19,6 +19,7 @@
 // wrapper, written after the CPU's.
 #include <ATen/native/BatchLinearAlgebra.h>
 #include <ATen/native/LinearAlgebraUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/native/TransposeType.h>
 #include <ATen/ops/_linalg_check_errors.h>
 #include <ATen/ops/_linalg_det_native.h>
@@ -113,6 +114,32 @@ void cholesky_mlu(T input, T infos, bool upper) {
   const auto a = matrix_batch(input);
   int32_t* info = int_data(infos);
   launch_kernel(input.device().index(), "cholesky", [=] { k::cholesky(type, a, upper, info); });
+}
+
+// linalg_cholesky_ex's impl: the CPU's structured impl (L <- tril(A) or
+// triu(A), potrf, the optional error check) with the copy, the
+// factorization and the triangle in one device task (k::cholesky_of) instead
+// of the three the generic impl launches for a non-CPU device. False where
+// A's layout does not allow it (A partly overlapping L, too many dims): the
+// caller then runs the generic impl.
+bool cholesky_ex_fused(T A, bool upper, bool check_errors, T L, T info) {
+  if (L.numel() == 0 || A.dim() > k::kMaxDims || L.scalar_type() != A.scalar_type()) return false;
+  if (A.storage().is_alias_of(L.storage()) && at::get_overlap_status(L, A) != at::MemOverlapStatus::Full) return false;
+  const auto type = lapack_dtype(L, "cholesky_mlu");
+  k::StridedMatrices a;
+  a.data = A.const_data_ptr();
+  a.batch.ndim = static_cast<int>(A.dim()) - 2;
+  for (int d = 0; d < a.batch.ndim; ++d) {
+    a.batch.sizes[d] = A.size(d);
+    a.batch_strides.v[d] = A.stride(d);
+  }
+  a.row_stride = A.stride(-2);
+  a.col_stride = A.stride(-1);
+  const auto l = matrix_batch(L);
+  int32_t* infos = int_data(info);
+  launch_kernel(L.device().index(), "cholesky", [=] { k::cholesky_of(type, a, l, upper, infos); });
+  if (check_errors) at::_linalg_check_errors(info, "linalg.cholesky_ex", A.dim() == 2);
+  return true;
 }
 
 at::Tensor& cholesky_inverse_mlu(at::Tensor& result, at::Tensor& infos, bool upper) {
@@ -428,14 +455,18 @@ TORCH_MLU_ATEN_IMPL(m) {
     c10::DeviceGuard guard(A.device());
     Functional<n::structured_linalg_cholesky_ex_out, 2> op;
     op.meta(A, upper, check_errors);
-    op.impl(A, upper, check_errors, op.output(0), op.output(1));
+    if (!cholesky_ex_fused(A, upper, check_errors, op.output(0), op.output(1))) {
+      op.impl(A, upper, check_errors, op.output(0), op.output(1));
+    }
     return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
   });
   m.impl("linalg_cholesky_ex.L", [](T A, bool upper, bool check_errors, at::Tensor& L, at::Tensor& info) {
     c10::DeviceGuard guard(A.device());
     Out<n::structured_linalg_cholesky_ex_out, 2> op(L, info);
     op.meta(A, upper, check_errors);
-    op.impl(A, upper, check_errors, op.maybe_get_output(0), op.maybe_get_output(1));
+    if (!cholesky_ex_fused(A, upper, check_errors, op.maybe_get_output(0), op.maybe_get_output(1))) {
+      op.impl(A, upper, check_errors, op.maybe_get_output(0), op.maybe_get_output(1));
+    }
     op.finish();
     return std::forward_as_tuple(L, info);
   });

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "mlu_kernels/dtype.h"
+#include "mlu_kernels/layout.h"
 
 namespace mlu::kernels {
 
@@ -30,12 +31,30 @@ struct MatrixBatch {
   int64_t batch_stride = 0;
 };
 
+// A batch of matrices at any strides (an input as the caller has it):
+// element (i, j) of matrix b at `data` + offset(b) + i * row_stride +
+// j * col_stride elements, offset(b) the row-major unravelling of b over
+// `batch` (ndim 0: one matrix) with `batch_strides`.
+struct StridedMatrices {
+  const void* data = nullptr;
+  Shape batch;
+  Strides batch_strides;
+  int64_t row_stride = 0;
+  int64_t col_stride = 0;
+};
+
 // Whether the process has a LAPACK for `type` (and the build allows vendor libraries).
 bool lapack_available(ScalarType type);
 
 // ?potrf: the Cholesky factor in the `upper` or lower triangle of each
 // square matrix (the other triangle is left as it was).
 void cholesky(ScalarType type, const MatrixBatch& a, bool upper, int32_t* infos);
+
+// linalg.cholesky's impl, one pass per matrix while it is in cache: l[b]
+// <- the `upper` / lower triangle of a[b], the rest zero (the CPU's
+// triu_out / tril_out), then ?potrf on l[b]. `a` may be `l` itself (the
+// same elements at the same strides), never a partial overlap.
+void cholesky_of(ScalarType type, const StridedMatrices& a, const MatrixBatch& l, bool upper, int32_t* infos);
 
 // ?potri on each factor in the `upper` / lower triangle, then the other
 // triangle filled with the conjugate of its mirror: the full inverse.

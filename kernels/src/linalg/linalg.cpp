@@ -10,6 +10,7 @@
 #include <limits>
 #include <vector>
 
+#include "../unravel.h"
 #include "../vendor/lapack.h"
 #include "mlu_kernels/parallel.h"
 
@@ -59,12 +60,33 @@ I work_size(T value) {
   return std::max<I>(1, static_cast<I>(std::ceil(next)));
 }
 
-// Runs body(i) for every matrix of a batch of `n`, one matrix at a time per
-// pool thread, with MKL's threading off. `setup()` runs once per chunk and
-// its result (the chunk's workspace) is passed to every body call.
+// A matrix routine's work, in units of a Cholesky factorization's time per
+// n^3: rows * cols * min(rows, cols) times the routine's `relative_cost`
+// (its time over ?potrf's on small matrices: an 8 x 8 ?syevd takes ~25
+// times as long, a ?gesdd ~60 times), and 2 * n^2 * nrhs for a solve with
+// a factor (a ?getrs with n right-hand sides costs about what a ?getrf does).
+int64_t factor_work(const MatrixBatch& a, int64_t relative_cost = 1) {
+  return std::max<int64_t>(1, a.rows * a.cols * std::min(a.rows, a.cols) * relative_cost);
+}
+int64_t solve_work(const MatrixBatch& a, const MatrixBatch& b) {
+  return std::max<int64_t>(1, 2 * a.rows * a.rows * b.cols);
+}
+
+// Note [Chunks of small matrices]
+// Waking a sleeping pool thread costs tens of microseconds, as much as a few
+// hundred 8 x 8 factorizations. A chunk therefore gets at least
+// kChunkWork units of work (~30 us at small-matrix speed): a batch of tiny
+// matrices runs on the device thread alone, as the CPU runs it on the
+// calling thread, and larger ones still split over every core.
+constexpr int64_t kChunkWork = int64_t{1} << 17;
+
+// Runs body(i) for every matrix of a batch of `n`, each `work` units (above),
+// in chunks on the pool's threads, with MKL's threading off. `setup()` runs
+// once per chunk and its result (the chunk's workspace) is passed to every
+// body call.
 template <class Setup, class Body>
-void for_each_matrix(int64_t n, Setup setup, Body body) {
-  parallel_for(0, n, 1, [&](int64_t lo, int64_t hi) {
+void for_each_matrix(int64_t n, int64_t work, Setup setup, Body body) {
+  parallel_for(0, n, std::max<int64_t>(1, kChunkWork / work), [&](int64_t lo, int64_t hi) {
     vendor::SerialVendorCall serial;
     auto workspace = setup();
     for (int64_t i = lo; i < hi; ++i) body(i, workspace);
@@ -103,8 +125,27 @@ void cholesky(ScalarType type, const MatrixBatch& a, bool upper, int32_t* infos)
   dispatch(type, [&]<class T>() {
     const char uplo = upper ? 'U' : 'L';
     const I n = to_int(a.rows), lda = to_int(a.ld);
-    for_each_matrix(a.batch, [] { return NoWorkspace{}; },
+    for_each_matrix(a.batch, factor_work(a), [] { return NoWorkspace{}; },
                     [&](int64_t i, NoWorkspace&) { lib<T>().potrf(&uplo, &n, matrix<T>(a, i), &lda, &infos[i]); });
+  });
+}
+
+void cholesky_of(ScalarType type, const StridedMatrices& a, const MatrixBatch& l, bool upper, int32_t* infos) {
+  dispatch(type, [&]<class T>() {
+    const char uplo = upper ? 'U' : 'L';
+    const I n = to_int(l.rows), ldl = to_int(l.ld);
+    const T* source = static_cast<const T*>(a.data);
+    for_each_matrix(l.batch, factor_work(l), [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
+      const T* s = source + detail::unravel_offset(i, a.batch, a.batch_strides);
+      T* d = matrix<T>(l, i);
+      for (int64_t c = 0; c < n; ++c) {
+        for (int64_t r = 0; r < n; ++r) {
+          const bool kept = upper ? r <= c : r >= c;
+          d[r + c * l.ld] = kept ? s[r * a.row_stride + c * a.col_stride] : T{};
+        }
+      }
+      lib<T>().potrf(&uplo, &n, d, &ldl, &infos[i]);
+    });
   });
 }
 
@@ -112,7 +153,7 @@ void cholesky_inverse(ScalarType type, const MatrixBatch& a, bool upper, int32_t
   dispatch(type, [&]<class T>() {
     const char uplo = upper ? 'U' : 'L';
     const I n = to_int(a.rows), lda = to_int(a.ld);
-    for_each_matrix(a.batch, [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
+    for_each_matrix(a.batch, factor_work(a, 2), [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
       T* m = matrix<T>(a, i);
       lib<T>().potri(&uplo, &n, m, &lda, &infos[i]);
       // potri writes one triangle; the other is its conjugate mirror (the
@@ -131,7 +172,7 @@ void cholesky_solve(ScalarType type, const MatrixBatch& a, const MatrixBatch& b,
   dispatch(type, [&]<class T>() {
     const char uplo = upper ? 'U' : 'L';
     const I n = to_int(a.rows), nrhs = to_int(b.cols), lda = to_int(a.ld), ldb = to_int(b.ld);
-    for_each_matrix(b.batch, [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
+    for_each_matrix(b.batch, solve_work(a, b), [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
       lib<T>().potrs(&uplo, &n, &nrhs, matrix<T>(a, i), &lda, matrix<T>(b, i), &ldb, &infos[i]);
     });
   });
@@ -140,7 +181,7 @@ void cholesky_solve(ScalarType type, const MatrixBatch& a, const MatrixBatch& b,
 void lu_factor(ScalarType type, const MatrixBatch& a, int32_t* pivots, int64_t pivot_stride, int32_t* infos) {
   dispatch(type, [&]<class T>() {
     const I m = to_int(a.rows), n = to_int(a.cols), lda = to_int(a.ld);
-    for_each_matrix(a.batch, [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
+    for_each_matrix(a.batch, factor_work(a, 2), [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
       lib<T>().getrf(&m, &n, matrix<T>(a, i), &lda, pivots + i * pivot_stride, &infos[i]);
     });
   });
@@ -150,7 +191,7 @@ void lu_solve(ScalarType type, const MatrixBatch& lu, const int32_t* pivots, int
               const MatrixBatch& b, const int64_t* lu_index, char trans) {
   dispatch(type, [&]<class T>() {
     const I n = to_int(lu.rows), nrhs = to_int(b.cols), lda = to_int(lu.ld), ldb = to_int(b.ld);
-    for_each_matrix(b.batch, [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
+    for_each_matrix(b.batch, solve_work(lu, b), [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
       const int64_t j = lu_index != nullptr ? lu_index[i] : i;
       I info = 0;
       lib<T>().getrs(&trans, &n, &nrhs, matrix<T>(lu, j), &lda, pivots + j * pivot_stride, matrix<T>(b, i), &ldb,
@@ -167,7 +208,7 @@ void triangular_solve(ScalarType type, const MatrixBatch& a, const MatrixBatch& 
     const I m = to_int(left ? a.cols : b.rows), n = to_int(b.cols);
     const I lda = to_int(a.ld), ldb = to_int(b.ld);
     const T one(1);
-    for_each_matrix(b.batch, [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
+    for_each_matrix(b.batch, solve_work(a, b), [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
       const int64_t j = a_index != nullptr ? a_index[i] : i;
       lib<T>().trsm(&side, &uplo, &trans, &diag, &m, &n, &one, matrix<T>(a, j), &lda, matrix<T>(b, i), &ldb);
     });
@@ -182,7 +223,7 @@ void ldl_factor(ScalarType type, const MatrixBatch& a, int32_t* pivots, int64_t 
     // Real types factor symmetric and Hermitian alike (the CPU's lapackLdlHermitian<float> is ssytrf).
     const auto factor = vendor::is_complex_v<T> && hermitian ? lib<T>().hetrf : lib<T>().sytrf;
     for_each_matrix(
-        a.batch,
+        a.batch, factor_work(a, 2),
         [&] {
           T query{};
           I info = 0, lwork = -1;
@@ -203,7 +244,7 @@ void ldl_solve(ScalarType type, const MatrixBatch& ld, const int32_t* pivots, in
     const char uplo = upper ? 'U' : 'L';
     const I n = to_int(ld.rows), nrhs = to_int(b.cols), lda = to_int(ld.ld), ldb = to_int(b.ld);
     const auto solve = vendor::is_complex_v<T> && hermitian ? lib<T>().hetrs : lib<T>().sytrs;
-    for_each_matrix(b.batch, [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
+    for_each_matrix(b.batch, solve_work(ld, b), [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
       const int64_t j = ld_index != nullptr ? ld_index[i] : i;
       I info = 0;
       solve(&uplo, &n, &nrhs, matrix<T>(ld, j), &lda, pivots + j * pivot_stride, matrix<T>(b, i), &ldb, &info);
@@ -216,7 +257,7 @@ void geqrf(ScalarType type, const MatrixBatch& a, void* tau, int64_t tau_stride)
     const I m = to_int(a.rows), n = to_int(a.cols), lda = to_int(a.ld);
     T* taus = static_cast<T*>(tau);
     for_each_matrix(
-        a.batch,
+        a.batch, factor_work(a, 4),
         [&] {
           T query{};
           I info = 0, lwork = -1;
@@ -237,7 +278,7 @@ void orgqr(ScalarType type, const MatrixBatch& a, const void* tau, int64_t tau_s
     const I m = to_int(a.rows), n = to_int(a.cols), kk = to_int(k), lda = to_int(a.ld);
     const T* taus = static_cast<const T*>(tau);
     for_each_matrix(
-        a.batch,
+        a.batch, factor_work(a, 4),
         [&] {
           T query{};
           I info = 0, lwork = -1;
@@ -260,7 +301,7 @@ void ormqr(ScalarType type, const MatrixBatch& a, const void* tau, int64_t tau_s
     const I m = to_int(c.rows), n = to_int(c.cols), kk = to_int(k), lda = to_int(a.ld), ldc = to_int(c.ld);
     const T* taus = static_cast<const T*>(tau);
     for_each_matrix(
-        c.batch,
+        c.batch, factor_work(c, 4),
         [&] {
           T query{};
           I info = 0, lwork = -1;
@@ -299,7 +340,7 @@ void eigh(ScalarType type, const MatrixBatch& a, void* values, int64_t values_st
       }
     };
     for_each_matrix(
-        a.batch,
+        a.batch, factor_work(a, 32),
         [&] {
           T work_query{};
           R rwork_query{};
@@ -342,7 +383,7 @@ void eig(ScalarType type, const MatrixBatch& a, void* values, int64_t values_str
       return compute_vectors ? static_cast<T*>(vectors) + i * a.batch_stride : nullptr;
     };
     for_each_matrix(
-        a.batch,
+        a.batch, factor_work(a, 64),
         [&] {
           Work ws;
           if constexpr (vendor::is_complex_v<T>) ws.rwork.resize(static_cast<size_t>(2 * std::max<I>(n, 1)));
@@ -424,7 +465,7 @@ void svd(ScalarType type, const MatrixBatch& a, void* s, int64_t s_stride, const
     const auto u_of = [&](int64_t i) { return compute_uv ? matrix<T>(u, i) : nullptr; };
     const auto vh_of = [&](int64_t i) { return compute_uv ? matrix<T>(vh, i) : nullptr; };
     for_each_matrix(
-        a.batch,
+        a.batch, factor_work(a, 64),
         [&] {
           Work ws;
           ws.iwork.resize(static_cast<size_t>(8 * mn));
