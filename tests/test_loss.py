@@ -118,3 +118,26 @@ def test_binary_cross_entropy_range_is_a_device_side_error():
         torch._assert_async(torch.tensor(0.0, device="mlu"))
         torch.mlu.synchronize()
     assert F.binary_cross_entropy(torch.tensor([0.5], device="mlu"), torch.tensor([1.0], device="mlu")).item() > 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64], ids=str)
+def test_nll_loss_sums_give_the_cpus_bits(dtype):
+    """Note [nll_loss sums as the CPU does]: the reduced loss and total weight equal the CPU's bit for bit (its
+    cascade of partial sums in the input's own precision), for 1-D, 2-D and spatial inputs, small and large."""
+    g = torch.Generator().manual_seed(0)
+    for shape in [(3,), (5, 3), (300, 7), (4, 3, 9, 11), (2, 5, 40, 41), (70000, 2)]:
+        x = torch.randn(shape, generator=g).log_softmax(min(1, len(shape) - 1)).to(dtype)
+        classes = shape[1] if len(shape) > 1 else shape[0]
+        target = torch.randint(0, classes, (shape[0],) + shape[2:] if len(shape) > 1 else (), generator=g)
+        weight = torch.rand(classes, generator=g).to(dtype)
+        for reduction in ("mean", "sum", "none"):
+            for w in (None, weight):
+                for ignore_index in (-100, 1):
+                    def loss(device):
+                        return torch.ops.aten.nll_loss_nd(x.to(device), target.to(device),
+                                                          None if w is None else w.to(device),
+                                                          ("none", "mean", "sum").index(reduction), ignore_index)
+                    torch.testing.assert_close(loss("mlu").cpu(), loss("cpu"), rtol=0, atol=0, equal_nan=True,
+                                               msg=lambda m: f"{shape} {reduction} {w is not None} {ignore_index}: {m}")
+    total_weight = torch.ops.aten.nll_loss_forward(x.to("mlu"), target.to("mlu"), weight.to("mlu"), 1, -100)[1]
+    assert total_weight.cpu().equal(torch.ops.aten.nll_loss_forward(x, target, weight, 1, -100)[1])

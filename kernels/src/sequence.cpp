@@ -8,6 +8,7 @@
 #include "convert.h"
 #include "dispatch.h"
 #include "mlu_kernels/parallel.h"
+#include "type_arithmetic.h"
 
 namespace mlu::kernels {
 
@@ -48,41 +49,18 @@ void arange_int(void* out, ScalarType dtype, int64_t n, int64_t stride, int64_t 
 // (`fused`): its AVX2 / AVX512 builds compile with FMA and contract
 // start + step * i; the 16-bit operators round between the two, so nothing
 // fuses there.
-template <class T>
-struct TypeArithmetic {
-  using C = detail::compute_t<T>;
-  static T from(double v) {
-    if constexpr (std::is_same_v<T, C>) {
-      return static_cast<T>(v);
-    } else {
-      return detail::convert<T>(static_cast<float>(v));
-    }
-  }
-  static T from_int(int64_t v) {
-    if constexpr (std::is_same_v<T, C>) {
-      return static_cast<T>(v);
-    } else {
-      return detail::convert<T>(static_cast<float>(v));
-    }
-  }
-  static T add(T a, T b) { return detail::convert<T>(static_cast<C>(detail::widen(a) + detail::widen(b))); }
-  static T sub(T a, T b) { return detail::convert<T>(static_cast<C>(detail::widen(a) - detail::widen(b))); }
-  static T mul(T a, T b) { return detail::convert<T>(static_cast<C>(detail::widen(a) * detail::widen(b))); }
-  static T div(T a, T b) { return detail::convert<T>(static_cast<C>(detail::widen(a) / detail::widen(b))); }
-};
-
 void linspace(void* out, ScalarType dtype, int64_t n, int64_t stride, double start_value, double end_value,
               bool fused) {
   detail::dispatch_floating(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using H = TypeArithmetic<T>;
+    using H = detail::TypeArithmetic<T>;
     T* o = static_cast<T*>(out);
     const T start = H::from(start_value), end = H::from(end_value);
     if (n == 1) {
       o[0] = start;
       return;
     }
-    const T step = H::div(H::sub(end, start), H::from_int(n - 1));
+    const T step = H::div(H::sub(end, start), H::from(n - 1));
     const int64_t halfway = n / 2;
     parallel_for(0, n, 65536, [&](int64_t b, int64_t e) {
       if constexpr (std::is_floating_point_v<T>) {
@@ -95,8 +73,8 @@ void linspace(void* out, ScalarType dtype, int64_t n, int64_t stride, double sta
         }
       }
       for (int64_t i = b; i < e; ++i) {
-        o[i * stride] = i < halfway ? H::add(start, H::mul(step, H::from_int(i)))
-                                    : H::sub(end, H::mul(step, H::from_int(n - i - 1)));
+        o[i * stride] = i < halfway ? H::add(start, H::mul(step, H::from(i)))
+                                    : H::sub(end, H::mul(step, H::from(n - i - 1)));
       }
     });
   });

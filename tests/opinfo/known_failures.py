@@ -106,10 +106,6 @@ KNOWN_FAILURES = [
       for op in ("nn.functional.interpolate.linear", "nn.functional.interpolate.bilinear",
                  "nn.functional.interpolate.bicubic", "nn.functional.interpolate.trilinear",
                  "nn.functional.upsample_bilinear")],
-    KF("nn.functional.nll_loss", "test_compare_cpu", ("float16",), "xfail",
-       "differs by design: the CPU's float16 nll_loss2d (4-D inputs) sums the losses in float16; mlu sums in float "
-       "and rounds once (op_db's (2, 3, 2, 2) sum samples: CPU -28.140625 / mlu -28.15625 / float64 -28.1538; "
-       "CPU 130.875 / mlu 130.75 / float64 130.794)"),
     *[KF(op, "test_compare_cpu", ("bfloat16", "float16"), "xfail", _CPU_HALF_CONV_TRANSPOSE)
       for op in ("nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d")],
     # (1, 4, 5) x (4, 8, 3) float16: max |error| against float64 mlu 0.0016 / CPU 0.0040 (bfloat16 passes).
