@@ -86,3 +86,19 @@ def test_addr_of_integers_and_bools_matches_the_cpu():
     _assert_bits_equal(torch.addr((b[:, None] & b).to("mlu"), b.to("mlu"), b.to("mlu")), torch.addr(b[:, None] & b, b, b))
     with pytest.raises(RuntimeError, match="For integral input tensors, argument alpha must not be a floating point"):
         torch.addr(m.to("mlu"), v1.to("mlu"), v2.to("mlu"), alpha=0.5)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_log_softmax_over_the_last_dim_rounds_its_log_sum_as_the_cpu(dtype):
+    """Note [16-bit log_softmax over the last dim]: the sum of exponentials and its log are rounded to the 16-bit
+    type there (rows, short rows by columns, transposed rows), not over another dim (a trailing size-1 dim
+    included)."""
+    g = torch.Generator().manual_seed(0)
+    cases = [((5, 5), -1), ((3, 1000), -1), ((64, 7), -1), ((7,), 0), ((2, 3, 40), -1), ((4, 3, 1), 1),
+             ((300, 3), -1)]
+    for shape, dim in cases:
+        for scale in (1, 10):
+            x = (torch.randn(shape, generator=g) * scale).to(dtype)
+            for view in (x, x.mT) if x.dim() == 2 else (x,):
+                expected = torch.log_softmax(view, dim)
+                assert torch.log_softmax(view.to("mlu"), dim).cpu().equal(expected), (shape, dim, scale)

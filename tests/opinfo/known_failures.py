@@ -48,9 +48,6 @@ _SPARSE = "sparse layouts not supported on mlu: no SparsePrivateUse1 kernels (to
 # The CPU oracle itself, not mlu, is off: the CPU's bfloat16 log_softmax rounds intermediates to bfloat16 and
 # loses up to 128 ulp where x - max - log(sum) cancels; mlu computes in float and rounds once (<= 0.5 ulp
 # from a float64 log_softmax, measured over 200 random rows).
-_CPU_BF16_LOG_SOFTMAX = ("differs by design: the CPU's bfloat16 log_softmax rounds intermediates (up to 128 ulp "
-                         "off where it cancels); mlu rounds once, <= 0.5 ulp from float64")
-
 # The CPU's Float16/BFloat16 transposed convolution rounds its unfolded patches before summing them; mlu sums
 # them in float and rounds once. On op_db's grouped, dilated, output-padded sample (the one that differs), max
 # |error| against float64: conv_transpose2d bf16 mlu 0.25 / CPU 0.56, f16 0.031 / 0.086; conv_transpose3d bf16
@@ -110,8 +107,6 @@ KNOWN_FAILURES = [
       for op in ("nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d")],
     # (1, 4, 5) x (4, 8, 3) float16: max |error| against float64 mlu 0.0016 / CPU 0.0040 (bfloat16 passes).
     KF("nn.functional.conv_transpose1d", "test_compare_cpu", ("float16",), "xfail", _CPU_HALF_CONV_TRANSPOSE),
-    *[KF(op, "test_compare_cpu", ("bfloat16",), "xfail", _CPU_BF16_LOG_SOFTMAX)
-      for op in ("log_softmax", "masked.log_softmax", "nn.functional.cross_entropy")],
     KF("linalg.eig", "test_out", None, "xfail",
        "as on the CPU, where op_db marks it expectedFailure: mlu runs PyTorch's own linalg_eig_out, which computes "
        "into temporaries and copies back, and the non-contiguous out= case sees other strides"),

@@ -41,20 +41,27 @@ bool rows_are_strided(const at::Tensor& t, int64_t dim) {
   return !by_columns;
 }
 
-void launch_forward(const char* name, const at::Tensor& input, int64_t dim, const at::Tensor& output, bool log) {
+// Whether the CPU runs its last-dim kernel: `dim` is the last dim, whatever
+// the sizes (Note [16-bit log_softmax over the last dim] in the kernels'
+// softmax.cpp).
+bool cpu_runs_lastdim(const at::Tensor& t, int64_t dim) { return t.dim() == 0 || dim == t.dim() - 1; }
+
+void launch_forward(const char* name, const at::Tensor& input, int64_t dim, const at::Tensor& output, bool log,
+                    std::optional<bool> lastdim = std::nullopt) {
   if (input.numel() == 0) return;
   const int64_t d = at::maybe_wrap_dim(dim, input.dim());
+  const bool cpu_lastdim = lastdim.value_or(cpu_runs_lastdim(input, d));
   if (rows_are_strided(input, d)) {
     const at::Tensor rows = input.transpose(d, -1).contiguous();
     const at::Tensor result = at::empty_like(rows, output.options());
-    launch_forward(name, rows, -1, result, log);
+    launch_forward(name, rows, -1, result, log, cpu_lastdim);
     output.copy_(result.transpose(d, -1));
     return;
   }
   const k::Shape shape = kernel_shape(input);
   const k::Operand in = kernel_operand(input, name), out = kernel_operand(output, name);
   const int kd = static_cast<int>(d);
-  launch_kernel(input.device().index(), name, [=] { k::softmax(shape, kd, out, in, log); });
+  launch_kernel(input.device().index(), name, [=] { k::softmax(shape, kd, out, in, log, cpu_lastdim); });
 }
 
 void launch_backward(const char* name, const at::Tensor& grad, const at::Tensor& output, int64_t dim,

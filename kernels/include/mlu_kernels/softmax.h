@@ -27,7 +27,11 @@ namespace mlu::kernels {
 // rows go through row tiles, slower.
 constexpr int64_t kSoftmaxMinColumns = 16;
 
-void softmax(const Shape& shape, int dim, const Operand& out, const Operand& in, bool log);
+// `cpu_lastdim`: `dim` is the last dim of the caller's tensor, where the
+// CPU's 16-bit log_softmax rounds its log-sum-exp to the 16-bit type
+// (Note [16-bit log_softmax over the last dim] in softmax.cpp); false keeps
+// it in float.
+void softmax(const Shape& shape, int dim, const Operand& out, const Operand& in, bool log, bool cpu_lastdim = false);
 
 void softmax_backward(const Shape& shape, int dim, const Operand& grad_input, const Operand& grad,
                       const Operand& output, bool log);

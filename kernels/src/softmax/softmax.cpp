@@ -287,8 +287,22 @@ void dispatch_compute(ScalarType out, ScalarType in, F&& f) {
 
 }  // namespace
 
-void softmax(const Shape& shape, int dim, const Operand& out, const Operand& in, bool log) {
+// Note [16-bit log_softmax over the last dim]
+// The CPU's log_softmax over the last dim of a Half / BFloat16 input
+// (serial_vec_log_softmax_lastdim_range, LogSoftmaxKernelImpl.h) computes
+// in float but keeps the row's sum of exponentials and then its log in
+// scalar_t arrays, so both are rounded to the 16-bit type before
+// x - max - log_sum is computed in float and rounded. Over another dim (and
+// for softmax) it keeps them in float and rounds once. `cpu_lastdim` says the
+// CPU would take its last-dim kernel (`dim` is the last dim of the caller's
+// tensor); the rows then round as it does, whatever path they take here. Rounding the log-sum costs accuracy where the result is near
+// zero (up to half a 16-bit ulp of log_sum), but gives the CPU's values.
+void softmax(const Shape& shape, int dim, const Operand& out, const Operand& in, bool log, bool cpu_lastdim) {
   const Operand* ops[2] = {&out, &in};
+  const auto rounding = !log || !cpu_lastdim                ? detail::LogSumRounding::None
+                        : in.dtype == ScalarType::BFloat16 ? detail::LogSumRounding::BFloat16
+                        : in.dtype == ScalarType::Float16  ? detail::LogSumRounding::Half
+                                                           : detail::LogSumRounding::None;
   detail::VerboseCall call(log ? "log_softmax" : "softmax");
   dispatch_compute(out.dtype, in.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -304,17 +318,18 @@ void softmax(const Shape& shape, int dim, const Operand& out, const Operand& in,
         const auto& columns = active_rows().bf16;
         for_each_column_block<BFloat16, 2>(
             layout, ops, [&](BFloat16* const* p, const int64_t* step, int64_t len, int64_t width) {
-              columns.forward_columns(p[0], step[0], p[1], step[1], len, width, log);
+              columns.forward_columns(p[0], step[0], p[1], step[1], len, width, log, rounding);
             });
         return;
       }
       for_each_column_block<T, 2>(layout, ops, [&](T* const* p, const int64_t* step, int64_t len, int64_t width) {
-        fns.forward_columns(p[0], step[0], p[1], step[1], len, width, log);
+        fns.forward_columns(p[0], step[0], p[1], step[1], len, width, log, rounding);
       });
       return;
     }
     call.path("rows");
-    for_each_row<T, 2>(shape, dim, ops, [&](T* const* p, int64_t len) { fns.forward(p[0], p[1], len, log); });
+    for_each_row<T, 2>(shape, dim, ops,
+                       [&](T* const* p, int64_t len) { fns.forward(p[0], p[1], len, log, rounding); });
   });
 }
 

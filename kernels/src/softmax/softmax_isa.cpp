@@ -92,10 +92,11 @@ T exp_sum(T* out, const T* x, int64_t len, T max, bool keep) {
 }
 
 template <class T>
-void forward(T* out, const T* in, int64_t len, bool log) {
+void forward(T* out, const T* in, int64_t len, bool log, detail::LogSumRounding rounding) {
   const T max = row_max(in, len);
   if (log) {
-    const T log_sum = std::log(exp_sum(out, in, len, max, false));
+    const T sum = detail::round_log_sum(exp_sum(out, in, len, max, false), rounding);
+    const T log_sum = detail::round_log_sum(std::log(sum), rounding);
     for (int64_t i = 0; i < len; ++i) out[i] = in[i] - max - log_sum;
   } else {
     const T inverse = T(1) / exp_sum(out, in, len, max, true);
@@ -157,7 +158,8 @@ inline S store(T x) {
 }
 
 template <class T, class S>
-void forward_columns(S* out, int64_t out_step, const S* in, int64_t in_step, int64_t len, int64_t width, bool log) {
+void forward_columns(S* out, int64_t out_step, const S* in, int64_t in_step, int64_t len, int64_t width, bool log,
+                     detail::LogSumRounding rounding) {
   constexpr int64_t kCols = detail::kColumns;
   constexpr bool kConverted = !std::is_same_v<S, T>;
   T max[kCols], sum[kCols] = {}, e[kCols];
@@ -192,7 +194,9 @@ void forward_columns(S* out, int64_t out_step, const S* in, int64_t in_step, int
     if (!log) std::copy_n(e, width, kept + j * kept_step);
   }
   if (log) {
-    for (int64_t c = 0; c < width; ++c) sum[c] = std::log(sum[c]);
+    for (int64_t c = 0; c < width; ++c) {
+      sum[c] = detail::round_log_sum(std::log(detail::round_log_sum(sum[c], rounding)), rounding);
+    }
     for (int64_t j = 0; j < len; ++j) {
       const S* x = in + j * in_step;
       S* o = out + j * out_step;
