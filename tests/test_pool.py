@@ -153,3 +153,25 @@ def test_fractional_max_pool(dtype, check):
     x = torch.randn(3, 8, 8, device="mlu")  # unbatched, samples drawn on mlu
     out, idx = F.fractional_max_pool2d(x, 2, output_size=(4, 4), return_indices=True)
     assert out.shape == (3, 4, 4) and torch.equal(out, x.flatten(1).gather(1, idx.flatten(1)).view_as(out))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32, torch.float64], ids=str)
+def test_adaptive_avg_pool3d_gives_the_cpus_bits(dtype):
+    """Note [The CPU's 3-D adaptive average]: windows summed in the element type, divided by depth, height and
+    width in turn; the backward accumulates in the element type. Forward and gradient equal the CPU's bit for bit
+    (an output of 1 x 1 x 1 is PyTorch's mean, not this kernel)."""
+    g = torch.Generator().manual_seed(0)
+    for shape, size in [((2, 3, 8, 8, 8), (5, 7, 4)), ((2, 3, 4, 4, 4), (3, 3, 3)), ((3, 9, 10, 11), (4, 5, 6)),
+                        ((1, 2, 5, 7, 9), (5, 7, 9))]:
+        x = torch.randn(shape, generator=g).to(dtype)
+        for view in (x, x.transpose(-1, -2)):
+            grad = torch.randn((*shape[:-3], *size), generator=g).to(dtype)
+            results = []
+            for device in ("cpu", "mlu"):
+                leaf = view.to(device, copy=True).requires_grad_()
+                out = F.adaptive_avg_pool3d(leaf, size)
+                out.backward(grad.to(device))
+                results.append((out.detach().cpu(), leaf.grad.cpu()))
+            (out, gi), (mlu_out, mlu_gi) = results
+            assert mlu_out.equal(out) and mlu_out.stride() == out.stride(), (shape, size)
+            assert mlu_gi.equal(gi), (shape, size)

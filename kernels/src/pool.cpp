@@ -8,6 +8,7 @@
 #include "convert.h"
 #include "dispatch.h"
 #include "mlu_kernels/parallel.h"
+#include "type_arithmetic.h"
 
 namespace mlu::kernels {
 namespace {
@@ -281,6 +282,60 @@ void adaptive_avg_pool(const PoolShape& s, ScalarType type, const void* input, v
 void adaptive_avg_pool_backward(const PoolShape& s, ScalarType type, const void* grad_output, void* grad_input) {
   average_backward(s, type, grad_output, grad_input,
                    [&](int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); });
+}
+
+// Note [The CPU's 3-D adaptive average]
+// The CPU's adaptive_avg_pool3d (the frame loops of
+// AdaptiveAveragePooling3d.cpp, contiguous output) sums each window in
+// scalar_t, depth-major, and divides the sum by the window's depth, then
+// height, then width; its backward divides each output gradient the same
+// way and adds it into a zeroed scalar_t gradient, output by output. In
+// float16 / bfloat16 every one of those steps rounds (TypeArithmetic), and in
+// float the three divisions differ from one by the product; the 1-D / 2-D
+// kernels (adaptive_avg_pool) keep a float sum, as the CPU's 2-D ones do.
+// Summing in 16 bits is less accurate, but the results are the CPU's.
+void adaptive_avg_pool3d(const PoolShape& s, ScalarType type, const void* input, void* output) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using H = detail::TypeArithmetic<T>;
+    const T* in = static_cast<const T*>(input);
+    T* out = static_cast<T*>(output);
+    const int64_t ip = in_plane(s), op = out_plane(s);
+    const auto window = [&](int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); };
+    parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p) {
+        const T* plane = in + p * ip;
+        for_each_output(s, window, [&](int64_t o, const Window& w) {
+          T sum = H::from(0);
+          for_each_position(s, w, [&](int64_t at) { sum = H::add(sum, plane[at]); });
+          for (int d = 0; d < 3; ++d) sum = H::div(sum, H::from(w.hi[d] - w.lo[d]));
+          out[p * op + o] = sum;
+        });
+      }
+    });
+  });
+}
+
+void adaptive_avg_pool3d_backward(const PoolShape& s, ScalarType type, const void* grad_output, void* grad_input) {
+  detail::dispatch_floating(type, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using H = detail::TypeArithmetic<T>;
+    const T* go = static_cast<const T*>(grad_output);
+    T* gi = static_cast<T*>(grad_input);
+    const int64_t ip = in_plane(s), op = out_plane(s);
+    const auto window = [&](int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); };
+    parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
+      for (int64_t p = lo; p < hi; ++p) {
+        T* plane = gi + p * ip;
+        std::fill_n(plane, ip, H::from(0));
+        for_each_output(s, window, [&](int64_t o, const Window& w) {
+          T delta = go[p * op + o];
+          for (int d = 0; d < 3; ++d) delta = H::div(delta, H::from(w.hi[d] - w.lo[d]));
+          for_each_position(s, w, [&](int64_t at) { plane[at] = H::add(plane[at], delta); });
+        });
+      }
+    });
+  });
 }
 
 }  // namespace mlu::kernels

@@ -90,10 +90,6 @@ KNOWN_FAILURES = [
        "differs by design: the CPU's 16-bit nansum over several dims rounds partial sums to the 16-bit type; "
        "mlu sums in float and rounds once, as the CPU's sum does. Max |error| against float64 over 50 random "
        "(3, 5, 7, 9) float16 inputs reduced over (0, 2): CPU nansum 0.0075, CPU sum and mlu nansum 0.0057"),
-    KF("nn.functional.adaptive_avg_pool3d", "test_compare_cpu", ("bfloat16", "float16"), "xfail",
-       "differs by design: the CPU's 16-bit adaptive_avg_pool3d sums each window in the 16-bit type; mlu sums in "
-       "float and rounds once. op_db's (8, 8, 8, 8) -> (5, 7, 4) sample, max |error| against float64: bfloat16 "
-       "CPU 0.0063 / mlu 0.0020, float16 CPU 0.00093 / mlu 0.00042"),
     *[KF(op, "test_compare_cpu", ("bfloat16", "float16"), "xfail",
          "differs by design: the CPU's 16-bit linear / bicubic upsampling keeps the interpolation weights in the "
          "16-bit type (UpSampleKernel.cpp's weight tensors are scalar_t); mlu keeps weights and sums in float and "

@@ -280,14 +280,16 @@ at::Tensor adaptive_avg_pool(int dims, T self, A output_size) {
   std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
   std::copy(output_size.begin(), output_size.end(), sizes.end() - dims);
   at::Tensor output = at::empty(sizes, self.options());
-  launch_planes(name, self, output, plane_shape(self, output, dims), k::adaptive_avg_pool);
+  launch_planes(name, self, output, plane_shape(self, output, dims),
+                dims == 2 ? k::adaptive_avg_pool : k::adaptive_avg_pool3d);
   return output.contiguous(adaptive_avg_pool_format(dims, self));
 }
 
 at::Tensor adaptive_avg_pool_backward(int dims, T grad_output, T self) {
   at::Tensor grad_input = at::empty(self.sizes(), self.options());
   launch_planes(dims == 2 ? "adaptive_avg_pool2d_backward" : "adaptive_avg_pool3d_backward", grad_output, grad_input,
-                plane_shape(self, grad_output, dims), k::adaptive_avg_pool_backward);
+                plane_shape(self, grad_output, dims),
+                dims == 2 ? k::adaptive_avg_pool_backward : k::adaptive_avg_pool3d_backward);
   return grad_input.contiguous(adaptive_avg_pool_format(dims, self));
 }
 

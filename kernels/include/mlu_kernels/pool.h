@@ -63,6 +63,11 @@ void adaptive_avg_pool_backward(const PoolShape& shape, ScalarType type, const v
 // Scalar reference: each input element sums, in double, the windows holding it.
 void adaptive_avg_pool_backward_ref(const PoolShape& shape, ScalarType type, const void* grad_output,
                                     void* grad_input);
+// The CPU's 3-D forms (Note [The CPU's 3-D adaptive average] in pool.cpp):
+// the same windows, summed in the element type's own arithmetic.
+void adaptive_avg_pool3d(const PoolShape& shape, ScalarType type, const void* input, void* output);
+void adaptive_avg_pool3d_backward(const PoolShape& shape, ScalarType type, const void* grad_output,
+                                  void* grad_input);
 void adaptive_max_pool(const PoolShape& shape, ScalarType type, const void* input, void* output, int64_t* indices);
 // Scalar reference: as max_pool_ref over the adaptive windows.
 void adaptive_max_pool_ref(const PoolShape& shape, ScalarType type, const void* input, void* output,
