@@ -79,3 +79,30 @@ def test_errors_match_cpu():
             F.interpolate(x, **kw)
         with pytest.raises(type(cpu_error.value)):
             F.interpolate(x.to("mlu"), **kw)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_16bit_weights_are_kept_where_the_cpu_keeps_them(dtype):
+    """Note [Interpolation weights in 16 bits]: the CPU's generic kernel rounds the linear / cubic weights to the
+    input's dtype, its channels-last kernel does not (bilinear on small outputs, channels-last inputs of more than 3
+    channels). mlu follows the same choice, so the results are the CPU's but for last-bit flips where a float weight
+    sits on a 16-bit rounding boundary (the CPU's compiler fuses its cubic weight arithmetic into FMAs: up to ~2% of
+    float16 bicubic outputs); the wrong choice differs in about half of them."""
+    g = torch.Generator().manual_seed(0)
+    cases = [((2, 3, 12, 9), "bicubic", dict(scale_factor=1.7)), ((2, 3, 12), "linear", dict(size=23)),
+             ((2, 3, 5, 6, 7), "trilinear", dict(scale_factor=1.7)), ((1, 5, 4, 5, 6), "trilinear", dict(size=(7, 9, 11))),
+             ((2, 3, 150, 150), "bilinear", dict(size=(90, 90))), ((2, 3, 40, 40), "bilinear", dict(size=(23, 17))),
+             ((1, 5, 100, 100), "bilinear", dict(size=(181, 181)))]
+    for shape, mode, size in cases:
+        x = torch.randn(shape, generator=g).to(dtype)
+        views = [x]
+        if x.dim() == 4:
+            views.append(x.contiguous(memory_format=torch.channels_last))
+        for view in views:
+            for align_corners in (False, True):
+                expected = F.interpolate(view, mode=mode, align_corners=align_corners, **size)
+                got = F.interpolate(view.to("mlu"), mode=mode, align_corners=align_corners, **size).cpu()
+                differing = int((got != expected).sum())
+                assert differing <= max(2, expected.numel() // 40), (shape, mode, align_corners, differing)
+                # A weight one ulp apart moves an output by up to about that ulp times the input's magnitude.
+                torch.testing.assert_close(got, expected, rtol=0, atol=8 * torch.finfo(dtype).eps)

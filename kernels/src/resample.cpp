@@ -59,8 +59,21 @@ void cubic_weights(A t, A* w) {
   w[3] = far(2 - t);
 }
 
+// Note [Interpolation weights in 16 bits]
+// The CPU's generic upsampling kernel (upsample_generic_Nd_kernel_impl,
+// taken for linear modes unless its channels-last kernel applies, and for
+// bicubic) keeps its weights in tensors of the input's dtype: a linear
+// fraction t is rounded to Float16 / BFloat16 and the other weight is
+// 1 - t computed and rounded in that type; the four cubic weights are each
+// computed in float and rounded. The sums stay in float. `round` is the
+// rounding to the element type (identity where weights stay in float).
 template <class A>
-Taps<A> make_taps(ResampleMode mode, int64_t in, int64_t out, bool align_corners, double factor) {
+A keep(A weight) {
+  return weight;
+}
+
+template <class A>
+Taps<A> make_taps(ResampleMode mode, int64_t in, int64_t out, bool align_corners, double factor, A (*round)(A)) {
   Taps<A> taps;
   taps.count = mode == ResampleMode::Linear ? 2 : mode == ResampleMode::Cubic ? 4 : 1;
   taps.index.resize(static_cast<size_t>(out * taps.count));
@@ -91,7 +104,8 @@ Taps<A> make_taps(ResampleMode mode, int64_t in, int64_t out, bool align_corners
         A t;
         floor_and_fraction(source_index(scale, o, align_corners, false), in, index[0], t);
         index[1] = index[0] + (index[0] < in - 1 ? 1 : 0);
-        weight[0] = 1 - t;
+        t = round(t);
+        weight[0] = round(1 - t);
         weight[1] = t;
         break;
       }
@@ -100,7 +114,10 @@ Taps<A> make_taps(ResampleMode mode, int64_t in, int64_t out, bool align_corners
         A t;
         floor_and_fraction(source_index(scale, o, align_corners, true), in, i, t);
         cubic_weights(t, weight);
-        for (int j = 0; j < 4; ++j) index[j] = std::clamp<int64_t>(i - 1 + j, 0, in - 1);
+        for (int j = 0; j < 4; ++j) {
+          weight[j] = round(weight[j]);
+          index[j] = std::clamp<int64_t>(i - 1 + j, 0, in - 1);
+        }
         break;
       }
     }
@@ -111,10 +128,18 @@ Taps<A> make_taps(ResampleMode mode, int64_t in, int64_t out, bool align_corners
 template <class A>
 struct AllTaps {
   Taps<A> dim[3];
-  explicit AllTaps(const ResampleShape& s) {
-    for (int d = 0; d < 3; ++d) dim[d] = make_taps<A>(s.mode[d], s.in[d], s.out[d], s.align_corners, s.scale_factor[d]);
+  explicit AllTaps(const ResampleShape& s, A (*round)(A) = keep<A>) {
+    for (int d = 0; d < 3; ++d) {
+      dim[d] = make_taps<A>(s.mode[d], s.in[d], s.out[d], s.align_corners, s.scale_factor[d], round);
+    }
   }
 };
+
+// A weight rounded to T and back (Note [Interpolation weights in 16 bits]).
+template <class T>
+detail::compute_t<T> round_to(detail::compute_t<T> weight) {
+  return detail::widen(detail::convert<T>(weight));
+}
 
 int64_t plane_in(const ResampleShape& s) { return s.in[0] * s.in[1] * s.in[2]; }
 int64_t plane_out(const ResampleShape& s) { return s.out[0] * s.out[1] * s.out[2]; }
@@ -163,7 +188,7 @@ void resample(const ResampleShape& s, ScalarType type, const void* input, void* 
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;
-    const AllTaps<A> taps(s);
+    const AllTaps<A> taps(s, s.weights_in_element_type ? round_to<T> : keep<A>);
     const Taps<A>&td = taps.dim[0], &th = taps.dim[1], &tw = taps.dim[2];
     const T* in = static_cast<const T*>(input);
     T* out = static_cast<T*>(output);

@@ -90,15 +90,6 @@ KNOWN_FAILURES = [
        "differs by design: the CPU's 16-bit nansum over several dims rounds partial sums to the 16-bit type; "
        "mlu sums in float and rounds once, as the CPU's sum does. Max |error| against float64 over 50 random "
        "(3, 5, 7, 9) float16 inputs reduced over (0, 2): CPU nansum 0.0075, CPU sum and mlu nansum 0.0057"),
-    *[KF(op, "test_compare_cpu", ("bfloat16", "float16"), "xfail",
-         "differs by design: the CPU's 16-bit linear / bicubic upsampling keeps the interpolation weights in the "
-         "16-bit type (UpSampleKernel.cpp's weight tensors are scalar_t); mlu keeps weights and sums in float and "
-         "rounds once. Max |error| against float64, (2, 3, 12, 9) x 1.7, align_corners False / True: bicubic "
-         "bfloat16 CPU 0.016 / 0.013, mlu 0.0076 / 0.0076; trilinear bfloat16 CPU 0.018 / 0.012, mlu 0.0078 / "
-         "0.0074; linear float16 CPU 0.0013, mlu 0.00089; bilinear equal on that input")
-      for op in ("nn.functional.interpolate.linear", "nn.functional.interpolate.bilinear",
-                 "nn.functional.interpolate.bicubic", "nn.functional.interpolate.trilinear",
-                 "nn.functional.upsample_bilinear")],
     *[KF(op, "test_compare_cpu", ("bfloat16", "float16"), "xfail", _CPU_HALF_CONV_TRANSPOSE)
       for op in ("nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d")],
     # (1, 4, 5) x (4, 8, 3) float16: max |error| against float64 mlu 0.0016 / CPU 0.0040 (bfloat16 passes).

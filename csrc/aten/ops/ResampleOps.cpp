@@ -5,6 +5,7 @@
 // size the results (channels_last kept); the kernel works on contiguous
 // planes and results are copied into other layouts. Integer inputs take the
 // kernel for nearest modes (a copy) and the CPU fallback otherwise.
+#include <ATen/Parallel.h>
 #include <ATen/ops/_upsample_nearest_exact1d_backward_meta.h>
 #include <ATen/ops/_upsample_nearest_exact1d_backward_ops.h>
 #include <ATen/ops/_upsample_nearest_exact1d_meta.h>
@@ -94,6 +95,28 @@ bool has_kernel(const Resample& r, T self) {
   return type.has_value() && !self.is_complex() && k::resample_supports(resample_shape(r, self, self), *type);
 }
 
+// Whether the CPU's forward keeps the interpolation weights in the input's
+// dtype (Note [Interpolation weights in 16 bits] in the kernels'
+// resample.cpp): its generic kernel does (bicubic, linear, trilinear,
+// bilinear); the channels-last kernel keeps them in float. UpSampleKernel.cpp
+// takes that one for trilinear on a channels-last-3d input of more than 3
+// channels, and for bilinear on a channels-last input of more than 3
+// channels, for outputs with height + width <= 128, or with one intra-op
+// thread and 3 channels (_use_channels_last_kernel_2d / _3d).
+bool cpu_weights_in_element_type(const Resample& r, T input, T output) {
+  if (r.mode == k::ResampleMode::Cubic) return true;
+  if (r.mode != k::ResampleMode::Linear) return false;
+  const bool many_channels = input.dim() == r.dims + 2 && input.size(1) > 3;
+  if (r.dims == 3) return !(many_channels && input.is_contiguous(at::MemoryFormat::ChannelsLast3d));
+  if (r.dims == 2) {
+    const bool channels_last = many_channels && input.is_contiguous(at::MemoryFormat::ChannelsLast);
+    const bool small_output = output.size(-2) + output.size(-1) <= 128;
+    const bool one_thread_image = at::get_num_threads() == 1 && input.dim() == 4 && input.size(1) == 3;
+    return !(channels_last || small_output || one_thread_image);
+  }
+  return true;
+}
+
 // Runs the forward (or backward) kernel from a contiguous copy of `from` into `to` of any layout.
 void launch(const Resample& r, T from_, T to, bool backward) {
   if (to.numel() == 0) return;
@@ -104,7 +127,8 @@ void launch(const Resample& r, T from_, T to, bool backward) {
   const at::Tensor from = from_.contiguous();
   const bool direct = to.is_contiguous();
   const at::Tensor result = direct ? to : at::empty(to.sizes(), to.options());
-  const k::ResampleShape shape = backward ? resample_shape(r, result, from) : resample_shape(r, from, result);
+  k::ResampleShape shape = backward ? resample_shape(r, result, from) : resample_shape(r, from, result);
+  shape.weights_in_element_type = !backward && cpu_weights_in_element_type(r, from_, to);
   const k::ScalarType type = require_kernel_dtype(from.scalar_type(), backward ? "upsample backward" : "upsample");
   const void* x = kernel_data(from);
   void* y = kernel_data(result);

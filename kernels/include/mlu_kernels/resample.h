@@ -32,6 +32,10 @@ struct ResampleShape {
   // Per dim (a dim added to reach three dims is Nearest, 1 -> 1).
   ResampleMode mode[3] = {ResampleMode::Nearest, ResampleMode::Nearest, ResampleMode::Nearest};
   bool align_corners = false;
+  // Forward only: store the linear / cubic weights in the element type
+  // before use, as the CPU's generic kernel does (Note [Interpolation weights
+  // in 16 bits] in resample.cpp); only Float16 / BFloat16 are affected.
+  bool weights_in_element_type = false;
 };
 
 // Floating dtypes; Nearest / NearestExact in every dim also take any dtype (a copy).
