@@ -82,10 +82,6 @@ KNOWN_FAILURES = [
       for op, dtypes in (("nn.functional.batch_norm", ("bfloat16",)), ("native_batch_norm", ("bfloat16",)),
                          ("_native_batch_norm_legit", ("bfloat16",)), ("_batch_norm_with_update", ("bfloat16",)),
                          ("nn.functional.instance_norm", ("bfloat16", "float16")))],
-    KF("__rpow__", "test_compare_cpu", ("int64",), "xfail",
-       "the CPU raises too: op_db's reference input -5 ** tensor([[6, -6, -2, 3, 5]]) raises 'Integers to "
-       "negative integer powers are not allowed.' on the CPU, and mlu raises the same (the test runs mlu first, so "
-       "the error fails it); upstream runs test_compare_cpu only on CUDA, which does not check"),
     KF("nansum", "test_compare_cpu", ("float16",), "xfail",
        "differs by design: the CPU's 16-bit nansum over several dims rounds partial sums to the 16-bit type; "
        "mlu sums in float and rounds once, as the CPU's sum does. Max |error| against float64 over 50 random "
