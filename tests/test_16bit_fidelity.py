@@ -102,3 +102,35 @@ def test_log_softmax_over_the_last_dim_rounds_its_log_sum_as_the_cpu(dtype):
             for view in (x, x.mT) if x.dim() == 2 else (x,):
                 expected = torch.log_softmax(view, dim)
                 assert torch.log_softmax(view.to("mlu"), dim).cpu().equal(expected), (shape, dim, scale)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_add_and_sub_with_alpha_round_as_the_cpu(dtype):
+    """Note [add with alpha as the CPU rounds]: the CPU's vector body rounds self + alpha * other once, its scalar
+    loop (the tail of each thread's chunk) rounds the product first; the results equal the CPU's bit for bit, for
+    tensors, broadcast 0-dim tensors and Python scalars, in-place, sub and rsub, small and chunked sizes."""
+    g = torch.Generator().manual_seed(0)
+    for n in (1, 25, 63, 100, 1000, 40000, 70001):
+        a = torch.randn(n, generator=g).to(dtype)
+        b = torch.randn(n, generator=g).to(dtype)
+        for alpha in (-3.125, 0.37, 2, 1):
+            cases = {
+                "add": lambda x, y: torch.add(x, y, alpha=alpha),
+                "sub": lambda x, y: torch.sub(x, y, alpha=alpha),
+                "rsub": lambda x, y: torch.rsub(x, y, alpha=alpha),
+                "add_": lambda x, y: x.clone().add_(y, alpha=alpha),
+                "out=": lambda x, y: torch.add(x, y, alpha=alpha, out=torch.empty_like(x)),
+                "0-dim other": lambda x, y: torch.add(x, y[:1].reshape(()), alpha=alpha),
+                "Python scalar": lambda x, y: torch.add(x, 1.7, alpha=alpha),
+                "rsub Python scalar": lambda x, y: torch.rsub(x, 1.7, alpha=alpha),
+                "strided": lambda x, y: torch.sub(x[::2], y[::2], alpha=alpha),
+            }
+            for name, fn in cases.items():
+                expected = fn(a, b)
+                assert fn(a.to("mlu"), b.to("mlu")).cpu().equal(expected), (n, alpha, name)
+    # 2-D layouts: transposed operands (one dense loop in memory order), a strided operand (scalar loop only).
+    x, y, z = (torch.randn(shape, generator=g).to(dtype) for shape in ((37, 45), (37, 45), (45, 37)))
+    layouts = [lambda x, y, z: (x.mT, y.mT), lambda x, y, z: (x, z.mT), lambda x, y, z: (x[:, 1::2], y[:, :44:2])]
+    for views in layouts:  # taken on each device: .to() would copy a strided view densely
+        expected = torch.add(*views(x, y, z), alpha=-0.3)
+        assert torch.add(*views(x.to("mlu"), y.to("mlu"), z.to("mlu")), alpha=-0.3).cpu().equal(expected)

@@ -1,6 +1,11 @@
 // Binary arithmetic, comparison, bitwise and logical ops on mlu: the
 // structured ones through their meta functions (StructuredPointwise.h), the
 // logical ops through TensorIterator::comparison_op as on the CPU.
+#include <ATen/TensorIterator.h>
+#include <ATen/Version.h>
+#include <ATen/ExpandUtils.h>
+#include <ATen/Parallel.h>
+#include <ATen/ops/add.h>
 #include <ATen/ops/add_meta.h>
 #include <ATen/ops/add_ops.h>
 #include <ATen/ops/atan2_meta.h>
@@ -56,6 +61,7 @@
 #include <ATen/ops/maximum_ops.h>
 #include <ATen/ops/minimum_meta.h>
 #include <ATen/ops/minimum_ops.h>
+#include <ATen/ops/mul.h>
 #include <ATen/ops/mul_meta.h>
 #include <ATen/ops/mul_ops.h>
 #include <ATen/ops/ne_meta.h>
@@ -104,6 +110,128 @@ OpParams alpha_params(const at::Tensor& self, const at::Tensor& other, const at:
   if (type == at::kHalf) return make_params({static_cast<double>(alpha.to<at::Half>())});
   if (type == at::kBFloat16) return make_params({static_cast<double>(alpha.to<at::BFloat16>())});
   return make_params({alpha});
+}
+
+// Note [add with alpha as the CPU rounds]
+// The CPU's add / sub kernel (add_kernel: self + alpha * other, sub passing
+// -alpha) has a vector body that computes in float with one fused
+// multiply-add and rounds once, and a scalar loop for the rest that works in
+// the 16-bit type's own arithmetic: round(self + round(alpha * other)). Which
+// elements take which follows TensorIterator's loops. For operands that are
+// contiguous and of the output's shape, or broadcast single elements, the flat
+// range is split into one chunk per OpenMP thread (when it has at least
+// GRAIN_SIZE elements), and each chunk runs the vector body over its largest
+// multiple of Vec::size() elements (32 with AVX512, 16 with AVX2: pairs of
+// vectors, then one more) and the scalar loop over the rest; without vector
+// support (DEFAULT) every element rounds twice. mlu's kernel rounds once everywhere, so for Float16 / BFloat16
+// and an alpha whose products are not exact (not 0 or +-1) the elements of
+// the CPU's scalar loop are computed its way beforehand (ScalarLoopPatch, on
+// the same stream, so in-place and aliasing outputs read the inputs as they
+// were) and written over the kernel's results. Other layouts keep the single
+// rounding.
+struct ScalarLoopPatch {
+  bool whole = false;  // every element takes the scalar loop: values[0] is the whole result
+  std::vector<std::pair<int64_t, int64_t>> ranges;  // else [begin, end) in the output's memory order
+  std::vector<at::Tensor> values;
+};
+
+// The ranges of the flat (memory-order) loop over n elements that the CPU's
+// add_kernel computes in its scalar loop.
+std::vector<std::pair<int64_t, int64_t>> cpu_scalar_loop_ranges(int64_t n) {
+  static const std::string capability = at::get_cpu_capability();
+  if (capability == "DEFAULT") return {{0, n}};
+  const int64_t width = capability == "AVX512" ? 32 : 16;  // Vectorized<16-bit>::size()
+  const int64_t grain = at::internal::GRAIN_SIZE, threads = at::get_num_threads();
+  const int64_t chunks = n < grain || threads == 1 ? 1 : std::min(threads, (n + grain - 1) / grain);
+  const int64_t chunk = (n + chunks - 1) / chunks;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const int64_t end = std::min(n, begin + chunk);
+    if ((end - begin) % width != 0) ranges.emplace_back(end - (end - begin) % width, end);
+  }
+  return ranges;
+}
+
+// How the CPU's add_kernel loops over these operands, from a TensorIterator
+// built as its meta function builds one, on meta tensors of the same sizes
+// and strides: one coalesced loop that vectorizes (all operands dense in one
+// order, or a broadcast single element beside them), rows that never
+// vectorize (an operand strided along the inner dim: every element takes the
+// scalar loop), or anything else.
+enum class CpuLoop { Coalesced, AllScalar, Other };
+
+CpuLoop cpu_loop(const at::Tensor& self, const at::Tensor& other, const at::Tensor* out, at::ScalarType type) {
+  const auto meta = [](const at::Tensor& t) {
+    return t.is_cpu() ? t : at::empty_strided(t.sizes(), t.strides(), t.options().device(c10::kMeta));
+  };
+  at::TensorIteratorConfig config;
+  config.set_check_mem_overlap(false)
+      .add_owned_output(out != nullptr && out->defined() ? meta(*out) : at::Tensor())
+      .add_owned_const_input(meta(self))
+      .add_owned_const_input(meta(other))
+      .allow_cpu_scalars(true)
+      .promote_inputs_to_common_dtype(true)
+      .cast_common_dtype_to_outputs(true)
+      .enforce_safe_casting_to_output(true);
+  const at::TensorIterator iter = config.build();
+  if (iter.numel() <= 1 || iter.ndim() == 0) return CpuLoop::Coalesced;
+  const int64_t element = static_cast<int64_t>(c10::elementSize(type));
+  const int64_t inner[3] = {iter.strides(0)[0], iter.strides(1)[0], iter.strides(2)[0]};
+  const bool dense = inner[0] == element && inner[1] == element && inner[2] == element;
+  const bool one_broadcast = inner[0] == element && ((inner[1] == 0 && inner[2] == element) ||
+                                                     (inner[1] == element && inner[2] == 0));
+  if (!dense && !one_broadcast) return CpuLoop::AllScalar;
+  return iter.ndim() == 1 ? CpuLoop::Coalesced : CpuLoop::Other;
+}
+
+std::optional<ScalarLoopPatch> scalar_loop_patch(const at::Tensor& self, const at::Tensor& other,
+                                                 const at::Scalar& alpha, bool negate, const at::Tensor* out) {
+  const at::ScalarType type = at::result_type(self, other);
+  if (type != at::kHalf && type != at::kBFloat16) return std::nullopt;
+  // Operands on one mlu device, or a 0-dim CPU tensor (a Python scalar) beside one.
+  const at::Tensor& device_operand = self.is_cpu() ? other : self;
+  if (device_operand.device().type() != c10::DeviceType::PrivateUse1) return std::nullopt;
+  for (const at::Tensor* t : {&self, &other}) {
+    if (t->device() != device_operand.device() && !(t->is_cpu() && t->dim() == 0)) return std::nullopt;
+  }
+  if (out != nullptr && out->defined() && out->scalar_type() != type) return std::nullopt;
+  const double a = (negate ? -1.0 : 1.0) * (type == at::kHalf ? static_cast<double>(alpha.to<at::Half>())
+                                                                : static_cast<double>(alpha.to<at::BFloat16>()));
+  if (a == 0 || a == 1 || a == -1) return std::nullopt;
+  const std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
+  if (out != nullptr && out->defined() && out->sizes().vec() != shape) return std::nullopt;  // resized: a new layout
+  const CpuLoop loop = cpu_loop(self, other, out, type);
+  if (loop == CpuLoop::Other) return std::nullopt;
+  const at::Tensor factor = at::scalar_tensor(a, device_operand.options().dtype(type));
+  ScalarLoopPatch patch;
+  if (loop == CpuLoop::AllScalar) {
+    patch.whole = true;
+    patch.values.push_back(at::add(self.to(type), at::mul(other.to(type), factor)));
+    return patch;
+  }
+  // One coalesced loop: every operand is dense (or a single element), its
+  // elements visited in memory order.
+  const auto slice = [&](const at::Tensor& t, int64_t begin, int64_t end) {
+    const at::Tensor typed = t.to(type);
+    return t.numel() == 1 ? typed.reshape({}) : typed.as_strided({end - begin}, {1}, typed.storage_offset() + begin);
+  };
+  patch.ranges = cpu_scalar_loop_ranges(c10::multiply_integers(shape));
+  for (const auto& [begin, end] : patch.ranges) {
+    patch.values.push_back(at::add(slice(self, begin, end), at::mul(slice(other, begin, end), factor)));
+  }
+  return patch;
+}
+
+void apply_patch(const std::optional<ScalarLoopPatch>& patch, const at::Tensor& result) {
+  if (!patch.has_value()) return;
+  if (patch->whole) {
+    result.copy_(patch->values[0]);
+    return;
+  }
+  for (size_t i = 0; i < patch->ranges.size(); ++i) {
+    const auto [begin, end] = patch->ranges[i];
+    result.as_strided({end - begin}, {1}, result.storage_offset() + begin).copy_(patch->values[i]);
+  }
 }
 
 Op div_op(std::optional<c10::string_view> rounding_mode) {
@@ -163,6 +291,42 @@ at::Tensor& pow_scalar_impl(const at::Scalar& base, const at::Tensor& exponent, 
 
 }  // namespace
 
+namespace {
+
+// add / sub (Tensor, Tensor, alpha): the structured op, then Note [add with
+// alpha as the CPU rounds].
+template <class Functional, class Inplace, class Out, class Meta, Op kernel_op, bool kernel_negate, class Library>
+void register_add_or_sub(Library& m) {
+  using S = const at::Scalar&;
+  m.impl(schema_name<Functional>(), [](const at::Tensor& self, const at::Tensor& other, S alpha) {
+    const auto patch = scalar_loop_patch(self, other, alpha, kernel_negate, nullptr);
+    at::Tensor result = pointwise_functional<Meta>(
+        kernel_op, alpha_params(self, other, alpha), [&] { return cpu_fallback<Functional>(self, other, alpha); },
+        self, other, alpha);
+    apply_patch(patch, result);
+    return result;
+  });
+  m.impl(schema_name<Inplace>(), [](at::Tensor& self, const at::Tensor& other, S alpha) -> at::Tensor& {
+    const auto patch = scalar_loop_patch(self, other, alpha, kernel_negate, &self);
+    pointwise_inplace<Meta>(
+        kernel_op, alpha_params(self, other, alpha),
+        [&]() -> at::Tensor& { return cpu_fallback<Inplace>(self, other, alpha); }, self, other, alpha);
+    apply_patch(patch, self);
+    return self;
+  });
+  m.impl(schema_name<Out>(), [](const at::Tensor& self, const at::Tensor& other, S alpha,
+                                at::Tensor& out) -> at::Tensor& {
+    const auto patch = scalar_loop_patch(self, other, alpha, kernel_negate, &out);
+    pointwise_out<Meta>(
+        kernel_op, alpha_params(self, other, alpha),
+        [&]() -> at::Tensor& { return cpu_fallback<Out>(self, other, alpha, out); }, out, self, other, alpha);
+    apply_patch(patch, out);
+    return out;
+  });
+}
+
+}  // namespace
+
 TORCH_MLU_ATEN_IMPL(m) {
   m.impl("pow.Scalar", [](const at::Scalar& base, const at::Tensor& exponent) {
     c10::OptionalDeviceGuard guard(exponent.device());
@@ -179,10 +343,10 @@ TORCH_MLU_ATEN_IMPL(m) {
     meta.finish();
     return out;
   });
-  MLU_REGISTER_POINTWISE(m, add_Tensor, add_Tensor, add__Tensor, add_out, Op::Add, (alpha_params(self, other, alpha)),
-                         (const at::Tensor& other, const at::Scalar& alpha), (other, alpha));
-  MLU_REGISTER_POINTWISE(m, sub_Tensor, sub_Tensor, sub__Tensor, sub_out, Op::Sub, (alpha_params(self, other, alpha)),
-                         (const at::Tensor& other, const at::Scalar& alpha), (other, alpha));
+  register_add_or_sub<ATEN_OP(add_Tensor), ATEN_OP(add__Tensor), ATEN_OP(add_out), at::meta::structured_add_Tensor,
+                      Op::Add, false>(m);
+  register_add_or_sub<ATEN_OP(sub_Tensor), ATEN_OP(sub__Tensor), ATEN_OP(sub_out), at::meta::structured_sub_Tensor,
+                      Op::Sub, true>(m);
   MLU_REGISTER_BINARY(m, mul_Tensor, mul_Tensor, mul__Tensor, mul_out, Op::Mul);
   MLU_REGISTER_BINARY(m, div_Tensor, div_Tensor, div__Tensor, div_out, Op::Div);
   MLU_REGISTER_POINTWISE(m, div_Tensor_mode, div_Tensor_mode, div__Tensor_mode, div_out_mode,
