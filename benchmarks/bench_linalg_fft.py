@@ -117,11 +117,16 @@ def main():
     # alternating, the CPU's OpenMP workers spin (GOMP's active wait) after every CPU block and take the cores from
     # the device threads during the mlu block that follows (on 2 cores, rfft 64x16384 read 0.62x alternating
     # and 1.10x in separate phases).
+    # The mlu child builds its inputs on the CPU too (stock PyTorch's OpenMP matmuls); with GOMP's default
+    # active wait, those workers then spin and took the cores from the first mlu cases (inv / solve / cholesky
+    # 256x8x8 read 0.66-0.90x first in the run, 0.94-1.12x run alone). The mlu child's OpenMP waits passively:
+    # it times no CPU kernels.
     measured = {}
     for device in ("cpu", "mlu"):
+        env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE") if device == "mlu" else None
         child = subprocess.run([sys.executable, __file__, "--device", device, "--filter", args.filter, "--repeat",
                                 str(args.repeat), "--iters", str(args.iters)], capture_output=True, text=True,
-                               check=True)
+                               check=True, env=env)
         measured[device] = json.loads(child.stdout)
     rows = []
     print(f"{'case':32} {'cpu us':>10} {'mlu us':>10} {'ratio':>7}")
