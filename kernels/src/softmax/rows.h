@@ -7,7 +7,6 @@
 
 #include "../isa_variants.h"
 #include <cstdint>
-#include <type_traits>
 
 #include "mlu_kernels/half.h"
 
@@ -20,15 +19,6 @@ constexpr int64_t kColumns = 64;
 // 16-bit type before subtracting (Note [16-bit log_softmax over the last
 // dim] in softmax.cpp), or keeps both in the compute type.
 enum class LogSumRounding : uint8_t { None, Half, BFloat16 };
-
-template <class T>
-inline T round_log_sum(T v, LogSumRounding rounding) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (rounding == LogSumRounding::Half) return to_float(half_from_float(v));
-    if (rounding == LogSumRounding::BFloat16) return to_float(bfloat16_from_float(v));
-  }
-  return v;
-}
 
 template <class T>
 struct SoftmaxRowFns {

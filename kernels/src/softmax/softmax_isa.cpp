@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "../pointwise/vector_math.h"
@@ -16,6 +17,16 @@ namespace mlu::kernels::MLU_ISA_NS {
 namespace {
 
 constexpr int kLanes = 16;
+
+// A log_softmax sum or log-sum rounded as `rounding` says (rows.h).
+template <class T>
+T round_log_sum(T v, detail::LogSumRounding rounding) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (rounding == detail::LogSumRounding::Half) return to_float(half_from_float(v));
+    if (rounding == detail::LogSumRounding::BFloat16) return to_float(bfloat16_from_float(v));
+  }
+  return v;
+}
 
 // The row's maximum; NaN if any element is NaN. Written on GCC vector
 // types: GCC does not vectorise the NaN-aware select from scalar code. Four
@@ -95,8 +106,8 @@ template <class T>
 void forward(T* out, const T* in, int64_t len, bool log, detail::LogSumRounding rounding) {
   const T max = row_max(in, len);
   if (log) {
-    const T sum = detail::round_log_sum(exp_sum(out, in, len, max, false), rounding);
-    const T log_sum = detail::round_log_sum(std::log(sum), rounding);
+    const T sum = round_log_sum(exp_sum(out, in, len, max, false), rounding);
+    const T log_sum = round_log_sum(std::log(sum), rounding);
     for (int64_t i = 0; i < len; ++i) out[i] = in[i] - max - log_sum;
   } else {
     const T inverse = T(1) / exp_sum(out, in, len, max, true);
@@ -195,7 +206,7 @@ void forward_columns(S* out, int64_t out_step, const S* in, int64_t in_step, int
   }
   if (log) {
     for (int64_t c = 0; c < width; ++c) {
-      sum[c] = detail::round_log_sum(std::log(detail::round_log_sum(sum[c], rounding)), rounding);
+      sum[c] = round_log_sum(std::log(round_log_sum(sum[c], rounding)), rounding);
     }
     for (int64_t j = 0; j < len; ++j) {
       const S* x = in + j * in_step;
