@@ -211,13 +211,14 @@ std::optional<ScalarLoopPatch> scalar_loop_patch(const at::Tensor& self, const a
   }
   // One coalesced loop: every operand is dense (or a single element), its
   // elements visited in memory order.
+  const at::Tensor typed_self = self.to(type), typed_other = other.to(type);  // once, not per range
   const auto slice = [&](const at::Tensor& t, int64_t begin, int64_t end) {
-    const at::Tensor typed = t.to(type);
-    return t.numel() == 1 ? typed.reshape({}) : typed.as_strided({end - begin}, {1}, typed.storage_offset() + begin);
+    return t.numel() == 1 ? t.reshape({}) : t.as_strided({end - begin}, {1}, t.storage_offset() + begin);
   };
   patch.ranges = cpu_scalar_loop_ranges(c10::multiply_integers(shape));
   for (const auto& [begin, end] : patch.ranges) {
-    patch.values.push_back(at::add(slice(self, begin, end), at::mul(slice(other, begin, end), factor)));
+    patch.values.push_back(
+        at::add(slice(typed_self, begin, end), at::mul(slice(typed_other, begin, end), factor)));
   }
   return patch;
 }
