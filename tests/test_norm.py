@@ -153,6 +153,47 @@ def test_batch_norm_bfloat16_running_statistics():
         torch.testing.assert_close(a.cpu(), e, rtol=2e-2, atol=5e-2)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_batch_norm_16bit_forward_bit_equal_to_the_cpu(dtype):
+    # Input and parameters in one 16-bit type: the CPU rounds save_mean / save_invstd (and, in bfloat16, the
+    # variance and the running statistics) to that type and computes the output from the rounded values (Note
+    # [16-bit batch statistics as the CPU keeps them]). Planes shorter and longer than the CPU's vectors, eval
+    # and training, and float parameters (mixed) in eval, where the output must match to the bit as well.
+    g = torch.Generator().manual_seed(8)
+    for shape in [(3, 2, 4), (4, 3, 40), (2, 5, 7, 9), (16, 8, 14, 14), (1, 3, 1000), (64, 4, 31)]:
+        for training in (True, False):
+            for params in (dtype, torch.float32):
+                if params == torch.float32 and training:
+                    continue
+                c = shape[1]
+                x = (torch.randn(shape, generator=g) * 3 + 1).to(dtype)
+                w, b = (torch.randn(c, generator=g) * 5).to(params), (torch.randn(c, generator=g) * 5).to(params)
+                rm, rv = torch.randn(c, generator=g).to(params), (torch.rand(c, generator=g) + 0.5).to(params)
+                results = []
+                for device in ("cpu", "mlu"):
+                    stats = [rm.clone().to(device), rv.clone().to(device)]
+                    out = torch.native_batch_norm(x.to(device), w.to(device), b.to(device), *stats, training, 0.3, 1e-3)
+                    results.append([t.cpu() for t in (*out, *stats)])
+                for name, want, got in zip(("y", "save_mean", "save_invstd", "running_mean", "running_var"), *results):
+                    assert got.dtype == want.dtype and torch.equal(got, want), (name, shape, training, params)
+
+
+def test_batch_norm_single_value_and_empty_input_as_on_the_cpu():
+    # One value per channel: the unbiased variance is 0 / 0, so the running variance turns NaN, as on the CPU.
+    x = torch.randn(1, 3)
+    for device in ("cpu", "mlu"):
+        rm, rv = torch.zeros(3, device=device), torch.ones(3, device=device)
+        torch.native_batch_norm(x.to(device), None, None, rm, rv, True, 0.1, 1e-5)
+        assert rv.isnan().all() and not rm.isnan().any(), device
+    # Training statistics of no values are an error on the CPU; the running statistics stay as they were.
+    rm, rv = torch.zeros(3, device="mlu"), torch.ones(3, device="mlu")
+    with pytest.raises(RuntimeError, match="input tensor must have at least one element"):
+        torch.native_batch_norm(torch.empty(0, 3, device="mlu"), None, None, rm, rv, True, 0.1, 1e-5)
+    assert rm.eq(0).all() and rv.eq(1).all()
+    y = torch.native_batch_norm(torch.empty(0, 3, device="mlu"), None, None, rm, rv, False, 0.1, 1e-5)[0]
+    assert y.shape == (0, 3)
+
+
 def test_batch_norm_module_and_channels_last():
     torch.manual_seed(0)
     bn = torch.nn.BatchNorm2d(8)

@@ -95,11 +95,14 @@ TEST_P(NormTest, BatchNormMatchesReference) {
       const void* w = with_params ? weight.data() : nullptr;
       const void* b = with_params ? bias.data() : nullptr;
 
-      Buffer mean(acc, c), mean_ref(acc, c), var(acc, c), var_ref(acc, c);
-      batch_norm_statistics(type, n, c, sp, x.data(), mean.data(), var.data());
+      Buffer mean(acc, c), mean_ref(acc, c), batch_invstd(acc, c), batch_invstd_ref(acc, c), var_ref(acc, c);
+      batch_norm_training_statistics(type, n, c, sp, x.data(), 1e-5, 0.1, mean.data(), batch_invstd.data(), nullptr,
+                                     nullptr);
       batch_norm_statistics_ref(type, n, c, sp, x.data(), mean_ref.data(), var_ref.data());
+      for (int64_t k = 0; k < c; ++k) put_real(acc, batch_invstd_ref.element(k), 1 / std::sqrt(value(var_ref, k) + 1e-5));
       ASSERT_TRUE(near_buffers(mean, mean_ref, tolerance(acc, max_abs(x)))) << "mean " << what;
-      ASSERT_TRUE(near_buffers(var, var_ref, tolerance(acc, max_abs(var_ref)))) << "var " << what;
+      ASSERT_TRUE(near_buffers(batch_invstd, batch_invstd_ref, tolerance(acc, max_abs(batch_invstd_ref))))
+          << "invstd " << what;
 
       // Training: the batch statistics; eval: running statistics. An empty
       // batch's statistics are NaN, and the kernel's grad_weight is then
@@ -140,7 +143,7 @@ TEST_P(NormTest, BatchNormMatchesReference) {
   }
 }
 
-// batch_norm_training_statistics: the statistics of batch_norm_statistics,
+// batch_norm_training_statistics: the statistics of batch_norm_statistics_ref,
 // invstd from them, and the running statistics updated in place.
 TEST_P(NormTest, TrainingStatisticsUpdateRunningStatistics) {
   const ScalarType type = GetParam(), acc = acc_type(type);

@@ -74,14 +74,6 @@ KNOWN_FAILURES = [
       for test in ("test_compare_cpu", "test_compare_cpu_grad")],
 
     # --- the CPU reference is less accurate than mlu ---
-    *[KF(op, "test_compare_cpu", dtypes, "xfail",
-         "differs by design: the CPU's 16-bit batch / instance norm round intermediates (statistics, scale) to the "
-         "16-bit type; mlu keeps them in float and rounds once. Max |error| against float64 over op_db's reference "
-         "inputs that differ: batch_norm bf16 mlu 0.062 / 0.027 / 0.025 vs CPU 0.075 / 0.036 / 0.052; instance_norm "
-         "bf16 mlu 0.030 / 0.049 vs CPU 0.043 / 0.094, f16 0.0069 vs 0.0087")
-      for op, dtypes in (("nn.functional.batch_norm", ("bfloat16",)), ("native_batch_norm", ("bfloat16",)),
-                         ("_native_batch_norm_legit", ("bfloat16",)), ("_batch_norm_with_update", ("bfloat16",)),
-                         ("nn.functional.instance_norm", ("bfloat16", "float16")))],
     KF("nansum", "test_compare_cpu", ("float16",), "xfail",
        "differs by design: the CPU's 16-bit nansum over several dims rounds partial sums to the 16-bit type; "
        "mlu sums in float and rounds once, as the CPU's sum does. Max |error| against float64 over 50 random "
@@ -118,7 +110,7 @@ KNOWN_FAILURES = [
 
 # (op full name, test name) -> why op_db's expectedFailure for it does not describe mlu.
 _CUDA_COMPARE = ("op_db's xfail describes CUDA (upstream runs test_compare_cpu on CUDA only); mlu computes this "
-                 "op with the CPU kernel through the fallback, so it matches the CPU")
+                 "op as the CPU does (natively, or with the CPU kernel through the fallback), so it matches the CPU")
 _OUT_WRITEBACK = ("op_db's xfail describes the CPU kernel's out= handling ({}); on mlu the fallback writes the "
                   "result back into the caller's out= tensor with its strides, so the case passes")
 UPSTREAM_NOT_APPLICABLE = {

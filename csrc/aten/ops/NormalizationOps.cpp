@@ -9,10 +9,12 @@
 // glue converts them to and from the dtypes the CPU returns: mean / rstd and
 // the parameter gradients in the parameters' dtype when it differs from the
 // input's (mixed precision), else in the input's.
+#include <initializer_list>
 #include <limits>
 
 #include <ATen/ops/sum.h>
 #include <ATen/TensorOperators.h>
+#include <ATen/Version.h>
 #include <ATen/native/layer_norm.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/repeat_interleave.h>
@@ -130,6 +132,19 @@ at::ScalarType batch_stat_type(const at::Tensor& input, const at::Tensor& weight
   return param.defined() && param.scalar_type() != input.scalar_type() ? param.scalar_type() : input.scalar_type();
 }
 
+// The CPU keeps a 16-bit input's training statistics in its type when no
+// parameter has another type (is_mixed_type): then the float vector width
+// of its kernels, else 0 (Note [16-bit batch statistics as the CPU keeps
+// them] in kernels/src/norm/norm_isa.cpp).
+int cpu_lanes_16bit(const at::Tensor& input, std::initializer_list<const at::Tensor*> params) {
+  if (!at::isReducedFloatingType(input.scalar_type())) return 0;
+  for (const at::Tensor* p : params) {
+    if (p->defined() && p->scalar_type() != input.scalar_type()) return 0;
+  }
+  static const int lanes = at::get_cpu_capability() == "AVX512" ? 16 : 8;  // Vectorized<float>::size()
+  return lanes;
+}
+
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
     const at::Tensor& input_, const std::optional<at::Tensor>& weight_opt, const std::optional<at::Tensor>& bias_opt,
     const std::optional<at::Tensor>& running_mean_opt, const std::optional<at::Tensor>& running_var_opt,
@@ -152,41 +167,29 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
   const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "batch_norm");
   const int device = input.device().index();
   at::Tensor mean, invstd;
-  // Running statistics the statistics kernel can update in place (else
-  // tensor ops below do it).
+  // Running statistics the statistics kernel can update in place (else it
+  // updates contiguous copies in the accumulation type, copied back).
   const auto in_place = [&](const at::Tensor& t) {
     return !t.defined() || (t.scalar_type() == acc && t.is_contiguous() && t.device() == input.device());
   };
-  if (training && l.n * l.spatial > 0 && in_place(running_mean) && in_place(running_var)) {
+  const int cpu_lanes = cpu_lanes_16bit(input_, {&weight_, &bias_, &running_mean, &running_var});
+  TORCH_CHECK(!training || input.numel() != 0, "input tensor must have at least one element, but got input_sizes = ",
+              input.sizes());
+  if (training) {
     // One kernel: mean, invstd and the running statistics, as the CPU's
     // batch_norm_cpu_update_stats_template.
     mean = at::empty({l.channels}, input.options().dtype(acc));
     invstd = at::empty({l.channels}, input.options().dtype(acc));
+    const at::Tensor rm = in_place(running_mean) ? running_mean : running_mean.to(acc).contiguous();
+    const at::Tensor rv = in_place(running_var) ? running_var : running_var.to(acc).contiguous();
     const void* x = kernel_data(input);
-    void *m = kernel_data(mean), *is = kernel_data(invstd);
-    void *rm = kernel_data(running_mean), *rv = kernel_data(running_var);
+    void *m = kernel_data(mean), *is = kernel_data(invstd), *rmp = kernel_data(rm), *rvp = kernel_data(rv);
     launch_kernel(device, "batch_norm_statistics", [=] {
-      k::batch_norm_training_statistics(type, l.n, l.channels, l.spatial, x, eps, momentum, m, is, rm, rv);
+      k::batch_norm_training_statistics(type, l.n, l.channels, l.spatial, x, eps, momentum, m, is, rmp, rvp,
+                                        cpu_lanes);
     });
-  } else if (training) {
-    mean = at::empty({l.channels}, input.options().dtype(acc));
-    at::Tensor var = at::empty({l.channels}, input.options().dtype(acc));
-    if (l.n * l.spatial > 0) {
-      const void* x = kernel_data(input);
-      void *m = kernel_data(mean), *v = kernel_data(var);
-      launch_kernel(device, "batch_norm_statistics",
-                    [=] { k::batch_norm_statistics(type, l.n, l.channels, l.spatial, x, m, v); });
-    } else {
-      mean.fill_(std::numeric_limits<double>::quiet_NaN());
-      var.fill_(std::numeric_limits<double>::quiet_NaN());
-    }
-    invstd = at::rsqrt(var + eps);
-    const int64_t count = l.n * l.spatial;
-    if (running_mean.defined()) running_mean.copy_(mean * momentum + running_mean.to(acc) * (1 - momentum));
-    if (running_var.defined()) {
-      const at::Tensor unbiased = var * (static_cast<double>(count) / std::max<int64_t>(count - 1, 1));
-      running_var.copy_(unbiased * momentum + running_var.to(acc) * (1 - momentum));
-    }
+    if (!rm.is_same(running_mean)) running_mean.copy_(rm);
+    if (!rv.is_same(running_var)) running_var.copy_(rv);
   } else {
     mean = running_mean.to(acc).contiguous();
     invstd = at::rsqrt(running_var.to(acc) + eps);
@@ -195,7 +198,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
   if (input.numel() > 0) {
     const void *x = kernel_data(input), *m = kernel_data(mean), *i = kernel_data(invstd), *w = kernel_data(weight), *b = kernel_data(bias);
     void* y = kernel_data(output);
-    launch_kernel(device, "batch_norm", [=] { k::batch_norm_apply(type, l.n, l.channels, l.spatial, x, m, i, w, b, y); });
+    // The CPU's kernel for Float16 with Float16 parameters rounds mean * scale
+    // before subtracting it from the bias; all others fuse it (measured).
+    const bool rounded_shift = input.scalar_type() == at::kHalf && cpu_lanes > 0;
+    launch_kernel(device, "batch_norm",
+                  [=] { k::batch_norm_apply(type, l.n, l.channels, l.spatial, x, m, i, w, b, y, rounded_shift); });
   }
   const at::ScalarType stats = batch_stat_type(input_, weight_, running_mean);
   const at::MemoryFormat format = input_.suggest_memory_format();

@@ -31,25 +31,34 @@ void layer_norm_backward_ref(ScalarType type, int64_t rows, int64_t cols, const 
                              void* grad_weight, void* grad_bias);
 
 // Batch normalisation of x [n, channels, spatial] (contiguous), per channel
-// over the n * spatial elements, in the same accumulation type A. Statistics
-// for training: mean and the biased variance (two passes).
-void batch_norm_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, void* mean,
-                           void* var);
+// over the n * spatial elements, in the same accumulation type A.
 // Training statistics in one call, as the CPU's batch_norm_cpu_update_stats:
-// mean, invstd = 1 / sqrt(var + eps) (in double, stored in A) and, unless
+// mean, the biased variance var (two passes), invstd = 1 / sqrt(var + eps)
+// (in double, stored in A) and, unless
 // null, the running statistics (A, `channels` long) updated in place:
 // running = momentum * stat + (1 - momentum) * running, with the unbiased
-// variance (sum of squares / (count - 1); count 1: / 1).
+// variance (sum of squares / (count - 1): NaN for a single value, as on
+// the CPU).
+// cpu_lanes_16bit: 0 keeps all of this in A. For a Float16 / BFloat16 input
+// whose parameters share its type, the CPU's float vector width (16 with
+// AVX-512, else 8): the sums then run in the CPU's order and the statistics
+// are rounded where the CPU keeps them in the 16-bit type (Note [16-bit
+// batch statistics as the CPU keeps them] in norm_isa.cpp); mean and invstd
+// are then 16-bit values held in A, for batch_norm_apply to use as they are.
 void batch_norm_training_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x,
                                     double eps, double momentum, void* mean, void* invstd, void* running_mean,
-                                    void* running_var);
-// Scalar reference: the two passes in double.
+                                    void* running_var, int cpu_lanes_16bit = 0);
+// Scalar reference: mean and the biased variance, the two passes in double.
 void batch_norm_statistics_ref(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x,
                                void* mean, void* var);
 
-// y = (x - mean[c]) * invstd[c] * weight[c] + bias[c] (weight / bias optional).
+// y = (x - mean[c]) * invstd[c] * weight[c] + bias[c] (weight / bias optional),
+// computed as the CPU's batch_norm_cpu_contiguous_impl (compiled with FMA
+// contraction) computes it: y = fma(x, scale, shift), scale = invstd * weight,
+// shift = fma(-mean, scale, bias). rounded_shift: shift = bias - r(mean *
+// scale) instead, as the CPU's kernel for Float16 with Float16 parameters.
 void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, const void* mean,
-                      const void* invstd, const void* weight, const void* bias, void* y);
+                      const void* invstd, const void* weight, const void* bias, void* y, bool rounded_shift = false);
 // Scalar reference: (x - mean) * invstd * weight + bias in double, one element at a time.
 void batch_norm_apply_ref(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x,
                           const void* mean, const void* invstd, const void* weight, const void* bias, void* y);

@@ -45,29 +45,21 @@ void layer_norm_backward(ScalarType type, int64_t rows, int64_t cols, const void
   });
 }
 
-void batch_norm_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, void* mean,
-                           void* var) {
-  const detail::NormFns& fns = active();
-  parallel_for(0, channels, grain_channels(n, spatial), [&](int64_t lo, int64_t hi) {
-    fns.batch_norm_statistics_channels(type, lo, hi, n, channels, spatial, x, mean, var, nullptr);
-  });
-}
-
 void batch_norm_training_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x,
                                     double eps, double momentum, void* mean, void* invstd, void* running_mean,
-                                    void* running_var) {
+                                    void* running_var, int cpu_lanes_16bit) {
   const detail::NormFns& fns = active();
-  const detail::TrainingStatistics finish{eps, momentum, running_mean, running_var};
+  const detail::TrainingStatistics finish{eps, momentum, running_mean, running_var, cpu_lanes_16bit};
   parallel_for(0, channels, grain_channels(n, spatial), [&](int64_t lo, int64_t hi) {
-    fns.batch_norm_statistics_channels(type, lo, hi, n, channels, spatial, x, mean, invstd, &finish);
+    fns.batch_norm_training_statistics_channels(type, lo, hi, n, channels, spatial, x, mean, invstd, finish);
   });
 }
 
 void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, const void* mean,
-                      const void* invstd, const void* weight, const void* bias, void* y) {
+                      const void* invstd, const void* weight, const void* bias, void* y, bool rounded_shift) {
   const detail::NormFns& fns = active();
   parallel_for(0, n * channels, grain_channels(1, spatial), [&](int64_t lo, int64_t hi) {
-    fns.batch_norm_apply_planes(type, lo, hi, channels, spatial, x, mean, invstd, weight, bias, y);
+    fns.batch_norm_apply_planes(type, lo, hi, channels, spatial, x, mean, invstd, weight, bias, y, rounded_shift);
   });
 }
 

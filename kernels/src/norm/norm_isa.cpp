@@ -122,12 +122,101 @@ void layer_norm_param_grads(ScalarType type, int64_t lo, int64_t hi, int64_t row
   });
 }
 
-void batch_norm_statistics_channels(ScalarType type, int64_t lo, int64_t hi, int64_t n, int64_t channels,
-                                    int64_t spatial, const void* x, void* mean, void* var,
-                                    const detail::TrainingStatistics* finish) {
+// Note [16-bit batch statistics as the CPU keeps them]
+// When a Float16 / BFloat16 input's parameters share its type, the CPU's
+// batch_norm_cpu_collect_stats_contiguous_internal<scalar_t, scalar_t> sums
+// each channel in float vectors of W lanes: every plane in steps of 2W
+// elements (two vectors), its tail serially into a scalar, and at the end
+// the scalar plus a tree of the lanes (vec_reduce_all). The sum of squares
+// is taken about the unrounded mean. Then, by the CPU's rules (measured
+// against torch 2.13 on op_db's samples and random planes, all bit-equal):
+// - save_mean = r(mean) and save_invstd = r(1 / sqrt(var + eps)), in float,
+//   and the output is computed from these rounded values;
+// - BFloat16 keeps the sum of squares as r(squares) and divides in BFloat16
+//   arithmetic: var = r(r(squares) / r(count)); the running statistics are
+//   updated in it too, with m = r(momentum): r(r(m * mean) + r(r(1 - m) *
+//   running_mean)) and r(m * r(r(squares) / r(count - 1)) + r(r(1 - m) *
+//   running_var)), where m times a float is a float product;
+// - Float16 updates the running statistics from the unrounded float mean
+//   and variance, as for mixed types.
+// r() rounds a float to the 16-bit type.
+template <class T>
+float round_16bit(float v) {
+  return convert<float>(convert<T>(v));
+}
+
+// One channel's sum of term(x) over its n planes in the CPU's order (Note
+// [16-bit batch statistics as the CPU keeps them]); lanes is 8 or 16.
+template <class T, class F>
+float cpu_channel_sum(const T* first_plane, int64_t plane_stride, int64_t n, int64_t spatial, int lanes, F term) {
+  float lane[16] = {};
+  float tail = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const T* p = first_plane + i * plane_stride;
+    int64_t j = 0;
+    for (; j + 2 * lanes <= spatial; j += 2 * lanes) {
+      for (int l = 0; l < lanes; ++l) lane[l] += term(convert<float>(p[j + l]));
+      for (int l = 0; l < lanes; ++l) lane[l] += term(convert<float>(p[j + lanes + l]));
+    }
+    for (; j < spatial; ++j) tail += term(convert<float>(p[j]));
+  }
+  for (int step = lanes / 2; step >= 1; step /= 2) {
+    float next[16];
+    for (int l = 0; l < lanes; ++l) next[l] = lane[l] + lane[l ^ step];
+    std::copy(next, next + lanes, lane);
+  }
+  return tail + lane[0];
+}
+
+template <class T>
+void cpu_16bit_training_statistics(int64_t lo, int64_t hi, int64_t n, int64_t channels, int64_t spatial, const T* x,
+                                   float* mean, float* invstd, const detail::TrainingStatistics& finish) {
+  constexpr bool bfloat16 = std::is_same_v<T, BFloat16>;
+  const int64_t count = n * spatial;
+  const int lanes = finish.cpu_lanes_16bit;
+  const float eps = static_cast<float>(finish.eps);
+  const float m = round_16bit<T>(static_cast<float>(finish.momentum));
+  const float keep = round_16bit<T>(1 - m);
+  for (int64_t c = lo; c < hi; ++c) {
+    const T* planes = x + c * spatial;
+    const float mu = cpu_channel_sum(planes, channels * spatial, n, spatial, lanes, [](float v) { return v; }) /
+                     static_cast<float>(count);
+    float squares = cpu_channel_sum(planes, channels * spatial, n, spatial, lanes,
+                                    [mu](float v) { return (v - mu) * (v - mu); });
+    if constexpr (bfloat16) squares = round_16bit<T>(squares);
+    const float var = bfloat16 ? round_16bit<T>(squares / round_16bit<T>(static_cast<float>(count)))
+                               : squares / static_cast<float>(count);
+    mean[c] = round_16bit<T>(mu);
+    invstd[c] = round_16bit<T>(var == 0 && eps == 0 ? 0.0f : 1 / std::sqrt(var + eps));
+    const int64_t others = count - 1;  // 0 for a single value: NaN, as on the CPU
+    if (finish.running_mean != nullptr) {
+      float& r = static_cast<float*>(finish.running_mean)[c];
+      r = bfloat16 ? round_16bit<T>(round_16bit<T>(m * mean[c]) + round_16bit<T>(keep * r))
+                   : static_cast<float>(finish.momentum * mu + (1 - finish.momentum) * r);
+    }
+    if (finish.running_var != nullptr) {
+      float& r = static_cast<float*>(finish.running_var)[c];
+      r = bfloat16 ? round_16bit<T>(m * round_16bit<T>(squares / round_16bit<T>(static_cast<float>(others))) +
+                                    round_16bit<T>(keep * r))
+                   : static_cast<float>(finish.momentum * (squares / static_cast<float>(others)) +
+                                        (1 - finish.momentum) * r);
+    }
+  }
+}
+
+void batch_norm_training_statistics_channels(ScalarType type, int64_t lo, int64_t hi, int64_t n, int64_t channels,
+                                             int64_t spatial, const void* x, void* mean, void* invstd,
+                                             const detail::TrainingStatistics& finish) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = compute_t<T>;
+    if constexpr (!std::is_same_v<T, A>) {
+      if (finish.cpu_lanes_16bit > 0) {
+        cpu_16bit_training_statistics(lo, hi, n, channels, spatial, static_cast<const T*>(x),
+                                      static_cast<float*>(mean), static_cast<float*>(invstd), finish);
+        return;
+      }
+    }
     const T* X = static_cast<const T*>(x);
     const A count = static_cast<A>(n * spatial);
     // 16-bit planes are widened into a float buffer first: the sums then
@@ -155,21 +244,18 @@ void batch_norm_statistics_channels(ScalarType type, int64_t lo, int64_t hi, int
         squares += lane_sum<A>(spatial, [&](int64_t j) { return (p[j] - mu) * (p[j] - mu); });
       }
       static_cast<A*>(mean)[c] = mu;
-      if (finish == nullptr) {
-        static_cast<A*>(var)[c] = squares / count;
-        continue;
-      }
       const A biased = squares / count;
       // As the CPU's InvStd: in double, 0 for a zero variance and eps.
-      static_cast<A*>(var)[c] = biased == 0 && finish->eps == 0 ? A(0) : static_cast<A>(1 / std::sqrt(biased + finish->eps));
-      const double m = finish->momentum;
-      if (finish->running_mean != nullptr) {
-        A& r = static_cast<A*>(finish->running_mean)[c];
+      static_cast<A*>(invstd)[c] =
+          biased == 0 && finish.eps == 0 ? A(0) : static_cast<A>(1 / std::sqrt(biased + finish.eps));
+      const double m = finish.momentum;
+      if (finish.running_mean != nullptr) {
+        A& r = static_cast<A*>(finish.running_mean)[c];
         r = static_cast<A>(m * mu + (1 - m) * r);
       }
-      if (finish->running_var != nullptr) {
-        A& r = static_cast<A*>(finish->running_var)[c];
-        const A unbiased = squares / std::max<A>(count - 1, A(1));
+      if (finish.running_var != nullptr) {
+        A& r = static_cast<A*>(finish.running_var)[c];
+        const A unbiased = squares / (count - 1);  // 0 / 0 for a single value: NaN, as on the CPU
         r = static_cast<A>(m * unbiased + (1 - m) * r);
       }
     }
@@ -178,7 +264,7 @@ void batch_norm_statistics_channels(ScalarType type, int64_t lo, int64_t hi, int
 
 void batch_norm_apply_planes(ScalarType type, int64_t lo, int64_t hi, int64_t channels, int64_t spatial,
                              const void* x, const void* mean, const void* invstd, const void* weight,
-                             const void* bias, void* y) {
+                             const void* bias, void* y, bool rounded_shift) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = compute_t<T>;
@@ -186,12 +272,14 @@ void batch_norm_apply_planes(ScalarType type, int64_t lo, int64_t hi, int64_t ch
     const A *W = static_cast<const A*>(weight), *B = static_cast<const A*>(bias);
     for (int64_t plane = lo; plane < hi; ++plane) {
       const int64_t c = plane % channels;
-      // y = x * scale + shift, as the CPU's batch_norm_cpu_transform_input does
+      // The CPU's kernel is compiled with FMA contraction: explicit fma
+      // gives its bits on every ISA.
       const A scale = I[c] * (W != nullptr ? W[c] : A(1));
-      const A shift = (B != nullptr ? B[c] : A(0)) - M[c] * scale;
+      const A b = B != nullptr ? B[c] : A(0);
+      const A shift = rounded_shift ? b - M[c] * scale : std::fma(-M[c], scale, b);
       const T* xp = static_cast<const T*>(x) + plane * spatial;
       T* yp = static_cast<T*>(y) + plane * spatial;
-      for (int64_t j = 0; j < spatial; ++j) yp[j] = convert<T>(convert<A>(xp[j]) * scale + shift);
+      for (int64_t j = 0; j < spatial; ++j) yp[j] = convert<T>(std::fma(convert<A>(xp[j]), scale, shift));
     }
   });
 }
@@ -336,7 +424,7 @@ void group_norm_backward_rows(ScalarType type, int64_t lo, int64_t hi, int64_t c
 
 const detail::NormFns& norm_fns() {
   static const detail::NormFns fns{layer_norm_rows,         layer_norm_grad_input_rows,     layer_norm_param_grads,
-                                   batch_norm_statistics_channels, batch_norm_apply_planes,
+                                   batch_norm_training_statistics_channels, batch_norm_apply_planes,
                                    batch_norm_backward_channels,  group_norm_rows,
                                    group_norm_backward_rows};
   return fns;

@@ -15,6 +15,7 @@ namespace mlu::kernels::detail {
 struct TrainingStatistics {
   double eps, momentum;
   void *running_mean, *running_var;  // either may be null
+  int cpu_lanes_16bit;               // as batch_norm_training_statistics's
 };
 
 struct NormFns {
@@ -30,16 +31,15 @@ struct NormFns {
   void (*layer_norm_param_grads)(ScalarType type, int64_t lo, int64_t hi, int64_t rows, int64_t cols,
                                  const void* grad_y, const void* x, const void* mean, const void* rstd,
                                  void* grad_weight, void* grad_bias);
-  // batch_norm_statistics of channels [lo, hi); with `finish`,
-  // batch_norm_training_statistics (var then receives invstd).
-  void (*batch_norm_statistics_channels)(ScalarType type, int64_t lo, int64_t hi, int64_t n, int64_t channels,
-                                         int64_t spatial, const void* x, void* mean, void* var,
-                                         const detail::TrainingStatistics* finish);
+  // batch_norm_training_statistics of channels [lo, hi).
+  void (*batch_norm_training_statistics_channels)(ScalarType type, int64_t lo, int64_t hi, int64_t n,
+                                                  int64_t channels, int64_t spatial, const void* x, void* mean,
+                                                  void* invstd, const detail::TrainingStatistics& finish);
   // batch_norm_apply of planes [lo, hi) (plane p: sample p / channels,
   // channel p % channels).
   void (*batch_norm_apply_planes)(ScalarType type, int64_t lo, int64_t hi, int64_t channels, int64_t spatial,
                                   const void* x, const void* mean, const void* invstd, const void* weight,
-                                  const void* bias, void* y);
+                                  const void* bias, void* y, bool rounded_shift);
   // batch_norm_backward of channels [lo, hi).
   void (*batch_norm_backward_channels)(ScalarType type, int64_t lo, int64_t hi, int64_t n, int64_t channels,
                                        int64_t spatial, const void* grad_y, const void* x, const void* mean,
