@@ -133,7 +133,7 @@ at::ScalarType batch_stat_type(const at::Tensor& input, const at::Tensor& weight
 }
 
 // The CPU keeps a 16-bit input's training statistics in its type when no
-// parameter has another type (is_mixed_type): then the float vector width
+// parameter has another type (!is_mixed_type): then the float vector width
 // of its kernels, else 0 (Note [16-bit batch statistics as the CPU keeps
 // them] in kernels/src/norm/norm_isa.cpp).
 int cpu_lanes_16bit(const at::Tensor& input, std::initializer_list<const at::Tensor*> params) {

@@ -132,13 +132,16 @@ void layer_norm_param_grads(ScalarType type, int64_t lo, int64_t hi, int64_t row
 // against torch 2.13 on op_db's samples and random planes, all bit-equal):
 // - save_mean = r(mean) and save_invstd = r(1 / sqrt(var + eps)), in float,
 //   and the output is computed from these rounded values;
+// - Float16 updates the running statistics in float from the unrounded
+//   mean and the sum of squares: m * stat + (1 - m) * running, m =
+//   float(momentum), the unbiased variance squares / (count - 1);
 // - BFloat16 keeps the sum of squares as r(squares) and divides in BFloat16
-//   arithmetic: var = r(r(squares) / r(count)); the running statistics are
-//   updated in it too, with m = r(momentum): r(r(m * mean) + r(r(1 - m) *
+//   arithmetic: var = r(r(squares) / r(count)); its running statistics are
+//   updated in it, with m = r(momentum): r(r(m * mean) + r(r(1 - m) *
 //   running_mean)) and r(m * r(r(squares) / r(count - 1)) + r(r(1 - m) *
-//   running_var)), where m times a float is a float product;
-// - Float16 updates the running statistics from the unrounded float mean
-//   and variance, as for mixed types.
+//   running_var)), where m times a float is a float product.
+// With float parameters (mixed types) the CPU's sums differ again; the
+// kernel keeps its own order there (within float rounding of the CPU's).
 // r() rounds a float to the 16-bit type.
 template <class T>
 float round_16bit(float v) {
@@ -171,35 +174,32 @@ float cpu_channel_sum(const T* first_plane, int64_t plane_stride, int64_t n, int
 template <class T>
 void cpu_16bit_training_statistics(int64_t lo, int64_t hi, int64_t n, int64_t channels, int64_t spatial, const T* x,
                                    float* mean, float* invstd, const detail::TrainingStatistics& finish) {
-  constexpr bool bfloat16 = std::is_same_v<T, BFloat16>;
+  constexpr bool in_bfloat16 = std::is_same_v<T, BFloat16>;
+  const auto r = [](float v) { return round_16bit<T>(v); };
+  const auto r_if = [&](bool round, float v) { return round ? r(v) : v; };
   const int64_t count = n * spatial;
   const int lanes = finish.cpu_lanes_16bit;
   const float eps = static_cast<float>(finish.eps);
-  const float m = round_16bit<T>(static_cast<float>(finish.momentum));
-  const float keep = round_16bit<T>(1 - m);
+  const float m = r_if(in_bfloat16, static_cast<float>(finish.momentum));
+  const float keep = r_if(in_bfloat16, 1 - m);
   for (int64_t c = lo; c < hi; ++c) {
     const T* planes = x + c * spatial;
     const float mu = cpu_channel_sum(planes, channels * spatial, n, spatial, lanes, [](float v) { return v; }) /
                      static_cast<float>(count);
-    float squares = cpu_channel_sum(planes, channels * spatial, n, spatial, lanes,
-                                    [mu](float v) { return (v - mu) * (v - mu); });
-    if constexpr (bfloat16) squares = round_16bit<T>(squares);
-    const float var = bfloat16 ? round_16bit<T>(squares / round_16bit<T>(static_cast<float>(count)))
-                               : squares / static_cast<float>(count);
-    mean[c] = round_16bit<T>(mu);
-    invstd[c] = round_16bit<T>(var == 0 && eps == 0 ? 0.0f : 1 / std::sqrt(var + eps));
-    const int64_t others = count - 1;  // 0 for a single value: NaN, as on the CPU
+    const float squares = r_if(in_bfloat16, cpu_channel_sum(planes, channels * spatial, n, spatial, lanes,
+                                                            [mu](float v) { return (v - mu) * (v - mu); }));
+    const float var = in_bfloat16 ? r(squares / r(static_cast<float>(count))) : squares / static_cast<float>(count);
+    mean[c] = r(mu);
+    invstd[c] = r(var == 0 && eps == 0 ? 0.0f : 1 / std::sqrt(var + eps));
+    // count - 1 is 0 for a single value: NaN, as on the CPU.
+    const float others = r_if(in_bfloat16, static_cast<float>(count - 1));
     if (finish.running_mean != nullptr) {
-      float& r = static_cast<float*>(finish.running_mean)[c];
-      r = bfloat16 ? round_16bit<T>(round_16bit<T>(m * mean[c]) + round_16bit<T>(keep * r))
-                   : static_cast<float>(finish.momentum * mu + (1 - finish.momentum) * r);
+      float& run = static_cast<float*>(finish.running_mean)[c];
+      run = in_bfloat16 ? r(r(m * mean[c]) + r(keep * run)) : m * mu + keep * run;
     }
     if (finish.running_var != nullptr) {
-      float& r = static_cast<float*>(finish.running_var)[c];
-      r = bfloat16 ? round_16bit<T>(m * round_16bit<T>(squares / round_16bit<T>(static_cast<float>(others))) +
-                                    round_16bit<T>(keep * r))
-                   : static_cast<float>(finish.momentum * (squares / static_cast<float>(others)) +
-                                        (1 - finish.momentum) * r);
+      float& run = static_cast<float*>(finish.running_var)[c];
+      run = in_bfloat16 ? r(m * r(squares / others) + r(keep * run)) : m * (squares / others) + keep * run;
     }
   }
 }

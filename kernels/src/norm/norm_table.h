@@ -15,7 +15,7 @@ namespace mlu::kernels::detail {
 struct TrainingStatistics {
   double eps, momentum;
   void *running_mean, *running_var;  // either may be null
-  int cpu_lanes_16bit;               // as batch_norm_training_statistics's
+  int cpu_lanes_16bit;  // as batch_norm_training_statistics's
 };
 
 struct NormFns {
