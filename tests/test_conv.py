@@ -81,6 +81,33 @@ def test_conv_transpose(kwargs, check):
     check(lambda x, w: F.conv_transpose3d(x, w, padding=1), [torch.randn(1, 2, 4, 5, 3), torch.randn(2, 3, 3, 3, 3)])
 
 
+TRANSPOSED_16BIT = [  # (dims, in_channels, out_channels, groups, kwargs)
+    (1, 4, 8, 1, dict(stride=3, padding=1)),
+    (2, 5, 6, 1, dict()),
+    (2, 8, 6, 2, dict(stride=2, padding=1, output_padding=1, dilation=2)),
+    (2, 17, 5, 1, dict(stride=(2, 3), output_padding=(1, 0))),
+    (2, 6, 4, 1, dict(stride=1, dilation=3, output_padding=1)),  # output_padding >= stride: the CPU's slow path
+    (3, 4, 3, 1, dict(stride=2, padding=(0, 1, 0))),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("case", TRANSPOSED_16BIT, ids=str)
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_transpose_16bit_bit_equal_to_the_cpu(dtype, case, bias):
+    # Note [16-bit transposed convolution as the CPU sums it]: oneDNN's channel-pair float sums or the slow
+    # path's rounded columns and rounded adds, picked as the CPU picks them on this host.
+    dims, ic, oc, groups, kwargs = case
+    g = torch.Generator().manual_seed(ic * 31 + oc)
+    x = torch.randn([2, ic] + [5, 4, 3][:dims], generator=g).to(dtype)
+    w = torch.randn([ic, oc // groups] + [3, 2, 2][:dims], generator=g).to(dtype)
+    b = torch.randn(oc, generator=g).to(dtype) if bias else None
+    fn = [None, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d][dims]
+    want = fn(x, w, b, groups=groups, **kwargs)
+    got = fn(x.to("mlu"), w.to("mlu"), b.to("mlu") if bias else None, groups=groups, **kwargs)
+    assert torch.equal(got.cpu(), want)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
 def test_dtypes(dtype, check):
     check(lambda x, w, b: F.conv2d(x, w, b, padding=1), [torch.randn(2, 8, 12, 12), torch.randn(16, 8, 3, 3),

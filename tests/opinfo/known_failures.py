@@ -45,16 +45,6 @@ def KF(op, test, dtypes, kind, reason):
 # Reasons that several entries share.
 _SPARSE = "sparse layouts not supported on mlu: no SparsePrivateUse1 kernels (to_sparse, CSR/COO construction)"
 
-# The CPU oracle itself, not mlu, is off: the CPU's bfloat16 log_softmax rounds intermediates to bfloat16 and
-# loses up to 128 ulp where x - max - log(sum) cancels; mlu computes in float and rounds once (<= 0.5 ulp
-# from a float64 log_softmax, measured over 200 random rows).
-# The CPU's Float16/BFloat16 transposed convolution rounds its unfolded patches before summing them; mlu sums
-# them in float and rounds once. On op_db's grouped, dilated, output-padded sample (the one that differs), max
-# |error| against float64: conv_transpose2d bf16 mlu 0.25 / CPU 0.56, f16 0.031 / 0.086; conv_transpose3d bf16
-# 0.39-0.45 / 0.64-0.75, f16 0.061 / 0.096-0.12 (/tmp-style script over op.reference_inputs, 2026-11-30).
-_CPU_HALF_CONV_TRANSPOSE = ("differs by design: the CPU's 16-bit transposed convolution rounds unfolded patches "
-                            "before summing; mlu sums in float and rounds once, 2-3x closer to float64")
-
 KNOWN_FAILURES = [
     # --- dtypes mlu does not support ---
     KF("hash_tensor", "test_out", None, "xfail",
@@ -78,10 +68,6 @@ KNOWN_FAILURES = [
        "differs by design: the CPU's 16-bit nansum over several dims rounds partial sums to the 16-bit type; "
        "mlu sums in float and rounds once, as the CPU's sum does. Max |error| against float64 over 50 random "
        "(3, 5, 7, 9) float16 inputs reduced over (0, 2): CPU nansum 0.0075, CPU sum and mlu nansum 0.0057"),
-    *[KF(op, "test_compare_cpu", ("bfloat16", "float16"), "xfail", _CPU_HALF_CONV_TRANSPOSE)
-      for op in ("nn.functional.conv_transpose2d", "nn.functional.conv_transpose3d")],
-    # (1, 4, 5) x (4, 8, 3) float16: max |error| against float64 mlu 0.0016 / CPU 0.0040 (bfloat16 passes).
-    KF("nn.functional.conv_transpose1d", "test_compare_cpu", ("float16",), "xfail", _CPU_HALF_CONV_TRANSPOSE),
     KF("linalg.eig", "test_out", None, "xfail",
        "as on the CPU, where op_db marks it expectedFailure: mlu runs PyTorch's own linalg_eig_out, which computes "
        "into temporaries and copies back, and the non-contiguous out= case sees other strides"),

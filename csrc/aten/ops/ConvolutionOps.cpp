@@ -20,6 +20,8 @@
 // not.
 #include <algorithm>
 
+#include <ATen/Context.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
 #include <mlu_kernels/conv.h>
@@ -112,6 +114,44 @@ k::ConvShape conv_shape(const at::Tensor& big, const at::Tensor& weight, at::Int
   return s;
 }
 
+// Whether the CPU's oneDNN takes a 16-bit dtype (ideep's device checks,
+// asked through PyTorch's own mkldnn ops) and the user left it enabled.
+bool cpu_mkldnn_takes(at::ScalarType type) {
+  static const bool bf16 = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("mkldnn::_is_mkldnn_bf16_supported", "")
+                               .typed<bool()>()
+                               .call();
+  static const bool fp16 = c10::Dispatcher::singleton()
+                               .findSchemaOrThrow("mkldnn::_is_mkldnn_fp16_supported", "")
+                               .typed<bool()>()
+                               .call();
+  return at::globalContext().userEnabledMkldnn() && (type == at::kBFloat16 ? bf16 : fp16);
+}
+
+// The way the CPU runs a 16-bit transposed convolution, as
+// ConvParams::use_mkldnn and cpublas::gemm choose it (Note [16-bit
+// transposed convolution as the CPU sums it] in kernels/src/conv/conv.cpp).
+// `s` is the regular convolution from the output to the input.
+k::TransposedSums16 cpu_transposed_sums(const k::ConvShape& s, at::ScalarType type, at::IntArrayRef stride,
+                                        at::IntArrayRef output_padding) {
+  bool output_padding_big = false;
+  for (size_t d = 0; d < output_padding.size(); ++d) {
+    output_padding_big = output_padding_big || output_padding[d] >= stride[stride.size() == 1 ? 0 : d];
+  }
+  if (cpu_mkldnn_takes(type) && !output_padding_big) return k::TransposedSums16::onednn;
+  // slow_conv_transpose's columns GEMM: m = input positions, n = output
+  // channels x taps, k = input channels (per group); oneDNN takes BFloat16
+  // ones above 16^3 (mkldnn_gemm).
+  int64_t positions = 1, taps = 1;
+  for (int d = 0; d < s.dims; ++d) {
+    positions *= s.out_size[d];
+    taps *= s.kernel[d];
+  }
+  const int64_t mnk = positions * (s.in_channels / s.groups) * taps * (s.out_channels / s.groups);
+  if (type == at::kBFloat16 && cpu_mkldnn_takes(type) && mnk > 16 * 16 * 16) return k::TransposedSums16::slow_pairs;
+  return k::TransposedSums16::slow;
+}
+
 at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, const std::optional<at::Tensor>& bias_,
                        at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
                        at::IntArrayRef output_padding, int64_t groups) {
@@ -158,8 +198,14 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
       // convolution from `output` to `input`.
       const k::ConvShape s = conv_shape(output, weight, input.sizes().slice(2), stride, padding, dilation, groups);
       void *in = kernel_data(input), *w = kernel_data(weight), *b = kernel_data(bias), *out = kernel_data(output);
-      launch_kernel(input.device().index(), "convolution_transpose",
-                    [=] { k::conv_backward_input(s, type, in, w, b, out); });
+      if (at::isReducedFloatingType(input.scalar_type())) {
+        const k::TransposedSums16 sums = cpu_transposed_sums(s, input.scalar_type(), stride, output_padding);
+        launch_kernel(input.device().index(), "convolution_transpose",
+                      [=] { k::conv_transpose_16bit(s, type, sums, in, w, b, out); });
+      } else {
+        launch_kernel(input.device().index(), "convolution_transpose",
+                      [=] { k::conv_backward_input(s, type, in, w, b, out); });
+      }
     }
   }
   return output;

@@ -42,6 +42,18 @@ void conv_forward(const ConvShape& shape, ScalarType type, const void* input, co
 void conv_backward_input(const ConvShape& shape, ScalarType type, const void* grad_output, const void* weight,
                          const void* bias, void* grad_input);
 
+// A Float16 / BFloat16 transposed convolution summed and rounded as the
+// CPU does it (Note [16-bit transposed convolution as the CPU sums it] in
+// conv.cpp): `shape` is the regular convolution from `output` to `input`,
+// as for conv_backward_input, and so are the arguments.
+enum class TransposedSums16 {
+  onednn,      // oneDNN's deconvolution: channel pairs, float sums, bias, one rounding
+  slow,        // slow_conv_transpose: sequential channels, rounded columns and adds, bias rounded
+  slow_pairs,  // the same with its BFloat16 GEMM on oneDNN: channel pairs
+};
+void conv_transpose_16bit(const ConvShape& shape, ScalarType type, TransposedSums16 sums, const void* input,
+                          const void* weight, const void* bias, void* output);
+
 // grad_weight (overwritten) and, unless nullptr, grad_bias [C_out]
 // (overwritten: the sum of grad_output over samples and positions).
 void conv_backward_weight(const ConvShape& shape, ScalarType type, const void* grad_output, const void* input,
