@@ -10,6 +10,7 @@
 // form ends in a scatter / gather whose kernel checks them on the device: a
 // bad index is a device-side error raised at the next synchronisation.
 #include <algorithm>
+#include <vector>
 
 #include <ATen/AccumulateType.h>
 #include <ATen/Context.h>
@@ -62,6 +63,73 @@ void check_nansum_type(at::ScalarType type) {
   TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(type), "\"nansum_mlu\" not implemented for '", type, "'");
 }
 
+// Note [16-bit nansum as the CPU rounds it]
+// The CPU's nansum stores each inner row's float sum into a 16-bit result
+// with += (CastStoreAccumulate): out = r(out + r(row)); its sum avoids that
+// with a float buffer (should_use_acc_buffer), nansum does not. TensorIterator
+// orders the reduced dims by input stride and merges those that chain
+// (size * stride == the next stride): the rows run over that merged fastest
+// group, and a reduction over dims it cannot merge (dims 0 and 2 of a
+// contiguous (3, 5, 7, 9)) rounds once per row, accumulating in 16 bits over
+// the other reduced dims, fastest first. Here the rows are float sums, then
+// added in the 16-bit type in that order; the CPU's order inside a row (its
+// cascade) and its split over threads above 32768 elements are not
+// reproduced (a float rounding apart).
+// `self` gives the CPU's iteration order (its strides), `zeroed` the values.
+at::Tensor nansum_16bit_rows(const at::Tensor& self, const at::Tensor& zeroed, at::OptionalIntArrayRef dim,
+                             bool keepdim, at::ScalarType out_type) {
+  const int64_t rank = self.dim();
+  const auto listed = [&](int64_t d) {
+    return !dim.has_value() || dim->empty() ||
+           std::any_of(dim->begin(), dim->end(), [&](int64_t e) { return at::maybe_wrap_dim(e, rank) == d; });
+  };
+  std::vector<int64_t> reduced;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (listed(d) && self.size(d) > 1) reduced.push_back(d);
+  }
+  std::stable_sort(reduced.begin(), reduced.end(),
+                   [&](int64_t a, int64_t b) { return self.stride(a) < self.stride(b); });
+  size_t merged = reduced.empty() ? 0 : 1;
+  while (merged < reduced.size() &&
+         self.stride(reduced[merged]) == self.size(reduced[merged - 1]) * self.stride(reduced[merged - 1])) {
+    ++merged;
+  }
+  if (merged == reduced.size()) return at::sum(zeroed, dim, keepdim, out_type);  // one rounding
+  const std::vector<int64_t> row_dims(reduced.begin(), reduced.begin() + static_cast<int64_t>(merged));
+  at::Tensor rows = at::sum(zeroed, row_dims, /*keepdim=*/true, at::kFloat).to(out_type);
+  // The remaining reduced dims to the front, slowest first, flattened: row
+  // r is the r-th the CPU adds.
+  std::vector<int64_t> order(reduced.rbegin(), reduced.rend() - static_cast<int64_t>(merged));
+  int64_t count = 1;
+  for (const int64_t d : order) count *= rows.size(d);
+  std::vector<int64_t> kept_shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::find(order.begin(), order.end(), d) == order.end()) {
+      order.push_back(d);
+      kept_shape.push_back(rows.size(d));
+    }
+  }
+  kept_shape.insert(kept_shape.begin(), count);
+  const at::Tensor flat = rows.permute(order).reshape(kept_shape);
+  at::Tensor out = flat.select(0, 0).clone();
+  for (int64_t r = 1; r < count; ++r) out.add_(flat.select(0, r));
+  // out has the rows' shape without the remaining reduced dims: put them
+  // back as size 1, then drop every reduced dim unless keepdim.
+  std::vector<int64_t> full(static_cast<size_t>(rank), 1);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (std::find(reduced.begin() + static_cast<int64_t>(merged), reduced.end(), d) == reduced.end()) {
+      full[d] = rows.size(d);
+    }
+  }
+  out = out.reshape(full);
+  if (keepdim) return out;
+  std::vector<int64_t> squeezed;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!listed(d)) squeezed.push_back(full[d]);
+  }
+  return out.reshape(squeezed);
+}
+
 // The CPU's nansum_out: integers (no NaN) are a plain sum; floating inputs
 // sum with NaN read as zero.
 at::Tensor& nansum_out_mlu(T self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype,
@@ -70,15 +138,25 @@ at::Tensor& nansum_out_mlu(T self, at::OptionalIntArrayRef dim, bool keepdim, st
   if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) {
     return at::sum_out(result, self, dim, keepdim, dtype);
   }
-  check_nansum_type(dtype.value_or(result.scalar_type()));
-  return at::sum_out(result, self.masked_fill(self.isnan(), 0), dim, keepdim, dtype);
+  const at::ScalarType out_type = dtype.value_or(result.scalar_type());
+  check_nansum_type(out_type);
+  const at::Tensor zeroed = self.masked_fill(self.isnan(), 0);
+  if (at::isReducedFloatingType(out_type)) {
+    const at::Tensor value = nansum_16bit_rows(self, zeroed, dim, keepdim, out_type);
+    at::native::resize_output(result, value.sizes());
+    return result.copy_(value);
+  }
+  return at::sum_out(result, zeroed, dim, keepdim, dtype);
 }
 
 at::Tensor nansum_mlu(T self, at::OptionalIntArrayRef dim, bool keepdim, std::optional<at::ScalarType> dtype) {
   TORCH_CHECK(!c10::isComplexType(self.scalar_type()), kNansumComplex);
   if (c10::isIntegralType(self.scalar_type(), /*includeBool=*/true)) return at::sum(self, dim, keepdim, dtype);
-  check_nansum_type(dtype.value_or(self.scalar_type()));
-  return at::sum(self.masked_fill(self.isnan(), 0), dim, keepdim, dtype);
+  const at::ScalarType out_type = dtype.value_or(self.scalar_type());
+  check_nansum_type(out_type);
+  const at::Tensor zeroed = self.masked_fill(self.isnan(), 0);
+  if (at::isReducedFloatingType(out_type)) return nansum_16bit_rows(self, zeroed, dim, keepdim, out_type);
+  return at::sum(zeroed, dim, keepdim, dtype);
 }
 
 // ---- trace ----
