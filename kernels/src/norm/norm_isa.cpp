@@ -149,26 +149,33 @@ float round_16bit(float v) {
 }
 
 // One channel's sum of term(x) over its n planes in the CPU's order (Note
-// [16-bit batch statistics as the CPU keeps them]); lanes is 8 or 16.
-template <class T, class F>
-float cpu_channel_sum(const T* first_plane, int64_t plane_stride, int64_t n, int64_t spatial, int lanes, F term) {
-  float lane[16] = {};
+// [16-bit batch statistics as the CPU keeps them]) with W lanes; W is a
+// constant so the steps vectorise.
+template <int W, class T, class F>
+float cpu_channel_sum(const T* first_plane, int64_t plane_stride, int64_t n, int64_t spatial, F term) {
+  float lane[W] = {};
   float tail = 0;
   for (int64_t i = 0; i < n; ++i) {
     const T* p = first_plane + i * plane_stride;
     int64_t j = 0;
-    for (; j + 2 * lanes <= spatial; j += 2 * lanes) {
-      for (int l = 0; l < lanes; ++l) lane[l] += term(convert<float>(p[j + l]));
-      for (int l = 0; l < lanes; ++l) lane[l] += term(convert<float>(p[j + lanes + l]));
+    for (; j + 2 * W <= spatial; j += 2 * W) {
+      for (int l = 0; l < W; ++l) lane[l] += term(convert<float>(p[j + l]));
+      for (int l = 0; l < W; ++l) lane[l] += term(convert<float>(p[j + W + l]));
     }
     for (; j < spatial; ++j) tail += term(convert<float>(p[j]));
   }
-  for (int step = lanes / 2; step >= 1; step /= 2) {
-    float next[16];
-    for (int l = 0; l < lanes; ++l) next[l] = lane[l] + lane[l ^ step];
-    std::copy(next, next + lanes, lane);
+  for (int step = W / 2; step >= 1; step /= 2) {
+    float next[W];
+    for (int l = 0; l < W; ++l) next[l] = lane[l] + lane[l ^ step];
+    std::copy(next, next + W, lane);
   }
   return tail + lane[0];
+}
+
+template <class T, class F>
+float cpu_channel_sum(const T* first_plane, int64_t plane_stride, int64_t n, int64_t spatial, int lanes, F term) {
+  return lanes == 16 ? cpu_channel_sum<16>(first_plane, plane_stride, n, spatial, term)
+                     : cpu_channel_sum<8>(first_plane, plane_stride, n, spatial, term);
 }
 
 template <class T>
