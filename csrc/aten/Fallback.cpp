@@ -153,7 +153,7 @@ std::vector<at::Tensor> to_cpu_mlu(at::TensorList tensors) {
   result.reserve(tensors.size());
   std::unordered_set<c10::DeviceIndex> drained;
   for (const at::Tensor& t : tensors) {
-    const bool alias = t.defined() && t_in_place_tensors != nullptr && t.numel() > 0 &&
+    const bool alias = t.defined() && t.layout() == c10::kStrided && t_in_place_tensors != nullptr && t.numel() > 0 &&
                        t_in_place_tensors->count(t.unsafeGetTensorImpl()) > 0 && direct_host_access(t.device().index());
     if (!alias) {
       result.push_back(t.defined() ? t.cpu() : t);
@@ -166,9 +166,9 @@ std::vector<at::Tensor> to_cpu_mlu(at::TensorList tensors) {
   return result;
 }
 
-}  // namespace
-
-void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+// Runs `op` on the CPU: redispatched to `cpu_key`, CPU for dense kernels and
+// SparseCPU / SparseCsrCPU for sparse ones (Note [Sparse CPU fallback]).
+void run_on_cpu(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::DispatchKey cpu_key) {
   TORCH_CHECK_NOT_IMPLEMENTED(fallback_allowed(), "The operator '", op_name(op), "' has no mlu kernel, and "
                               "TORCH_MLU_FALLBACK=0 forbids running it on the CPU. Unset TORCH_MLU_FALLBACK (or set "
                               "it to 1) to let it fall back, or move this computation to the CPU yourself.");
@@ -190,7 +190,7 @@ void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     collect_mlu_tensors((*stack)[first + i], alias == nullptr || !alias->isWrite() ? in_place : written);
   }
   for (const c10::TensorImpl* impl : written) {
-    if (at::has_internal_overlap(const_cast<c10::TensorImpl*>(impl)) == at::MemOverlap::Yes) {
+    if (impl->layout() == c10::kStrided && at::has_internal_overlap(const_cast<c10::TensorImpl*>(impl)) == at::MemOverlap::Yes) {
       in_place.insert(impl);  // handed over in place, see Note [Zero-copy fallback]
     } else {
       in_place.erase(impl);
@@ -199,12 +199,34 @@ void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto* previous = t_in_place_tensors;
   t_in_place_tensors = &in_place;
   try {
-    at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+    at::native::cpu_fallback(op, stack, /*error_on_views=*/true, cpu_key);
   } catch (...) {
     t_in_place_tensors = previous;
     throw;
   }
   t_in_place_tensors = previous;
+}
+
+// Note [Sparse CPU fallback]
+// PyTorch registers no kernels for the sparse PrivateUse1 keys. Sparse ops
+// without an mlu kernel (sparse/SparseOps.cpp, sparse/SparseGenericOps.cpp)
+// take this fallback, exactly like dense ones: sparse arguments travel to the
+// CPU as copies of their indices and values (through _to_copy), the SparseCPU
+// (SparseCsrCPU) kernel runs, and results come back through .to("mlu");
+// written sparse arguments are copied back by _copy_from_and_resize, which
+// sparse/SparseOps.cpp registers for the sparse keys.
+}  // namespace
+
+void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  run_on_cpu(op, stack, c10::DispatchKey::CPU);
+}
+
+void mlu_sparse_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  run_on_cpu(op, stack, c10::DispatchKey::SparseCPU);
+}
+
+void mlu_sparse_csr_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  run_on_cpu(op, stack, c10::DispatchKey::SparseCsrCPU);
 }
 
 std::map<std::string, int64_t> fallback_counts() {
@@ -221,6 +243,14 @@ void reset_fallback_counts() {
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&mlu_cpu_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparsePrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&mlu_sparse_cpu_fallback>());
+}
+
+TORCH_LIBRARY_IMPL(_, SparseCsrPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&mlu_sparse_csr_cpu_fallback>());
 }
 
 TORCH_MLU_ATEN_IMPL(m) {

@@ -45,6 +45,10 @@ namespace torch_mlu {
 // Native kernels also call it for inputs they do not handle, e.g. complex,
 // through cpu_fallback<Op>() below.
 void mlu_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+// The same for ops dispatched to the sparse COO and compressed (CSR, CSC, BSR,
+// BSC) keys (Note [Sparse CPU fallback]).
+void mlu_sparse_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
+void mlu_sparse_csr_cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 // Runs the aten op `Op` through the CPU fallback with these arguments, for
 // inputs its native kernel does not handle:
@@ -59,6 +63,16 @@ decltype(auto) cpu_fallback(Args&&... args) {
 template <class Op, class... Args>
 decltype(auto) cpu_fallback_symint(Args&&... args) {
   return at::native::call_fallback_fn_symint<&mlu_cpu_fallback, Op>::call(std::forward<Args>(args)...);
+}
+
+// cpu_fallback for ops dispatched to the sparse COO / compressed keys.
+template <class Op, class... Args>
+decltype(auto) sparse_cpu_fallback(Args&&... args) {
+  return at::native::call_fallback_fn<&mlu_sparse_cpu_fallback, Op>::call(std::forward<Args>(args)...);
+}
+template <class Op, class... Args>
+decltype(auto) sparse_csr_cpu_fallback(Args&&... args) {
+  return at::native::call_fallback_fn<&mlu_sparse_csr_cpu_fallback, Op>::call(std::forward<Args>(args)...);
 }
 
 std::map<std::string, int64_t> fallback_counts();

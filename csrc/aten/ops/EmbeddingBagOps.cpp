@@ -8,6 +8,7 @@
 // CUDA layout (PyTorch's meta function for non-CPU devices): offset2bag
 // [num_indices], bag_size [offsets.size(0)], max_indices [bags, dim] for max
 // mode, else empty.
+#include <ATen/ops/_embedding_bag_sparse_backward.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
@@ -174,12 +175,16 @@ at::Tensor per_sample_weights_backward_mlu(T grad, T weight, T indices, T offset
   return result;
 }
 
-// What autograd calls: the dense gradient (sparse gradients would need sparse tensors on mlu).
-at::Tensor backward_mlu(T grad, T indices, T /*offsets*/, T offset2bag, T bag_size, T max_indices, int64_t num_weights,
+// What autograd calls: the dense gradient, or PyTorch's device-generic sparse
+// one (a sparse COO tensor on mlu, built from mlu's index_select and the
+// embedding's sparse backward).
+at::Tensor backward_mlu(T grad, T indices, T offsets, T offset2bag, T bag_size, T max_indices, int64_t num_weights,
                         bool scale_grad_by_freq, int64_t mode, bool sparse, W per_sample_weights,
                         int64_t padding_idx) {
-  TORCH_CHECK(!sparse, "embedding_bag with sparse=True: sparse gradients are not supported on mlu; construct the "
-              "EmbeddingBag with sparse=False");
+  if (sparse) {
+    return at::_embedding_bag_sparse_backward(grad, indices, offsets, offset2bag, bag_size, num_weights,
+                                              scale_grad_by_freq, mode, per_sample_weights, padding_idx);
+  }
   return dense_backward_mlu(grad, indices, offset2bag, bag_size, max_indices, num_weights, scale_grad_by_freq, mode,
                             per_sample_weights, padding_idx);
 }

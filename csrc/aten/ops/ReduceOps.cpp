@@ -573,13 +573,14 @@ at::Tensor cumulative_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim, std
 template <class Meta, class AtenOp>
 at::Tensor& cumulative_out_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim,
                                std::optional<at::ScalarType> dtype, at::Tensor& out) {
-  if (!scan_takes(op, self) || !scan_takes(op, out) || out.is_same(self)) {
+  if (!scan_takes(op, self) || !scan_takes(op, out)) {
     return cpu_fallback<AtenOp>(self, dim, dtype, out);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> meta(out);
   meta.meta(self, dim, dtype);
-  scan_into(op, self, dim, meta.maybe_get_output(0));
+  // In place (cumsum_): the kernel reads each row while writing it, so it scans a copy.
+  scan_into(op, out.is_same(self) ? self.clone() : self, dim, meta.maybe_get_output(0));
   meta.finish();
   return out;
 }
