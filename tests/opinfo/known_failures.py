@@ -42,9 +42,6 @@ def KF(op, test, dtypes, kind, reason):
     return KnownFailure(op, test, tuple(dtypes) if dtypes else None, kind, reason)
 
 
-# Reasons that several entries share.
-_SPARSE = "sparse layouts not supported on mlu: no SparsePrivateUse1 kernels (to_sparse, CSR/COO construction)"
-
 KNOWN_FAILURES = [
     # --- dtypes mlu does not support ---
     KF("hash_tensor", "test_out", None, "xfail",
@@ -60,10 +57,6 @@ KNOWN_FAILURES = [
     KF("mode", "test_out", None, "xfail",
        f"{NO_KERNEL}: aten::mode.values (out=) checks the device type itself ('mode only supports CPU, CUDA "
        f"and XPU device type, got: mlu') before any kernel; the functional mode falls back fine"),
-    *[KF("to_sparse", test, None, "xfail", _SPARSE)
-      for test in ("test_compare_cpu", "test_compare_cpu_grad", "test_out")],
-    *[KF("sparse.sampled_addmm", test, None, "xfail", _SPARSE)
-      for test in ("test_compare_cpu", "test_compare_cpu_grad")],
 
     # --- as on the CPU, or where the CPU's reference is the less accurate ---
     KF("linalg.eig", "test_out", None, "xfail",
