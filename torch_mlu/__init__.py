@@ -51,7 +51,7 @@ def _check_torch_version():
 _check_torch_version()
 
 from . import _C  # noqa: E402  loads libtorch_mlu: kernels, device guard, hooks, allocator
-from . import _autograd_exit, _cpu_defaults, mlu  # noqa: E402
+from . import _autograd_exit, _cpu_defaults, _dlpack, mlu  # noqa: E402
 
 __version__ = version.__version__
 __all__ = ["fallback_report", "get_git_version", "reset_fallback_report"]
@@ -71,6 +71,7 @@ def _register_backend():
     if not hasattr(torch, "is_mlu_available"):
         torch.is_mlu_available = mlu.is_available  # mmengine / mmcv look for it
     _cpu_defaults.adopt_cpu_defaults()
+    _dlpack.install()
     if not hasattr(torch.backends, "mlu"):
         from .backends import mlu as backends_mlu
 
