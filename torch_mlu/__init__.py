@@ -72,6 +72,7 @@ def _register_backend():
         torch.is_mlu_available = mlu.is_available  # mmengine / mmcv look for it
     _cpu_defaults.adopt_cpu_defaults()
     _dlpack.install()
+    mlu.reductions.install()
     if not hasattr(torch.backends, "mlu"):
         from .backends import mlu as backends_mlu
 

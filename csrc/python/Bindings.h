@@ -15,5 +15,6 @@ void bind_memory(pybind11::module& m);
 void bind_distributed(pybind11::module& m);
 void bind_graphs(pybind11::module& m);
 void bind_profiler(pybind11::module& m);
+void bind_storage_sharing(pybind11::module& m);
 
 }  // namespace torch_mlu

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "capture.h"
+#include "device_memory.h"
 #include "device_state.h"
 #include "error_state.h"
 #include "fork_state.h"
@@ -12,38 +13,17 @@
 
 namespace mlu {
 using namespace detail;
-namespace {
 
-constexpr size_t kAlignment = 256;  // like cudaMalloc's guarantee
-
-size_t round_up(size_t n) { return (n + kAlignment - 1) / kAlignment * kAlignment; }
-
-std::string describe(const void* ptr) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%p", ptr);
-  return text;
+void detail::release_device_block(const Allocation& a) {
+  if (a.backing == Backing::kHeap) {
+    std::free(reinterpret_cast<void*>(a.base));
+  } else {
+    unmap_shared_block(a);
+  }
+  if (a.backing != Backing::kOpened) device_state(a.device)->release_memory(round_up(a.size));
 }
 
-std::string mib(size_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f MiB", double(bytes) / (1024.0 * 1024.0));
-  return text;
-}
-
-void release_device_block(const Allocation& a) {
-  std::free(reinterpret_cast<void*>(a.base));
-  device_state(a.device)->release_memory(round_up(a.size));
-}
-
-}  // namespace
-
-mluError_t mluMalloc(void** ptr, size_t size) {
-  if (ptr == nullptr) return fail(mluErrorInvalidValue, "ptr must not be null");
-  if (in_forked_child()) return fail_in_forked_child();
-  *ptr = nullptr;
-  int device = current_device();
-  if (mluError_t status = check_device(device)) return status;
-  if (size == 0) return mluSuccess;
+mluError_t detail::reserve_device_memory(int device, size_t size) {
   DeviceState* state = device_state(device);
   size_t bytes = round_up(size);
   if (bytes < size || !state->reserve_memory(bytes)) {
@@ -54,6 +34,19 @@ mluError_t mluMalloc(void** ptr, size_t size) {
                     mib(state->capacity - std::min(used, state->capacity)) + " is free; " + mib(used) +
                     " is in use");
   }
+  return mluSuccess;
+}
+
+mluError_t mluMalloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return fail(mluErrorInvalidValue, "ptr must not be null");
+  if (in_forked_child()) return fail_in_forked_child();
+  *ptr = nullptr;
+  int device = current_device();
+  if (mluError_t status = check_device(device)) return status;
+  if (size == 0) return mluSuccess;
+  if (mluError_t status = reserve_device_memory(device, size)) return status;
+  DeviceState* state = device_state(device);
+  size_t bytes = round_up(size);
   void* block = std::aligned_alloc(kAlignment, bytes);
   if (block == nullptr) {
     state->release_memory(bytes);
@@ -73,6 +66,7 @@ mluError_t mluFree(void* ptr) {
     return fail(mluErrorInvalidDevicePointer,
                 describe(ptr) + " is not a live device allocation (double free, or not from mluMalloc)");
   }
+  if (found->backing == Backing::kOpened) return fail_opened_mapping(ptr);
   if (on_device_thread()) return fail(mluErrorInvalidValue, "a device task cannot use the synchronizing mluFree");
   if (mluError_t s = refuse_unsafe_call("mluFree (a synchronizing free)")) return s;
   device_state(found->device)->wait_idle();
@@ -93,6 +87,7 @@ mluError_t mluFreeAsync(void* ptr, mluQueue_t queue) {
     return fail(mluErrorInvalidDevicePointer,
                 describe(ptr) + " is not a live device allocation (double free, or not from mluMalloc)");
   }
+  if (found->backing == Backing::kOpened) return fail_opened_mapping(ptr);
   if (mluError_t s = refuse_if_capturing(q, "a stream-ordered free (mluFreeAsync)")) return s;
   std::optional<Allocation> removed = unregister_allocation(ptr);
   if (!removed) return fail(mluErrorInvalidDevicePointer, describe(ptr) + " was freed concurrently");

@@ -9,10 +9,19 @@
 
 namespace mlu::detail {
 
+// How an allocation's pages are held (ipc.h for the shared kinds).
+enum class Backing : uint8_t {
+  kHeap,        // mluMalloc / mluHostMalloc: aligned heap memory
+  kShareable,   // mluMallocShareable: a mapping of a shared-memory file (fd)
+  kOpened,      // mluIpcOpenMemHandle: another process's file mapped here (fd); counts nowhere
+};
+
 struct Allocation {
   uintptr_t base;
   size_t size;
   int device;  // -1 for pinned host memory
+  Backing backing = Backing::kHeap;
+  int fd = -1;  // the shared-memory file of kShareable and kOpened
 };
 
 void register_allocation(const Allocation& allocation);

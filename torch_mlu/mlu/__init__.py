@@ -299,7 +299,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'torch.mlu' has no attribute '{name}'")
 
 
-from . import amp, cncl, cnpx, graphs, legacy_types, memory, random, storage  # noqa: E402
+from . import amp, cncl, cnpx, graphs, legacy_types, memory, random, reductions, storage  # noqa: E402
 from .graphs import (  # noqa: E402
     MLUGraph,
     graph,
@@ -310,6 +310,7 @@ from .graphs import (  # noqa: E402
 from .random import *  # noqa: F403,E402
 from .legacy_types import *  # noqa: F403,E402
 from .storage import *  # noqa: F403,E402
+from .reductions import ipc_collect  # noqa: E402
 from .memory import *  # noqa: F403,E402
 from .streams import (  # noqa: E402
     _set_stream_by_id,
@@ -342,6 +343,7 @@ __all__ = legacy_types.__all__ + storage.__all__ + [
     "empty_cache",
     "get_device_capability",
     "get_device_name",
+    "ipc_collect",
     "get_amp_supported_dtype",
     "get_autocast_dtype",
     "get_device_properties",

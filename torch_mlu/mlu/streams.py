@@ -110,16 +110,12 @@ class Event(metaclass=_EventMeta):
     Args:
         enable_timing (bool, optional): measure time (default ``False``).
         blocking (bool, optional): accepted; host waits always block.
-        interprocess (bool, optional): sharing events between processes is not
-            supported on mlu yet; ``True`` raises.
+        interprocess (bool, optional): accepted; every mlu event can be sent to
+            another process through torch.multiprocessing, where it arrives
+            complete (see torch_mlu/mlu/reductions.py).
     """
 
     def __new__(cls, enable_timing=False, blocking=False, interprocess=False):
-        if interprocess:
-            raise RuntimeError(
-                "torch.mlu.Event(interprocess=True) is not supported: sharing events between processes "
-                "needs IPC, which torch_mlu does not provide yet. Create the event with interprocess=False."
-            )
         torch.mlu._lazy_init()
         return torch.Event(device="mlu", enable_timing=enable_timing, blocking=blocking)
 

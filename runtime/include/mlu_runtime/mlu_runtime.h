@@ -5,6 +5,7 @@
 #include "mlu_runtime/device.h"
 #include "mlu_runtime/event.h"
 #include "mlu_runtime/graph.h"
+#include "mlu_runtime/ipc.h"
 #include "mlu_runtime/memcpy.h"
 #include "mlu_runtime/memory.h"
 #include "mlu_runtime/queue.h"

@@ -1,0 +1,118 @@
+"""Sharing mlu tensors, storages and events between processes through torch.multiprocessing.
+
+PyTorch 2.13 has no device hook for interprocess sharing: its reducer for storages shares CPU memory only
+and refuses an mlu storage ("_share_fd_: only available on CPU"). ``install()`` replaces that reducer, as
+Cambricon's torch_mlu does, with one that shares an mlu storage without copying: ``storage._share_mlu_()`` makes
+the storage's device memory shareable in place (Note [Sharing mlu storages between processes] in
+csrc/core/MLUStorageSharing.h) and hands out a file descriptor; the descriptor travels like a shared CPU
+storage's (``multiprocessing.reduction.DupFd``: SCM_RIGHTS under spawn and forkserver), and the receiver maps the
+same pages onto its device with ``UntypedStorage._new_shared_mlu``. PyTorch's tensor reducer is kept (views keep
+their offset and strides, Parameters stay Parameters, non-leaf tensors that require grad are refused), and so is
+its per-process cache, so a storage received twice is one storage.
+
+What the receiver sees: the producer's later in-place updates, once the producer's work is synchronised (the
+pages are the same); memory stays until the last process using it drops it, so the producer may exit first.
+A shared block counts against the device memory of the process that made it (``torch.mlu.mem_get_info``), not
+against the receiver's, and is outside both caching allocators' statistics.
+
+Events (``torch.mlu.Event``) pickle as already complete: the producer synchronises the event when sending it,
+and the receiver gets a new event that has no pending work, so its ``wait`` and ``synchronize`` return at once,
+which is what they would do on the shared event at that point. A later ``record`` in the producer does not
+reach the receiver's copy (CUDA shares the event itself; a simulated device has no cross-process queue).
+"""
+import multiprocessing.reduction
+import os
+
+import torch
+from torch.multiprocessing import reductions as _reductions
+
+import torch_mlu
+
+_torch_reduce_storage = _reductions.reduce_storage
+
+
+def _share_mlu_(self):
+    """Makes this mlu storage's memory shareable in place; returns ``(device, fd, nbytes)``.
+
+    ``fd`` belongs to the storage's memory: it is valid while the storage lives (duplicate it to keep it).
+    """
+    fd, nbytes, device = torch_mlu._C._mlu_share_storage(self)
+    return device, fd, nbytes
+
+
+def _new_shared_mlu(cls, device, fd, nbytes):
+    """An mlu storage on ``device`` over the memory another process shared (``fd`` of this process)."""
+    return torch_mlu._C._mlu_new_shared_storage(fd, nbytes, device)
+
+
+def _typed_share_mlu_(self):
+    return self._untyped_storage._share_mlu_()
+
+
+def _typed_new_shared_mlu(cls, device, fd, nbytes, dtype=None):
+    untyped = torch.UntypedStorage._new_shared_mlu(device, fd, nbytes)
+    if cls is torch.TypedStorage:
+        return torch.TypedStorage(wrap_storage=untyped, dtype=dtype, _internal=True)
+    return cls(wrap_storage=untyped)
+
+
+def rebuild_mlu_storage(cls, device, df, nbytes):
+    fd = df.detach()
+    try:
+        key = _reductions.fd_id(fd)
+        storage = _reductions.storage_from_cache(cls, key)
+        if storage is not None:
+            return storage
+        storage = torch.UntypedStorage._new_shared_mlu(device, fd, nbytes)
+        _reductions.shared_cache[key] = _reductions.StorageWeakRef(storage)
+        return storage
+    finally:
+        os.close(fd)
+
+
+def rebuild_empty_mlu_storage(cls, device):
+    return torch.UntypedStorage(0, device=torch.device("mlu", device))
+
+
+def reduce_storage(storage):
+    if storage.device.type != "mlu":
+        return _torch_reduce_storage(storage)
+    if storage.nbytes() == 0:
+        return (rebuild_empty_mlu_storage, (type(storage), storage.device.index))
+    device, fd, nbytes = storage._share_mlu_()
+    _reductions.shared_cache[_reductions.fd_id(fd)] = _reductions.StorageWeakRef(storage)
+    return (rebuild_mlu_storage, (type(storage), device, multiprocessing.reduction.DupFd(fd), nbytes))
+
+
+def rebuild_event(device):
+    with torch.mlu.device(device):
+        return torch.mlu.Event()
+
+
+def reduce_event(event):
+    if event.device.type != "mlu":
+        raise TypeError(f"cannot pickle '{type(event).__name__}' object on {event.device}")
+    event.synchronize()  # it arrives complete: see the module's docstring
+    return (rebuild_event, (event.device.index,))
+
+
+def install():
+    """Replaces PyTorch's storage reducer and registers the event reducer; adds the Cambricon-named methods."""
+    if _reductions.reduce_storage is reduce_storage:
+        return
+    torch.UntypedStorage._share_mlu_ = _share_mlu_
+    torch.UntypedStorage._new_shared_mlu = classmethod(_new_shared_mlu)
+    torch.TypedStorage._share_mlu_ = _typed_share_mlu_
+    torch.TypedStorage._new_shared_mlu = classmethod(_typed_new_shared_mlu)
+    _reductions.reduce_storage = reduce_storage
+    _reductions.init_reductions()  # registers the module's reducers again, ours among them
+    multiprocessing.reduction.ForkingPickler.register(torch.Event, reduce_event)
+
+
+def ipc_collect():
+    """Frees the memory of shared storages that other processes no longer use (``torch.cuda.ipc_collect``).
+
+    Nothing waits to be collected on mlu: a shared block's pages go back to the system with their last
+    mapping, in whichever process drops it last.
+    """
+    torch.mlu._lazy_init()
