@@ -49,8 +49,10 @@ def same(a, b):
         if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
             return False
         if isinstance(x, torch.Tensor):
-            if x.shape != y.shape or x.dtype != y.dtype:
+            if x.shape != y.shape or x.dtype != y.dtype or x.layout != y.layout:
                 return False
+            if x.layout != torch.strided:  # sparse results (to_sparse): compared by their dense picture
+                x, y = x.to_dense(), y.to_dense()
             if x.is_complex() or x.is_floating_point():
                 if not torch.equal(torch.nan_to_num(x, nan=0.125), torch.nan_to_num(y, nan=0.125)):
                     return False

@@ -102,6 +102,8 @@
 #include <ATen/ops/zero_native.h>
 #include <ATen/ops/zeros_native.h>
 
+#include "csrc/aten/DeviceCheck.h"
+
 namespace torch_mlu {
 
 TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
@@ -390,7 +392,7 @@ TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
   m.impl("select_copy.int", TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor & self, int64_t dim, int64_t index)>(at::native::select_copy_sparse_csr)));
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+TORCH_MLU_ATEN_IMPL(m) {
   m.impl("_to_sparse.sparse_dim", TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor & self, int64_t sparse_dim)>(at::native::dense_to_sparse)));
   m.impl("_to_sparse", TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor & self, ::std::optional<at::Layout> layout, at::OptionalIntArrayRef blocksize, ::std::optional<int64_t> dense_dim)>(at::native::dense_to_sparse)));
   m.impl("_to_sparse_csr", TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor & self, ::std::optional<int64_t> dense_dim)>(at::native::dense_to_sparse_csr)));
