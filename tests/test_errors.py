@@ -79,3 +79,16 @@ def test_unsupported_dtype_is_a_clear_error():
     with pytest.raises(NotImplementedError, match="Float8_e4m3fn is not supported on mlu"):
         torch.zeros(2, dtype=torch.float8_e4m3fn, device="mlu").fill_(1.0)
     assert torch.equal(torch.zeros(2, device="mlu").cpu(), torch.zeros(2))
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_scans_into_an_expanded_tensor_raise_the_cpus_error(op):
+    overlap = "more than one element of the written-to tensor refers to a single memory location"
+    expanded = torch.ones(1, 3, device="mlu").expand(4, 3)
+    with pytest.raises(RuntimeError, match=overlap):
+        getattr(torch, op)(torch.ones(4, 3, device="mlu"), 0, out=expanded)
+    with pytest.raises(RuntimeError, match=overlap):
+        getattr(expanded, op + "_")(0)
+    scanned = torch.arange(1., 5., device="mlu")
+    getattr(scanned, op + "_")(0)  # in place on its own memory: native, and the CPU's values
+    assert scanned.tolist() == getattr(torch.arange(1., 5.), op)(0).tolist()

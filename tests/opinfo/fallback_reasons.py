@@ -18,7 +18,13 @@ REASONS = {
                    "as its example op)",
     "aten::histogram.bin_ct": "stub: histogramdd_linear_stub + histogram_select_outer_bin_edges_stub",
     "aten::histogram.bins_tensor": "stub: histogramdd_stub",
-    "aten::_to_sparse": "sparse layouts on mlu are issue 34",
+    "aten::sparse_sampled_addmm": "kernel: CSR sampled dense x dense product (CPU and CUDA kernels differ; "
+                                  "the sparse CPU fallback runs it)",
+    "aten::_validate_compressed_sparse_indices": "kernel: CSR index invariant checks (CPU and CUDA kernels differ; "
+                                                "the check reads the indices in place on the fallback)",
+    "aten::sparse_mask": "kernel: a compressed mask over a dense tensor inside sampled_addmm (the COO form is "
+                         "native, csrc/aten/sparse/SparseOps.cpp)",
+    "aten::addmm.out": "kernel: sampled_addmm's sparse-result addmm (CSR x dense into a dense out is native)",
     "aten::channel_shuffle": "kernel: the generic at::native path returns a contiguous result where the CPU "
                              "keeps channels-last (tests/test_layouts.py); a permuting copy would do",
     "aten::_upsample_bicubic2d_aa.out": "kernel: antialiased bicubic resampling",

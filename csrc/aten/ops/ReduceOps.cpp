@@ -4,6 +4,7 @@
 // functions (output shape, dtype and argument checks as on the CPU) and then
 // one kernel of mlu_kernels/reduce.h over the input and the output viewed
 // with stride 0 on the reduced dims.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/all_ops.h>
 #include <ATen/ops/amax_ops.h>
 #include <ATen/ops/amin_ops.h>
@@ -576,6 +577,7 @@ at::Tensor& cumulative_out_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim
   if (!scan_takes(op, self) || !scan_takes(op, out)) {
     return cpu_fallback<AtenOp>(self, dim, dtype, out);
   }
+  at::assert_no_internal_overlap(out);  // an expanded out= (or cumsum_ self): the CPU's error
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> meta(out);
   meta.meta(self, dim, dtype);
