@@ -19,6 +19,7 @@
 
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/Fallback.h"
+#include "csrc/aten/sparse/SparseDenseProduct.h"
 
 namespace torch_mlu {
 namespace {
@@ -77,19 +78,9 @@ at::Tensor& addmm_out_csr_mlu(T self, T csr, T dense, const at::Scalar& beta, co
   if (!common) {
     return sparse_csr_cpu_fallback<ATEN_OP2(addmm, out)>(self, csr, dense, beta, alpha, out);
   }
-  const std::vector<int64_t> shape = {csr.size(0), dense.size(1)};
-  if (!out.is_same(self)) out.resize_(shape);
-  if (beta.equal(0)) {
-    out.zero_();
-  } else {
-    if (!out.is_same(self)) out.copy_(self.expand(shape));
-    if (!beta.equal(1)) out.mul_(beta);
-  }
-  if (csr._nnz() == 0 || shape[1] == 0) return out;
   const at::Tensor indices = csr_to_coo_mlu(csr.crow_indices(), csr.col_indices(), false, false);
-  const at::Tensor scaled = csr.values().mul(alpha).unsqueeze(1);
-  out.index_add_(0, indices.select(0, 0), dense.index_select(0, indices.select(0, 1)).mul_(scaled));
-  return out;
+  return sparse_dense_addmm(self, indices.select(0, 0), indices.select(0, 1), csr.values(), csr.size(0), dense, beta,
+                            alpha, out);
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include <torch/library.h>
 
 #include "csrc/aten/Fallback.h"
+#include "csrc/aten/sparse/SparseDenseProduct.h"
 
 namespace torch_mlu {
 namespace {
@@ -158,21 +159,10 @@ at::Tensor& addmm_out_sparse_mlu(T self, T sparse, T dense, const at::Scalar& be
   if (!is_sparse_dense_product(self, sparse, dense) || out.is_sparse() || out.scalar_type() != dense.scalar_type()) {
     return sparse_cpu_fallback<ATEN_OP2(addmm, out)>(self, sparse, dense, beta, alpha, out);
   }
-  const std::vector<int64_t> shape = {sparse.size(0), dense.size(1)};
-  const at::Tensor start = self.expand(shape);
-  if (!out.is_same(self)) out.resize_(shape);
-  if (beta.equal(0)) {
-    out.zero_();
-  } else {
-    if (!out.is_same(self)) out.copy_(start);
-    if (!beta.equal(1)) out.mul_(beta);
-  }
   const at::Tensor coalesced = sparse.coalesce();
-  if (coalesced._nnz() == 0 || shape[1] == 0) return out;
   const at::Tensor indices = coalesced._indices();
-  const at::Tensor scaled = coalesced._values().mul(alpha).unsqueeze(1);
-  out.index_add_(0, indices.select(0, 0), dense.index_select(0, indices.select(0, 1)).mul_(scaled));
-  return out;
+  return sparse_dense_addmm(self, indices.select(0, 0), indices.select(0, 1), coalesced._values(), sparse.size(0),
+                            dense, beta, alpha, out);
 }
 
 at::Tensor addmm_sparse_mlu(T self, T sparse, T dense, const at::Scalar& beta, const at::Scalar& alpha) {
