@@ -78,8 +78,7 @@ at::Tensor& addmm_out_csr_mlu(T self, T csr, T dense, const at::Scalar& beta, co
   if (!common) {
     return sparse_csr_cpu_fallback<ATEN_OP2(addmm, out)>(self, csr, dense, beta, alpha, out);
   }
-  const at::Tensor indices = csr_to_coo_mlu(csr.crow_indices(), csr.col_indices(), false, false);
-  return sparse_dense_addmm(self, indices.select(0, 0), indices.select(0, 1), csr.values(), csr.size(0), dense, beta,
+  return sparse_dense_addmm(self, csr.crow_indices(), csr.col_indices(), csr.values(), csr.size(0), dense, beta,
                             alpha, out);
 }
 

@@ -11,6 +11,7 @@
 // (mixed dtypes, mismatched sizes, uncoalesced sparse + sparse) take the CPU
 // fallback, which raises the CPU's errors and computes the CPU's results.
 #include <ATen/ExpandUtils.h>
+#include <ATen/ops/_convert_indices_from_coo_to_csr.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors.h>
 #include <ATen/ops/add_ops.h>
 #include <ATen/ops/addmm_ops.h>
@@ -161,8 +162,9 @@ at::Tensor& addmm_out_sparse_mlu(T self, T sparse, T dense, const at::Scalar& be
   }
   const at::Tensor coalesced = sparse.coalesce();
   const at::Tensor indices = coalesced._indices();
-  return sparse_dense_addmm(self, indices.select(0, 0), indices.select(0, 1), coalesced._values(), sparse.size(0),
-                            dense, beta, alpha, out);
+  const at::Tensor crow = at::_convert_indices_from_coo_to_csr(indices.select(0, 0), sparse.size(0));
+  return sparse_dense_addmm(self, crow, indices.select(0, 1), coalesced._values(), sparse.size(0), dense, beta,
+                            alpha, out);
 }
 
 at::Tensor addmm_sparse_mlu(T self, T sparse, T dense, const at::Scalar& beta, const at::Scalar& alpha) {
