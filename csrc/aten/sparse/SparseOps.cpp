@@ -52,10 +52,8 @@ at::Tensor split_linear_index(at::Tensor linear, at::IntArrayRef sizes, int64_t 
 }
 
 at::Tensor sparse_like(T self, at::Tensor indices, at::Tensor values, bool coalesced) {
-  at::Tensor result = at::_sparse_coo_tensor_with_dims_and_tensors(
-      self.sparse_dim(), self.dense_dim(), self.sizes(), indices, values, values.options().layout(at::kSparse),
-      /*is_coalesced=*/coalesced);
-  return result;
+  return at::_sparse_coo_tensor_with_dims_and_tensors(self.sparse_dim(), self.dense_dim(), self.sizes(), indices,
+                                                      values, values.options().layout(at::kSparse), coalesced);
 }
 
 // Sorts the entries by index (stably, as the CPU does) and sums the values of
