@@ -12,6 +12,7 @@
 namespace torch_mlu {
 
 void bind_memory(pybind11::module& m);
+void bind_monitor(pybind11::module& m);
 void bind_distributed(pybind11::module& m);
 void bind_graphs(pybind11::module& m);
 void bind_profiler(pybind11::module& m);

@@ -25,7 +25,7 @@ std::vector<std::unique_ptr<DeviceState>> make_devices() {
     state->index = static_cast<int>(i);
     state->capacity = config.memory_per_device;
     mluDeviceProp& p = state->props;
-    std::snprintf(p.name, sizeof p.name, "MLU590 (software MLU)");
+    std::snprintf(p.name, sizeof p.name, "%s", kDeviceName);
     p.totalGlobalMem = config.memory_per_device;
     p.major = kArchMajor;
     p.minor = kArchMinor;
@@ -119,6 +119,7 @@ bool DeviceState::reserve_memory(size_t bytes) {
   do {
     if (bytes > capacity || current > capacity - bytes) return false;
   } while (!used.compare_exchange_weak(current, current + bytes, std::memory_order_relaxed));
+  monitor_memory(index, int64_t(bytes));
   return true;
 }
 
@@ -131,6 +132,7 @@ mluQueue_st* default_queue(DeviceState& state) {
     register_queue(queue);
     state.default_queue = queue;
     state.queues.insert(state.queues.begin(), queue);
+    monitor_queues(state.index, 1);
   }
   return state.default_queue;
 }

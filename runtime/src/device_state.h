@@ -14,12 +14,16 @@
 
 #include "mlu_runtime/device.h"
 #include "mlu_runtime/status.h"
+#include "monitor_record.h"
 
 namespace mlu {
 struct mluQueue_st;
 }
 
 namespace mlu::detail {
+
+// What every device calls itself (mluDeviceProp::name, the monitor).
+constexpr const char* kDeviceName = "MLU590 (software MLU)";
 
 struct DeviceState {
   int index = 0;
@@ -45,7 +49,10 @@ struct DeviceState {
   void wait_idle();
   // Reserves `bytes` against the capacity; false if they do not fit.
   bool reserve_memory(size_t bytes);
-  void release_memory(size_t bytes) { used.fetch_sub(bytes, std::memory_order_relaxed); }
+  void release_memory(size_t bytes) {
+    used.fetch_sub(bytes, std::memory_order_relaxed);
+    monitor_memory(index, -int64_t(bytes));
+  }
 };
 
 int visible_device_count();

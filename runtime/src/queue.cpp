@@ -81,9 +81,12 @@ void mluQueue_st::wait_for(uint64_t seq) {
 void mluQueue_st::run_worker() {
   tls_worker_queue = this;
   uint64_t done = 0;  // == finished; written here and by inline launches
+  bool busy = false;  // for the monitor (Note [Monitor registry])
   for (;;) {
     uint64_t available = launched_published.load(std::memory_order_acquire);
     if (available == done) {
+      if (busy) mlu::detail::monitor_idle(device);
+      busy = false;
       // Note [Spin before sleep], then Note [Lock-free launches].
       poll_until([&] { return launched_published.load(std::memory_order_acquire) != done || stop.load(); },
                  kIdlePoll);
@@ -102,6 +105,10 @@ void mluQueue_st::run_worker() {
     // Tasks run inline by their launcher (Note [Small tasks run inline]) are
     // finished before they are published.
     done = finished.load();
+    if (!busy && done < available) {
+      mlu::detail::monitor_busy(device);
+      busy = true;
+    }
     for (; done < available; ++done) {
       mlu::detail::TaskSlot& slot = ring[done % kCapacity];
       mlu::TaskContext context(device);
@@ -272,7 +279,9 @@ uint64_t commit_slot_seq(mluQueue_t q, bool small) {
     TaskContext context(q->device);
     const bool record = records(slot);
     const int64_t start_ns = record ? trace_now_ns() : 0;
+    monitor_busy(q->device);
     run_task(slot, context);
+    monitor_idle(q->device);
     if (record) record_activity(slot, q, q->device, start_ns, trace_now_ns());
     slot.destroy(slot.storage);
     if (context.failed()) q->store_error(seq, task_name(slot), context.message());
@@ -319,6 +328,7 @@ mluError_t mluQueueCreateWithPriority(mluQueue_t* queue, int priority) {
     std::lock_guard<std::mutex> lock(state->queues_mu);
     state->queues.push_back(q);
   }
+  monitor_queues(state->index, 1);
   *queue = q;
   return mluSuccess;
 }
@@ -342,6 +352,7 @@ mluError_t mluQueueDestroy(mluQueue_t queue) {
     std::lock_guard<std::mutex> lock(state->queues_mu);
     state->queues.erase(std::remove(state->queues.begin(), state->queues.end(), q), state->queues.end());
   }
+  monitor_queues(state->index, -1);
   q->drain_and_stop();
   q->ring.reset();  // the object itself stays, see queue_impl.h
   std::string detail;

@@ -299,7 +299,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'torch.mlu' has no attribute '{name}'")
 
 
-from . import amp, cncl, cnpx, graphs, legacy_types, memory, random, reductions, storage  # noqa: E402
+from . import amp, cncl, cnpx, graphs, legacy_types, memory, monitor, random, reductions, storage  # noqa: E402
 from .graphs import (  # noqa: E402
     MLUGraph,
     graph,
@@ -312,6 +312,7 @@ from .legacy_types import *  # noqa: F403,E402
 from .storage import *  # noqa: F403,E402
 from .reductions import ipc_collect  # noqa: E402
 from .memory import *  # noqa: F403,E402
+from .monitor import *  # noqa: F403,E402
 from .streams import (  # noqa: E402
     _set_stream_by_id,
     Event,
@@ -324,7 +325,7 @@ from .streams import (  # noqa: E402
     stream,
 )
 
-__all__ = legacy_types.__all__ + storage.__all__ + [
+__all__ = legacy_types.__all__ + storage.__all__ + monitor.__all__ + [
     "Event",
     "ExternalStream",
     "MLUGraph",

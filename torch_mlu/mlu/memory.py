@@ -16,6 +16,7 @@ import torch_mlu._C as _C
 
 from . import _lazy_init, is_initialized
 from ._utils import _get_device_index
+from .monitor import list_gpu_processes
 
 __all__ = [
     "caching_allocator_alloc",
@@ -42,6 +43,7 @@ __all__ = [
     "memory_summary",
     "mem_get_info",
     "memory_snapshot",
+    "list_gpu_processes",
 ]
 
 

@@ -36,7 +36,7 @@ _LEGACY_TYPE_NAME = re.compile(r"torch\.cuda\.[A-Z][A-Za-z0-9]*Tensor")
 _CUDA_ATTRIBUTE_RENAMES = {"nccl": "cncl", "nvtx": "cnpx", "CUDAGraph": "MLUGraph"}
 # torch.cuda names with no mlu counterpart in torch_mlu (left as they are, and reported).
 _NO_MLU_COUNTERPART = {"jiterator", "CUDAPluggableAllocator", "change_current_allocator", "tunable", "comm",
-                       "set_sync_debug_mode", "get_sync_debug_mode", "memory_usage", "utilization", "temperature",
+                       "set_sync_debug_mode", "get_sync_debug_mode", "memory_usage", "temperature",
                        "power_draw", "clock_rate", "cudart", "check_error", "sparse"}
 # Imports that bring CUDA code the converter cannot port.
 _CUDA_ONLY_MODULES = {"cupy": "CuPy runs CUDA kernels", "pycuda": "PyCUDA runs CUDA kernels",

@@ -8,6 +8,7 @@
 #include "mlu_runtime/ipc.h"
 #include "mlu_runtime/memcpy.h"
 #include "mlu_runtime/memory.h"
+#include "mlu_runtime/monitor.h"
 #include "mlu_runtime/queue.h"
 #include "mlu_runtime/status.h"
 #include "mlu_runtime/tracer.h"

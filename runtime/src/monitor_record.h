@@ -1,0 +1,54 @@
+// Internal: the shared-memory record of Note [Monitor registry] (monitor.h)
+// and the hooks through which the runtime keeps it current.
+//
+// Layout invariants: a record is one file of sizeof(MonitorRecord) bytes; its
+// `magic` is stored last when it is created, under a temporary name, before
+// the rename that makes it visible. Every field a reader reads after creation
+// is a lock-free std::atomic (address-free, so valid across processes). The
+// busy fields of a device (busy_since_ns and the buckets) change only under the
+// writing process's per-device mutex and inside a sequence lock (`seq` odd
+// while they change), so a reader retries instead of seeing half an update.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace mlu::detail {
+
+constexpr uint64_t kMonitorMagic = 0x0131494d53554c4dULL;  // "MLUSMI1\1"
+constexpr int kMonitorDevices = 16;                         // the most physical devices (config.cpp)
+constexpr int kMonitorBuckets = 10;
+constexpr int64_t kMonitorBucketNs = 100'000'000;           // 10 x 100 ms: utilization over the last second
+
+struct alignas(64) MonitorDeviceRecord {
+  std::atomic<uint64_t> capacity;
+  std::atomic<uint64_t> memory_used;
+  std::atomic<uint32_t> queues;
+  std::atomic<uint32_t> busy_queues;
+  std::atomic<uint64_t> seq;            // sequence lock over the fields below
+  std::atomic<int64_t> busy_since_ns;   // CLOCK_MONOTONIC start of the current busy period; 0: idle
+  std::atomic<uint64_t> busy_total_ns;  // every finished busy period
+  std::atomic<int64_t> bucket_index[kMonitorBuckets];  // which 100 ms bucket (time / kMonitorBucketNs) a slot holds
+  std::atomic<uint64_t> bucket_busy_ns[kMonitorBuckets];
+};
+
+struct MonitorRecord {
+  std::atomic<uint64_t> magic;
+  uint32_t device_count;   // physical devices described
+  int32_t pid;
+  uint64_t start_ticks;    // field 22 of /proc/<pid>/stat: tells a reused pid apart
+  char command[128];       // NUL-terminated
+  MonitorDeviceRecord devices[kMonitorDevices];
+};
+
+int64_t monitor_now_ns();
+
+// The hooks take a visible device ordinal. Each is a no-op when the record is
+// off or could not be created; the first one creates it.
+void monitor_memory(int device, int64_t delta_bytes);
+void monitor_queues(int device, int delta);
+// A queue (or an inline launch) starts / stops having work on `device`.
+void monitor_busy(int device);
+void monitor_idle(int device);
+
+}  // namespace mlu::detail
