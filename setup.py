@@ -33,9 +33,9 @@ class CMakeBuild(build_ext):
             shutil.copy2(os.path.join(built, "version.py"), target)
             for name in os.listdir(os.path.join(built, "lib")):
                 shutil.copy2(os.path.join(built, "lib", name), os.path.join(target, "lib"))
-            # The device monitor; copy2 keeps it executable.
-            os.makedirs(os.path.join(target, "bin"), exist_ok=True)
-            shutil.copy2(os.path.join(built, "bin", "mlu-smi"), os.path.join(target, "bin"))
+            # The device monitor (copy2 keeps it executable), the public headers and find_package(TorchMLU).
+            for folder in ("bin", "include", "share"):
+                shutil.copytree(os.path.join(built, folder), os.path.join(target, folder), dirs_exist_ok=True)
 
 
 # setuptools' scratch files go to build/wheel, beside (not among) CMake's.

@@ -59,7 +59,8 @@ __all__ = ["fallback_report", "get_git_version", "reset_fallback_report"]
 
 def _register_backend():
     """Claims the PrivateUse1 slot for ``mlu``; safe to call more than once."""
-    if torch._C._get_privateuse1_backend_name() != "mlu":
+    # libtorch_mlu registered the name in C++ as it loaded; this names it on torch's Python side too.
+    if torch.utils.backend_registration._privateuse1_backend_name != "mlu":
         torch.utils.rename_privateuse1_backend("mlu")
     if not hasattr(torch, "mlu"):
         torch._register_device_module("mlu", mlu)

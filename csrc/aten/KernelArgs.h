@@ -1,5 +1,5 @@
-// Translating at::Tensor metadata into the kernel library's arguments, and
-// launching a kernel on the current stream of a tensor's device.
+// Translating at::Tensor metadata into the kernel library's arguments
+// (launching: csrc/core/MLULaunch.h).
 //
 // A kernel closure captures raw pointers and by-value shape/stride arrays
 // (mlu::kernels::Shape/Strides), never at::Tensor: tensors may be resized or
@@ -17,6 +17,7 @@
 
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
+#include "csrc/core/MLULaunch.h"
 #include "csrc/core/MLUStream.h"
 
 namespace torch_mlu {
@@ -73,28 +74,5 @@ std::optional<Collapsed> try_collapse_dims(at::IntArrayRef sizes, at::IntArrayRe
 Collapsed kernel_layout(const at::Tensor& t);
 // The same for two tensors of one shape.
 Collapsed kernel_layout(const at::Tensor& first, const at::Tensor& second);
-
-// Enqueues `fn` on the current stream of `device`; waits for it when
-// MLU_LAUNCH_BLOCKING=1 so device errors surface at the op.
-template <class F>
-void launch_kernel(c10::DeviceIndex device, const char* name, F&& fn) {
-  MLUStream stream = getCurrentMLUStream(device);
-  MLU_CHECK(mlu::mluLaunchTask(stream.queue(), name, std::forward<F>(fn)));
-  if (launch_blocking()) stream.synchronize();
-}
-
-// Ops of at most this many elements launch as small tasks: on an idle stream
-// the calling thread runs them (Note [Small tasks run inline] in
-// mlu_runtime/queue.h), which spares the tiny op the hand-off to the device
-// thread; a few microseconds of work at most.
-constexpr int64_t kSmallKernelElements = 4096;
-
-// launch_kernel for a small task (above).
-template <class F>
-void launch_small_kernel(c10::DeviceIndex device, const char* name, F&& fn) {
-  MLUStream stream = getCurrentMLUStream(device);
-  MLU_CHECK(mlu::mluLaunchSmallTask(stream.queue(), name, std::forward<F>(fn)));
-  if (launch_blocking()) stream.synchronize();
-}
 
 }  // namespace torch_mlu

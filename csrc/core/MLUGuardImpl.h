@@ -14,6 +14,12 @@ namespace torch_mlu {
 struct MLUGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   static constexpr c10::DeviceType static_type = c10::DeviceType::PrivateUse1;
 
+  MLUGuardImpl() = default;
+  // What c10's inline guards (MLUGuard.h) construct it with.
+  explicit MLUGuardImpl(c10::DeviceType type) {
+    TORCH_CHECK(type == static_type, "MLUGuardImpl: expected device type ", static_type, ", got ", type);
+  }
+
   c10::DeviceType type() const override { return static_type; }
   c10::Device exchangeDevice(c10::Device device) const override;
   c10::Device getDevice() const override;

@@ -66,8 +66,16 @@ void MLUHooks::resizePrivateUse1Bytes(const c10::Storage& storage, size_t new_by
 }
 
 namespace {
+// Loading libtorch_mlu makes the device: the name (so a libtorch program
+// without Python can say torch::Device("mlu:0") and torch::manual_seed seeds
+// mlu) and the hooks. torch_mlu/__init__.py still renames the backend from
+// Python too, which also names it in torch's Python modules; registering the
+// same name twice is allowed.
 struct RegisterHooks {
-  RegisterHooks() { at::RegisterPrivateUse1HooksInterface(new MLUHooks()); }
+  RegisterHooks() {
+    c10::register_privateuse1_backend("mlu");
+    at::RegisterPrivateUse1HooksInterface(new MLUHooks());
+  }
 } g_register_hooks;
 }  // namespace
 
