@@ -118,3 +118,24 @@ def test_paths_and_cmake_files():
     assert extension.libraries[:2] == ["m", "torch_mlu"] and str(include) in extension.include_dirs
     assert str(lib) in extension.runtime_library_dirs
     assert cpp_extension.BuildExtension is __import__("torch.utils.cpp_extension").utils.cpp_extension.BuildExtension
+
+
+def test_cpp_program(tmp_path):
+    """examples/cpp: a libtorch program found through find_package(TorchMLU) trains on mlu without Python."""
+    import torch
+
+    prefix = f"{torch_mlu.utils.cmake_prefix_path};{torch.utils.cmake_prefix_path}"
+    build = tmp_path / "build"
+    for command in (["cmake", "-S", str(pathlib.Path(REPO) / "examples" / "cpp"), "-B", str(build), "-G", "Ninja",
+                     f"-DCMAKE_PREFIX_PATH={prefix}"],
+                    ["cmake", "--build", str(build)]):
+        step = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        assert step.returncode == 0, step.stdout + step.stderr
+    # No Python in the program: nothing of torch_mlu's Python side may be needed.
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    run = subprocess.run([str(build / "train_mlu")], capture_output=True, text=True, timeout=600, env=environment)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "mlu devices: 2" in run.stdout
+    assert "learned: yes, agrees with the CPU: yes" in run.stdout
+    linked = subprocess.run(["ldd", str(build / "train_mlu")], capture_output=True, text=True).stdout
+    assert "libtorch_mlu.so" in linked and "libpython" not in linked and "torch_python" not in linked

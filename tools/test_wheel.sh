@@ -25,4 +25,6 @@ TORCH_MLU_TEST_INSTALLED=1 "$work/venv/bin/python" -m pytest -q -p no:cacheprovi
   "$tree/tests/test_compile.py::test_pointwise_chain" \
   "$tree/tests/test_gpu_migration.py::test_console_script" \
   "$tree/tests/test_gpu_migration.py::test_cuda_script_runs_unmodified_after_the_import" \
-  "$tree/tests/test_compile.py::test_race_eager_producer_then_compiled_consumer"
+  "$tree/tests/test_compile.py::test_race_eager_producer_then_compiled_consumer" \
+  "$tree/tests/test_extension.py::test_paths_and_cmake_files" "$tree/tests/test_extension.py::test_cpp_program" \
+  "$tree/tests/test_monitor.py::test_json_schema" "$tree/tests/test_monitor.py::test_options"

@@ -43,6 +43,11 @@ void resetAccumulatedStats(c10::DeviceIndex device);
 void resetPeakStats(c10::DeviceIndex device);
 // The settings' max_split_size (SIZE_MAX when unlimited), for memory_stats.
 size_t maxSplitSize();
+// Tensor.record_stream: the block behind `data` is also used on `stream`
+// (Note [Stream-ordered reuse]), as CUDACachingAllocator::recordStream.
+inline void recordStream(const c10::DataPtr& data, MLUStream stream) {
+  getMLUDeviceAllocator()->recordStream(data, stream.unwrap());
+}
 // Allocation outside of tensors (torch.mlu.caching_allocator_alloc).
 void* raw_alloc(size_t bytes, MLUStream stream);
 void raw_delete(void* ptr);
