@@ -100,6 +100,43 @@ assert path.endswith("mlu_ext_inline.so"), path
     run_checked(code)
 
 
+# A library of ops for load(): light headers (no torch/extension.h), so it builds in seconds.
+STREAM_OPS = r"""
+#include <torch/library.h>
+#include <csrc/core/MLUFunctions.h>
+#include <csrc/core/MLUGuard.h>
+#include <csrc/core/MLUStream.h>
+
+// The current stream's id on `device` while a pool stream is made current in C++.
+int64_t pool_stream_id(int64_t device) {
+  torch_mlu::MLUStreamGuard guard(torch_mlu::getStreamFromPool(false, static_cast<c10::DeviceIndex>(device)));
+  return torch_mlu::getCurrentMLUStream(static_cast<c10::DeviceIndex>(device)).id();
+}
+int64_t device_count() { return torch_mlu::device_count(); }
+
+TORCH_LIBRARY(mlu_load_test, m) {
+  m.def("pool_stream_id(int device) -> int", &pool_stream_id);
+  m.def("device_count() -> int", &device_count);
+}
+"""
+
+
+def test_load(tmp_path):
+    source = tmp_path / "stream_ops.cpp"
+    source.write_text(STREAM_OPS)
+    code = f"""
+import torch
+from torch_mlu.utils.cpp_extension import load
+path = load("mlu_load_test", [{str(source)!r}], is_python_module=False, build_directory={str(tmp_path)!r})
+assert torch.ops.mlu_load_test.device_count() == torch.mlu.device_count() == 2
+ids = {{torch.ops.mlu_load_test.pool_stream_id(1) for _ in range(3)}}
+assert len(ids) == 3 and 0 not in ids, ids  # round-robin over the pool, never the default stream
+assert torch.mlu.current_stream(1).stream_id == 0  # the guard restored it
+print("checks passed")
+"""
+    run_checked(code)
+
+
 def test_paths_and_cmake_files():
     include = pathlib.Path(torch_mlu.__file__).parent / "include"
     assert str(include) in cpp_extension.include_paths()
