@@ -21,6 +21,7 @@ def _autoload():
 import torch  # noqa: E402
 
 import atexit  # noqa: E402
+import os  # noqa: E402
 import sys  # noqa: E402
 
 try:
@@ -110,3 +111,9 @@ _dynamo.register_when_dynamo_loads()
 
 # See Note [Autograd device threads at exit] in _autograd_exit.py.
 atexit.register(_autograd_exit.drain_autograd_device_threads)
+
+# The stream sanitizer (torch_mlu/mlu/_sanitizer.py), as TORCH_CUDA_SANITIZER turns CSAN on for CUDA.
+if os.environ.get("TORCH_MLU_SANITIZER", "0") not in ("", "0"):
+    from .mlu import _sanitizer
+
+    _sanitizer.enable_mlu_sanitizer()

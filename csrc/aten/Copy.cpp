@@ -15,6 +15,7 @@
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/core/MLUHostAllocator.h"
+#include "csrc/core/MLUTrace.h"
 #include "csrc/graphs/MLUGraph.h"
 
 namespace torch_mlu {
@@ -48,7 +49,10 @@ void copy_bytes(void* dst, const void* src, size_t bytes, mlu::mluMemcpyKind kin
   }
   MLUStream stream = getCurrentMLUStream(device);
   MLU_CHECK(mlu::mluMemcpyAsync(dst, src, bytes, kind, stream.queue()));
-  if (!pinned) return;  // pageable: the copy already finished
+  if (!pinned) {  // pageable: the copy, and so all the stream's earlier work, already finished
+    trace::stream_synchronization(stream.queue());
+    return;
+  }
   if (non_blocking) {
     record_host_use(host.storage().mutable_data(), host.storage().data_ptr().get_context(), stream);
   } else {

@@ -19,6 +19,7 @@
 
 #include "csrc/core/MLUAllocatorConfig.h"
 #include "csrc/core/MLUException.h"
+#include "csrc/core/MLUTrace.h"
 #include "csrc/core/MLUFunctions.h"
 
 namespace torch_mlu {
@@ -671,6 +672,7 @@ class MLUCachingDeviceAllocator final : public c10::DeviceAllocator {
     c10::Device where(c10::DeviceType::PrivateUse1, device);
     if (size == 0) return c10::DataPtr(nullptr, nullptr, &free_block_context, where);
     Block* block = for_device(device).malloc(size, getCurrentMLUStream(device));
+    trace::memory_allocation(block->ptr);
     return c10::DataPtr(block->ptr, block, &free_block_context, where);
   }
 
@@ -722,6 +724,7 @@ class MLUCachingDeviceAllocator final : public c10::DeviceAllocator {
     // parent thread that does not exist in the child.
     if (context == nullptr || mlu::mluIsForkedChild()) return;
     auto* block = static_cast<Block*>(context);
+    trace::memory_deallocation(block->ptr);
     for_device(block->device).free(block);
   }
 };
@@ -783,7 +786,9 @@ void releasePool(c10::DeviceIndex device, c10::MempoolId_t id) {
 
 void* raw_alloc(size_t bytes, MLUStream stream) {
   if (bytes == 0) return nullptr;
-  return MLUCachingDeviceAllocator::for_device(stream.device_index()).malloc(bytes, stream)->ptr;
+  void* ptr = MLUCachingDeviceAllocator::for_device(stream.device_index()).malloc(bytes, stream)->ptr;
+  trace::memory_allocation(ptr);
+  return ptr;
 }
 
 void raw_delete(void* ptr) {
@@ -791,6 +796,7 @@ void raw_delete(void* ptr) {
   for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
     DeviceCachingAllocator& allocator = MLUCachingDeviceAllocator::for_device(d);
     if (Block* block = allocator.find_allocated(ptr)) {
+      trace::memory_deallocation(ptr);
       allocator.free(block);
       return;
     }

@@ -3,11 +3,13 @@
 #include <utility>
 
 #include "csrc/core/MLUException.h"
+#include "csrc/core/MLUTrace.h"
 
 namespace torch_mlu {
 
 MLUEvent::MLUEvent(bool enable_timing) {
   MLU_CHECK(mlu::mluEventCreateWithFlags(&event_, enable_timing ? mlu::mluEventDefault : mlu::mluEventDisableTiming));
+  trace::event_creation(event_);
 }
 
 MLUEvent::MLUEvent(MLUEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
@@ -18,12 +20,20 @@ MLUEvent& MLUEvent::operator=(MLUEvent&& other) noexcept {
 }
 
 MLUEvent::~MLUEvent() {
-  if (event_ != nullptr) mlu::mluEventDestroy(event_);
+  if (event_ == nullptr) return;
+  trace::event_deletion(event_);
+  mlu::mluEventDestroy(event_);
 }
 
-void MLUEvent::record(const MLUStream& stream) { MLU_CHECK(mlu::mluEventRecord(event_, stream.queue())); }
+void MLUEvent::record(const MLUStream& stream) {
+  MLU_CHECK(mlu::mluEventRecord(event_, stream.queue()));
+  trace::event_record(event_, stream.queue());
+}
 
-void MLUEvent::block(const MLUStream& stream) const { MLU_CHECK(mlu::mluQueueWaitEvent(stream.queue(), event_)); }
+void MLUEvent::block(const MLUStream& stream) const {
+  MLU_CHECK(mlu::mluQueueWaitEvent(stream.queue(), event_));
+  trace::event_wait(event_, stream.queue());
+}
 
 bool MLUEvent::query() const {
   mlu::mluError_t status = mlu::mluEventQuery(event_);
@@ -32,7 +42,10 @@ bool MLUEvent::query() const {
   return true;
 }
 
-void MLUEvent::synchronize() const { MLU_CHECK(mlu::mluEventSynchronize(event_)); }
+void MLUEvent::synchronize() const {
+  MLU_CHECK(mlu::mluEventSynchronize(event_));
+  trace::event_synchronization(event_);
+}
 
 float MLUEvent::elapsed_time(const MLUEvent& end) const {
   float ms = 0;

@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 
 #include "csrc/core/MLUException.h"
+#include "csrc/core/MLUTrace.h"
 
 namespace torch_mlu {
 
@@ -53,6 +54,7 @@ void device_synchronize(c10::DeviceIndex device) {
   if (device < 0) device = current_device();
   check_device_index(device);
   MLU_CHECK(mlu::mluDeviceSynchronizeOn(device));
+  trace::device_synchronization();
 }
 
 bool launch_blocking() {

@@ -4,6 +4,7 @@
 #include <mlu_runtime/event.h>
 
 #include "csrc/core/MLUException.h"
+#include "csrc/core/MLUTrace.h"
 #include "csrc/core/MLUFunctions.h"
 #include "csrc/core/MLUStream.h"
 
@@ -71,13 +72,16 @@ void MLUGuardImpl::record(void** event, const c10::Stream& stream, const c10::De
   if (*mlu_event == nullptr) {
     unsigned flags = flag == c10::EventFlag::BACKEND_DEFAULT ? mlu::mluEventDefault : mlu::mluEventDisableTiming;
     MLU_CHECK(mlu::mluEventCreateWithFlags(mlu_event, flags));
+    trace::event_creation(*mlu_event);
   }
   MLU_CHECK(mlu::mluEventRecord(*mlu_event, MLUStream(stream).queue()));
+  trace::event_record(*mlu_event, MLUStream(stream).queue());
 }
 
 void MLUGuardImpl::block(void* event, const c10::Stream& stream) const {
   if (event == nullptr) return;  // never recorded: nothing to wait for
   MLU_CHECK(mlu::mluQueueWaitEvent(MLUStream(stream).queue(), static_cast<mlu::mluEvent_t>(event)));
+  trace::event_wait(event, MLUStream(stream).queue());
 }
 
 bool MLUGuardImpl::queryEvent(void* event) const {
@@ -91,6 +95,7 @@ bool MLUGuardImpl::queryEvent(void* event) const {
 void MLUGuardImpl::synchronizeEvent(void* event) const {
   if (event == nullptr) return;
   MLU_CHECK(mlu::mluEventSynchronize(static_cast<mlu::mluEvent_t>(event)));
+  trace::event_synchronization(event);
 }
 
 double MLUGuardImpl::elapsedTime(void* start, void* end, const c10::DeviceIndex device_index) const {
@@ -102,7 +107,9 @@ double MLUGuardImpl::elapsedTime(void* start, void* end, const c10::DeviceIndex 
 }
 
 void MLUGuardImpl::destroyEvent(void* event, const c10::DeviceIndex device_index) const noexcept {
-  if (event != nullptr) mlu::mluEventDestroy(static_cast<mlu::mluEvent_t>(event));
+  if (event == nullptr) return;
+  trace::event_deletion(event);
+  mlu::mluEventDestroy(static_cast<mlu::mluEvent_t>(event));
 }
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, MLUGuardImpl);

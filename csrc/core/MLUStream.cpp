@@ -12,6 +12,7 @@
 #include <c10/util/Exception.h>
 
 #include "csrc/core/MLUEvent.h"
+#include "csrc/core/MLUTrace.h"
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
 
@@ -37,7 +38,9 @@ struct DevicePools {
 DevicePools& pools(c10::DeviceIndex device) {
   static std::array<DevicePools, kMaxDevices> all;
   DevicePools& p = all[device];
+  bool created_now = false;
   std::call_once(p.created, [&] {
+    created_now = true;
     c10::DeviceIndex previous = exchange_device(device);
     int least = 0, greatest = 0;
     MLU_CHECK(mlu::mluDeviceGetQueuePriorityRange(&least, &greatest));
@@ -46,6 +49,9 @@ DevicePools& pools(c10::DeviceIndex device) {
     }
     exchange_device(previous);
   });
+  if (created_now) {
+    for (mlu::mluQueue_t queue : p.queues) trace::stream_creation(queue);  // outside call_once (MLUTrace.h)
+  }
   return p;
 }
 
@@ -114,7 +120,10 @@ bool MLUStream::query() const {
   return true;
 }
 
-void MLUStream::synchronize() const { MLU_CHECK(mlu::mluQueueSynchronize(queue())); }
+void MLUStream::synchronize() const {
+  MLU_CHECK(mlu::mluQueueSynchronize(queue()));
+  trace::stream_synchronization(queue());
+}
 
 uint64_t MLUStream::capture_id() const {
   mlu::mluQueueCaptureStatus status = mlu::mluQueueCaptureStatusNone;

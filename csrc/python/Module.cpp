@@ -130,6 +130,19 @@ PYBIND11_MODULE(_C, m) {
         MLUStream stream(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), stream_id));
         return reinterpret_cast<uintptr_t>(stream.queue()););
   });
+  // A runtime queue handle -> (device, stream id), or None when it is no stream's (the sanitizer's reports).
+  m.def("_mlu_describeQueue", [](uintptr_t handle) -> py::object {
+    return MLU_BINDING({
+      auto queue = reinterpret_cast<mlu::mluQueue_t>(handle);
+      int device = -1;
+      if (queue == nullptr || mlu::mluQueueCheckHandle(queue) != mlu::mluSuccess ||
+          mlu::mluQueueGetDevice(queue, &device) != mlu::mluSuccess) {
+        return py::object(py::none());
+      }
+      std::optional<c10::StreamId> id = stream_id_of_queue(static_cast<c10::DeviceIndex>(device), queue);
+      return id ? py::object(py::make_tuple(device, *id)) : py::object(py::none());
+    });
+  });
   m.def("_mlu_streamLaunchCount", [](int64_t stream_id, int device) {
     return MLU_BINDING(
         MLUStream stream(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), stream_id));
