@@ -615,3 +615,33 @@ def teardown_worker(rank, world, store):
     dist.all_reduce(t)
     t.cpu()
     time.sleep(30)  # not reached: the failed transfer aborts the process first
+
+
+def injected_collective_worker(rank, world, store):
+    """A fault injected into rank 0's collective kernel (Note [A collective task that never ran]): rank 0 fails at
+    once, rank 1 when its transfer times out; the group is broken, the devices work, memory is back at baseline."""
+    import pytest
+    timeout = 4
+    device = init(rank, world, store, backend="cncl", timeout=timeout)
+    dist.all_reduce(torch.ones(2, device=device))
+    torch.mlu.synchronize()
+    baseline = torch.mlu.memory_allocated(device)
+    start = time.monotonic()
+    t = torch.ones(2, device=device)
+    expected = ("its device task did not run" if rank == 0 else "")
+    with torch.mlu.fault_injection.inject("kernel:cncl collective@1" if rank == 0 else ""):
+        with pytest.raises((dist.DistBackendError, torch.AcceleratorError),
+                           match=rf"cncl all_reduce failed on rank {rank}: {expected}"):
+            dist.all_reduce(t)
+            t.cpu()
+    assert time.monotonic() - start < timeout + 8
+    with pytest.raises(dist.DistBackendError, match="broken by an earlier failure"):
+        dist.all_reduce(torch.ones(2, device=device))
+    assert float((torch.ones(2, device=device) * 3).sum().cpu()) == 6.0
+    del t
+    if rank == 0:  # the failed task is also its communication stream's error, reported once by a device sync
+        with pytest.raises(torch.AcceleratorError, match="cncl collective: injected fault"):
+            torch.mlu.synchronize()
+    torch.mlu.synchronize()
+    assert torch.mlu.memory_allocated(device) == baseline
+    os._exit(0)  # the group is broken: skip destroy_process_group's shutdown handshake

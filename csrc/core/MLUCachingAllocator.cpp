@@ -494,7 +494,10 @@ class DeviceCachingAllocator {
     void* ptr = nullptr;
     mlu::mluError_t status = mlu::mluMalloc(&ptr, bytes);
     exchange_device(previous);
-    if (status == mlu::mluErrorMemoryAllocation) return nullptr;
+    if (status == mlu::mluErrorMemoryAllocation) {
+      last_device_failure_ = mlu::mluGetLastErrorDetail();
+      return nullptr;
+    }
     MLU_CHECK(status);
     pool.segments += 1;
     update(stats_.segment, pool, 1);
@@ -645,6 +648,8 @@ class DeviceCachingAllocator {
        << format_size(reserved() - allocated) << " is reserved by PyTorch but unallocated. If reserved but "
        << "unallocated memory is large try setting max_split_size_mb in PYTORCH_MLU_ALLOC_CONF to avoid "
        << "fragmentation. The software MLU's capacity is set by TORCH_MLU_DEVICE_MEMORY.";
+    // A failure that was not the capacity's (Note [Fault injection]) says why.
+    if (last_device_failure_.find("TORCH_MLU_FAULT_INJECT") != std::string::npos) os << " " << last_device_failure_;
     return os.str();
   }
 
@@ -659,6 +664,7 @@ class DeviceCachingAllocator {
   std::vector<std::pair<c10::MempoolId_t, std::function<bool(const MLUStream&)>>> captures_underway_;
   std::vector<Block*> deferred_frees_;  // freed while capturing, used on other streams
   ska::flat_hash_map<void*, Block*> allocated_;
+  std::string last_device_failure_;  // the runtime's explanation of the last failed mluMalloc
   std::deque<std::pair<mlu::mluEvent_t, Block*>> events_;
   std::vector<mlu::mluEvent_t> free_events_;
   DeviceStats stats_;

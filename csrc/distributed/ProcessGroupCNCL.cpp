@@ -114,6 +114,36 @@ std::exception_ptr dist_backend_error(const std::string& message) {
   }
 }
 
+// Note [A collective task that never ran]
+// A collective's device task finishes its signal (and so every waiter: the
+// stream's wait task, Work.wait) on every path through its body. A task that
+// is destroyed without running (Note [Fault injection] in mlu_runtime/fault.h
+// fails a task by not running it) would leave them waiting until the timeout;
+// this guard, captured by the task, finishes the signal with an error and
+// breaks the group instead, as the body does when the transfer fails.
+// (A template over the group's private Failure record, deduced at the capture.)
+template <class Failure>
+class FinishUnlessRun {
+ public:
+  FinishUnlessRun(std::shared_ptr<CommSignal> signal, std::shared_ptr<Failure> failure, std::string message)
+      : signal_(std::move(signal)), failure_(std::move(failure)), message_(std::move(message)) {}
+  FinishUnlessRun(FinishUnlessRun&& other) noexcept = default;
+  FinishUnlessRun(const FinishUnlessRun&) = delete;
+  ~FinishUnlessRun() {
+    if (!signal_ || signal_->is_done()) return;  // moved from, or the body ran
+    {
+      std::lock_guard<std::mutex> lock(failure_->mutex);
+      if (failure_->message.empty()) failure_->message = message_;
+    }
+    signal_->finish(dist_backend_error(message_), message_);
+  }
+
+ private:
+  std::shared_ptr<CommSignal> signal_;
+  std::shared_ptr<Failure> failure_;
+  std::string message_;
+};
+
 bool dtype_supported(c10::ScalarType dtype) {
   switch (dtype) {
     case at::kFloat: case at::kDouble: case at::kHalf: case at::kBFloat16:
@@ -284,7 +314,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
   MLU_CHECK(mlu::mluLaunchTask(
       comm.queue(), "cncl collective",
       [calls = std::move(calls), gloo = gloo_, signal, failure = failure_, rank, size, name, fingerprint,
-       fingerprints, agreement, teardown = config.async_error_handling == 1 || config.async_error_handling == 3]() {
+       fingerprints, agreement, teardown = config.async_error_handling == 1 || config.async_error_handling == 3,
+       unless_run = FinishUnlessRun(signal, failure_,
+                                    c10::str("cncl ", name, " failed on rank ", rank,
+                                             ": its device task did not run (a fault injected into it)"))]() {
         std::string message;
         bool mismatch = false;
         try {

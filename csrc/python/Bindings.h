@@ -11,6 +11,7 @@
 
 namespace torch_mlu {
 
+void bind_fault_injection(pybind11::module& m);
 void bind_memory(pybind11::module& m);
 void bind_monitor(pybind11::module& m);
 void bind_distributed(pybind11::module& m);

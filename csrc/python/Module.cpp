@@ -168,6 +168,7 @@ PYBIND11_MODULE(_C, m) {
   bind_graphs(m);
   bind_storage_sharing(m);
   bind_monitor(m);
+  bind_fault_injection(m);
   bind_profiler(m);
   // Imported by every compiled kernel module (compiled_kernel_module.h).
   m.attr("_compiled_kernel_api") = py::capsule(const_cast<TorchMluCompiledKernelApi*>(&compiled_kernel_api()),

@@ -1,4 +1,5 @@
 #include "config.h"
+#include "fault_state.h"
 
 #include <unistd.h>
 
@@ -68,6 +69,8 @@ MachineConfig read_config() {
     }
   }
   config.cores_per_device = read_cores_per_device(config.error);
+  const char* faults = std::getenv("TORCH_MLU_FAULT_INJECT");
+  if (faults != nullptr && config.error.empty()) config.error = check_fault_spec(faults);
   return config;
 }
 

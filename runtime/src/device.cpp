@@ -7,6 +7,7 @@
 #include "config.h"
 #include "device_state.h"
 #include "error_state.h"
+#include "fault_state.h"
 #include "fork_state.h"
 #include "mlu_runtime/device.h"
 #include "queue_impl.h"
@@ -114,7 +115,10 @@ void DeviceState::wait_idle() {
   for (auto& [queue, seq] : targets) queue->wait_for(seq);
 }
 
+size_t DeviceState::effective_capacity() const { return std::min(capacity, fault_capacity_limit()); }
+
 bool DeviceState::reserve_memory(size_t bytes) {
+  const size_t capacity = effective_capacity();
   size_t current = used.load(std::memory_order_relaxed);
   do {
     if (bytes > capacity || current > capacity - bytes) return false;

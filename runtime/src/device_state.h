@@ -47,6 +47,8 @@ struct DeviceState {
   mluError_t take_error();
   // Waits for all work launched so far on this device's queues.
   void wait_idle();
+  // The capacity, or the smaller one Note [Fault injection] imposes.
+  size_t effective_capacity() const;
   // Reserves `bytes` against the capacity; false if they do not fit.
   bool reserve_memory(size_t bytes);
   void release_memory(size_t bytes) {

@@ -419,7 +419,8 @@ mluError_t mluGraphLaunchWithArguments(mluGraph_t graph, mluQueue_t queue, const
     std::string first_failure;
     for (TaskSlot& slot : body->tasks) {
       TaskContext task(context.device());
-      run_task(slot, task);
+      // Note [Fault injection]: a recorded kernel is decided at each replay.
+      run_or_inject(slot, task, faults_active() ? fault_for_task(slot.kind, slot.name) : nullptr);
       if (task.failed() && first_failure.empty()) first_failure = std::string(task_name(slot)) + ": " + task.message();
     }
     if (!first_failure.empty()) context.fail(std::move(first_failure));

@@ -6,6 +6,7 @@
 #include "device_memory.h"
 #include "device_state.h"
 #include "error_state.h"
+#include "fault_state.h"
 #include "fork_state.h"
 #include "mlu_runtime/memory.h"
 #include "queue_impl.h"
@@ -25,13 +26,18 @@ void detail::release_device_block(const Allocation& a) {
 
 mluError_t detail::reserve_device_memory(int device, size_t size) {
   DeviceState* state = device_state(device);
+  if (const char* fault = faults_active() ? fault_for_allocation(/*host=*/false) : nullptr) {
+    return fail(mluErrorMemoryAllocation, "Tried to allocate " + mib(size) + " on MLU " + std::to_string(device) +
+                                              ": out of memory, " + fault);
+  }
   size_t bytes = round_up(size);
   if (bytes < size || !state->reserve_memory(bytes)) {
     size_t used = state->used.load();
+    const size_t capacity = state->effective_capacity();
     return fail(mluErrorMemoryAllocation,
                 "Tried to allocate " + mib(size) + ". MLU " + std::to_string(device) +
-                    " has a total capacity of " + mib(state->capacity) + " of which " +
-                    mib(state->capacity - std::min(used, state->capacity)) + " is free; " + mib(used) +
+                    " has a total capacity of " + mib(capacity) + " of which " +
+                    mib(capacity - std::min(used, capacity)) + " is free; " + mib(used) +
                     " is in use");
   }
   return mluSuccess;
@@ -108,6 +114,9 @@ mluError_t mluHostMalloc(void** ptr, size_t size) {
   *ptr = nullptr;
   if (size == 0) return mluSuccess;
   if (mluError_t s = refuse_unsafe_call("mluHostMalloc (pinning host memory)")) return s;
+  if (const char* fault = faults_active() ? fault_for_allocation(/*host=*/true) : nullptr) {
+    return fail(mluErrorMemoryAllocation, "cannot pin " + mib(size) + " of host memory: " + fault);
+  }
   void* block = std::aligned_alloc(kAlignment, round_up(size));
   if (block == nullptr) return fail(mluErrorMemoryAllocation, "cannot pin " + mib(size) + " of host memory");
   register_allocation({reinterpret_cast<uintptr_t>(block), size, -1});
@@ -149,9 +158,10 @@ mluError_t mluMemGetInfo(size_t* free, size_t* total) {
   int device = current_device();
   if (mluError_t status = check_device(device)) return status;
   DeviceState* state = device_state(device);
-  size_t used = std::min(state->used.load(), state->capacity);
-  if (free != nullptr) *free = state->capacity - used;
-  if (total != nullptr) *total = state->capacity;
+  const size_t capacity = state->effective_capacity();
+  size_t used = std::min(state->used.load(), capacity);
+  if (free != nullptr) *free = capacity - used;
+  if (total != nullptr) *total = capacity;
   return mluSuccess;
 }
 

@@ -114,7 +114,7 @@ void mluQueue_st::run_worker() {
       mlu::TaskContext context(device);
       const bool record = mlu::detail::records(slot);  // Note [Activity tracing]
       const int64_t start_ns = record ? mlu::detail::trace_now_ns() : 0;
-      mlu::detail::run_task(slot, context);
+      mlu::detail::run_or_inject(slot, context, slot.fault);
       if (record) mlu::detail::record_activity(slot, this, device, start_ns, mlu::detail::trace_now_ns());
       slot.destroy(slot.storage);
       if (context.failed()) store_error(done + 1, mlu::detail::task_name(slot), context.message());
@@ -268,6 +268,7 @@ uint64_t commit_slot_seq(mluQueue_t q, bool small) {
   }
   TaskSlot& launched_slot = q->ring[q->launched % mluQueue_st::kCapacity];
   launched_slot.traced = false;  // slots are reused: a stale tag must not survive
+  launched_slot.fault = faults_active() ? fault_for_task(launched_slot.kind, launched_slot.name) : nullptr;
   if (tracing()) tag_launch(launched_slot);  // Note [Activity tracing]
   if (small && q->finished.load() == q->launched && !on_device_thread() && small_tasks_run_inline()) {
     // Note [Small tasks run inline]. The device thread has run every
@@ -280,7 +281,7 @@ uint64_t commit_slot_seq(mluQueue_t q, bool small) {
     const bool record = records(slot);
     const int64_t start_ns = record ? trace_now_ns() : 0;
     monitor_busy(q->device);
-    run_task(slot, context);
+    run_or_inject(slot, context, slot.fault);
     monitor_idle(q->device);
     if (record) record_activity(slot, q, q->device, start_ns, trace_now_ns());
     slot.destroy(slot.storage);

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
@@ -35,6 +36,7 @@
 #include <string>
 #include <thread>
 
+#include "fault_state.h"
 #include "mlu_runtime/queue.h"
 
 namespace mlu::detail {
@@ -135,6 +137,18 @@ inline void run_task(TaskSlot& slot, TaskContext& context) {
   } catch (...) {
     context.fail("unknown exception");
   }
+}
+
+// Runs a launched (or replayed) task, or fails it when Note [Fault injection]
+// said so at its launch (`fault`), after any injected delay.
+inline void run_or_inject(TaskSlot& slot, TaskContext& context, const char* fault) {
+  if (slot.kind == TaskKind::Kernel || slot.kind == TaskKind::Memcpy) {
+    if (faults_active()) {
+      if (int ms = fault_delay_ms()) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+    if (fault != nullptr) return context.fail(fault);
+  }
+  run_task(slot, context);
 }
 
 inline const char* task_name(const TaskSlot& slot) { return slot.name != nullptr ? slot.name : "unnamed task"; }

@@ -299,7 +299,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'torch.mlu' has no attribute '{name}'")
 
 
-from . import _gpu_trace, amp, cncl, cnpx, graphs, legacy_types, memory, monitor, random, reductions, storage  # noqa: E402,F401
+from . import (  # noqa: E402,F401
+    _gpu_trace, amp, cncl, cnpx, fault_injection, graphs, legacy_types, memory, monitor, random, reductions, storage)
 from .graphs import (  # noqa: E402
     MLUGraph,
     graph,

@@ -4,6 +4,7 @@
 
 #include "mlu_runtime/device.h"
 #include "mlu_runtime/event.h"
+#include "mlu_runtime/fault.h"
 #include "mlu_runtime/graph.h"
 #include "mlu_runtime/ipc.h"
 #include "mlu_runtime/memcpy.h"

@@ -124,6 +124,9 @@ struct TaskSlot {
   uint64_t correlation = 0;
   uint64_t annotation = 0;
   int64_t launch_ns = 0;
+  // Set at launch when Note [Fault injection] (fault.h) fails the task: the
+  // reason, which it reports instead of running.
+  const char* fault = nullptr;
   alignas(std::max_align_t) unsigned char storage[kTaskInlineBytes];
 };
 
