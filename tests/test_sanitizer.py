@@ -185,3 +185,21 @@ def test_ddp_step_is_quiet(tmp_path):
                                                 env={"TORCH_MLU_SANITIZER": "1"}))
     assert "data race" not in out and "freed while" not in out, out
     assert [(tmp_path / f"ok_{r}.txt").read_text() for r in (0, 1)] == ["cncl mlu:0", "cncl mlu:1"]
+
+
+def test_importing_through_torch_mlu_gives_the_same_module():
+    """`import torch.mlu.<name>` is torch_mlu.mlu.<name>, not a second copy (one sanitizer, one autocast)."""
+    result = run_python("""
+import sys, torch, torch_mlu
+import torch.mlu.amp, torch.mlu._sanitizer
+from torch.mlu.fault_injection import inject
+assert torch.mlu.amp is sys.modules["torch_mlu.mlu.amp"]
+assert torch.mlu._sanitizer is sys.modules["torch_mlu.mlu._sanitizer"]
+assert inject is torch_mlu.mlu.fault_injection.inject
+try:
+    import torch.mlu.no_such_module
+except ModuleNotFoundError as e:
+    print("missing:", e.name)
+""")
+    assert result.returncode == 0, result.stderr
+    assert "missing: torch.mlu.no_such_module" in result.stdout

@@ -21,6 +21,8 @@ def _autoload():
 import torch  # noqa: E402
 
 import atexit  # noqa: E402
+import importlib.abc  # noqa: E402
+import importlib.util  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
 
@@ -58,6 +60,31 @@ __version__ = version.__version__
 __all__ = ["fallback_report", "get_git_version", "reset_fallback_report"]
 
 
+class _SubmoduleAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import torch.mlu.<name>`` gives ``torch_mlu.mlu.<name>`` itself.
+
+    ``torch.mlu`` is ``torch_mlu.mlu`` registered under torch's name; without this, importing a submodule
+    through that name would load its file a second time as a different module (a second sanitizer, a
+    second set of autocast state).
+    """
+
+    PREFIX = "torch.mlu."
+
+    def find_spec(self, fullname, path, target=None):
+        if not fullname.startswith(self.PREFIX):
+            return None
+        if importlib.util.find_spec("torch_mlu.mlu." + fullname[len(self.PREFIX):]) is None:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        # The import system returns what sys.modules holds under the name once this returns.
+        sys.modules[module.__name__] = importlib.import_module("torch_mlu.mlu." + module.__name__[len(self.PREFIX):])
+
+
 def _register_backend():
     """Claims the PrivateUse1 slot for ``mlu``; safe to call more than once."""
     # libtorch_mlu registered the name in C++ as it loaded; this names it on torch's Python side too.
@@ -65,6 +92,8 @@ def _register_backend():
         torch.utils.rename_privateuse1_backend("mlu")
     if not hasattr(torch, "mlu"):
         torch._register_device_module("mlu", mlu)
+    if not any(isinstance(finder, _SubmoduleAlias) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _SubmoduleAlias())
     if not hasattr(torch.Tensor, "is_mlu"):
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True

@@ -292,6 +292,10 @@ _INDUCTOR_CODEGENS = ("Scheduling", "PythonWrapperCodegen", "WrapperFxCodegen")
 
 
 def __getattr__(name: str):
+    if name == "_sanitizer":  # imported on first use: importing it activates the device trace
+        import torch_mlu.mlu._sanitizer
+
+        return torch_mlu.mlu._sanitizer
     if name in _INDUCTOR_CODEGENS:
         import torch_mlu._inductor
 

@@ -217,8 +217,6 @@ class MLUSanitizerDispatchMode(TorchDispatchMode):
                 self.event_handler.record_stream(tensor.untyped_storage().data_ptr(),
                                                  _C._mlu_streamQueue(stream.stream_id, stream.device_index))
             return func(*args, **kwargs)
-        if device is None:  # no mlu tensor: nothing this sanitizer follows
-            return func(*args, **kwargs)
         is_factory = bool(csan.FACTORY_FUNCTION_REGEX.match(func._schema.name))
         arguments = ArgumentHandler()
         arguments.parse_inputs(func._schema, args, kwargs, is_factory=is_factory)
@@ -228,6 +226,9 @@ class MLUSanitizerDispatchMode(TorchDispatchMode):
             outputs = func(*args, **kwargs)
         finally:
             handler.in_op = False
+        device = device or _op_device(outputs, {})  # a factory's device is its output's
+        if device is None:  # no mlu tensor in or out: nothing this sanitizer follows
+            return outputs
         arguments.parse_outputs(func._schema, outputs, is_factory=is_factory)
         errors = handler._handle_kernel_launch(
             torch.mlu.current_stream(device).mlu_stream,
