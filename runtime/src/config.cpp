@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <thread>
 
@@ -69,6 +70,13 @@ MachineConfig read_config() {
     }
   }
   config.cores_per_device = read_cores_per_device(config.error);
+  const char* trap = std::getenv("TORCH_MLU_TRAP_HOST_ACCESS");
+  if (trap != nullptr && *trap != '\0') {
+    config.trap_host_access = std::strcmp(trap, "1") == 0;
+    if (!config.trap_host_access && std::strcmp(trap, "0") != 0 && config.error.empty()) {
+      config.error = std::string("TORCH_MLU_TRAP_HOST_ACCESS='") + trap + "' is not valid: use 1 or 0";
+    }
+  }
   const char* faults = std::getenv("TORCH_MLU_FAULT_INJECT");
   if (faults != nullptr && config.error.empty()) config.error = check_fault_spec(faults);
   return config;

@@ -14,6 +14,7 @@ struct MachineConfig {
   std::vector<int> visible;        // physical ordinal of each visible device
   size_t memory_per_device;        // TORCH_MLU_DEVICE_MEMORY
   int cores_per_device;            // TORCH_MLU_DEVICE_CORES
+  bool trap_host_access = false;   // TORCH_MLU_TRAP_HOST_ACCESS (Note [Host-access trap])
   // Empty, or what is wrong with the first invalid variable and what it
   // accepts (the fields then hold the defaults, but no device may be used).
   std::string error;

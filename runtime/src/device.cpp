@@ -35,7 +35,7 @@ std::vector<std::unique_ptr<DeviceState>> make_devices() {
     p.coresPerCluster = 1;
     p.isIntegrated = 0;
     p.physicalId = config.visible[i];
-    p.directHostAccess = 1;
+    p.directHostAccess = config.trap_host_access ? 0 : 1;  // Note [Host-access trap]
     devices.push_back(std::move(state));
   }
   return devices;

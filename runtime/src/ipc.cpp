@@ -16,6 +16,7 @@
 #include "device_state.h"
 #include "error_state.h"
 #include "fork_state.h"
+#include "host_trap_state.h"
 #include "queue_impl.h"
 
 namespace mlu {
@@ -30,6 +31,12 @@ mluError_t map_file(int fd, size_t bytes, void** ptr) {
   }
   *ptr = mapped;
   return mluSuccess;
+}
+
+// Note [Host-access trap]: shared memory would be a second, untrapped way in.
+mluError_t refuse_with_trap(const char* call) {
+  return fail(mluErrorNotSupported, std::string(call) + ": device memory cannot be shared between processes while "
+                                    "TORCH_MLU_TRAP_HOST_ACCESS=1 traps host access to it");
 }
 
 }  // namespace
@@ -52,6 +59,7 @@ mluError_t mluMallocShareable(void** ptr, size_t size) {
   if (mluError_t status = check_device(device)) return status;
   if (size == 0) return mluSuccess;
   if (mluError_t s = refuse_unsafe_call("mluMallocShareable (an interprocess allocation)")) return s;
+  if (trap_enabled()) return refuse_with_trap("mluMallocShareable");
   if (mluError_t status = reserve_device_memory(device, size)) return status;
   const size_t bytes = round_up(size);
   int fd = memfd_create("mlu-shareable", MFD_CLOEXEC);
@@ -86,6 +94,7 @@ mluError_t mluIpcGetMemHandle(mluIpcMemHandle_t* handle, void* ptr) {
 }
 
 mluError_t mluIpcOpenMemHandle(void** ptr, mluIpcMemHandle_t handle) {
+  if (trap_enabled()) return refuse_with_trap("mluIpcOpenMemHandle");
   if (ptr == nullptr) return fail(mluErrorInvalidValue, "ptr must not be null");
   if (in_forked_child()) return fail_in_forked_child();
   *ptr = nullptr;

@@ -6,6 +6,7 @@
 #include "device_state.h"
 #include "error_state.h"
 #include "fork_state.h"
+#include "mlu_runtime/host_trap.h"
 #include "mlu_runtime/memcpy.h"
 #include "queue_impl.h"
 #include "registry.h"
@@ -55,7 +56,8 @@ mluError_t launch_copy(mluQueue_st* q, void* dst, const void* src, size_t bytes,
     if (mluError_t s = refuse_if_capturing(q, "a blocking copy (to or from pageable host memory)")) return s;
   }
   uint64_t seq = 0;
-  auto copy = [dst, src, bytes] { std::memcpy(dst, src, bytes); };
+  // Device memory is reached through its device mapping (Note [Host-access trap]).
+  auto copy = [dst = mluDevicePointer(dst), src = mluDevicePointer(src), bytes] { std::memcpy(dst, src, bytes); };
   if (mluError_t status = launch_task(q, "memcpy", TaskKind::Memcpy, copy, &seq)) return status;
   if (!wait) return mluSuccess;
   q->wait_for(seq);

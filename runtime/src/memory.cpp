@@ -7,6 +7,7 @@
 #include "device_state.h"
 #include "error_state.h"
 #include "fault_state.h"
+#include "host_trap_state.h"
 #include "fork_state.h"
 #include "mlu_runtime/memory.h"
 #include "queue_impl.h"
@@ -17,7 +18,11 @@ using namespace detail;
 
 void detail::release_device_block(const Allocation& a) {
   if (a.backing == Backing::kHeap) {
-    std::free(reinterpret_cast<void*>(a.base));
+    if (trap_enabled()) {
+      trap_release(reinterpret_cast<void*>(a.base));
+    } else {
+      std::free(reinterpret_cast<void*>(a.base));
+    }
   } else {
     unmap_shared_block(a);
   }
@@ -53,7 +58,7 @@ mluError_t mluMalloc(void** ptr, size_t size) {
   if (mluError_t status = reserve_device_memory(device, size)) return status;
   DeviceState* state = device_state(device);
   size_t bytes = round_up(size);
-  void* block = std::aligned_alloc(kAlignment, bytes);
+  void* block = trap_enabled() ? trap_allocate(bytes, device) : std::aligned_alloc(kAlignment, bytes);
   if (block == nullptr) {
     state->release_memory(bytes);
     return fail(mluErrorMemoryAllocation, "the host could not back " + mib(size) + " of device memory");

@@ -6,6 +6,7 @@
 #include "mlu_runtime/event.h"
 #include "mlu_runtime/fault.h"
 #include "mlu_runtime/graph.h"
+#include "mlu_runtime/host_trap.h"
 #include "mlu_runtime/ipc.h"
 #include "mlu_runtime/memcpy.h"
 #include "mlu_runtime/memory.h"
