@@ -10,13 +10,13 @@ JOBS ?= $(shell nproc)
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: demo test build setup wheel test-wheel test-cpp test-python test-sanitizers asan-suites tsan asan bench opinfo clean
+.PHONY: demo test build setup wheel test-wheel test-cpp test-python test-trap test-sanitizers asan-suites tsan asan bench opinfo clean
 
 demo: build
 	$(PY) examples/demo.py
 
 test: build
-	$(MAKE) --no-print-directory test-cpp test-python test-wheel test-sanitizers
+	$(MAKE) --no-print-directory test-cpp test-python test-wheel test-sanitizers test-trap
 
 setup:
 	@tools/bootstrap.sh
@@ -42,6 +42,12 @@ test-cpp:
 
 test-python:
 	$(PY) -m pytest -q tests
+
+# The whole suite again with device memory behind the host-access trap (Note [Host-access trap] in
+# runtime/include/mlu_runtime/host_trap.h): a host dereference of device memory anywhere in the glue, the
+# examples or the tests stops the run with a report. --capture=sys lets that report reach the log.
+test-trap:
+	TORCH_MLU_TRAP_HOST_ACCESS=1 $(PY) -X faulthandler -m pytest -q --capture=sys -p no:cacheprovider tests
 
 # Sanitizers. `make test` runs the runtime and kernel suites under ASan+UBSan and under TSan (the
 # torch-free layers, whose sanitizer builds take minutes); `make asan` adds the glue and runs the pytest

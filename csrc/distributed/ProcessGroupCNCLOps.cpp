@@ -2,6 +2,8 @@
 // aliases of the mlu tensors, what the ranks must agree on, and how the reduce
 // ops Gloo lacks are made (Note [cncl over Gloo] in ProcessGroupCNCL.h).
 #include <ATen/ops/from_blob.h>
+
+#include <mlu_runtime/host_trap.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
@@ -16,7 +18,7 @@ using Fingerprint = std::array<int64_t, 4>;
 // A CPU tensor over the same memory: the software MLU's memory is
 // host-addressable, so Gloo reads and writes it in place.
 at::Tensor host_alias(const at::Tensor& t) {
-  return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), at::TensorOptions().dtype(t.scalar_type()));
+  return at::from_blob(mlu::mluDevicePointer(t.data_ptr()), t.sizes(), t.strides(), at::TensorOptions().dtype(t.scalar_type()));
 }
 
 std::vector<at::Tensor> host_aliases(const std::vector<at::Tensor>& tensors) {

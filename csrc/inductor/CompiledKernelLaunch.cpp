@@ -7,6 +7,7 @@
 #include <memory>
 
 #include <mlu_kernels/parallel.h>
+#include <mlu_runtime/host_trap.h>
 
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/core/MLUFunctions.h"
@@ -71,6 +72,7 @@ int single_start() { return mlu::kernels::team_single() ? 1 : 0; }
 int thread_num() { return mlu::kernels::team_member(); }
 int num_threads() { return mlu::kernels::team_size(); }
 int max_threads() { return mlu::kernels::num_threads(); }
+void* device_pointer(const void* ptr) { return mlu::mluDevicePointer(ptr); }
 
 }  // namespace
 
@@ -85,6 +87,7 @@ const TorchMluCompiledKernelApi& compiled_kernel_api() {
       thread_num,
       num_threads,
       max_threads,
+      device_pointer,
   };
   return api;
 }

@@ -21,6 +21,8 @@
 // output, the log-sum-exp and the Philox (seed, offset) of the dropout.
 // enable_gqa is not passed on: the heads' ratio says it.
 #include <algorithm>
+
+#include <mlu_runtime/host_trap.h>
 #include <cmath>
 #include <numeric>
 
@@ -205,7 +207,7 @@ sdpa_fused_mlu(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
   at::Tensor out = empty_matching_layout(q, {args.batch, args.heads, args.q_len, args.value_dim});
   at::Tensor lse = at::empty({args.batch, args.heads, args.q_len}, q.options().dtype(at::kFloat));
   args.out = heads_view(out);
-  args.logsumexp = lse.data_ptr<float>();
+  args.logsumexp = mlu::mluDevicePointer(lse.data_ptr<float>());
   PhiloxDraw draw;
   if (dropout_p > 0) draw = next_philox_draw(std::nullopt, query.device().index());
   // Inside a graph capture the seed and offset exist only when the kernel runs (Note [Graph-safe random
@@ -216,8 +218,8 @@ sdpa_fused_mlu(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
   if (draw.graph_arguments != nullptr) {
     seed_out = at::empty({}, query.options().dtype(at::kLong));
     offset_out = at::empty({}, query.options().dtype(at::kLong));
-    seed_slot = seed_out.data_ptr<int64_t>();
-    offset_slot = offset_out.data_ptr<int64_t>();
+    seed_slot = mlu::mluDevicePointer(seed_out.data_ptr<int64_t>());
+    offset_slot = mlu::mluDevicePointer(offset_out.data_ptr<int64_t>());
   }
   const c10::DeviceIndex device = query.device().index();
   launch_kernel(device, "scaled_dot_product_attention", [args, draw, seed_slot, offset_slot] {
@@ -234,7 +236,7 @@ sdpa_fused_mlu(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
   at::Tensor debug_mask;
   if (return_debug_mask && dropout_p > 0) {
     debug_mask = at::empty({args.batch, args.heads, args.q_len, args.kv_len}, q.options().dtype(at::kBool));
-    bool* mask = debug_mask.data_ptr<bool>();
+    bool* mask = mlu::mluDevicePointer(debug_mask.data_ptr<bool>());
     const int64_t rows = args.batch * args.heads * args.q_len, keys = args.kv_len;
     launch_kernel(device, "scaled_dot_product_attention dropout mask", [=] {
       const PhiloxDraw d = draw.resolved();
@@ -269,7 +271,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
   k::AttentionArgs args = attention_args(q, k, v, bias, dropout_p, is_causal, scale);
   const at::Tensor o = as_heads(out), lse = logsumexp.contiguous();
   args.out = heads_view(o);
-  args.logsumexp = const_cast<float*>(lse.const_data_ptr<float>());
+  args.logsumexp = const_cast<float*>(mlu::mluDevicePointer(lse.const_data_ptr<float>()));
   // The forward's seed and offset: host scalars, or device scalars its kernel wrote (inside a graph capture).
   const int64_t* seed_slot = nullptr;
   const int64_t* offset_slot = nullptr;
@@ -281,8 +283,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
                     philox_seed.scalar_type() == at::kLong && philox_offset.scalar_type() == at::kLong,
                 "scaled_dot_product_attention backward: philox_seed and philox_offset must be int64 scalars on the "
                 "CPU or on ", query.device());
-    seed_slot = philox_seed.const_data_ptr<int64_t>();
-    offset_slot = philox_offset.const_data_ptr<int64_t>();
+    seed_slot = mlu::mluDevicePointer(philox_seed.const_data_ptr<int64_t>());
+    offset_slot = mlu::mluDevicePointer(philox_offset.const_data_ptr<int64_t>());
   }
   // [batch, rows, heads, cols] memory seen as [batch, heads, rows, cols], as the CPU's fused backward returns
   // its gradients (whatever its inputs' layout).

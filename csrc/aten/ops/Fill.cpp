@@ -5,6 +5,8 @@
 // (an expanded tensor): its broadcast dims are filled once. With a tensor
 // value the CPU refuses such a self, and so does mlu.
 #include <array>
+
+#include <mlu_runtime/host_trap.h>
 #include <cstring>
 #include <vector>
 
@@ -52,11 +54,11 @@ at::Tensor& fill_scalar_mlu_(at::Tensor& self_, const at::Scalar& value) {
   mlu::kernels::ScalarType type = require_kernel_dtype(self.scalar_type(), "fill_");
   at::Tensor host = at::scalar_tensor(value, self.options().device(c10::DeviceType::CPU));
   std::array<unsigned char, 16> bytes{};
-  std::memcpy(bytes.data(), host.const_data_ptr(), host.element_size());
+  std::memcpy(bytes.data(), mlu::mluDevicePointer(host.const_data_ptr()), host.element_size());
   const Collapsed layout = kernel_layout(self);  // Note [Collapsed dims]
   const mlu::kernels::Shape shape = layout.shape;
   const mlu::kernels::Strides strides = layout.first;
-  void* out = self.data_ptr();
+  void* out = mlu::mluDevicePointer(self.data_ptr());
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), "fill_", [=] { mlu::kernels::fill(out, type, shape, strides, bytes.data()); });
   return self_;

@@ -18,6 +18,8 @@
 // cholesky_inverse keeps `infos` on the host — this file has its own
 // wrapper, written after the CPU's.
 #include <ATen/native/BatchLinearAlgebra.h>
+
+#include <mlu_runtime/host_trap.h>
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/TransposeType.h>
@@ -127,7 +129,7 @@ bool cholesky_ex_fused(T A, bool upper, bool check_errors, T L, T info) {
   if (A.storage().is_alias_of(L.storage()) && at::get_overlap_status(L, A) != at::MemOverlapStatus::Full) return false;
   const auto type = lapack_dtype(L, "cholesky_mlu");
   k::StridedMatrices a;
-  a.data = A.const_data_ptr();
+  a.data = mlu::mluDevicePointer(A.const_data_ptr());
   a.batch.ndim = static_cast<int>(A.dim()) - 2;
   for (int d = 0; d < a.batch.ndim; ++d) {
     a.batch.sizes[d] = A.size(d);
@@ -169,7 +171,7 @@ std::shared_ptr<std::vector<int64_t>> broadcast_index(at::IntArrayRef from, at::
   if (from.equals(to)) return nullptr;
   const int64_t count = c10::multiply_integers(from);
   const at::Tensor index = at::arange(count, at::TensorOptions().dtype(at::kLong)).view(from).broadcast_to(to).contiguous();
-  const int64_t* p = index.const_data_ptr<int64_t>();
+  const int64_t* p = mlu::mluDevicePointer(index.const_data_ptr<int64_t>());
   return std::make_shared<std::vector<int64_t>>(p, p + index.numel());
 }
 
@@ -359,8 +361,8 @@ void svd_mlu(T A, const bool full_matrices, const bool compute_uv, const std::op
 // shape is the batch, its operands point at the rows.
 void unpack_pivots_mlu(at::TensorIterator& iter, const int64_t dim_size, const int64_t max_pivot) {
   if (iter.numel() == 0 || dim_size == 0) return;
-  auto* perm = static_cast<char*>(iter.data_ptr(0));
-  const auto* pivots = static_cast<const char*>(iter.data_ptr(1));
+  auto* perm = static_cast<char*>(mlu::mluDevicePointer(iter.data_ptr(0)));
+  const auto* pivots = static_cast<const char*>(mlu::mluDevicePointer(iter.data_ptr(1)));
   const std::vector<int64_t> shape(iter.shape().begin(), iter.shape().end());
   const std::vector<int64_t> perm_strides(iter.strides(0).begin(), iter.strides(0).end());
   const std::vector<int64_t> pivot_strides(iter.strides(1).begin(), iter.strides(1).end());

@@ -20,6 +20,7 @@
 #include <ATen/ops/_fft_c2c_native.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/accumulate.h>
+#include <mlu_runtime/host_trap.h>
 #include <mlu_kernels/fft.h>
 #include <mlu_kernels/parallel.h>
 #include <torch/library.h>
@@ -229,6 +230,8 @@ void fft_fill_with_conjugate_symmetry_mlu(at::ScalarType dtype, IntArrayRef mirr
   for (const auto d : mirror_dims) mirrored[d] = 1;
   std::vector<int64_t> sizes(half_sizes.begin(), half_sizes.end());
   std::vector<int64_t> in_s(in_strides.begin(), in_strides.end()), out_s(out_strides.begin(), out_strides.end());
+  in_data = mlu::mluDevicePointer(in_data);  // Note [Host-access trap]
+  out_data = mlu::mluDevicePointer(out_data);
   launch_kernel(current_device(), "fft_fill_with_conjugate_symmetry",
                 [=, mirrored = std::move(mirrored), sizes = std::move(sizes), in_s = std::move(in_s),
                  out_s = std::move(out_s)] {

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TORCH_MLU_COMPILED_KERNEL_ABI_VERSION 1
+#define TORCH_MLU_COMPILED_KERNEL_ABI_VERSION 2
 
 extern "C" {
 
@@ -40,6 +40,9 @@ struct TorchMluCompiledKernelApi {
   int (*thread_num)(void);
   int (*num_threads)(void);
   int (*max_threads)(void);
+  // Version 2: the address the kernel dereferences for a device pointer
+  // (mluDevicePointer, Note [Host-access trap] in mlu_runtime/host_trap.h).
+  void* (*device_pointer)(const void* ptr);
 };
 
 }  // extern "C"

@@ -50,6 +50,7 @@ template <class T>
 Slot to_slot(T value) {
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(Slot),
                 "kernel arguments must be raw pointers or scalars");
+  if constexpr (std::is_pointer_v<T>) value = static_cast<T>(api->device_pointer(value));
   Slot slot{};
   std::memcpy(slot.bytes, &value, sizeof(T));
   return slot;
