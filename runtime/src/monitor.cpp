@@ -249,12 +249,21 @@ void monitor_queues(int device, int delta) {
   record->devices[physical].queues.fetch_add(uint32_t(delta), std::memory_order_relaxed);
 }
 
-void monitor_busy(int device) {
+// This process's record of `device` and its busy state; nullptr when there is no record.
+static MonitorDeviceRecord* busy_record(int device, BusyState** busy) {
   MonitorRecord* record = record_for_write();
   const int physical = physical_of(device);
-  if (record == nullptr || physical < 0) return;
-  MonitorDeviceRecord& d = record->devices[physical];
-  BusyState& busy = g_busy[physical];
+  if (record == nullptr || physical < 0) return nullptr;
+  *busy = &g_busy[physical];
+  return &record->devices[physical];
+}
+
+void monitor_busy(int device) {
+  BusyState* state = nullptr;
+  MonitorDeviceRecord* record = busy_record(device, &state);
+  if (record == nullptr) return;
+  MonitorDeviceRecord& d = *record;
+  BusyState& busy = *state;
   std::lock_guard<std::mutex> lock(busy.mu);
   d.busy_queues.store(uint32_t(++busy.active), std::memory_order_relaxed);
   if (busy.active != 1) return;
@@ -264,11 +273,11 @@ void monitor_busy(int device) {
 }
 
 void monitor_idle(int device) {
-  MonitorRecord* record = record_for_write();
-  const int physical = physical_of(device);
-  if (record == nullptr || physical < 0) return;
-  MonitorDeviceRecord& d = record->devices[physical];
-  BusyState& busy = g_busy[physical];
+  BusyState* state = nullptr;
+  MonitorDeviceRecord* record = busy_record(device, &state);
+  if (record == nullptr) return;
+  MonitorDeviceRecord& d = *record;
+  BusyState& busy = *state;
   std::lock_guard<std::mutex> lock(busy.mu);
   if (busy.active == 0) return;  // the record was created while this queue was busy
   d.busy_queues.store(uint32_t(--busy.active), std::memory_order_relaxed);

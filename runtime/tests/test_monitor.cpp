@@ -34,7 +34,13 @@ std::vector<mluMonitorDevice> snapshot() {
 }  // namespace
 
 TEST(Monitor, ListsDevicesWithoutStartingAnything) {
+  // An empty registry of its own: other processes of this user may be using the devices with other capacities.
+  char dir[] = "/tmp/mlu_monitor_test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  setenv("TORCH_MLU_MONITOR_DIR", dir, 1);
   std::vector<mluMonitorDevice> devices = snapshot();
+  unsetenv("TORCH_MLU_MONITOR_DIR");
+  rmdir(dir);
   ASSERT_GE(devices.size(), 2u);
   EXPECT_EQ(devices[0].name, "MLU590 (software MLU)");
   EXPECT_EQ(devices[1].physical_id, 1);
