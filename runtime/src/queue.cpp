@@ -270,7 +270,9 @@ uint64_t commit_slot_seq(mluQueue_t q, bool small) {
   launched_slot.traced = false;  // slots are reused: a stale tag must not survive
   launched_slot.fault = faults_active() ? fault_for_task(launched_slot.kind, launched_slot.name) : nullptr;
   if (tracing()) tag_launch(launched_slot);  // Note [Activity tracing]
-  if (small && q->finished.load() == q->launched && !on_device_thread() && small_tasks_run_inline()) {
+  // An injected delay holds the queue, not the launching thread (Note [Fault injection]).
+  const bool delayed = faults_active() && fault_delay_ms() > 0;
+  if (small && !delayed && q->finished.load() == q->launched && !on_device_thread() && small_tasks_run_inline()) {
     // Note [Small tasks run inline]. The device thread has run every
     // published task and only looks at this slot once launched_published
     // names it; `finished` is stored first, so by then it knows the task ran

@@ -13,6 +13,7 @@
 //   kernel:NAME@N only the Nth such kernel
 //   copy:N[+]     the Nth copy (mluMemcpy*) fails on the device
 //   delay:MS      every kernel and copy waits MS milliseconds before it runs
+//                 on its queue (small tasks are not run inline meanwhile)
 //   capacity:SIZE each device's capacity drops to SIZE (e.g. 64M; memory
 //                 already allocated stays; mluMemGetInfo reports the limit)
 // Counting starts when the rules are set; each rule counts on its own.
