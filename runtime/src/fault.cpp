@@ -132,10 +132,18 @@ bool fires(Rule& rule) {
 
 RuleSet* rules() { return g_rules.load(std::memory_order_acquire); }
 
+// Every set ever installed, kept (reachable, so no leak checker flags them).
+std::vector<std::unique_ptr<RuleSet>>& all_sets() {
+  static auto* sets = new std::vector<std::unique_ptr<RuleSet>>();
+  return *sets;
+}
+
 void install(std::unique_ptr<RuleSet> set) {
   std::lock_guard<std::mutex> lock(g_set_mu);
   g_fired.store(0);
-  g_rules.store(set->rules.empty() ? nullptr : set.release(), std::memory_order_release);
+  RuleSet* active = set->rules.empty() ? nullptr : set.get();
+  all_sets().push_back(std::move(set));
+  g_rules.store(active, std::memory_order_release);
 }
 
 // The rules of TORCH_MLU_FAULT_INJECT, once, before any other rule is read or
