@@ -14,7 +14,6 @@
 // copy gives; the tests compare with the CPU on the contiguous copy.
 #include <ATen/ops/_ctc_loss.h>
 
-#include <mlu_runtime/host_trap.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <mlu_kernels/ctc.h>
@@ -149,7 +148,7 @@ at::Tensor ctc_loss_backward(T grad, T log_probs, T targets, at::IntArrayRef inp
 std::vector<int64_t> host_lengths(T lengths, const char* name) {
   TORCH_CHECK(at::isIntegralType(lengths.scalar_type(), /*includeBool=*/false), name, " must be integral");
   const at::Tensor host = lengths.to(at::kCPU, at::kLong).contiguous();
-  return std::vector<int64_t>(mlu::mluDevicePointer(host.const_data_ptr<int64_t>()), mlu::mluDevicePointer(host.const_data_ptr<int64_t>()) + host.numel());
+  return std::vector<int64_t>(host.const_data_ptr<int64_t>(), host.const_data_ptr<int64_t>() + host.numel());
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ at::Tensor& fill_scalar_mlu_(at::Tensor& self_, const at::Scalar& value) {
   mlu::kernels::ScalarType type = require_kernel_dtype(self.scalar_type(), "fill_");
   at::Tensor host = at::scalar_tensor(value, self.options().device(c10::DeviceType::CPU));
   std::array<unsigned char, 16> bytes{};
-  std::memcpy(bytes.data(), mlu::mluDevicePointer(host.const_data_ptr()), host.element_size());
+  std::memcpy(bytes.data(), host.const_data_ptr(), host.element_size());
   const Collapsed layout = kernel_layout(self);  // Note [Collapsed dims]
   const mlu::kernels::Shape shape = layout.shape;
   const mlu::kernels::Strides strides = layout.first;

@@ -16,7 +16,6 @@
 // the CPU and CUDA share is registered.
 #include <ATen/NestedTensorImpl.h>
 
-#include <mlu_runtime/host_trap.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/nested/NestedTensorMath.h>
 #include <ATen/native/nested/NestedTensorUtils.h>
@@ -164,7 +163,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> nested_layer_norm_backward(
 // for components with no element).
 std::vector<at::Tensor> component_rows(const at::Tensor& buffer, const at::Tensor& sizes) {
   const int64_t count = sizes.size(0), dims = sizes.size(1);
-  const int64_t* s = mlu::mluDevicePointer(sizes.const_data_ptr<int64_t>());  // CPU metadata
+  const int64_t* s = sizes.const_data_ptr<int64_t>();  // CPU metadata
   std::vector<int64_t> numels(count);
   std::vector<int64_t> lasts(count);
   for (int64_t i = 0; i < count; ++i) {
@@ -224,7 +223,7 @@ std::vector<int64_t> host_offsets(at::TensorList offsets_list, const char* op) {
   const at::Tensor& offsets = offsets_list[0];
   TORCH_CHECK(offsets.dim() == 1, op, ": expected 1D offsets, but got offsets.dim() == ", offsets.dim());
   const at::Tensor host = offsets.to(at::kCPU, at::kLong).contiguous();
-  return {mlu::mluDevicePointer(host.const_data_ptr<int64_t>()), mlu::mluDevicePointer(host.const_data_ptr<int64_t>()) + host.numel()};
+  return {host.const_data_ptr<int64_t>(), host.const_data_ptr<int64_t>() + host.numel()};
 }
 
 // values [total, ...] -> [B, max_length, ...] padded with padding_value; rows
