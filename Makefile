@@ -10,13 +10,13 @@ JOBS ?= $(shell nproc)
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: demo test build setup wheel test-wheel test-cpp test-python test-trap test-sanitizers asan-suites tsan asan bench opinfo clean
+.PHONY: demo test build setup wheel test-wheel test-cpp test-python test-expandable test-trap test-sanitizers asan-suites tsan asan bench opinfo clean
 
 demo: build
 	$(PY) examples/demo.py
 
 test: build
-	$(MAKE) --no-print-directory test-cpp test-python test-wheel test-sanitizers test-trap
+	$(MAKE) --no-print-directory test-cpp test-python test-expandable test-wheel test-sanitizers test-trap
 
 setup:
 	@tools/bootstrap.sh
@@ -42,6 +42,13 @@ test-cpp:
 
 test-python:
 	$(PY) -m pytest -q tests
+
+# The memory suite again with expandable segments (Note [Expandable segments] in
+# csrc/core/MLUCachingAllocator.cpp) in place of fixed ones, the allocator's other mode.
+MEMORY_TESTS = tests/test_allocator.py tests/test_memory_api.py tests/test_memory_history.py tests/test_memory_pools.py \
+	tests/test_expandable_segments.py tests/test_graphs.py tests/test_streams.py
+test-expandable:
+	PYTORCH_MLU_ALLOC_CONF=expandable_segments:True $(PY) -m pytest -q -p no:cacheprovider $(MEMORY_TESTS)
 
 # The whole suite again with device memory behind the host-access trap (Note [Host-access trap] in
 # runtime/include/mlu_runtime/host_trap.h): a host dereference of device memory anywhere in the glue, the

@@ -113,7 +113,7 @@ def test_split_blocks_merge_back():
     ("bogus_key:1", "unknown setting 'bogus_key'"),
     ("garbage_collection_threshold:1.5", "garbage_collection_threshold must be between 0 and 1"),
     ("roundup_power2_divisions:3", "roundup_power2_divisions must be a power of 2"),
-    ("expandable_segments:True", "expandable_segments:True is not supported on mlu"),
+    ("expandable_segments:maybe", "expandable_segments expects True or False"),
 ])
 def test_malformed_alloc_conf_names_the_key(python, conf, message):
     result = python(

@@ -1,9 +1,14 @@
 #include "csrc/core/MLUAllocatorConfig.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <sstream>
+#include <vector>
 
+#include <c10/core/AllocatorConfig.h>
 #include <c10/util/Exception.h>
 
 namespace torch_mlu {
@@ -26,20 +31,22 @@ T parse_number(const std::string& key, const std::string& value, const char* sou
   return number;
 }
 
-const char* env_either(const char* mlu_name, const char* cuda_name, const char** used) {
-  const char* value = std::getenv(mlu_name);
-  *used = mlu_name;
-  if (value == nullptr) {
-    value = std::getenv(cuda_name);
-    *used = cuda_name;
+// The first of `names` that is set, and which it was.
+const char* env_first(std::initializer_list<const char*> names, const char** used) {
+  for (const char* name : names) {
+    if (const char* value = std::getenv(name)) {
+      *used = name;
+      return value;
+    }
   }
-  return value;
+  return nullptr;
 }
 
 }  // namespace
 
-MLUAllocatorConfig MLUAllocatorConfig::parse(const std::string& text, const char* source) {
-  MLUAllocatorConfig config;
+MLUAllocatorConfig MLUAllocatorConfig::parse(const std::string& text, const char* source,
+                                             const MLUAllocatorConfig& base, bool lenient) {
+  MLUAllocatorConfig config = base;
   std::stringstream pairs(text);
   std::string pair;
   while (std::getline(pairs, pair, ',')) {
@@ -63,14 +70,12 @@ MLUAllocatorConfig MLUAllocatorConfig::parse(const std::string& text, const char
                   ": roundup_power2_divisions must be a power of 2, got ", value);
       config.roundup_power2_divisions = static_cast<size_t>(divisions);
     } else if (key == "expandable_segments") {
-      TORCH_CHECK(value == "True" || value == "False", source, ": expandable_segments expects True or False, got '",
-                  value, "'");
-      TORCH_CHECK_NOT_IMPLEMENTED(value == "False", source,
-                                  ": expandable_segments:True is not supported on mlu yet; remove it, or use "
-                                  "max_split_size_mb to limit fragmentation");
+      TORCH_CHECK(value == "True" || value == "False" || value == "true" || value == "false", source,
+                  ": expandable_segments expects True or False, got '", value, "'");
+      config.expandable_segments = value == "True" || value == "true";
     } else if (key == "backend") {
       TORCH_CHECK(value == "native", source, ": backend ", value, " is not available on mlu (only 'native')");
-    } else {
+    } else if (!lenient) {
       TORCH_CHECK(false, source, ": unknown setting '", key, "'. Known settings: max_split_size_mb, "
                   "garbage_collection_threshold, roundup_power2_divisions, expandable_segments, backend");
     }
@@ -78,16 +83,50 @@ MLUAllocatorConfig MLUAllocatorConfig::parse(const std::string& text, const char
   return config;
 }
 
-const MLUAllocatorConfig& MLUAllocatorConfig::get() {
-  static const MLUAllocatorConfig config = [] {
+namespace {
+
+// Every settings object ever current stays alive, so get()'s references do:
+// they are few (one per set() call) and small.
+struct Settings {
+  std::mutex mu;
+  std::vector<std::unique_ptr<MLUAllocatorConfig>> all;
+  std::atomic<const MLUAllocatorConfig*> current{nullptr};
+
+  Settings() {
     const char* source = nullptr;
-    const char* text = env_either("PYTORCH_MLU_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", &source);
-    MLUAllocatorConfig parsed = text != nullptr ? parse(text, source) : MLUAllocatorConfig{};
-    const char* no_caching = env_either("PYTORCH_NO_MLU_MEMORY_CACHING", "PYTORCH_NO_CUDA_MEMORY_CACHING", &source);
+    const char* text = env_first({"PYTORCH_MLU_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"}, &source);
+    MLUAllocatorConfig parsed = text != nullptr ? MLUAllocatorConfig::parse(text, source) : MLUAllocatorConfig{};
+    const char* no_caching = env_first({"PYTORCH_NO_MLU_MEMORY_CACHING", "PYTORCH_NO_CUDA_MEMORY_CACHING"}, &source);
     parsed.caching_disabled = no_caching != nullptr && std::strcmp(no_caching, "1") == 0;
-    return parsed;
-  }();
-  return config;
+    publish(parsed);
+  }
+
+  void publish(const MLUAllocatorConfig& config) {
+    all.push_back(std::make_unique<MLUAllocatorConfig>(config));
+    current.store(all.back().get(), std::memory_order_release);
+  }
+};
+
+Settings& settings() {
+  static auto* instance = new Settings();  // read by allocations during exit
+  return *instance;
+}
+
+// torch._C._accelerator_setAllocatorSettings reaches the mlu allocator too.
+// No keys of its own: torch's generic parser knows every key mlu reads.
+c10::CachingAllocator::DeviceConfigParserHookRegistry g_generic_settings_hook(
+    [](const std::string& text) { MLUAllocatorConfig::set(text, /*lenient=*/true); }, {});
+
+}  // namespace
+
+const MLUAllocatorConfig& MLUAllocatorConfig::get() {
+  return *settings().current.load(std::memory_order_acquire);
+}
+
+void MLUAllocatorConfig::set(const std::string& text, bool lenient) {
+  Settings& s = settings();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.publish(parse(text, "_set_allocator_settings", *s.current.load(std::memory_order_relaxed), lenient));
 }
 
 }  // namespace torch_mlu

@@ -18,7 +18,7 @@
 namespace torch_mlu {
 
 struct TraceEntry {
-  enum Action { ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC, SEGMENT_FREE, SNAPSHOT, OOM };
+  enum Action { ALLOC, FREE_REQUESTED, FREE_COMPLETED, SEGMENT_ALLOC, SEGMENT_FREE, SEGMENT_MAP, SEGMENT_UNMAP, SNAPSHOT, OOM };
   Action action;
   uintptr_t addr;   // for OOM: the bytes still free on the device
   size_t size;
@@ -44,7 +44,8 @@ struct SegmentInfo {
   size_t requested_size;
   int64_t stream;
   bool is_small;
-  c10::MempoolId_t pool_id;  // the graph pool the segment belongs to; {0, 0}: none
+  c10::MempoolId_t pool_id;  // the private pool (graph, MemPool) it belongs to; {0, 0}: none
+  bool is_expandable;        // a mapped run of an expandable segment
   std::vector<BlockInfo> blocks;
 };
 

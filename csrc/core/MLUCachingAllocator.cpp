@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sstream>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include <mlu_runtime/device.h>
@@ -19,8 +20,10 @@
 
 #include "csrc/core/MLUAllocatorConfig.h"
 #include "csrc/core/MLUException.h"
+#include "csrc/core/MLUExpandableSegment.h"
 #include "csrc/core/MLUTrace.h"
 #include "csrc/core/MLUFunctions.h"
+#include "csrc/core/MLUPluggableAllocator.h"
 
 namespace torch_mlu {
 namespace {
@@ -36,6 +39,7 @@ constexpr size_t kSmallBuffer = 2 << 20;    // small-pool segment size
 constexpr size_t kLargeBuffer = 20 << 20;   // segment size for requests under kMinLargeAlloc
 constexpr size_t kMinLargeAlloc = 10 << 20;
 constexpr size_t kRoundLarge = 2 << 20;     // larger segments are rounded to this
+constexpr size_t kExpandablePage = 2 << 20;  // what an expandable segment maps at a time, either pool
 
 struct BlockPool;
 
@@ -54,7 +58,10 @@ struct Block {
   int pending_events = 0;  // events to complete before the block is free
   std::vector<MLUStream> stream_uses;
   std::shared_ptr<c10::GatheredContext> context;  // who allocated it (history recording)
+  ExpandableSegment* expandable = nullptr;  // the segment it is part of, if expandable
+  bool mapped = true;                       // false: address space of `expandable` without memory
   bool is_split() const { return prev != nullptr || next != nullptr; }
+  bool is_free() const { return !allocated && pending_events == 0 && stream_uses.empty(); }
 };
 
 bool block_less(const Block* a, const Block* b) {
@@ -63,12 +70,20 @@ bool block_less(const Block* a, const Block* b) {
   return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
 }
 
+bool address_less(const Block* a, const Block* b) {
+  if (a->stream.id() != b->stream.id()) return a->stream.id() < b->stream.id();
+  return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
+}
+
 struct BlockPool {
   explicit BlockPool(bool small, c10::MempoolId_t owner = {0, 0}) : is_small(small), owner(owner) {}
-  std::set<Block*, decltype(&block_less)> blocks{&block_less};  // free blocks
+  std::set<Block*, decltype(&block_less)> blocks{&block_less};  // free blocks (mapped)
+  std::set<Block*, decltype(&address_less)> unmapped{&address_less};  // of expandable segments
   const bool is_small;
   const c10::MempoolId_t owner;  // the private pool this belongs to; {0, 0}: the default pools
   int segments = 0;              // segments whose blocks belong here
+  bool no_split = false;         // a MemPool's: blocks are never split
+  std::shared_ptr<MLUPluggableAllocator> allocator;  // a MemPool's: where segments come from (else the device)
   bool is_private() const { return owner != c10::MempoolId_t{0, 0}; }
 };
 
@@ -85,12 +100,53 @@ struct BlockPool {
 // capture is underway the allocator neither synchronizes nor returns
 // segments to the device, and records no events for frees of blocks used on
 // other streams: those wait (deferred_frees_) until no capture is underway.
+// Note [Expandable segments]
+// With expandable_segments:True (CUDA's semantics), a pool does not take new
+// fixed-size segments from the device. Instead each (stream, pool) gets one
+// reservation of address space as large as the device (ExpandableSegment),
+// and blocks grow into it: a request no cached block fits maps just the
+// pages it needs (2 MiB each, in both pools) at the end of the free block
+// that already ends there, or at the start of the unmapped space. So freed
+// blocks merge across what would have been segment boundaries, and the memory
+// reserved tracks the memory allocated to within a page per stream and pool.
+// Unmapped ranges are blocks too (mapped == false, in BlockPool::unmapped),
+// so splitting and merging work as for mapped blocks; a block only merges
+// with a neighbour in the same state. Releasing cached memory (empty_cache,
+// out-of-memory retries, garbage collection) unmaps the whole pages of free
+// blocks, and gives a reservation back once nothing in it is mapped. The
+// `segment` statistics count reservations with memory mapped; num_device_alloc
+// and num_device_free count maps and unmaps. Blocks of expandable segments
+// made while the setting was on stay usable after it is turned off, but are
+// no longer chosen for new requests.
 struct PrivatePool {
   explicit PrivatePool(c10::MempoolId_t id) : small(true, id), large(false, id) {}
   BlockPool small;
   BlockPool large;
   int use_count = 1;
+  bool use_on_oom = false;  // requests outside any pool may take its free blocks
 };
+
+// Where allocations go while a capture (or a use_mem_pool block) is underway.
+struct PoolRouting {
+  c10::MempoolId_t id;
+  std::function<bool(const MLUStream&)> filter;  // which allocations: by stream (graphs) or thread (MemPool)
+  bool graph;  // a graph capture: the allocator must not synchronize meanwhile
+};
+
+// Set by the first allocation (MLUCachingAllocator::hasAllocated).
+std::atomic<bool> g_has_allocated{false};
+
+// MLUCachingAllocator::attachOutOfMemoryObserver / setOutOfMemorySnapshotPath.
+struct OutOfMemoryHooks {
+  std::mutex mu;
+  std::vector<MLUCachingAllocator::OutOfMemoryObserver> observers;
+  std::string snapshot_path;
+};
+
+OutOfMemoryHooks& oom_hooks() {
+  static auto* hooks = new OutOfMemoryHooks();  // observers may hold Python objects: never destroyed at exit
+  return *hooks;
+}
 
 std::string format_size(uint64_t size) {
   std::ostringstream os;
@@ -191,7 +247,8 @@ class DeviceCachingAllocator {
     HistorySettings h = history().get();
     std::shared_ptr<c10::GatheredContext> context = gather_if(h, RecordContext::STATE);
     std::unique_lock<std::mutex> lock(mu_);
-    const bool capturing = !captures_underway_.empty();
+    if (!g_has_allocated.load(std::memory_order_relaxed)) g_has_allocated.store(true, std::memory_order_relaxed);
+    const bool capturing = capturing_graph();
     if (!capturing) {  // Note [Graph pools]: no event queries while capturing
       free_deferred(h);
       process_events(h);
@@ -201,17 +258,19 @@ class DeviceCachingAllocator {
     const bool cache = !config.caching_disabled || pool.is_private();
     Block* block = cache ? take_free_block(pool, stream, size, config) : nullptr;
     if (block == nullptr) {
-      size_t bytes = cache ? segment_size(size) : size;
+      const bool expandable = cache && config.expandable_segments && pool.allocator == nullptr;
+      size_t bytes = !cache ? size : expandable ? size : segment_size(size);
       if (!capturing && config.garbage_collection_threshold > 0 &&
           reserved() + bytes > config.garbage_collection_threshold * allowed_) {
         release_cached_blocks(/*wait=*/false, h);
       }
-      block = new_segment(pool, stream, bytes, h);
+      block = expandable ? grow_expandable(pool, stream, size, h) : new_segment(pool, stream, bytes, h);
       if (block == nullptr && !capturing) {
         stats_.num_alloc_retries += 1;
         release_cached_blocks(/*wait=*/true, h);
-        block = new_segment(pool, stream, bytes, h);
+        block = expandable ? grow_expandable(pool, stream, size, h) : new_segment(pool, stream, bytes, h);
       }
+      if (block == nullptr && !pool.is_private()) block = take_from_oom_pools(size, stream, config);
       if (block == nullptr) {
         stats_.num_ooms += 1;
         record(h, TraceEntry::OOM, free_bytes(), requested, stream, context);
@@ -221,7 +280,10 @@ class DeviceCachingAllocator {
                                            c10::Device(c10::DeviceType::PrivateUse1, device_));
         }
         std::string message = oom_message(requested);
+        auto [device_free, device_total] = memory_info();
+        const size_t total = std::min(device_total, allowed_);
         lock.unlock();
+        message += notify_out_of_memory(requested, total, device_free);
         TORCH_CHECK_WITH(OutOfMemoryError, false, message);
       }
     }
@@ -261,7 +323,7 @@ class DeviceCachingAllocator {
       free_block(block, h);
       return;
     }
-    if (!captures_underway_.empty()) {  // Note [Graph pools]
+    if (capturing_graph()) {            // Note [Graph pools]
       block->pending_events += 1;       // not reusable until its events are recorded
       deferred_frees_.push_back(block);
       return;
@@ -297,7 +359,7 @@ class DeviceCachingAllocator {
   void empty_cache() {
     HistorySettings h = history().get();
     std::lock_guard<std::mutex> lock(mu_);
-    TORCH_CHECK(captures_underway_.empty(), "torch.mlu.empty_cache() cannot run while a graph is being captured on mlu:",
+    TORCH_CHECK(!capturing_graph(), "torch.mlu.empty_cache() cannot run while a graph is being captured on mlu:",
                 static_cast<int>(device_), " (it would synchronize the device); call it before capture_begin or after "
                 "capture_end");
     free_deferred(h);
@@ -305,6 +367,15 @@ class DeviceCachingAllocator {
     for (auto& [event, block] : events_) MLU_CHECK(mlu::mluEventSynchronize(event));
     process_events(h);
     release_cached_blocks(/*wait=*/true, h);
+  }
+
+  // empty_cache for one private pool: its free segments, once it is unused.
+  void empty_pool_cache(c10::MempoolId_t id) {
+    HistorySettings h = history().get();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (capturing_graph()) return;  // a MemPool dropped during a capture keeps its memory until the next empty_cache
+    process_events(h);
+    release_cached_blocks(/*wait=*/false, h, id);
   }
 
   void set_history(const HistorySettings& h, bool clear) {
@@ -323,10 +394,11 @@ class DeviceCachingAllocator {
     for (auto& [event, block] : events_) all.insert(block);
     all.insert(deferred_frees_.begin(), deferred_frees_.end());
     for (Block* head : all) {
-      if (head->prev != nullptr) continue;
+      // A segment, or a mapped run of an expandable one (Note [Expandable segments]).
+      if (head->prev != nullptr && head->prev->mapped) continue;
       SegmentInfo segment{device_, reinterpret_cast<uintptr_t>(head->ptr), 0, 0, 0, 0, head->stream.id(),
-                          head->pool->is_small, head->pool->owner, {}};
-      for (Block* b = head; b != nullptr; b = b->next) {
+                          head->pool->is_small, head->pool->owner, head->expandable != nullptr, {}};
+      for (Block* b = head; b != nullptr && b->mapped; b = b->next) {
         const char* state = b->allocated ? "active_allocated" : b->pending_events > 0 ? "active_pending_free" : "inactive";
         segment.blocks.push_back({reinterpret_cast<uintptr_t>(b->ptr), b->size, b->allocated ? b->requested : 0, state,
                                   b->context});
@@ -350,7 +422,9 @@ class DeviceCachingAllocator {
 
   DeviceStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
-    return stats_;
+    DeviceStats copy = stats_;
+    copy.max_split_size = static_cast<int64_t>(MLUAllocatorConfig::get().max_split_size);  // settings may change
+    return copy;
   }
 
   void reset_accumulated() {
@@ -368,27 +442,43 @@ class DeviceCachingAllocator {
     for_each_stat(stats_, [](Stat& stat) { stat.reset_peak(); });
   }
 
-  // Note [Graph pools]: allocations on streams `filter` accepts come from pool `id` until end_allocate_to_pool.
-  void begin_allocate_to_pool(c10::MempoolId_t id, std::function<bool(const MLUStream&)> filter) {
+  // Note [Graph pools]: allocations `filter` accepts come from pool `id` until
+  // end_allocate_to_pool; `graph`: for a capture, which must not synchronize.
+  void begin_allocate_to_pool(c10::MempoolId_t id, std::function<bool(const MLUStream&)> filter, bool graph) {
+    std::lock_guard<std::mutex> lock(mu_);
+    incref_pool(id);
+    captures_underway_.push_back({id, std::move(filter), graph});
+  }
+
+  // Creates pool `id` with one use, or adds a use (torch.mlu.MemPool).
+  void create_or_incref_pool(c10::MempoolId_t id, bool use_on_oom, bool no_split,
+                             std::shared_ptr<MLUPluggableAllocator> allocator) {
+    std::lock_guard<std::mutex> lock(mu_);
+    PrivatePool& pool = incref_pool(id);
+    if (pool.use_count > 1) return;
+    pool.use_on_oom = use_on_oom;
+    for (BlockPool* blocks : {&pool.small, &pool.large}) {
+      blocks->no_split = no_split;
+      blocks->allocator = allocator;
+    }
+  }
+
+  int pool_use_count(c10::MempoolId_t id) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = graph_pools_.find(id);
-    if (it == graph_pools_.end()) {
-      graph_pools_.emplace(id, std::make_unique<PrivatePool>(id));
-    } else {
-      TORCH_INTERNAL_ASSERT(it->second->use_count > 0, "a released graph pool was reused");
-      it->second->use_count += 1;
-    }
-    captures_underway_.emplace_back(id, std::move(filter));
+    return it == graph_pools_.end() ? 0 : it->second->use_count;
   }
 
   void end_allocate_to_pool(c10::MempoolId_t id) {
     HistorySettings h = history().get();
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = std::find_if(captures_underway_.begin(), captures_underway_.end(),
-                           [&](const auto& capture) { return capture.first == id; });
-    TORCH_INTERNAL_ASSERT(it != captures_underway_.end(), "endAllocateToPool: no capture allocates to this pool");
-    captures_underway_.erase(it);
-    if (captures_underway_.empty()) free_deferred(h);
+    // The latest routing to `id` ends (routings nest).
+    auto it = std::find_if(captures_underway_.rbegin(), captures_underway_.rend(),
+                           [&](const PoolRouting& routing) { return routing.id == id; });
+    TORCH_CHECK(it != captures_underway_.rend(), "endAllocateToPool: no capture or use_mem_pool allocates to pool (",
+                id.first, ", ", id.second, ") on mlu:", static_cast<int>(device_));
+    captures_underway_.erase(std::next(it).base());
+    if (!capturing_graph()) free_deferred(h);
   }
 
   // One graph (or capture) stops using pool `id`; at zero the pool is freeable.
@@ -429,6 +519,20 @@ class DeviceCachingAllocator {
     Block key(device_, stream, size, &pool, nullptr);
     auto it = pool.blocks.lower_bound(&key);
     if (it == pool.blocks.end() || (*it)->stream != stream) return nullptr;
+    if ((*it)->expandable != nullptr) {
+      if (config.expandable_segments) {
+        // Best fit counts what a block can grow into: prefer a smaller block
+        // that fits over one that could serve larger requests by growing.
+        auto growable = [](const Block* b) { return b->size + (b->next && !b->next->mapped ? b->next->size : 0); };
+        for (auto next = std::next(it); next != pool.blocks.end() && (*next)->stream == stream; ++next) {
+          if ((*it)->expandable == nullptr || growable(*next) >= growable(*it)) break;
+          it = next;
+        }
+      } else {  // the setting was turned off: expandable blocks serve no new requests
+        while (it != pool.blocks.end() && (*it)->stream == stream && (*it)->expandable != nullptr) ++it;
+        if (it == pool.blocks.end() || (*it)->stream != stream) return nullptr;
+      }
+    }
     Block* block = *it;
     // Keep oversize blocks for oversize requests, and do not waste them.
     if (size < config.max_split_size && block->size >= config.max_split_size) return nullptr;
@@ -441,14 +545,40 @@ class DeviceCachingAllocator {
     return block;
   }
 
-  // The pool a request of `size` on `stream` is served from (Note [Graph pools]).
+  // The pool a request of `size` on `stream` is served from (Note [Graph
+  // pools]); the innermost routing that accepts it wins.
   BlockPool& pool_for(size_t size, const MLUStream& stream) {
-    for (const auto& [id, filter] : captures_underway_) {
-      if (!filter(stream)) continue;
-      PrivatePool& pool = *graph_pools_.at(id);
+    for (auto it = captures_underway_.rbegin(); it != captures_underway_.rend(); ++it) {
+      if (!it->filter(stream)) continue;
+      PrivatePool& pool = *graph_pools_.at(it->id);
       return size <= kSmallSize ? pool.small : pool.large;
     }
     return size <= kSmallSize ? small_ : large_;
+  }
+
+  bool capturing_graph() const {
+    return std::any_of(captures_underway_.begin(), captures_underway_.end(),
+                       [](const PoolRouting& routing) { return routing.graph; });
+  }
+
+  PrivatePool& incref_pool(c10::MempoolId_t id) {
+    auto it = graph_pools_.find(id);
+    if (it == graph_pools_.end()) return *graph_pools_.emplace(id, std::make_unique<PrivatePool>(id)).first->second;
+    TORCH_CHECK(it->second->use_count > 0, "pool (", id.first, ", ", id.second, ") on mlu:", static_cast<int>(device_),
+                " was released and cannot be used again");
+    it->second->use_count += 1;
+    return *it->second;
+  }
+
+  // Out of memory outside any pool: a free block of a use_on_oom MemPool.
+  Block* take_from_oom_pools(size_t size, MLUStream stream, const MLUAllocatorConfig& config) {
+    for (auto& [id, pool] : graph_pools_) {
+      if (!pool->use_on_oom || pool->use_count == 0) continue;
+      if (Block* block = take_free_block(size <= kSmallSize ? pool->small : pool->large, stream, size, config)) {
+        return block;
+      }
+    }
+    return nullptr;
   }
 
   std::vector<BlockPool*> all_pools() {
@@ -472,12 +602,14 @@ class DeviceCachingAllocator {
 
   bool should_split(const Block& block, size_t size, const MLUAllocatorConfig& config) const {
     size_t remaining = block.size - size;
-    if (block.pool->is_small) return remaining >= kMinBlockSize;
+    if (block.pool->no_split) return false;
+    if (block.pool->is_small || block.expandable != nullptr) return remaining >= kMinBlockSize;
     return size < config.max_split_size && remaining > kSmallSize;
   }
 
   void split(Block* block, size_t size) {
     auto* rest = new Block(device_, block->stream, block->size - size, block->pool, static_cast<char*>(block->ptr) + size);
+    rest->expandable = block->expandable;
     rest->prev = block;
     rest->next = block->next;
     if (rest->next != nullptr) rest->next->prev = rest;
@@ -490,15 +622,24 @@ class DeviceCachingAllocator {
 
   Block* new_segment(BlockPool& pool, MLUStream stream, size_t bytes, const HistorySettings& h) {
     if (reserved() + bytes > allowed_) return nullptr;
-    c10::DeviceIndex previous = exchange_device(device_);
     void* ptr = nullptr;
-    mlu::mluError_t status = mlu::mluMalloc(&ptr, bytes);
-    exchange_device(previous);
-    if (status == mlu::mluErrorMemoryAllocation) {
-      last_device_failure_ = mlu::mluGetLastErrorDetail();
-      return nullptr;
+    if (pool.allocator != nullptr) {  // a MemPool's own allocator
+      try {
+        ptr = pool.allocator->raw_alloc(bytes, device_, stream.queue());
+      } catch (const c10::OutOfMemoryError& e) {
+        last_device_failure_ = e.what_without_backtrace();
+        return nullptr;
+      }
+    } else {
+      c10::DeviceIndex previous = exchange_device(device_);
+      mlu::mluError_t status = mlu::mluMalloc(&ptr, bytes);
+      exchange_device(previous);
+      if (status == mlu::mluErrorMemoryAllocation) {
+        last_device_failure_ = mlu::mluGetLastErrorDetail();
+        return nullptr;
+      }
+      MLU_CHECK(status);
     }
-    MLU_CHECK(status);
     pool.segments += 1;
     update(stats_.segment, pool, 1);
     update(stats_.reserved_bytes, pool, static_cast<int64_t>(bytes));
@@ -508,14 +649,160 @@ class DeviceCachingAllocator {
     return new Block(device_, stream, bytes, &pool, ptr);
   }
 
+  // Note [Expandable segments]: a block of at least `size` bytes made of free
+  // mapped memory and newly mapped pages of the stream's expandable segment,
+  // taken out of the pool; nullptr when the device is full.
+  Block* grow_expandable(BlockPool& pool, MLUStream stream, size_t size, const HistorySettings& h) {
+    Block* candidate = find_expandable_block(pool, stream, size);
+    if (candidate == nullptr) return new_segment(pool, stream, segment_size(size), h);  // no address space left
+    // The candidate is unmapped, or free and followed by unmapped space.
+    if (!candidate->mapped && !map_block(candidate, std::min(candidate->size, size), h)) return nullptr;
+    while (candidate->size < size) {
+      Block* next = candidate->next;  // unmapped: map_block merges `candidate` into it
+      if (!map_block(next, std::min(size - candidate->size, next->size), h)) return nullptr;
+      candidate = next;
+    }
+    erase_free(candidate);
+    return candidate;
+  }
+
+  // The lowest-addressed free-or-unmapped run of the stream's expandable
+  // segment with room for `size` bytes, reserving the segment on first use;
+  // nullptr when no address space is left.
+  Block* find_expandable_block(BlockPool& pool, MLUStream stream, size_t size) {
+    auto room_from = [&](Block* b) {
+      size_t bytes = 0;
+      for (; bytes < size && b != nullptr && !b->allocated && b->is_free(); b = b->next) bytes += b->size;
+      return bytes >= size;
+    };
+    Block key(device_, stream, 0, &pool, nullptr);
+    for (auto it = pool.unmapped.lower_bound(&key); it != pool.unmapped.end() && (*it)->stream == stream; ++it) {
+      Block* candidate = *it;
+      if (candidate->prev != nullptr && candidate->prev->is_free()) candidate = candidate->prev;
+      if (room_from(candidate)) return candidate;
+    }
+    const size_t reserve = (capacity_ + kExpandablePage - 1) / kExpandablePage * kExpandablePage;
+    std::unique_ptr<ExpandableSegment> segment = ExpandableSegment::reserve(device_, reserve, kExpandablePage);
+    if (segment == nullptr || segment->size() < size) return nullptr;
+    auto* candidate = new Block(device_, stream, segment->size(), &pool, segment->ptr());
+    candidate->mapped = false;
+    candidate->expandable = segment.get();
+    expandable_segments_.push_back(std::move(segment));
+    pool.segments += 1;  // keeps a private pool alive while the reservation is
+    pool.unmapped.insert(candidate);
+    return candidate;
+  }
+
+  // Maps the first `size` bytes of the unmapped block `block` (rounded up to
+  // pages; the rest stays an unmapped block), merges it with free mapped
+  // neighbours and caches it. False when the device is full.
+  bool map_block(Block* block, size_t size, const HistorySettings& h) {
+    ExpandableSegment& segment = *block->expandable;
+    const size_t mapped_before = segment.mapped_bytes();
+    ExpandableSegment::Range range = segment.map({static_cast<char*>(block->ptr), size});
+    if (range.size == 0) {
+      last_device_failure_ = mlu::mluGetLastErrorDetail();
+      return false;
+    }
+    BlockPool& pool = *block->pool;
+    pool.unmapped.erase(block);
+    block->mapped = true;
+    if (range.size < block->size) {  // block -> rest (unmapped) -> next
+      auto* rest = new Block(device_, block->stream, block->size - range.size, &pool, range.ptr + range.size);
+      rest->mapped = false;
+      rest->expandable = block->expandable;
+      rest->prev = block;
+      rest->next = block->next;
+      if (rest->next != nullptr) rest->next->prev = rest;
+      block->next = rest;
+      block->size = range.size;
+      pool.unmapped.insert(rest);
+    }
+    merge(block, block->prev);
+    merge(block, block->next);
+    insert_free(block);
+    if (mapped_before == 0) update(stats_.segment, pool, 1);
+    update(stats_.reserved_bytes, pool, static_cast<int64_t>(range.size));
+    stats_.num_device_alloc += 1;
+    record(h, TraceEntry::SEGMENT_MAP, reinterpret_cast<uintptr_t>(range.ptr), range.size, block->stream, nullptr);
+    return true;
+  }
+
+  // Unmaps the whole pages of the free cached block `block`; what is left of
+  // it on either side stays free and cached.
+  void unmap_block(Block* block, const HistorySettings& h) {
+    ExpandableSegment& segment = *block->expandable;
+    ExpandableSegment::Range range = segment.unmap({static_cast<char*>(block->ptr), block->size});
+    if (range.size == 0) return;
+    BlockPool& pool = *block->pool;
+    erase_free(block);
+    const size_t before = static_cast<size_t>(range.ptr - static_cast<char*>(block->ptr));
+    const size_t after = block->size - before - range.size;
+    if (before > 0) {  // prev -> head -> block
+      auto* head = new Block(device_, block->stream, before, &pool, block->ptr);
+      head->expandable = block->expandable;
+      head->prev = block->prev;
+      if (head->prev != nullptr) head->prev->next = head;
+      head->next = block;
+      block->prev = head;
+      insert_free(head);
+    }
+    if (after > 0) {  // block -> tail -> next
+      auto* tail = new Block(device_, block->stream, after, &pool, range.ptr + range.size);
+      tail->expandable = block->expandable;
+      tail->next = block->next;
+      if (tail->next != nullptr) tail->next->prev = tail;
+      tail->prev = block;
+      block->next = tail;
+      insert_free(tail);
+    }
+    block->ptr = range.ptr;
+    block->size = range.size;
+    block->mapped = false;
+    merge(block, block->prev);
+    merge(block, block->next);
+    pool.unmapped.insert(block);
+    if (segment.mapped_bytes() == 0) update(stats_.segment, pool, -1);
+    update(stats_.reserved_bytes, pool, -static_cast<int64_t>(range.size));
+    stats_.num_device_free += 1;
+    record(h, TraceEntry::SEGMENT_UNMAP, reinterpret_cast<uintptr_t>(range.ptr), range.size, block->stream, nullptr);
+    if (!block->is_split()) {  // nothing of the reservation is mapped any more: give it back
+      pool.unmapped.erase(block);
+      pool.segments -= 1;
+      std::erase_if(expandable_segments_, [&](const auto& s) { return s.get() == block->expandable; });
+      delete block;
+    }
+  }
+
+  // A free mapped block enters / leaves its pool's cache (inactive_split counts the split ones).
+  void insert_free(Block* block) {
+    block->pool->blocks.insert(block);
+    if (block->is_split()) {
+      update(stats_.inactive_split, *block->pool, 1);
+      update(stats_.inactive_split_bytes, *block->pool, static_cast<int64_t>(block->size));
+    }
+  }
+
+  void erase_free(Block* block) {
+    block->pool->blocks.erase(block);
+    if (block->is_split()) {
+      update(stats_.inactive_split, *block->pool, -1);
+      update(stats_.inactive_split_bytes, *block->pool, -static_cast<int64_t>(block->size));
+    }
+  }
+
   // Returns a whole (unsplit, free) segment to the device, ordered on its stream.
   void release_segment(Block* block, const HistorySettings& h) {
     record(h, TraceEntry::SEGMENT_FREE, reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream, nullptr);
-    mlu::mluError_t status = mlu::mluFreeAsync(block->ptr, block->stream.queue());
-    if (status == mlu::mluErrorInvalidResourceHandle) {
-      status = mlu::mluFree(block->ptr);  // the segment's (external) queue is gone: free synchronously
+    if (block->pool->allocator != nullptr) {
+      block->pool->allocator->raw_free(block->ptr, block->size, device_, block->stream.queue());
+    } else {
+      mlu::mluError_t status = mlu::mluFreeAsync(block->ptr, block->stream.queue());
+      if (status == mlu::mluErrorInvalidResourceHandle) {
+        status = mlu::mluFree(block->ptr);  // the segment's (external) queue is gone: free synchronously
+      }
+      MLU_CHECK(status);
     }
-    MLU_CHECK(status);
     block->pool->segments -= 1;
     update(stats_.segment, *block->pool, -1);
     update(stats_.reserved_bytes, *block->pool, -static_cast<int64_t>(block->size));
@@ -524,25 +811,32 @@ class DeviceCachingAllocator {
     delete block;
   }
 
-  // Releases every cached whole segment; with `wait`, also waits until the
-  // device has the memory back (stream-ordered frees complete).
-  void release_cached_blocks(bool wait, const HistorySettings& h) {
-    std::vector<BlockPool*> pools{&large_, &small_};
+  // Releases every cached whole segment (unmaps the free pages of expandable
+  // ones): of the default pools and unused private pools, or with `only`, of
+  // that private pool if unused. With `wait`, also waits until the device has
+  // the memory back (stream-ordered frees complete).
+  void release_cached_blocks(bool wait, const HistorySettings& h, c10::MempoolId_t only = {0, 0}) {
+    const bool everything = only == c10::MempoolId_t{0, 0};
+    std::vector<BlockPool*> pools;
+    if (everything) pools = {&large_, &small_};
     for (auto& [id, pool] : graph_pools_) {
-      if (pool->use_count > 0) continue;  // a live graph's memory stays
+      if (pool->use_count > 0 || (!everything && id != only)) continue;  // a live graph's memory stays
       pools.push_back(&pool->large);
       pools.push_back(&pool->small);
     }
     for (BlockPool* pool : pools) {
+      std::vector<Block*> to_unmap;  // unmapping changes the set: gathered first
       for (auto it = pool->blocks.begin(); it != pool->blocks.end();) {
         Block* block = *it;
-        if (block->is_split()) {
+        if (block->expandable != nullptr) to_unmap.push_back(block);
+        if (block->expandable != nullptr || block->is_split()) {
           ++it;
           continue;
         }
         it = pool->blocks.erase(it);
         release_segment(block, h);
       }
+      for (Block* block : to_unmap) unmap_block(block, h);
     }
     for (auto it = graph_pools_.begin(); it != graph_pools_.end();) {
       const PrivatePool& pool = *it->second;
@@ -559,26 +853,25 @@ class DeviceCachingAllocator {
     record(h, TraceEntry::FREE_COMPLETED, reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream,
            block->context);
     block->context = nullptr;
-    if (MLUAllocatorConfig::get().caching_disabled && !pool.is_private() && captures_underway_.empty()) {
+    if (MLUAllocatorConfig::get().caching_disabled && !pool.is_private() && !capturing_graph()) {
       release_segment(block, h);
       return;
     }
     merge(block, block->prev);
     merge(block, block->next);
-    if (block->is_split()) {
-      update(stats_.inactive_split, pool, 1);
-      update(stats_.inactive_split_bytes, pool, static_cast<int64_t>(block->size));
-    }
-    pool.blocks.insert(block);
+    insert_free(block);
   }
 
-  // Absorbs `neighbour` into `block` if it is free and cached.
+  // Absorbs `neighbour` into `block` if it is free (or unmapped) and cached
+  // as `block` will be: mapped free blocks merge, and unmapped ones.
   void merge(Block* block, Block* neighbour) {
-    if (neighbour == nullptr || neighbour->allocated || neighbour->pending_events > 0) return;
+    if (neighbour == nullptr || !neighbour->is_free() || neighbour->mapped != block->mapped) return;
     BlockPool& pool = *block->pool;
-    pool.blocks.erase(neighbour);
-    update(stats_.inactive_split, pool, -1);
-    update(stats_.inactive_split_bytes, pool, -static_cast<int64_t>(neighbour->size));
+    if (neighbour->mapped) {
+      erase_free(neighbour);
+    } else {
+      pool.unmapped.erase(neighbour);
+    }
     if (block->prev == neighbour) {
       block->ptr = neighbour->ptr;
       block->prev = neighbour->prev;
@@ -628,6 +921,21 @@ class DeviceCachingAllocator {
 
   size_t free_bytes() const { return memory_info().first; }
 
+  // Runs the out-of-memory observers (no lock held); what the message adds about a snapshot.
+  std::string notify_out_of_memory(size_t requested, size_t total, size_t free) {
+    OutOfMemoryHooks& hooks = oom_hooks();
+    std::vector<MLUCachingAllocator::OutOfMemoryObserver> observers;
+    std::string path;
+    {
+      std::lock_guard<std::mutex> lock(hooks.mu);
+      observers = hooks.observers;
+      path = hooks.snapshot_path;
+    }
+    for (const auto& observer : observers) observer(device_, requested, total, free);
+    if (path.empty()) return "";
+    return " A memory snapshot was written to " + path + " (open it at https://pytorch.org/memory_viz).";
+  }
+
   void record(const HistorySettings& h, TraceEntry::Action action, uintptr_t addr, size_t size, const MLUStream& stream,
               std::shared_ptr<c10::GatheredContext> context) {
     if (!h.record_trace) return;
@@ -661,12 +969,13 @@ class DeviceCachingAllocator {
   BlockPool small_{true};
   BlockPool large_{false};
   std::map<c10::MempoolId_t, std::unique_ptr<PrivatePool>> graph_pools_;
-  std::vector<std::pair<c10::MempoolId_t, std::function<bool(const MLUStream&)>>> captures_underway_;
+  std::vector<PoolRouting> captures_underway_;
   std::vector<Block*> deferred_frees_;  // freed while capturing, used on other streams
   ska::flat_hash_map<void*, Block*> allocated_;
   std::string last_device_failure_;  // the runtime's explanation of the last failed mluMalloc
   std::deque<std::pair<mlu::mluEvent_t, Block*>> events_;
   std::vector<mlu::mluEvent_t> free_events_;
+  std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
   DeviceStats stats_;
   TraceRing trace_;
 };
@@ -690,8 +999,14 @@ class MLUCachingDeviceAllocator final : public c10::DeviceAllocator {
 
   bool initialized() override { return true; }
 
-  void emptyCache(c10::MempoolId_t) override {
-    for (c10::DeviceIndex d = 0; d < device_count(); ++d) for_device(d).empty_cache();
+  void emptyCache(c10::MempoolId_t pool) override {
+    for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
+      if (pool == c10::MempoolId_t{0, 0}) {
+        for_device(d).empty_cache();
+      } else {
+        for_device(d).empty_pool_cache(pool);
+      }
+    }
   }
 
   void recordStream(const c10::DataPtr& data, c10::Stream stream) override {
@@ -737,26 +1052,33 @@ class MLUCachingDeviceAllocator final : public c10::DeviceAllocator {
 
 MLUCachingDeviceAllocator g_allocator;
 
-}  // namespace
+// The caching allocator's own queries, refused while a pluggable allocator serves tensors.
+void check_caching_current(const char* what) {
+  if (currentPluggableAllocator() != nullptr) MLUPluggableAllocator::unsupported(what);
+}
 
-c10::DeviceAllocator* getMLUDeviceAllocator() { return &g_allocator; }
+}  // namespace
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &g_allocator);
 
 namespace MLUCachingAllocator {
 
-void emptyCache() { g_allocator.emptyCache({0, 0}); }
+c10::DeviceAllocator* get() { return &g_allocator; }
+bool hasAllocated() { return g_has_allocated.load(std::memory_order_relaxed); }
+
+void emptyCache(c10::MempoolId_t pool) { getMLUDeviceAllocator()->emptyCache(pool); }
 
 void setMemoryFraction(double fraction, c10::DeviceIndex device) {
   TORCH_CHECK(fraction >= 0.0 && fraction <= 1.0, "Invalid fraction value: ", fraction, ". Allowed range: 0~1");
+  check_caching_current("setMemoryFraction");
   MLUCachingDeviceAllocator::for_device(device).set_fraction(fraction);
 }
 
 double getMemoryFraction(c10::DeviceIndex device) { return MLUCachingDeviceAllocator::for_device(device).fraction(); }
 
-DeviceStats getDeviceStats(c10::DeviceIndex device) { return g_allocator.getDeviceStats(device); }
-void resetAccumulatedStats(c10::DeviceIndex device) { g_allocator.resetAccumulatedStats(device); }
-void resetPeakStats(c10::DeviceIndex device) { g_allocator.resetPeakStats(device); }
+DeviceStats getDeviceStats(c10::DeviceIndex device) { return getMLUDeviceAllocator()->getDeviceStats(device); }
+void resetAccumulatedStats(c10::DeviceIndex device) { getMLUDeviceAllocator()->resetAccumulatedStats(device); }
+void resetPeakStats(c10::DeviceIndex device) { getMLUDeviceAllocator()->resetPeakStats(device); }
 size_t maxSplitSize() { return MLUAllocatorConfig::get().max_split_size; }
 
 void recordHistory(const HistorySettings& settings, bool clear_history) {
@@ -772,14 +1094,43 @@ void recordHistory(const HistorySettings& settings, bool clear_history) {
 }
 
 SnapshotInfo snapshot() {
+  check_caching_current("snapshot");
   SnapshotInfo info;
   info.device_traces.resize(device_count());
   for (c10::DeviceIndex d = 0; d < device_count(); ++d) MLUCachingDeviceAllocator::for_device(d).snapshot(info);
   return info;
 }
 
+void attachOutOfMemoryObserver(OutOfMemoryObserver observer) {
+  OutOfMemoryHooks& hooks = oom_hooks();
+  std::lock_guard<std::mutex> lock(hooks.mu);
+  hooks.observers.push_back(std::move(observer));
+}
+
+void setOutOfMemorySnapshotPath(std::string path) {
+  OutOfMemoryHooks& hooks = oom_hooks();
+  std::lock_guard<std::mutex> lock(hooks.mu);
+  hooks.snapshot_path = std::move(path);
+}
+
 void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t id, std::function<bool(const MLUStream&)> filter) {
-  MLUCachingDeviceAllocator::for_device(device).begin_allocate_to_pool(id, std::move(filter));
+  MLUCachingDeviceAllocator::for_device(device).begin_allocate_to_pool(id, std::move(filter), /*graph=*/true);
+}
+
+void beginAllocateCurrentThreadToPool(c10::DeviceIndex device, c10::MempoolId_t id) {
+  check_caching_current("use_mem_pool");
+  auto filter = [thread = std::this_thread::get_id()](const MLUStream&) { return std::this_thread::get_id() == thread; };
+  MLUCachingDeviceAllocator::for_device(device).begin_allocate_to_pool(id, filter, /*graph=*/false);
+}
+
+void createOrIncrefPool(c10::DeviceIndex device, c10::MempoolId_t id, bool use_on_oom, bool no_split,
+                        std::shared_ptr<MLUPluggableAllocator> allocator) {
+  check_caching_current("MemPool");
+  MLUCachingDeviceAllocator::for_device(device).create_or_incref_pool(id, use_on_oom, no_split, std::move(allocator));
+}
+
+int getPoolUseCount(c10::DeviceIndex device, c10::MempoolId_t id) {
+  return MLUCachingDeviceAllocator::for_device(device).pool_use_count(id);
 }
 
 void endAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t id) {
@@ -792,6 +1143,7 @@ void releasePool(c10::DeviceIndex device, c10::MempoolId_t id) {
 
 void* raw_alloc(size_t bytes, MLUStream stream) {
   if (bytes == 0) return nullptr;
+  check_caching_current("caching_allocator_alloc");
   void* ptr = MLUCachingDeviceAllocator::for_device(stream.device_index()).malloc(bytes, stream)->ptr;
   trace::memory_allocation(ptr);
   return ptr;

@@ -23,6 +23,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <string>
 
 #include <c10/core/CachingDeviceAllocator.h>
 
@@ -31,11 +33,23 @@
 
 namespace torch_mlu {
 
+class MLUPluggableAllocator;
+
+// The allocator mlu tensors come from: the caching allocator, unless
+// torch.mlu.memory.change_current_allocator installed a pluggable one
+// (MLUPluggableAllocator.h).
 c10::DeviceAllocator* getMLUDeviceAllocator();
 
 namespace MLUCachingAllocator {
 
-void emptyCache();
+// The caching allocator itself.
+c10::DeviceAllocator* get();
+// Whether it has handed out memory yet (a pluggable allocator may replace it until then).
+bool hasAllocated();
+
+// Gives cached memory back: of the default pools and every unused private
+// pool, or with `pool` only that pool's (if no longer in use).
+void emptyCache(c10::MempoolId_t pool = {0, 0});
 void setMemoryFraction(double fraction, c10::DeviceIndex device);
 double getMemoryFraction(c10::DeviceIndex device);
 c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device);
@@ -58,9 +72,27 @@ void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t id, std::func
 void endAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t id);
 // Drops one use of pool `id`; at zero, empty_cache returns its free segments.
 void releasePool(c10::DeviceIndex device, c10::MempoolId_t id);
+// Memory pools (torch.mlu.MemPool; Note [Graph pools]): creates pool `id` on
+// `device` with one use, or adds a use. `use_on_oom`: requests outside any
+// pool may take its free blocks rather than fail; `no_split`: its blocks are
+// never split; `allocator`: where its segments come from (else the device).
+void createOrIncrefPool(c10::DeviceIndex device, c10::MempoolId_t id, bool use_on_oom = false, bool no_split = false,
+                        std::shared_ptr<MLUPluggableAllocator> allocator = nullptr);
+// Routes the calling thread's allocations on `device` to pool `id` (adds a use).
+void beginAllocateCurrentThreadToPool(c10::DeviceIndex device, c10::MempoolId_t id);
+// The uses of pool `id` (0 if none).
+int getPoolUseCount(c10::DeviceIndex device, c10::MempoolId_t id);
 // Turns memory-history recording on or off (see MLUAllocatorHistory.h).
 void recordHistory(const HistorySettings& settings, bool clear_history);
 SnapshotInfo snapshot();
+// Called on every out-of-memory error, before it is raised and with no
+// allocator lock held: (device, bytes requested, bytes the process may use,
+// bytes free on the device). As torch._C._cuda_attach_out_of_memory_observer.
+using OutOfMemoryObserver = std::function<void(int64_t device, size_t requested, size_t total, size_t free)>;
+void attachOutOfMemoryObserver(OutOfMemoryObserver observer);
+// The path the out-of-memory message names as holding a snapshot (the Python
+// observer torch.mlu.memory._dump_snapshot_on_oom installs writes it); empty: none.
+void setOutOfMemorySnapshotPath(std::string path);
 
 }  // namespace MLUCachingAllocator
 }  // namespace torch_mlu

@@ -37,6 +37,15 @@ void MLUGuardImpl::uncheckedSetDevice(c10::Device device) const noexcept {
 
 c10::DeviceIndex MLUGuardImpl::deviceCount() const noexcept { return device_count(); }
 
+c10::DeviceCapability MLUGuardImpl::getDeviceCapability(c10::Device device) const {
+  if (device.index() >= 0) check_device_index(device.index());
+  // Everything but the quantized types, whose tensors need QuantizedPrivateUse1 kernels mlu does not register.
+  c10::DeviceCapability capability;
+  auto& types = capability.capability_data.supported_scalar_types;
+  types.has_QInt8 = types.has_QUInt8 = types.has_QInt32 = types.has_QUInt4x2 = types.has_QUInt2x4 = 0;
+  return capability;
+}
+
 c10::Stream MLUGuardImpl::getStream(c10::Device device) const { return getCurrentMLUStream(device.index()); }
 
 c10::Stream MLUGuardImpl::getDefaultStream(c10::Device device) const {

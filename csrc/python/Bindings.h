@@ -13,6 +13,7 @@ namespace torch_mlu {
 
 void bind_fault_injection(pybind11::module& m);
 void bind_memory(pybind11::module& m);
+void bind_mem_pool(pybind11::module& m);
 void bind_monitor(pybind11::module& m);
 void bind_distributed(pybind11::module& m);
 void bind_graphs(pybind11::module& m);

@@ -133,6 +133,8 @@ const char* action_name(TraceEntry::Action action) {
     case TraceEntry::FREE_COMPLETED: return "free_completed";
     case TraceEntry::SEGMENT_ALLOC: return "segment_alloc";
     case TraceEntry::SEGMENT_FREE: return "segment_free";
+    case TraceEntry::SEGMENT_MAP: return "segment_map";
+    case TraceEntry::SEGMENT_UNMAP: return "segment_unmap";
     case TraceEntry::SNAPSHOT: return "snapshot";
     case TraceEntry::OOM: return "oom";
   }
@@ -173,7 +175,7 @@ py::dict memory_snapshot() {
     d["stream"] = segment.stream;
     d["segment_type"] = segment.is_small ? "small" : "large";
     d["segment_pool_id"] = py::make_tuple(segment.pool_id.first, segment.pool_id.second);
-    d["is_expandable"] = false;
+    d["is_expandable"] = segment.is_expandable;
     d["frames"] = py::list();
     py::list blocks;
     for (const BlockInfo& block : segment.blocks) {
@@ -251,6 +253,22 @@ void bind_memory(py::module& m) {
         },
         py::arg("enabled"), py::arg("context"), py::arg("stacks"), py::arg("max_entries"), py::arg("clear_history"));
   m.def("_mlu_memorySnapshot", [] { return MLU_BINDING(return memory_snapshot();); });
+  m.def("_mlu_attach_out_of_memory_observer", [](py::function observer) {
+    // Never destroyed (the observer list lives to the end of the process), so no GIL is needed to drop it.
+    auto callable = std::make_shared<py::function>(std::move(observer));
+    MLUCachingAllocator::attachOutOfMemoryObserver([callable](int64_t device, size_t requested, size_t total,
+                                                              size_t free) {
+      py::gil_scoped_acquire gil;
+      try {
+        (*callable)(device, requested, total, free);
+      } catch (py::error_already_set& e) {  // the out-of-memory error is what the caller must see
+        e.restore();
+        PyErr_WriteUnraisable(callable->ptr());
+      }
+    });
+  });
+  m.def("_mlu_setOutOfMemorySnapshotPath",
+        [](const std::string& path) { MLU_BINDING(MLUCachingAllocator::setOutOfMemorySnapshotPath(path);); });
   m.def("_mlu_hostMemoryStats", [] { return MLU_BINDING(return host_memory_stats();); });
   m.def("_mlu_resetAccumulatedHostMemoryStats", [] { MLU_BINDING(getMLUHostAllocator()->reset_accumulated_stats();); });
   m.def("_mlu_resetPeakHostMemoryStats", [] { MLU_BINDING(getMLUHostAllocator()->reset_peak_stats();); });

@@ -164,6 +164,7 @@ PYBIND11_MODULE(_C, m) {
         return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(generator)););
   });
   bind_memory(m);
+  bind_mem_pool(m);
   bind_distributed(m);
   bind_graphs(m);
   bind_storage_sharing(m);

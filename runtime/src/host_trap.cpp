@@ -31,6 +31,7 @@ namespace {
 
 constexpr size_t kPage = 4096;
 constexpr int kFrames = 24;
+constexpr size_t kWindowPerCapacity = 8;
 
 struct Block {
   size_t size;
@@ -99,7 +100,9 @@ bool ensure_window() {
   Arena& a = arena();
   if (a.base != 0) return true;
   const MachineConfig& config = machine_config();
-  size_t size = config.memory_per_device * std::max<size_t>(config.visible.size(), 1);
+  // Address space only: room for every device's memory, and for reservations
+  // (virtual_memory.h: an expandable segment reserves a device's capacity).
+  size_t size = config.memory_per_device * std::max<size_t>(config.visible.size(), 1) * kWindowPerCapacity;
   size = (size + kPage - 1) / kPage * kPage;
   void* memory = mmap(nullptr, 2 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (memory == MAP_FAILED) return false;

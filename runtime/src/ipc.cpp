@@ -84,7 +84,7 @@ mluError_t mluIpcGetMemHandle(mluIpcMemHandle_t* handle, void* ptr) {
   if (handle == nullptr) return fail(mluErrorInvalidValue, "handle must not be null");
   std::optional<Allocation> found = find_allocation(ptr);
   if (!found || found->device < 0 || found->base != reinterpret_cast<uintptr_t>(ptr) ||
-      found->backing == Backing::kHeap) {
+      (found->backing != Backing::kShareable && found->backing != Backing::kOpened)) {
     return fail(mluErrorInvalidValue,
                 describe(ptr) + " does not start a shareable allocation (from mluMallocShareable or "
                                 "mluIpcOpenMemHandle)");

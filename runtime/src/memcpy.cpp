@@ -10,6 +10,7 @@
 #include "mlu_runtime/memcpy.h"
 #include "queue_impl.h"
 #include "registry.h"
+#include "reservation.h"
 
 namespace mlu {
 using namespace detail;
@@ -33,6 +34,10 @@ mluError_t classify(const void* ptr, size_t bytes, const char* role, Endpoint* o
   if (begin + bytes > a->base + a->size) {
     return fail(mluErrorInvalidValue, std::string("the ") + role + " range of " + std::to_string(bytes) +
                                           " bytes runs past the end of its allocation");
+  }
+  if (a->reservation != nullptr && !a->reservation->is_mapped(begin, begin + bytes)) {
+    return fail(mluErrorInvalidValue, std::string("the ") + role + " range of " + std::to_string(bytes) +
+                                          " bytes touches device memory that is reserved but not mapped");
   }
   *out = {a->device >= 0 ? Side::Device : Side::Pinned, a->device};
   return mluSuccess;

@@ -78,6 +78,10 @@ mluError_t mluFree(void* ptr) {
                 describe(ptr) + " is not a live device allocation (double free, or not from mluMalloc)");
   }
   if (found->backing == Backing::kOpened) return fail_opened_mapping(ptr);
+  if (found->backing == Backing::kReserved) {
+    return fail(mluErrorInvalidDevicePointer, describe(ptr) + " is a reservation: unmap it with mluMemUnmap and give "
+                                              "it back with mluMemAddressFree");
+  }
   if (on_device_thread()) return fail(mluErrorInvalidValue, "a device task cannot use the synchronizing mluFree");
   if (mluError_t s = refuse_unsafe_call("mluFree (a synchronizing free)")) return s;
   device_state(found->device)->wait_idle();
@@ -99,6 +103,10 @@ mluError_t mluFreeAsync(void* ptr, mluQueue_t queue) {
                 describe(ptr) + " is not a live device allocation (double free, or not from mluMalloc)");
   }
   if (found->backing == Backing::kOpened) return fail_opened_mapping(ptr);
+  if (found->backing == Backing::kReserved) {
+    return fail(mluErrorInvalidDevicePointer, describe(ptr) + " is a reservation: unmap it with mluMemUnmap and give "
+                                              "it back with mluMemAddressFree");
+  }
   if (mluError_t s = refuse_if_capturing(q, "a stream-ordered free (mluFreeAsync)")) return s;
   std::optional<Allocation> removed = unregister_allocation(ptr);
   if (!removed) return fail(mluErrorInvalidDevicePointer, describe(ptr) + " was freed concurrently");

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 
 namespace mlu::detail {
@@ -14,7 +15,10 @@ enum class Backing : uint8_t {
   kHeap,        // mluMalloc / mluHostMalloc: aligned heap memory
   kShareable,   // mluMallocShareable: a mapping of a shared-memory file (fd)
   kOpened,      // mluIpcOpenMemHandle: another process's file mapped here (fd); counts nowhere
+  kReserved,    // mluMemAddressReserve: address space, mapped granule by granule (reservation.h)
 };
+
+struct Reservation;
 
 struct Allocation {
   uintptr_t base;
@@ -22,6 +26,7 @@ struct Allocation {
   int device;  // -1 for pinned host memory
   Backing backing = Backing::kHeap;
   int fd = -1;  // the shared-memory file of kShareable and kOpened
+  std::shared_ptr<Reservation> reservation;  // kReserved: which granules are mapped
 };
 
 void register_allocation(const Allocation& allocation);

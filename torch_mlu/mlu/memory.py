@@ -4,6 +4,9 @@ The statistics come from the MLU caching device allocator in ``torch_mlu._C``;
 their structure and naming are those of ``torch.cuda.memory_stats``.
 """
 import collections
+import contextlib
+import ctypes
+import os
 import pickle
 import sys
 import warnings
@@ -44,6 +47,11 @@ __all__ = [
     "mem_get_info",
     "memory_snapshot",
     "list_gpu_processes",
+    "MemPool",
+    "use_mem_pool",
+    "MLUPluggableAllocator",
+    "change_current_allocator",
+    "get_allocator_backend",
 ]
 
 
@@ -536,7 +544,8 @@ def mem_get_info(device=None) -> tuple[int, int]:
 def memory_snapshot(mempool_id=None, include_traces=True) -> list[dict[str, Any]]:
     """The allocator's segments on every device (torch.cuda.memory_snapshot's format).
 
-    ``mempool_id``: only the segments of that graph pool (``MLUGraph.pool()``, ``graph_pool_handle()``).
+    ``mempool_id``: only the segments of that private pool (``MemPool.id``, ``MLUGraph.pool()``,
+    ``graph_pool_handle()``); every segment says its pool in ``segment_pool_id``.
     ``include_traces`` is accepted for torch.cuda compatibility; segments carry no traces.
     """
     segments = _snapshot()["segments"]
@@ -589,3 +598,199 @@ def _dump_snapshot(filename="dump_snapshot.pickle", augment_with_fx_traces=False
     r"""Pickles :func:`_snapshot` into ``filename`` for https://pytorch.org/memory_viz."""
     with open(filename, "wb") as f:
         pickle.dump(_snapshot(), f)
+
+
+_oom_snapshot_path: str | None = None
+_oom_snapshot_observer_attached = [False]
+
+
+def _dump_snapshot_on_oom(path: str | None = "mlu_oom_snapshot_{pid}.pickle") -> None:
+    r"""Write a memory snapshot (:func:`_snapshot`) to ``path`` whenever the mlu
+    allocator runs out of memory, before ``torch.OutOfMemoryError`` is raised;
+    the error's message names the file. ``{pid}`` and ``{device}`` in ``path``
+    are replaced. ``None`` turns it off. The environment variable
+    ``TORCH_MLU_OOM_SNAPSHOT=<path>`` does the same from the start.
+
+    The snapshot holds the segments and blocks at the failure; enable
+    :func:`_record_memory_history` too to see the stack that allocated each
+    block and the events that led there.
+    """
+    global _oom_snapshot_path
+    _oom_snapshot_path = None if path is None else os.fspath(path)
+    if _oom_snapshot_path is not None and not _oom_snapshot_observer_attached[0]:
+        _C._mlu_attach_out_of_memory_observer(_write_oom_snapshot)
+        _oom_snapshot_observer_attached[0] = True
+    shown = "" if _oom_snapshot_path is None else _oom_snapshot_path.replace("{pid}", str(os.getpid()))
+    _C._mlu_setOutOfMemorySnapshotPath(shown)
+
+
+def _write_oom_snapshot(device, requested, total, free) -> None:
+    if _oom_snapshot_path is None:
+        return
+    path = _oom_snapshot_path.replace("{pid}", str(os.getpid())).replace("{device}", str(device))
+    try:
+        _dump_snapshot(path)
+    except OSError as e:
+        warnings.warn(f"torch.mlu: could not write the out-of-memory snapshot to {path}: {e}")
+
+
+def _attach_out_of_memory_observer(observer) -> None:
+    r"""Call ``observer(device, requested, total, free)`` on every mlu
+    out-of-memory error, before it is raised (as
+    ``torch._C._cuda_attach_out_of_memory_observer``): the bytes requested, the
+    bytes this process may use, and the bytes free on the device."""
+    _lazy_init()
+    _C._mlu_attach_out_of_memory_observer(observer)
+
+
+@deprecated(
+    "torch.mlu._set_allocator_settings is deprecated. Use torch._C._accelerator_setAllocatorSettings instead.",
+    category=FutureWarning,
+)
+def _set_allocator_settings(env: str):
+    r"""Change the caching allocator's settings (``PYTORCH_MLU_ALLOC_CONF`` syntax)
+    for the allocations that follow, e.g. ``"expandable_segments:True"``."""
+    return _C._mlu_setAllocatorSettings(env)
+
+
+def get_allocator_backend() -> str:
+    r"""Return the active allocator backend: always ``native`` (the mlu caching
+    allocator; ``PYTORCH_MLU_ALLOC_CONF`` may not choose another)."""
+    return _C._mlu_getAllocatorBackend()
+
+
+class _MLUAllocator:
+    r"""Wrapper over internal mlu memory allocators."""
+
+    def __init__(self, allocator):
+        self._allocator = allocator
+
+    def allocator(self):
+        return self._allocator
+
+
+class MLUPluggableAllocator(_MLUAllocator):
+    r"""mlu memory allocator loaded from a so file (as ``torch.cuda.memory.CUDAPluggableAllocator``)."""
+
+    def __init__(self, path_to_so_file: str, alloc_fn_name: str, free_fn_name: str):
+        r"""Memory allocators are compiled in .so files and loaded dynamically using ctypes.
+
+        To change the active allocator use :func:`torch.mlu.memory.change_current_allocator`.
+
+        Args:
+            path_to_so_file(str): Path in the filesystem to the `.so` file containing
+                the allocator functions
+            alloc_fn_name(str): Name of the function to perform the memory allocation
+                in the so file. The signature must be:
+                void* alloc_fn_name(ssize_t size, int device, cnrtQueue_t queue);
+            free_fn_name(str): Name of the function to perform the memory release
+                in the so file. The signature must be:
+                void free_fn_name(void* ptr, ssize_t size, int device, cnrtQueue_t queue);
+
+        The functions get device memory from the runtime's C interface
+        (``#include <mlu_runtime/cnrt.h>``: ``cnrtMalloc``, ``cnrtFree``; link with
+        ``-ltorch_mlu``, see ``torch_mlu.utils.cpp_extension.library_paths()``).
+        """
+        allocator = ctypes.CDLL(path_to_so_file)
+        alloc_fn = ctypes.cast(getattr(allocator, alloc_fn_name), ctypes.c_void_p).value
+        free_fn = ctypes.cast(getattr(allocator, free_fn_name), ctypes.c_void_p).value
+        if alloc_fn is None:
+            raise AssertionError(f"alloc_fn '{alloc_fn_name}' is None")
+        if free_fn is None:
+            raise AssertionError(f"free_fn '{free_fn_name}' is None")
+        self._library = allocator  # keeps the library loaded while the allocator may be used
+        self._allocator = _C._mlu_customAllocator(alloc_fn, free_fn)
+
+
+def change_current_allocator(allocator: _MLUAllocator) -> None:
+    r"""Change the currently used memory allocator to be the one provided.
+
+    If the current allocator has already been used (an mlu tensor was created),
+    this function raises.
+
+    Args:
+        allocator (torch.mlu.memory._MLUAllocator): allocator to be set as the active one.
+    """
+    _C._mlu_changeCurrentAllocator(allocator.allocator())
+    _current_library[0] = getattr(allocator, "_library", None)
+
+
+_current_library = [None]
+
+
+def _get_current_allocator() -> _MLUAllocator:
+    r"""Return the allocator being currently used."""
+    return _MLUAllocator(_C._mlu_getAllocator())
+
+
+class MemPool(_C._MLUMemPool):
+    r"""MemPool represents a pool of memory in the mlu caching allocator
+    (as ``torch.cuda.MemPool``): its ID names the pool.
+
+    Args:
+        allocator(torch_mlu._C._mlu_MLUPluggableAllocator, optional): where the
+            pool's segments come from (``MLUPluggableAllocator(...).allocator()``).
+            If ``None`` (default), they come from the device, as for any
+            allocation of the caching allocator.
+        use_on_oom(bool): whether this pool's free memory may serve an
+            allocation outside of the pool that would otherwise run out of
+            memory. ``False`` by default.
+        no_split(bool): whether the pool's blocks are never split. ``False`` by default.
+
+    The pool lives on the device current when it is created. Dropping the
+    MemPool gives its free memory back; blocks still used by tensors return
+    to the device when those are freed.
+    """
+
+    def __init__(self, allocator=None, use_on_oom: bool = False, no_split: bool = False):
+        _lazy_init()
+        super().__init__(allocator, True, use_on_oom, no_split)
+
+    @property
+    def id(self) -> tuple[int, int]:
+        r"""Returns the ID of this pool as a tuple of two ints."""
+        return super().id
+
+    @property
+    def allocator(self):
+        r"""Returns the allocator this MemPool routes allocations to (``None``: the device)."""
+        return super().allocator
+
+    def use_count(self) -> int:  # pylint: disable=useless-parent-delegation
+        r"""Returns the reference count of this pool."""
+        return super().use_count()
+
+    def snapshot(self, include_traces=True):
+        r"""Return a snapshot of this pool's segments across all devices
+        (:func:`memory_snapshot` limited to the pool)."""
+        return memory_snapshot(self.id, include_traces=include_traces)
+
+
+@contextlib.contextmanager
+def use_mem_pool(pool: MemPool, device=None):
+    r"""A context manager that routes allocations to a given pool.
+
+    Args:
+        pool(torch.mlu.MemPool): a MemPool object to be made active so that
+            allocations route to this pool.
+        device (torch.device or int, optional): selected device. Uses MemPool on
+            the current device, given by :func:`~torch.mlu.current_device`,
+            if :attr:`device` is ``None`` (default).
+
+    .. note::
+        This context manager makes only current thread's allocations route to
+        the given pool. If a new thread is spawned inside the context manager
+        (e.g. by calling backward) the allocations in that thread will not
+        route to the given pool.
+    """
+    device_index = torch.mlu.current_device() if device is None else _get_device_index(device)
+    _C._mlu_beginAllocateCurrentThreadToPool(device_index, pool.id)
+    try:
+        yield
+    finally:
+        _C._mlu_endAllocateToPool(device_index, pool.id)
+        _C._mlu_releasePool(device_index, pool.id)
+
+
+if os.environ.get("TORCH_MLU_OOM_SNAPSHOT"):
+    _dump_snapshot_on_oom(os.environ["TORCH_MLU_OOM_SNAPSHOT"])

@@ -10,7 +10,28 @@ import torch_mlu._C as _C
 
 from ._utils import _get_device_index
 
-__all__ = ["device_memory_used", "list_gpu_processes", "utilization"]
+__all__ = [
+    "clock_rate",
+    "device_memory_used",
+    "list_gpu_processes",
+    "memory_usage",
+    "power_draw",
+    "temperature",
+    "utilization",
+]
+
+
+class _NotAvailable(RuntimeError):
+    """What the software MLU cannot measure (as NVML's "Not Supported" on GPUs without the sensor)."""
+
+
+def _not_available(what: str, device) -> None:
+    index = _get_device_index(device, optional=True)
+    _C._mlu_monitor_device(index)  # a bad device index fails as for every other query
+    raise _NotAvailable(
+        f"torch.mlu.{what}: not available on mlu:{index}: the software MLU runs on the host's CPU "
+        "and has no sensor for it (as nvidia-smi reports 'N/A' on GPUs without one)"
+    )
 
 
 def _device_report(device) -> dict:
@@ -65,3 +86,38 @@ def list_gpu_processes(device=None) -> str:
         mem = process["memory_used"] / (1024 * 1024)
         lines.append(f"process {process['pid']:>10d} uses {mem:>12.3f} MB MLU memory")
     return "\n".join(lines)
+
+
+def memory_usage(device=None) -> int:
+    r"""Return the percent of time over the past second during which global
+    (device) memory was being read or written, as ``mlu-smi`` would.
+
+    On the software MLU every task reads or writes device memory for as long
+    as it runs (its memory is the host's), so this is the busy share that
+    :func:`utilization` reports.
+
+    Args:
+        device (torch.device or int, optional): selected device. Returns
+            statistic for the current device, given by :func:`~torch.mlu.current_device`,
+            if :attr:`device` is ``None`` (default).
+    """
+    return utilization(device)
+
+
+def temperature(device=None) -> int:
+    r"""The device's temperature in degrees C: not available on the software
+    MLU, which has no sensor; raises ``RuntimeError`` saying so."""
+    _not_available("temperature", device)
+
+
+def power_draw(device=None) -> int:
+    r"""The device's power draw in mW: not available on the software MLU,
+    which has no sensor; raises ``RuntimeError`` saying so."""
+    _not_available("power_draw", device)
+
+
+def clock_rate(device=None) -> int:
+    r"""The device's core clock in MHz over the past sample period: not
+    available on the software MLU (its kernels run on host cores whose clocks
+    it does not sample); raises ``RuntimeError`` saying so."""
+    _not_available("clock_rate", device)

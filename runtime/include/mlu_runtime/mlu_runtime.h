@@ -14,3 +14,4 @@
 #include "mlu_runtime/queue.h"
 #include "mlu_runtime/status.h"
 #include "mlu_runtime/tracer.h"
+#include "mlu_runtime/virtual_memory.h"

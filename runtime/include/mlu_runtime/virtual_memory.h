@@ -1,0 +1,41 @@
+// Device address space without memory behind it, and memory mapped into it
+// on demand (cf. the CUDA driver's cuMemAddressReserve / cuMemMap). The
+// caching allocator's expandable segments are built on this.
+//
+// A reservation is a range of device addresses of one device (the current
+// one when reserved). It counts against nothing until a part of it is mapped:
+// mapping commits memory to whole granules (mluMemGetGranularity) and charges
+// the device's capacity; unmapping gives both back. Copies that touch an
+// unmapped granule fail with mluErrorInvalidValue; a kernel that touches one
+// faults, as real hardware would. Reserved memory cannot be freed with
+// mluFree, shared between processes, or opened by mluPointerGetAttributes as
+// anything but the whole reservation.
+//
+// Invariants: a granule is either mapped or not (mapping a mapped granule or
+// unmapping an unmapped one is mluErrorInvalidValue and changes nothing), and
+// a failed map changes nothing.
+#pragma once
+
+#include <cstddef>
+
+#include "mlu_runtime/status.h"
+
+namespace mlu {
+
+// The unit of mapping, in bytes (a power of two).
+mluError_t mluMemGetGranularity(size_t* granularity);
+// Reserves `size` bytes (rounded up to the granularity) of the current
+// device's address space; nothing is mapped.
+mluError_t mluMemAddressReserve(void** ptr, size_t size);
+// Unmaps what is still mapped (after the device's work completes) and gives
+// the address range back. `ptr` must be what mluMemAddressReserve returned.
+mluError_t mluMemAddressFree(void* ptr);
+// Maps memory to [ptr, ptr + size) of a reservation: both granule-aligned
+// (relative to the reservation's start), none of it mapped yet. Fails with
+// mluErrorMemoryAllocation, changing nothing, when the device is full.
+mluError_t mluMemMap(void* ptr, size_t size);
+// Unmaps [ptr, ptr + size) of a reservation, every granule of it mapped, once
+// the owning device has finished the work queued so far (like mluFree).
+mluError_t mluMemUnmap(void* ptr, size_t size);
+
+}  // namespace mlu
