@@ -13,6 +13,12 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # tools/test_wheel.sh runs tests against a wheel installed elsewhere: the torch_mlu
 # they import, and the one their subprocesses import, must not be the tree's.
 TESTING_INSTALLED = os.environ.get("TORCH_MLU_TEST_INSTALLED") == "1"
+# `make test-expandable` runs the memory suite again with expandable segments: tests of the fixed-segment
+# policy's exact sizes and events skip there (tests/test_expandable_segments.py covers the other mode).
+EXPANDABLE_SEGMENTS = "expandable_segments:true" in os.environ.get("PYTORCH_MLU_ALLOC_CONF", "").lower()
+fixed_segments_only = pytest.mark.skipif(
+    EXPANDABLE_SEGMENTS, reason="asserts fixed segments' sizes or events; the process runs with expandable_segments:True")
+
 if TESTING_INSTALLED:
     assert not os.path.abspath(torch_mlu.__file__).startswith(REPO + os.sep), (
         f"TORCH_MLU_TEST_INSTALLED=1 but torch_mlu comes from the source tree: {torch_mlu.__file__}")

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import torch_mlu
+from conftest import fixed_segments_only
 
 
 def stats(device=0):
@@ -74,6 +75,7 @@ def test_stats_move_by_exact_rounded_amounts():
     assert back["requested_bytes"]["all"]["current"] == before["requested_bytes"]["all"]["current"]
 
 
+@fixed_segments_only
 def test_segment_sizes():
     torch_mlu._C._mlu_emptyCache()
     before = stats()["reserved_bytes"]
@@ -93,6 +95,7 @@ def test_segment_sizes():
     assert stats()["reserved_bytes"]["all"]["current"] == before["all"]["current"]
 
 
+@fixed_segments_only
 def test_split_blocks_merge_back():
     torch_mlu._C._mlu_emptyCache()
     a = torch.empty(3 << 20, dtype=torch.uint8, device="mlu")
@@ -133,6 +136,7 @@ def test_malformed_alloc_conf_names_the_key(python, conf, message):
     assert "PYTORCH_MLU_ALLOC_CONF" in result.stdout
 
 
+@fixed_segments_only  # PYTORCH_MLU_ALLOC_CONF, set, would win
 def test_cuda_alloc_conf_is_the_fallback(python):
     result = python(
         "import torch, torch_mlu\n"

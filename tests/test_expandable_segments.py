@@ -25,10 +25,13 @@ def set_settings(text):
 
 @pytest.fixture
 def expandable():
+    """Expandable segments on, and a stream of the test's own: its segments start empty whatever other
+    tests left cached or alive on the usual streams."""
     torch.mlu.synchronize()
     torch.mlu.empty_cache()
     set_settings("expandable_segments:True")
-    yield
+    with torch.mlu.stream(torch.mlu.Stream()):
+        yield
     torch.mlu.synchronize()
     torch.mlu.empty_cache()
     on = "expandable_segments:True" in os.environ.get("PYTORCH_MLU_ALLOC_CONF", "")

@@ -11,6 +11,11 @@ import warnings
 import pytest
 import torch
 
+try:
+    from conftest import fixed_segments_only
+except ImportError:  # imported by a test's subprocess, as tests.test_memory_api
+    from tests.conftest import fixed_segments_only
+
 KiB = 1024
 MiB = 1024 * KiB
 MIN_BLOCK = 512
@@ -178,6 +183,7 @@ def test_memory_reserved_and_empty_cache(form, index):
     assert stats["num_device_free"] == stats0["num_device_free"] + 1
 
 
+@fixed_segments_only
 @pytest.mark.parametrize("index", [0, 1])
 def test_exact_pool_and_segment_accounting_in_a_fresh_process(python, index):
     """From an empty device: every counter of every pool, computed from the sizes."""

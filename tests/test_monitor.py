@@ -159,11 +159,30 @@ def test_utilization_follows_the_work():
     while time.monotonic() - start < 0.6:
         x = torch.tanh(x @ x)
     torch.mlu.synchronize()
-    busy = torch.mlu.utilization()
+    busy, memory_busy = torch.mlu.utilization(), torch.mlu.memory_usage()
     assert 30 <= busy <= 100, busy
+    assert 30 <= memory_busy <= 100, memory_busy  # every task reads or writes device memory
     assert process_entry(smi_json(), os.getpid())["utilization"] >= 10
     time.sleep(1.2)  # a second with nothing running
     assert torch.mlu.utilization(0) == 0
     assert torch.mlu.utilization("mlu:1") == 0
     with pytest.raises(ValueError, match="Expected an mlu device"):
         torch.mlu.utilization("cpu")
+
+
+@pytest.mark.parametrize("query", ["temperature", "power_draw", "clock_rate"])
+def test_sensors_the_software_mlu_lacks_say_so(query):
+    with pytest.raises(RuntimeError, match=f"torch.mlu.{query}: not available on mlu:0: the software MLU"):
+        getattr(torch.mlu, query)()
+    with pytest.raises(RuntimeError, match="not available on mlu:1"):
+        getattr(torch.mlu, query)("mlu:1")
+    with pytest.raises(ValueError, match="Expected an mlu device"):
+        getattr(torch.mlu, query)("cpu")
+    assert torch.ones(2, device="mlu").sum().item() == 2  # the process goes on
+
+
+def test_memory_usage_and_device_memory_used_agree_with_the_monitor():
+    assert torch.mlu.memory_usage("mlu:1") == torch.mlu.utilization("mlu:1")
+    x = torch.empty(8 << 20, dtype=torch.uint8, device="mlu")
+    assert torch.mlu.device_memory_used() >= torch.mlu.memory_reserved() >= 8 << 20
+    del x

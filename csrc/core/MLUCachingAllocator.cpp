@@ -699,6 +699,8 @@ class DeviceCachingAllocator {
   bool map_block(Block* block, size_t size, const HistorySettings& h) {
     ExpandableSegment& segment = *block->expandable;
     const size_t mapped_before = segment.mapped_bytes();
+    const size_t need = (size + segment.page() - 1) / segment.page() * segment.page();
+    if (reserved() + need > allowed_) return false;  // set_per_process_memory_fraction
     ExpandableSegment::Range range = segment.map({static_cast<char*>(block->ptr), size});
     if (range.size == 0) {
       last_device_failure_ = mlu::mluGetLastErrorDetail();

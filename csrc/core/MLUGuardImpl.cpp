@@ -39,10 +39,15 @@ c10::DeviceIndex MLUGuardImpl::deviceCount() const noexcept { return device_coun
 
 c10::DeviceCapability MLUGuardImpl::getDeviceCapability(c10::Device device) const {
   if (device.index() >= 0) check_device_index(device.index());
-  // Everything but the quantized types, whose tensors need QuantizedPrivateUse1 kernels mlu does not register.
+  // The dtypes mlu kernels compute in (kernel_dtype in csrc/aten/KernelArgs.cpp), and complex32, which copies
+  // convert; tests/test_accelerator_api.py checks the set against what works.
   c10::DeviceCapability capability;
+  capability.capability_data.capability_bits = 0;
   auto& types = capability.capability_data.supported_scalar_types;
-  types.has_QInt8 = types.has_QUInt8 = types.has_QInt32 = types.has_QUInt4x2 = types.has_QUInt2x4 = 0;
+  types.has_Bool = types.has_Byte = types.has_Char = types.has_Short = types.has_Int = types.has_Long = 1;
+  types.has_Half = types.has_BFloat16 = types.has_Float = types.has_Double = 1;
+  types.has_ComplexFloat = types.has_ComplexDouble = 1;
+  types.has_ComplexHalf = 1;  // storage and conversions only (as on CUDA, few ops take it)
   return capability;
 }
 

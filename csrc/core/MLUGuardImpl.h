@@ -26,7 +26,7 @@ struct MLUGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void setDevice(c10::Device device) const override;
   void uncheckedSetDevice(c10::Device device) const noexcept override;
   c10::DeviceIndex deviceCount() const noexcept override;
-  // torch.accelerator.get_device_capability: the dtypes mlu tensors may have.
+  // torch.accelerator.get_device_capability: the dtypes mlu kernels compute in.
   c10::DeviceCapability getDeviceCapability(c10::Device device) const override;
 
   c10::Stream getStream(c10::Device device) const override;
