@@ -16,7 +16,8 @@ def converts(dtype):
         warnings.simplefilter("ignore", UserWarning)  # "ComplexHalf support is experimental"
         try:
             x = torch.ones(3, dtype=dtype, device="mlu")
-            return all(torch.equal(x.to(other).to(dtype).cpu(), torch.ones(3, dtype=dtype)) for other in KERNEL_DTYPES)
+            ones = torch.ones(3, dtype=torch.complex128)
+            return all(torch.equal(x.to(other).to(dtype).cpu().to(torch.complex128), ones) for other in KERNEL_DTYPES)
         except (RuntimeError, NotImplementedError):
             return False
 
