@@ -19,6 +19,9 @@ def test_freed_block_is_reused_on_the_same_stream():
     assert y.data_ptr() == ptr  # cached and reused, no new segment
 
 
+# With expandable segments the freed block's pages may be unmapped (once the device has finished with them)
+# and their addresses reserved again for the other stream: safe, but not this test's point.
+@fixed_segments_only
 def test_block_is_not_reused_on_another_stream():
     side = torch.Stream(device="mlu")
     x = torch.empty(4096, device="mlu")

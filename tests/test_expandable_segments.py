@@ -14,7 +14,7 @@ import torch_mlu
 from torch_mlu.mlu import memory
 
 MiB = 1 << 20
-PAGE = 2 * MiB  # what an expandable segment maps at a time
+PAGE = 512 << 10  # what an expandable segment maps at a time
 
 
 def set_settings(text):
@@ -48,11 +48,11 @@ def segments():
 
 def test_reserved_memory_grows_by_pages_not_segments(expandable):
     base = torch.mlu.memory_reserved()
-    a = torch.empty(3 * MiB, dtype=torch.uint8, device="mlu")
-    assert torch.mlu.memory_reserved() - base == 4 * MiB  # two pages, not a 20 MiB segment
+    a = torch.empty(3 * MiB - 1000, dtype=torch.uint8, device="mlu")
+    assert torch.mlu.memory_reserved() - base == 3 * MiB  # six pages, not a 20 MiB segment
     b = torch.empty(3 * MiB, dtype=torch.uint8, device="mlu")
-    assert torch.mlu.memory_reserved() - base == 6 * MiB  # grows into the free tail, then one more page
-    assert b.data_ptr() == a.data_ptr() + 3 * MiB  # contiguous in the segment's address space
+    assert torch.mlu.memory_reserved() - base == 6 * MiB  # a's 512-byte free tail, then six more pages
+    assert b.data_ptr() == a.data_ptr() + 3 * MiB - 512  # contiguous (after a's 512-byte rounding)
     ours = [s for s in segments() if s["address"] <= a.data_ptr() < s["address"] + s["total_size"]]
     assert len(ours) == 1 and ours[0]["is_expandable"] and ours[0]["segment_type"] == "large"
     assert ours[0]["total_size"] == 6 * MiB

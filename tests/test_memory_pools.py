@@ -114,7 +114,7 @@ def test_no_split_pool_keeps_blocks_whole():
         y = torch.empty(1000, dtype=torch.uint8, device="mlu")
     blocks = [b for s in pool_segments(pool.id) for b in s["blocks"]]
     assert sorted(b["address"] for b in blocks) == sorted([x.data_ptr(), y.data_ptr()])  # no free remainder
-    assert all(b["state"] == "active_allocated" and b["size"] >= 2 << 20 for b in blocks)
+    assert all(b["state"] == "active_allocated" and b["size"] >= 512 << 10 for b in blocks)  # a page or segment
     del x, y, pool
 
 

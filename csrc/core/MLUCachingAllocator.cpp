@@ -39,7 +39,7 @@ constexpr size_t kSmallBuffer = 2 << 20;    // small-pool segment size
 constexpr size_t kLargeBuffer = 20 << 20;   // segment size for requests under kMinLargeAlloc
 constexpr size_t kMinLargeAlloc = 10 << 20;
 constexpr size_t kRoundLarge = 2 << 20;     // larger segments are rounded to this
-constexpr size_t kExpandablePage = 2 << 20;  // what an expandable segment maps at a time, either pool
+constexpr size_t kExpandablePage = 512 << 10;  // what an expandable segment maps at a time, either pool
 
 struct BlockPool;
 
@@ -105,7 +105,7 @@ struct BlockPool {
 // fixed-size segments from the device. Instead each (stream, pool) gets one
 // reservation of address space as large as the device (ExpandableSegment),
 // and blocks grow into it: a request no cached block fits maps just the
-// pages it needs (2 MiB each, in both pools) at the end of the free block
+// pages it needs (512 KiB each, in both pools) at the end of the free block
 // that already ends there, or at the start of the unmapped space. So freed
 // blocks merge across what would have been segment boundaries, and the memory
 // reserved tracks the memory allocated to within a page per stream and pool.
@@ -653,6 +653,10 @@ class DeviceCachingAllocator {
   // mapped memory and newly mapped pages of the stream's expandable segment,
   // taken out of the pool; nullptr when the device is full.
   Block* grow_expandable(BlockPool& pool, MLUStream stream, size_t size, const HistorySettings& h) {
+    const size_t peak = static_cast<size_t>(stats_.reserved_bytes[static_cast<size_t>(StatType::AGGREGATE)].peak);
+    if (!capturing_graph() && reserved() + (size + kExpandablePage - 1) / kExpandablePage * kExpandablePage > peak) {
+      reclaim_free_pages(pool, stream, h);
+    }
     Block* candidate = find_expandable_block(pool, stream, size);
     if (candidate == nullptr) return new_segment(pool, stream, segment_size(size), h);  // no address space left
     // The candidate is unmapped, or free and followed by unmapped space.
@@ -664,6 +668,27 @@ class DeviceCachingAllocator {
     }
     erase_free(candidate);
     return candidate;
+  }
+
+  // Note [Expandable segments]: before the reserved memory reaches a new
+  // peak, the whole free pages of cached blocks of expandable segments (of
+  // the default pools, and of `pool`) are unmapped, so the growth reuses
+  // their memory: memory one pool (or stream) no longer needs serves another.
+  // The growing segment's blocks just before unmapped space are left alone:
+  // the growth extends them. Unmapping waits for the device, which is why it
+  // only happens on the way to a new peak, not below it.
+  void reclaim_free_pages(BlockPool& pool, MLUStream stream, const HistorySettings& h) {
+    std::vector<BlockPool*> pools{&small_, &large_};
+    if (pool.is_private()) pools.push_back(&pool);
+    std::vector<Block*> holes;
+    for (BlockPool* p : pools) {
+      for (Block* b : p->blocks) {
+        if (b->expandable == nullptr) continue;
+        const bool grows_here = p == &pool && b->stream == stream && b->next != nullptr && !b->next->mapped;
+        if (!grows_here) holes.push_back(b);
+      }
+    }
+    for (Block* b : holes) unmap_block(b, h);
   }
 
   // The lowest-addressed free-or-unmapped run of the stream's expandable

@@ -22,7 +22,7 @@
 
 namespace mlu {
 
-// The unit of mapping, in bytes (a power of two).
+// The unit of mapping, in bytes (a power of two; 64 KiB on the software MLU).
 mluError_t mluMemGetGranularity(size_t* granularity);
 // Reserves `size` bytes (rounded up to the granularity) of the current
 // device's address space; nothing is mapped.
