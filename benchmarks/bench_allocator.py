@@ -12,7 +12,9 @@ emptied in between):
   optimizer temporaries, varying batch sizes) at two model sizes and four
   seeds, and reports peak reserved / peak allocated.
 - models: peak reserved / peak allocated over training steps of the model
-  suite of bench_models.py (mlp, cnn, gpt; float32 and bfloat16 autocast).
+  suite of bench_models.py (mlp, cnn, gpt; float32 and bfloat16 autocast),
+  then the steady-state training steps per second (float32) and how many
+  unmaps happened meanwhile.
 
     python benchmarks/bench_allocator.py [--repeats 7] [--out benchmarks/results/allocator.json]
 """
@@ -75,8 +77,9 @@ def training_pattern(device, steps=30, seed=0, scale=1):
     return stats["allocated_bytes.all.peak"], stats["reserved_bytes.all.peak"]
 
 
-def model_memory(name, autocast_dtype, steps):
-    """Peak reserved / peak allocated over `steps` training steps of a bench_models model, from a cold cache."""
+def model_memory(name, autocast_dtype, steps, min_time):
+    """Peak reserved / peak allocated over `steps` training steps of a bench_models model, from a cold cache;
+    with `min_time`, also the steady-state steps per second after them and the unmaps meanwhile."""
     torch.manual_seed(0)
     model, make_opt, batch = bench_models.MODELS[name]()
     torch.mlu.empty_cache()
@@ -86,8 +89,13 @@ def model_memory(name, autocast_dtype, steps):
         trainer.step()
     torch.mlu.synchronize()
     allocated, reserved = torch.mlu.max_memory_allocated(), torch.mlu.max_memory_reserved()
+    result = {"peak_allocated": allocated, "peak_reserved": reserved, "ratio": reserved / allocated}
+    if min_time > 0:
+        unmaps = torch.mlu.memory_stats()["num_device_free"]
+        result["steps_per_second"] = trainer.steps_per_second(min_time)
+        result["unmaps_while_timed"] = torch.mlu.memory_stats()["num_device_free"] - unmaps
     del trainer
-    return {"peak_allocated": allocated, "peak_reserved": reserved, "ratio": reserved / allocated}
+    return result
 
 
 def use_setting(text):
@@ -116,7 +124,8 @@ def measure(args):
     models = {}
     for name in bench_models.MODELS:
         for dtype_name, dtype in (("fp32", None), ("bf16", torch.bfloat16)):
-            models[f"{name}_{dtype_name}"] = model_memory(name, dtype, args.model_steps)
+            timed = args.model_time if dtype is None else 0
+            models[f"{name}_{dtype_name}"] = model_memory(name, dtype, args.model_steps, timed)
     return {"cached_alloc_free_ns": {str(k): v for k, v in cpp.items()}, "torch_empty": empty,
             "fragmentation": fragmentation, "models": models}
 
@@ -126,6 +135,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--iters", type=int, default=2000)
     parser.add_argument("--model-steps", type=int, default=4)
+    parser.add_argument("--model-time", type=float, default=2.0, help="seconds of steady-state steps per model")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "allocator.json"))
     args = parser.parse_args()
 
@@ -156,6 +166,11 @@ def main():
     for case in fixed["models"]:
         f, e = fixed["models"][case], expandable["models"][case]
         print(f"  {case:<34}{f['ratio']:5.3f}  {e['ratio']:7.3f}  {e['peak_allocated'] / 2**20:8.1f} MiB")
+    print("steady-state training steps/s (float32)  fixed  expand.  unmaps while timed (expand.)")
+    for case in fixed["models"]:
+        f, e = fixed["models"][case], expandable["models"][case]
+        if "steps_per_second" in f:
+            print(f"  {case:<36}{f['steps_per_second']:6.2f}  {e['steps_per_second']:7.2f}  {e['unmaps_while_timed']:4d}")
     print(f"(medians of {args.repeats} runs; models: {args.model_steps} training steps from a cold cache; "
           f"JSON in {args.out})")
 

@@ -94,12 +94,19 @@ def test_empty_cache_unmaps_free_pages_and_keeps_live_blocks(expandable):
     assert not [s for s in segments() if s["address"] <= address < s["address"] + s["total_size"]]
 
 
-def test_small_requests_use_their_own_expandable_segment(expandable):
-    base = stats()["reserved_bytes.small_pool.current"]
+def test_small_requests_share_the_streams_segment(expandable):
+    """Unlike CUDA's, one expandable segment per stream serves every size (Note [Expandable segments])."""
+    before = stats()
     small = [torch.empty(1000, dtype=torch.uint8, device="mlu") for _ in range(10)]
-    assert stats()["reserved_bytes.small_pool.current"] - base == PAGE
-    assert all(s["is_expandable"] for s in segments() if s["segment_type"] == "small")
-    del small
+    big = torch.empty(3 * MiB, dtype=torch.uint8, device="mlu")
+    after = stats()
+    assert after["reserved_bytes.small_pool.current"] == before["reserved_bytes.small_pool.current"]
+    assert after["reserved_bytes.large_pool.current"] - before["reserved_bytes.large_pool.current"] == 3 * MiB + PAGE
+    assert after["allocated_bytes.large_pool.current"] - before["allocated_bytes.large_pool.current"] == \
+        10 * 1024 + 3 * MiB
+    assert all(s["is_expandable"] for s in segments() if s["address"] <= big.data_ptr() < s["address"] +
+               s["total_size"])
+    del small, big
 
 
 def test_streams_get_separate_segments(expandable):

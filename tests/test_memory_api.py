@@ -12,9 +12,9 @@ import pytest
 import torch
 
 try:
-    from conftest import fixed_segments_only
+    from conftest import EXPANDABLE_SEGMENTS, fixed_segments_only
 except ImportError:  # imported by a test's subprocess, as tests.test_memory_api
-    from tests.conftest import fixed_segments_only
+    from tests.conftest import EXPANDABLE_SEGMENTS, fixed_segments_only
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -62,7 +62,8 @@ def segment_size(n):
 
 
 def pool_of(n):
-    return "small_pool" if block_size(n) <= SMALL_SIZE else "large_pool"
+    """The pool a request is served from: one per stream with expandable segments (Note [Expandable segments])."""
+    return "small_pool" if block_size(n) <= SMALL_SIZE and not EXPANDABLE_SEGMENTS else "large_pool"
 
 
 def cuda_format_size(size):

@@ -39,7 +39,8 @@ constexpr size_t kSmallBuffer = 2 << 20;    // small-pool segment size
 constexpr size_t kLargeBuffer = 20 << 20;   // segment size for requests under kMinLargeAlloc
 constexpr size_t kMinLargeAlloc = 10 << 20;
 constexpr size_t kRoundLarge = 2 << 20;     // larger segments are rounded to this
-constexpr size_t kExpandablePage = 512 << 10;  // what an expandable segment maps at a time, either pool
+constexpr size_t kExpandablePage = 512 << 10;  // what an expandable segment maps at a time
+constexpr size_t kReclaimSlackDivisor = 64;     // Note [Expandable segments]: reclaim past peak + peak / 64
 
 struct BlockPool;
 
@@ -101,23 +102,33 @@ struct BlockPool {
 // segments to the device, and records no events for frees of blocks used on
 // other streams: those wait (deferred_frees_) until no capture is underway.
 // Note [Expandable segments]
-// With expandable_segments:True (CUDA's semantics), a pool does not take new
-// fixed-size segments from the device. Instead each (stream, pool) gets one
-// reservation of address space as large as the device (ExpandableSegment),
-// and blocks grow into it: a request no cached block fits maps just the
-// pages it needs (512 KiB each, in both pools) at the end of the free block
-// that already ends there, or at the start of the unmapped space. So freed
-// blocks merge across what would have been segment boundaries, and the memory
-// reserved tracks the memory allocated to within a page per stream and pool.
-// Unmapped ranges are blocks too (mapped == false, in BlockPool::unmapped),
-// so splitting and merging work as for mapped blocks; a block only merges
-// with a neighbour in the same state. Releasing cached memory (empty_cache,
-// out-of-memory retries, garbage collection) unmaps the whole pages of free
-// blocks, and gives a reservation back once nothing in it is mapped. The
-// `segment` statistics count reservations with memory mapped; num_device_alloc
-// and num_device_free count maps and unmaps. Blocks of expandable segments
-// made while the setting was on stay usable after it is turned off, but are
-// no longer chosen for new requests.
+// With expandable_segments:True, a pool does not take new fixed-size segments
+// from the device. Instead each stream gets one reservation of address space
+// as large as the device (ExpandableSegment) and blocks grow into it: a
+// request no cached block fits maps just the pages it needs (512 KiB each) at
+// the end of the free block that already ends there, or at the start of the
+// unmapped space. So freed blocks merge across what would have been segment
+// boundaries. Unmapped ranges are blocks too (mapped == false, in
+// BlockPool::unmapped), so splitting and merging work as for mapped blocks; a
+// block only merges with a neighbour in the same state.
+// Two choices differ from CUDA's, which keeps the small and large pools apart
+// and maps 2 MiB / 20 MiB pages (peak reserved / peak allocated 1.04-1.15 on
+// the model suite, docs/memory.md):
+// - One segment per stream serves every size (the large pool; the small
+//   pool's statistics stay 0): two pools each hold their own peak, at
+//   different times of a step.
+// - Before a growth would take the reserved memory past its peak (plus
+//   1/64), the whole free pages of every other cached expandable block are
+//   unmapped first (reclaim_free_pages), so memory one stream or region no
+//   longer needs serves the growth. Unmapping waits for the device; the slack
+//   keeps a steady state (which stays under its peak) from paying for it.
+// Releasing cached memory (empty_cache, out-of-memory retries, garbage
+// collection) unmaps the whole pages of free blocks, and gives a reservation
+// back once nothing in it is mapped. The `segment` statistics count
+// reservations with memory mapped; num_device_alloc and num_device_free count
+// maps and unmaps. Blocks of expandable segments made while the setting was
+// on stay usable after it is turned off, but are no longer chosen for new
+// requests.
 struct PrivatePool {
   explicit PrivatePool(c10::MempoolId_t id) : small(true, id), large(false, id) {}
   BlockPool small;
@@ -254,7 +265,7 @@ class DeviceCachingAllocator {
       process_events(h);
     }
     size_t size = round_size(requested, config);
-    BlockPool& pool = pool_for(size, stream);
+    BlockPool& pool = pool_for(size, stream, config);
     const bool cache = !config.caching_disabled || pool.is_private();
     Block* block = cache ? take_free_block(pool, stream, size, config) : nullptr;
     if (block == nullptr) {
@@ -547,13 +558,15 @@ class DeviceCachingAllocator {
 
   // The pool a request of `size` on `stream` is served from (Note [Graph
   // pools]); the innermost routing that accepts it wins.
-  BlockPool& pool_for(size_t size, const MLUStream& stream) {
+  BlockPool& pool_for(size_t size, const MLUStream& stream, const MLUAllocatorConfig& config) {
+    // Note [Expandable segments]: one segment per stream serves every size.
+    const bool small = size <= kSmallSize && !config.expandable_segments;
     for (auto it = captures_underway_.rbegin(); it != captures_underway_.rend(); ++it) {
       if (!it->filter(stream)) continue;
       PrivatePool& pool = *graph_pools_.at(it->id);
-      return size <= kSmallSize ? pool.small : pool.large;
+      return small ? pool.small : pool.large;
     }
-    return size <= kSmallSize ? small_ : large_;
+    return small ? small_ : large_;
   }
 
   bool capturing_graph() const {
@@ -654,10 +667,11 @@ class DeviceCachingAllocator {
   // taken out of the pool; nullptr when the device is full.
   Block* grow_expandable(BlockPool& pool, MLUStream stream, size_t size, const HistorySettings& h) {
     const size_t peak = static_cast<size_t>(stats_.reserved_bytes[static_cast<size_t>(StatType::AGGREGATE)].peak);
-    if (!capturing_graph() && reserved() + (size + kExpandablePage - 1) / kExpandablePage * kExpandablePage > peak) {
-      reclaim_free_pages(pool, stream, h);
+    const size_t pages = (size + kExpandablePage - 1) / kExpandablePage * kExpandablePage;
+    if (!capturing_graph() && reserved() + pages > peak + peak / kReclaimSlackDivisor) {
+      reclaim_free_pages(pool, find_expandable_block(pool, stream, size, /*reserve=*/false), h);
     }
-    Block* candidate = find_expandable_block(pool, stream, size);
+    Block* candidate = find_expandable_block(pool, stream, size, /*reserve=*/true);
     if (candidate == nullptr) return new_segment(pool, stream, segment_size(size), h);  // no address space left
     // The candidate is unmapped, or free and followed by unmapped space.
     if (!candidate->mapped && !map_block(candidate, std::min(candidate->size, size), h)) return nullptr;
@@ -670,22 +684,16 @@ class DeviceCachingAllocator {
     return candidate;
   }
 
-  // Note [Expandable segments]: before the reserved memory reaches a new
-  // peak, the whole free pages of cached blocks of expandable segments (of
-  // the default pools, and of `pool`) are unmapped, so the growth reuses
-  // their memory: memory one pool (or stream) no longer needs serves another.
-  // The growing segment's blocks just before unmapped space are left alone:
-  // the growth extends them. Unmapping waits for the device, which is why it
-  // only happens on the way to a new peak, not below it.
-  void reclaim_free_pages(BlockPool& pool, MLUStream stream, const HistorySettings& h) {
+  // Note [Expandable segments]: unmaps the whole free pages of the cached
+  // expandable blocks of the default pools (and of `pool`) but `growing`, the
+  // block the growth will extend.
+  void reclaim_free_pages(BlockPool& pool, const Block* growing, const HistorySettings& h) {
     std::vector<BlockPool*> pools{&small_, &large_};
     if (pool.is_private()) pools.push_back(&pool);
     std::vector<Block*> holes;
     for (BlockPool* p : pools) {
       for (Block* b : p->blocks) {
-        if (b->expandable == nullptr) continue;
-        const bool grows_here = p == &pool && b->stream == stream && b->next != nullptr && !b->next->mapped;
-        if (!grows_here) holes.push_back(b);
+        if (b->expandable != nullptr && b != growing) holes.push_back(b);
       }
     }
     for (Block* b : holes) unmap_block(b, h);
@@ -694,7 +702,7 @@ class DeviceCachingAllocator {
   // The lowest-addressed free-or-unmapped run of the stream's expandable
   // segment with room for `size` bytes, reserving the segment on first use;
   // nullptr when no address space is left.
-  Block* find_expandable_block(BlockPool& pool, MLUStream stream, size_t size) {
+  Block* find_expandable_block(BlockPool& pool, MLUStream stream, size_t size, bool reserve) {
     auto room_from = [&](Block* b) {
       size_t bytes = 0;
       for (; bytes < size && b != nullptr && !b->allocated && b->is_free(); b = b->next) bytes += b->size;
@@ -706,8 +714,9 @@ class DeviceCachingAllocator {
       if (candidate->prev != nullptr && candidate->prev->is_free()) candidate = candidate->prev;
       if (room_from(candidate)) return candidate;
     }
-    const size_t reserve = (capacity_ + kExpandablePage - 1) / kExpandablePage * kExpandablePage;
-    std::unique_ptr<ExpandableSegment> segment = ExpandableSegment::reserve(device_, reserve, kExpandablePage);
+    if (!reserve) return nullptr;
+    const size_t span = (capacity_ + kExpandablePage - 1) / kExpandablePage * kExpandablePage;
+    std::unique_ptr<ExpandableSegment> segment = ExpandableSegment::reserve(device_, span, kExpandablePage);
     if (segment == nullptr || segment->size() < size) return nullptr;
     auto* candidate = new Block(device_, stream, segment->size(), &pool, segment->ptr());
     candidate->mapped = false;
