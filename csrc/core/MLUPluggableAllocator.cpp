@@ -81,12 +81,7 @@ void MLUPluggableAllocator::unsupported(const char* what) {
 }
 
 std::pair<size_t, size_t> MLUPluggableAllocator::getMemoryInfo(c10::DeviceIndex device) {
-  c10::DeviceIndex previous = exchange_device(device);
-  size_t free = 0, total = 0;
-  mlu::mluError_t status = mlu::mluMemGetInfo(&free, &total);
-  exchange_device(previous);
-  MLU_CHECK(status);
-  return {free, total};
+  return MLUCachingAllocator::get()->getMemoryInfo(device);  // the device's, whoever allocates
 }
 
 c10::DeviceAllocator* getMLUDeviceAllocator() {
