@@ -268,6 +268,23 @@ def test_nccl_means_cncl(migration):
     assert [_to_cncl(b) for b in ("nccl", "cuda:nccl,cpu:gloo", "gloo")] == ["cncl", "mlu:cncl,cpu:gloo", "gloo"]
 
 
+def test_memory_pools_and_allocators_keep_their_cuda_names(migration):
+    from torch.cuda.memory import CUDAPluggableAllocator, _record_memory_history
+    assert CUDAPluggableAllocator is torch.cuda.CUDAPluggableAllocator is torch.mlu.memory.MLUPluggableAllocator
+    assert _record_memory_history is torch.mlu.memory._record_memory_history
+    pool = torch.cuda.MemPool()
+    with torch.cuda.use_mem_pool(pool):
+        x = torch.ones(1000, device="cuda")
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, pool=pool.id):
+        y = x * 2
+    assert g.pool() == pool.id and pool.use_count() == 2
+    g.replay()
+    assert y.sum().item() == 2000 and x.device.type == "mlu"
+    assert {s["address"] for s in pool.snapshot()} and torch.cuda.memory.get_allocator_backend() == "native"
+    del g, x, y, pool
+
+
 def test_cpp_extension_reports_no_cuda_toolkit(migration):
     # No CUDA toolkit can build for mlu: CUDA_HOME stays None, so scripts skip their CUDA-kernel builds.
     import torch.utils.cpp_extension as cpp_extension

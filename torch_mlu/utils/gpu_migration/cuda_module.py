@@ -63,6 +63,23 @@ def _nccl_module():
     return nccl
 
 
+class _MigratedMemoryModule(types.ModuleType):
+    """torch.cuda.memory under gpu_migration: torch.mlu.memory, with the CUDA-named classes renamed."""
+
+    _RENAMED = {"CUDAPluggableAllocator": "MLUPluggableAllocator", "_CUDAAllocator": "_MLUAllocator"}
+
+    def __init__(self):
+        super().__init__("torch.cuda.memory", torch.mlu.memory.__doc__)
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(torch.mlu.memory, self._RENAMED.get(name, name))
+
+    def __dir__(self):
+        return sorted(set(dir(torch.mlu.memory)) | set(self._RENAMED))
+
+
 class MigratedCudaModule(types.ModuleType):
     def __init__(self, original):
         super().__init__("torch.cuda", __doc__)
@@ -75,8 +92,10 @@ class MigratedCudaModule(types.ModuleType):
             device=device,
             Stream=Stream,
             CUDAGraph=torch.mlu.MLUGraph,
+            CUDAPluggableAllocator=torch.mlu.memory.MLUPluggableAllocator,
             nvtx=torch.mlu.cnpx,
             nccl=_nccl_module(),
+            memory=_MigratedMemoryModule(),
             amp=torch.mlu.amp,
             get_arch_list=lambda: [],
             get_gencode_flags=lambda: "",
@@ -113,7 +132,7 @@ def submodules(cuda):
         "torch.cuda": cuda,
         "torch.cuda.amp": torch.mlu.amp,
         "torch.cuda.random": torch.mlu.random,
-        "torch.cuda.memory": torch.mlu.memory,
+        "torch.cuda.memory": cuda.memory,
         "torch.cuda.graphs": torch.mlu.graphs,
         "torch.cuda.streams": torch.mlu.streams,
         "torch.cuda.nvtx": torch.mlu.cnpx,
