@@ -26,7 +26,7 @@ struct Allocation {
   int device;  // -1 for pinned host memory
   Backing backing = Backing::kHeap;
   int fd = -1;  // the shared-memory file of kShareable and kOpened
-  std::shared_ptr<Reservation> reservation;  // kReserved: which granules are mapped
+  std::shared_ptr<Reservation> reservation = nullptr;  // kReserved: which granules are mapped
 };
 
 void register_allocation(const Allocation& allocation);

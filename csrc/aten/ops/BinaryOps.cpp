@@ -121,8 +121,9 @@ OpParams alpha_params(const at::Tensor& self, const at::Tensor& other, const at:
 // contiguous and of the output's shape, or broadcast single elements, the flat
 // range is split into one chunk per OpenMP thread (when it has at least
 // GRAIN_SIZE elements), and each chunk runs the vector body over its largest
-// multiple of Vec::size() elements (32 with AVX512, 16 with AVX2: pairs of
-// vectors, then one more) and the scalar loop over the rest; without vector
+// multiple of 32 elements (AVX512: pairs of 32-lane vectors, then one more;
+// AVX2: pairs of 16-lane vectors only, measured on both kinds of host) and
+// the scalar loop over the rest; without vector
 // support (DEFAULT) every element rounds twice. mlu's kernel rounds once everywhere, so for Float16 / BFloat16
 // and an alpha whose products are not exact (not 0 or +-1) the elements of
 // the CPU's scalar loop are computed its way beforehand (ScalarLoopPatch, on
@@ -140,7 +141,7 @@ struct ScalarLoopPatch {
 std::vector<std::pair<int64_t, int64_t>> cpu_scalar_loop_ranges(int64_t n) {
   static const std::string capability = at::get_cpu_capability();
   if (capability == "DEFAULT") return {{0, n}};
-  const int64_t width = capability == "AVX512" ? 32 : 16;  // Vectorized<16-bit>::size()
+  constexpr int64_t width = 32;  // what the vector body covers at a time, with AVX512 and with AVX2 alike
   const int64_t grain = at::internal::GRAIN_SIZE, threads = at::get_num_threads();
   const int64_t chunks = n < grain || threads == 1 ? 1 : std::min(threads, (n + grain - 1) / grain);
   const int64_t chunk = (n + chunks - 1) / chunks;
