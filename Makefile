@@ -10,16 +10,24 @@ JOBS ?= $(shell nproc)
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_BASEDIR := $(CURDIR)
 
-.PHONY: demo test build setup wheel test-wheel test-cpp test-python test-expandable test-trap test-sanitizers asan-suites tsan asan bench opinfo clean
+.PHONY: demo test lint build setup wheel test-wheel test-cpp test-python test-untrapped test-expandable test-sanitizers \
+	asan-suites tsan asan bench opinfo clean
 
 demo: build
 	$(PY) examples/demo.py
 
-test: build
-	$(MAKE) --no-print-directory test-cpp test-python test-expandable test-wheel test-sanitizers test-trap
+# The stages of `make test`, in order, each timed (tools/run_stages.sh prints a line per stage and a table at
+# the end); docs/testing.md says what each covers and its budget.
+TEST_STAGES = setup lint build test-cpp test-python test-untrapped test-expandable test-wheel asan-suites tsan
+test:
+	@tools/run_stages.sh $(TEST_STAGES)
 
 setup:
 	@tools/bootstrap.sh
+
+# The checks that need no build (tools/lint.py): run first, they fail in seconds.
+lint: setup
+	$(PY) tools/lint.py
 
 build: setup
 	@[ -f $(BUILD)/CMakeCache.txt ] || cmake -S . -B $(BUILD) -G Ninja -DPYTHON_EXECUTABLE=$(CURDIR)/$(PY) -DMLU_BUILD_TESTS=ON
@@ -40,21 +48,30 @@ test-wheel: wheel
 test-cpp:
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
+# Every pytest pass lists its slowest tests (--durations) and writes a JUnit report under build/test-reports
+# (tools/test_times.py turns them into docs/testing.md's tables).
+PYTEST = $(PY) -X faulthandler -m pytest -q -p no:cacheprovider --durations=25 --durations-min=1
+REPORT = --junitxml=$(BUILD)/test-reports/$@.xml
+
+# The whole suite, once, with device memory behind the host-access trap (Note [Host-access trap] in
+# runtime/include/mlu_runtime/host_trap.h): a host dereference of device memory anywhere in the glue, the
+# examples or the tests stops the run with a report. --capture=sys lets that report reach the log.
 test-python:
-	$(PY) -m pytest -q tests
+	TORCH_MLU_TRAP_HOST_ACCESS=1 $(PYTEST) --capture=sys $(REPORT) tests
+
+# Without the trap, the tests that need memory outside it (marker untrapped: IPC and shared memory) or take
+# another path there (also_untrapped: the zero-copy fallback, storage aliasing). tests/conftest.py fails a
+# test that skips under the trap without the marker, so no test drops out of both passes.
+test-untrapped:
+	$(PYTEST) $(REPORT) -m "untrapped or also_untrapped" tests
 
 # The memory suite again with expandable segments (Note [Expandable segments] in
-# csrc/core/MLUCachingAllocator.cpp) in place of fixed ones, the allocator's other mode.
+# csrc/core/MLUCachingAllocator.cpp) in place of fixed ones, the allocator's other mode; the slow tests
+# (interpreters started, builds) ran in the first pass and do not depend on the mode.
 MEMORY_TESTS = tests/test_allocator.py tests/test_memory_api.py tests/test_memory_history.py tests/test_memory_pools.py \
 	tests/test_expandable_segments.py tests/test_graphs.py tests/test_streams.py
 test-expandable:
-	PYTORCH_MLU_ALLOC_CONF=expandable_segments:True $(PY) -m pytest -q -p no:cacheprovider $(MEMORY_TESTS)
-
-# The whole suite again with device memory behind the host-access trap (Note [Host-access trap] in
-# runtime/include/mlu_runtime/host_trap.h): a host dereference of device memory anywhere in the glue, the
-# examples or the tests stops the run with a report. --capture=sys lets that report reach the log.
-test-trap:
-	TORCH_MLU_TRAP_HOST_ACCESS=1 $(PY) -X faulthandler -m pytest -q --capture=sys -p no:cacheprovider tests
+	PYTORCH_MLU_ALLOC_CONF=expandable_segments:True $(PYTEST) $(REPORT) -m "not slow" $(MEMORY_TESTS)
 
 # Sanitizers. `make test` runs the runtime and kernel suites under ASan+UBSan and under TSan (the
 # torch-free layers, whose sanitizer builds take minutes); `make asan` adds the glue and runs the pytest
@@ -68,20 +85,24 @@ ASAN_PACKAGE = build-asan/package
 ASAN_PYTEST = tests/test_tensor_basics.py tests/test_native_ops.py tests/test_copy.py tests/test_properties.py \
 	tests/test_device_checks.py tests/test_streams.py tests/test_async.py tests/test_errors.py
 
+# The kernels' ISA variants this host can run (kernels/CMakeLists.txt MLU_KERNELS_ISAS): ASan compiles and
+# runs exactly those, since tails differ by vector width. TSan compiles and runs the host's best variant with
+# what it borrows from (the variants below it), and runs the ISA-parametrized cases for that variant only:
+# the variants differ in vector width, not in threading.
+HOST_ISAS := $(shell tools/host_isas.sh)
+TOP_ISA := $(lastword $(subst ;, ,$(HOST_ISAS)))
+TSAN_ISA_FILTER = $(if $(filter avx512 avx512bf16,$(TOP_ISA)),-E '_baseline|_avx2|/baseline|/avx2')
+
 test-sanitizers: asan-suites tsan
 
 asan-suites: setup
 	@[ -f build-asan/CMakeCache.txt ] || $(SANITIZER_CMAKE) -B build-asan -DMLU_ASAN=ON \
-		-DMLU_PACKAGE_DIR=$(CURDIR)/$(ASAN_PACKAGE)/torch_mlu
+		-DMLU_PACKAGE_DIR=$(CURDIR)/$(ASAN_PACKAGE)/torch_mlu "-DMLU_KERNELS_ISAS=$(HOST_ISAS)"
 	cmake --build build-asan -j $(JOBS) $(SANITIZER_SUITES)
 	cd build-asan && $(ASAN_RUN) ctest --output-on-failure -j $(JOBS)
 
-# The ISA variants of a kernel differ in vector width, not in threading: on a host with AVX-512, TSan runs
-# the ISA-parametrized cases for the AVX-512 variants only (ASan runs them all: tails differ by width).
-TSAN_ISA_FILTER = $(shell grep -qw avx512f /proc/cpuinfo 2>/dev/null && echo "-E '_baseline|_avx2|/baseline|/avx2'")
-
 tsan: setup
-	@[ -f build-tsan/CMakeCache.txt ] || $(SANITIZER_CMAKE) -B build-tsan -DMLU_TSAN=ON
+	@[ -f build-tsan/CMakeCache.txt ] || $(SANITIZER_CMAKE) -B build-tsan -DMLU_TSAN=ON "-DMLU_KERNELS_ISAS=$(HOST_ISAS)"
 	cmake --build build-tsan -j $(JOBS) $(SANITIZER_SUITES)
 	cd build-tsan && $(TSAN_RUN) ctest --output-on-failure -j $(JOBS) $(TSAN_ISA_FILTER)
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import torch_mlu
+import torch_mlu  # noqa: F401  (registers mlu)
 from conftest import assert_native_matches_cpu as native
 
 

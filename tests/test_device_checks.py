@@ -9,7 +9,6 @@ queue reaches it.
 import collections
 import gc
 import json
-import os
 import pathlib
 import re
 import subprocess

@@ -206,7 +206,7 @@ def test_allocation_failure_during_capture_ends_it_cleanly():
     with fault_injection.inject("alloc:1+"):
         with pytest.raises(torch.OutOfMemoryError, match="injected fault"):
             with torch.mlu.graph(g):
-                big = static.repeat(16)  # needs a new segment of the graph's pool
+                static.repeat(16)  # needs a new segment of the graph's pool
     assert not torch.mlu.is_current_stream_capturing()
     with torch.mlu.graph(g):
         out = static * 2

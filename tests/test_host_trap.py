@@ -6,7 +6,6 @@ mode changes for users.
 """
 import signal
 
-import pytest
 
 from conftest import run_python
 

@@ -1,6 +1,5 @@
 """MLU_KERNELS_VERBOSE=1: the kernel library logs one line per kernel call, saying which path it took
 (mlu_kernels/verbose.h), as torch ops reach it through the plugin."""
-import torch
 
 import torch_mlu
 

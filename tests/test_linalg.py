@@ -10,7 +10,7 @@ tests/test_opinfo.py (MLU_OPINFO=full).
 import pytest
 import torch
 
-import torch_mlu
+import torch_mlu  # noqa: F401  (registers mlu)
 
 from conftest import run_python
 

@@ -54,7 +54,7 @@ def test_other_threads_allocate_outside_the_pool():
     result = {}
 
     def other():
-        result["tensor"] = torch.empty(MiB, dtype=torch.uint8, device="mlu")
+        result["tensor"] = torch.empty(MiB, dtype=torch.uint8, device="mlu")  # noqa: F821  (ruff misreads the del)
 
     with torch.mlu.use_mem_pool(pool):
         thread = threading.Thread(target=other)

@@ -6,7 +6,6 @@ need a fresh process (configuration variables, fork, spawn, signals) run one. Op
 sweep in test_device_checks.py; a few representative cases are repeated here so the matrix reads whole.
 """
 import gc
-import os
 import signal
 import subprocess
 import sys

@@ -5,8 +5,6 @@ views keep offsets and strides; a producer may exit first; the producer's cachin
 memory another process still maps; a shared block counts once, in the process that made it; Hogwild-style
 training on one shared model works. See torch_mlu/mlu/reductions.py.
 """
-import os
-
 import pytest
 import torch
 import torch.multiprocessing as mp
@@ -15,9 +13,8 @@ import mp_workers
 import torch_mlu  # noqa: F401
 
 # Note [Host-access trap]: shared memory would be a second, untrapped way into device memory, so the runtime
-# refuses to share (tests/test_host_trap.py checks the refusal).
-pytestmark = pytest.mark.skipif(os.environ.get("TORCH_MLU_TRAP_HOST_ACCESS") == "1",
-                                reason="sharing between processes is refused under TORCH_MLU_TRAP_HOST_ACCESS=1")
+# refuses to share (tests/test_host_trap.py checks the refusal); these run in the untrapped pass.
+pytestmark = pytest.mark.untrapped
 
 TIMEOUT = 60
 

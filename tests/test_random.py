@@ -74,8 +74,9 @@ def test_explicit_generator_and_fork_rng():
 def test_random_ops_do_not_use_the_cpu_fallback():
     torch_mlu.reset_fallback_report()
     x = torch.empty(100, device="mlu")
-    x.uniform_(); x.normal_(); x.bernoulli_(0.5); x.random_(0, 10); x.exponential_(); x.geometric_(0.5)
-    x.log_normal_(); x.cauchy_()
+    for sample in (lambda: x.uniform_(), lambda: x.normal_(), lambda: x.bernoulli_(0.5), lambda: x.random_(0, 10),
+                   lambda: x.exponential_(), lambda: x.geometric_(0.5), lambda: x.log_normal_(), lambda: x.cauchy_()):
+        sample()
     torch.bernoulli(torch.full((10,), 0.5, device="mlu"))
     torch.randint(0, 5, (10,), device="mlu")
     torch.rand(4, device="mlu"), torch.randn(4, device="mlu")

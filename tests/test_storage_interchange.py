@@ -15,6 +15,10 @@ import torch
 
 import torch_mlu  # noqa: F401  (registers mlu)
 
+# Zero-copy interchange (DLPack, storages aliasing device memory) runs in both passes of `make test`:
+# under the host-access trap and with directly host-accessible memory, the default.
+pytestmark = pytest.mark.also_untrapped
+
 warnings.filterwarnings("ignore", message="TypedStorage is deprecated")
 
 LEGACY = {"ByteTensor": torch.uint8, "CharTensor": torch.int8, "ShortTensor": torch.int16,

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
 VENV=.venv
-DEBIAN_PACKAGES="cmake ninja-build g++ make ccache libgtest-dev libsleef-dev libdnnl-dev"
+DEBIAN_PACKAGES="cmake ninja-build g++ make ccache libgtest-dev libsleef-dev libdnnl-dev clang-format"
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then

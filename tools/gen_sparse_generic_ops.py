@@ -17,7 +17,6 @@ are listed in EXCLUDED with the reason, and take mlu's own kernel or the fallbac
     python tools/gen_sparse_generic_ops.py --check  # exit 1 if it is stale (tests/test_sparse.py)
 """
 import argparse
-import os
 import pathlib
 import sys
 

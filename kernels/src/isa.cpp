@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "gemm/gemm_amx.h"
+#include "isa_variants.h"
 
 namespace mlu::kernels {
 
@@ -20,6 +21,13 @@ Isa detect() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::Avx2;
 #endif
   return Isa::Baseline;
+}
+
+// The best ISA both the CPU and this build have (MLU_KERNELS_ISAS in CMakeLists.txt, Note [Per-ISA variants]).
+Isa detect_compiled() {
+  const Isa cpu = detect();
+  const Isa top = static_cast<Isa>(MLU_KERNELS_TOP_ISA);
+  return static_cast<int>(cpu) < static_cast<int>(top) ? cpu : top;
 }
 
 Isa from_env(Isa detected) {
@@ -42,7 +50,7 @@ std::atomic<int>& active() {
 }  // namespace
 
 Isa detected_isa() {
-  static const Isa isa = detect();
+  static const Isa isa = detect_compiled();
   return isa;
 }
 

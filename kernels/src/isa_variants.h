@@ -56,30 +56,60 @@
   namespace mlu::kernels::isa_avx512 { declaration; }         \
   namespace mlu::kernels::isa_avx512bf16 { declaration; }
 
+// Which variants this build has: MLU_KERNELS_ISAS in CMakeLists.txt lists a prefix of baseline, avx2, avx512,
+// avx512bf16 (a sanitizer build compiles only what it runs), and MLU_KERNELS_TOP_ISA is the index of its
+// last entry, defined for the kernel library's own files; a file compiled without it sees all four. The
+// list is a prefix because a variant may borrow entries from the ones below it (copy_isa.cpp, index_isa.cpp).
+// detected_isa() never exceeds the top variant, so a variant that was not compiled is never selected; its
+// pointer is null here and select_isa_variant steps down past it all the same.
+#ifndef MLU_KERNELS_TOP_ISA
+#define MLU_KERNELS_TOP_ISA 3
+#endif
+#if MLU_KERNELS_TOP_ISA >= 1
+#define MLU_KERNELS_ISA_VARIANT_avx2(name) &::mlu::kernels::isa_avx2::name
+#else
+#define MLU_KERNELS_ISA_VARIANT_avx2(name) nullptr
+#endif
+#if MLU_KERNELS_TOP_ISA >= 2
+#define MLU_KERNELS_ISA_VARIANT_avx512(name) &::mlu::kernels::isa_avx512::name
+#else
+#define MLU_KERNELS_ISA_VARIANT_avx512(name) nullptr
+#endif
+#if MLU_KERNELS_TOP_ISA >= 3
+#define MLU_KERNELS_ISA_VARIANT_avx512bf16(name) &::mlu::kernels::isa_avx512bf16::name
+#else
+#define MLU_KERNELS_ISA_VARIANT_avx512bf16(name) nullptr
+#endif
+
 // The variant of `name` for the active ISA: a pointer to
 // isa_<active>::name. MLU_KERNELS_ACTIVE_ISA_VARIANT_BF16 for the families
 // that have an avx512bf16 variant (CMakeLists.txt: MLU_ISA_SOURCES_avx512bf16).
-#define MLU_KERNELS_ACTIVE_ISA_VARIANT(name)                                                              \
-  ::mlu::kernels::detail::select_isa_variant(::mlu::kernels::active_isa(), &::mlu::kernels::isa_baseline::name, \
-                                             &::mlu::kernels::isa_avx2::name,                              \
-                                             &::mlu::kernels::isa_avx512::name, nullptr)
-#define MLU_KERNELS_ACTIVE_ISA_VARIANT_BF16(name)                                                         \
-  ::mlu::kernels::detail::select_isa_variant(::mlu::kernels::active_isa(), &::mlu::kernels::isa_baseline::name, \
-                                             &::mlu::kernels::isa_avx2::name,                              \
-                                             &::mlu::kernels::isa_avx512::name,                            \
-                                             &::mlu::kernels::isa_avx512bf16::name)
+#define MLU_KERNELS_ACTIVE_ISA_VARIANT(name)                                                                           \
+  ::mlu::kernels::detail::select_isa_variant(::mlu::kernels::active_isa(), &::mlu::kernels::isa_baseline::name,        \
+                                             MLU_KERNELS_ISA_VARIANT_avx2(name), MLU_KERNELS_ISA_VARIANT_avx512(name), \
+                                             nullptr)
+#define MLU_KERNELS_ACTIVE_ISA_VARIANT_BF16(name)                                                                      \
+  ::mlu::kernels::detail::select_isa_variant(::mlu::kernels::active_isa(), &::mlu::kernels::isa_baseline::name,        \
+                                             MLU_KERNELS_ISA_VARIANT_avx2(name), MLU_KERNELS_ISA_VARIANT_avx512(name), \
+                                             MLU_KERNELS_ISA_VARIANT_avx512bf16(name))
 
 namespace mlu::kernels::detail {
 
-// The variant for `isa`; an absent (null) avx512bf16 variant falls back to avx512.
+// The variant for `isa`; an absent (null) variant falls back to the one below it: avx512bf16 is absent for
+// the families without one, and any of them in a build that did not compile it.
 template <class Fn>
-Fn select_isa_variant(Isa isa, Fn baseline, Fn avx2, Fn avx512, std::type_identity_t<Fn> avx512bf16) {
+Fn select_isa_variant(Isa isa, Fn baseline, std::type_identity_t<Fn> avx2, std::type_identity_t<Fn> avx512,
+                      std::type_identity_t<Fn> avx512bf16) {
   switch (isa) {
     case Isa::Avx512Bf16:
       if (avx512bf16 != nullptr) return avx512bf16;
-      return avx512;
-    case Isa::Avx512: return avx512;
-    case Isa::Avx2: return avx2;
+      [[fallthrough]];
+    case Isa::Avx512:
+      if (avx512 != nullptr) return avx512;
+      [[fallthrough]];
+    case Isa::Avx2:
+      if (avx2 != nullptr) return avx2;
+      [[fallthrough]];
     case Isa::Baseline: break;
   }
   return baseline;

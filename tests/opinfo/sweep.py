@@ -179,7 +179,7 @@ def load(results_path):
 
 def _cell(counter):
     letters = [("P", "passed"), ("X", "xfailed"), ("S", "skipped"), ("F", "failed"), ("C", "crashed")]
-    parts = [f"{counter[k]}{l}" if counter[k] > 1 else l for l, k in letters if counter[k]]
+    parts = [f"{counter[k]}{letter}" if counter[k] > 1 else letter for letter, k in letters if counter[k]]
     return " ".join(parts)
 
 

@@ -9,7 +9,6 @@ Gloo lacks, agreement checks): Note [cncl over Gloo] in
 ``csrc/distributed/ProcessGroupCNCL.h``.
 """
 
-import torch
 import torch.distributed as dist
 
 from .. import _C

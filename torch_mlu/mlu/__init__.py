@@ -10,7 +10,7 @@ import threading
 import traceback
 import warnings
 from functools import lru_cache
-from typing import Any, Optional, Union
+from typing import Any, Union
 
 import torch
 import torch_mlu._C as _C
@@ -319,7 +319,7 @@ from .reductions import ipc_collect  # noqa: E402
 from .memory import *  # noqa: F403,E402
 from .monitor import *  # noqa: F403,E402
 from .streams import (  # noqa: E402
-    _set_stream_by_id,
+    _set_stream_by_id,  # noqa: F401  (torch.cuda has it too)
     Event,
     ExternalStream,
     Stream,

@@ -4,7 +4,6 @@ The software MLU's collectives are the ``cncl`` process-group backend
 (``torch_mlu.distributed``), carried by Gloo.
 """
 
-import torch
 
 from ..version import __version__ as _torch_mlu_version
 

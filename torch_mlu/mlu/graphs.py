@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Optional, Union
 
 import torch
-from torch import Tensor
 
 import torch_mlu._C as _C
 

@@ -15,7 +15,8 @@ import torch.utils.cpp_extension as _torch_extension
 
 import torch_mlu  # noqa: F401  (libtorch_mlu loaded and the device named before an extension loads)
 
-__all__ = ["BuildExtension", "MLUExtension", "include_paths", "library_paths", "load", "load_inline"]
+__all__ = ["BuildExtension",  # noqa: F822  (module __getattr__, as torch does)
+           "MLUExtension", "include_paths", "library_paths", "load", "load_inline"]
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _INCLUDE = os.path.join(_PACKAGE, "include")

@@ -16,7 +16,8 @@ namespace mlu::kernels {
 
 enum class Isa : int { Baseline = 0, Avx2 = 1, Avx512 = 2, Avx512Bf16 = 3 };
 
-// The best ISA this CPU supports.
+// The best ISA this CPU supports among the variants this build compiled (all
+// four unless CMake's MLU_KERNELS_ISAS lists fewer, as the sanitizer builds do).
 Isa detected_isa();
 // The ISA kernels use now: detected_isa(), capped by MLU_KERNELS_ISA at first
 // use and by set_isa.

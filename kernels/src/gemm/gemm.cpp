@@ -289,6 +289,13 @@ void gemm_vector(ScalarType type, ScalarType c_type, int64_t m, int64_t n, int64
 // one rounding: no copy of the expanded bias, no widening of C. Every other
 // product writes the bias rows into C first and runs with beta as usual
 // (bias_takes_store says which).
+// The BFloat16 dot-product GEMM: only the avx512bf16 variant has it, and a build without that variant
+// (MLU_KERNELS_ISAS) has a null pointer here, never called, since active_isa() stays below Avx512Bf16 there.
+constexpr decltype(&isa_baseline::gemm_dpbf16_accumulate) kDpbf16Accumulate =
+    MLU_KERNELS_ISA_VARIANT_avx512bf16(gemm_dpbf16_accumulate);
+
+bool dpbf16_active() { return kDpbf16Accumulate != nullptr && active_isa() >= Isa::Avx512Bf16; }
+
 bool bias_takes_store(const GemmArgs& args) {
   const bool half = args.dtype == ScalarType::BFloat16 || args.dtype == ScalarType::Float16;
   return half && !args.float_c && args.k > 0 && args.alpha != 0 && args.m > 1 && args.n > 1;
@@ -376,11 +383,11 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
     if constexpr (std::is_same_v<T, float>) {
       // Float results of BFloat16 operands (args.float_c) with alpha 1 and
       // beta 0 or 1 accumulate in place (Note [BFloat16 dot products]).
-      if (args.dtype == ScalarType::BFloat16 && active_isa() >= Isa::Avx512Bf16 && !detail::amx_bf16_usable() &&
-          alpha == T(1) && (beta == T(0) || beta == T(1))) {
-        detail::gemm_dpbf16_accumulate(m, n, args.k, reinterpret_cast<const BFloat16*>(a.data), a.rs, a.cs,
-                                       reinterpret_cast<const BFloat16*>(b.data), b.rs, b.cs,
-                                       reinterpret_cast<T*>(c_base), c.row_stride, beta == T(1), serial);
+      if (args.dtype == ScalarType::BFloat16 && dpbf16_active() && !detail::amx_bf16_usable() && alpha == T(1) &&
+          (beta == T(0) || beta == T(1))) {
+        kDpbf16Accumulate(m, n, args.k, reinterpret_cast<const BFloat16*>(a.data), a.rs, a.cs,
+                          reinterpret_cast<const BFloat16*>(b.data), b.rs, b.cs, reinterpret_cast<T*>(c_base),
+                          c.row_stride, beta == T(1), serial);
         return "dpbf16";
       }
     }
@@ -401,7 +408,7 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
       }
     }
     const bool amx = args.dtype == ScalarType::BFloat16 && active_isa() >= Isa::Avx512 && detail::amx_bf16_usable();
-    const bool dot = args.dtype == ScalarType::BFloat16 && !amx && active_isa() >= Isa::Avx512Bf16;
+    const bool dot = args.dtype == ScalarType::BFloat16 && !amx && dpbf16_active();
     if (amx || dot) {
       // Note [AMX tiles], Note [BFloat16 dot products]: w = (beta / alpha) C,
       // w += A B, C = alpha w. For the tiles, w is padded to whole 32 x 32
@@ -415,7 +422,7 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
       if (amx) {
         detail::gemm_amx_bf16_accumulate(m, n, args.k, ad, a.rs, a.cs, bd, b.rs, b.cs, w, ldw, beta != T(0), serial);
       } else {
-        detail::gemm_dpbf16_accumulate(m, n, args.k, ad, a.rs, a.cs, bd, b.rs, b.cs, w, ldw, beta != T(0), serial);
+        kDpbf16Accumulate(m, n, args.k, ad, a.rs, a.cs, bd, b.rs, b.cs, w, ldw, beta != T(0), serial);
       }
       workspace_copy(c_type, m, n, c, c_base, w, ldw, alpha, false, bias_row);
       return amx ? "amx" : "dpbf16";

@@ -9,8 +9,10 @@
 #include "../scratch.h"
 #include "mlu_kernels/parallel.h"
 
-namespace mlu::kernels::detail {
+namespace mlu::kernels::MLU_ISA_NS {
 namespace {
+
+using detail::AlignedScratch16;
 
 constexpr int64_t kMr = 12, kNr = 32;
 // Depth per packed slice: a B panel (512 x 32) is 32 KB, in L1 while the A
@@ -194,4 +196,4 @@ void gemm_dpbf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a, 
   }
 }
 
-}  // namespace mlu::kernels::detail
+}  // namespace mlu::kernels::MLU_ISA_NS

@@ -19,16 +19,16 @@
 
 #include <cstdint>
 
+#include "../isa_variants.h"
 #include "mlu_kernels/half.h"
-
-namespace mlu::kernels::detail {
 
 // w = A B (w += A B with `accumulate`) for m x n, depth k >= 1: A(i, p) at
 // a[i * a_rs + p * a_cs], B(p, j) at b[p * b_rs + j * b_cs], both BFloat16;
 // w float, row-major with row stride ldw. `serial`: on the calling thread
-// only. Requires active_isa() >= Isa::Avx512Bf16.
-void gemm_dpbf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t a_rs, int64_t a_cs,
-                            const BFloat16* b, int64_t b_rs, int64_t b_cs, float* w, int64_t ldw, bool accumulate,
-                            bool serial);
-
-}  // namespace mlu::kernels::detail
+// only. Requires active_isa() >= Isa::Avx512Bf16. Only the avx512bf16
+// variant defines it (Note [Per-ISA variants]): gemm.cpp takes it with
+// MLU_KERNELS_ISA_VARIANT_avx512bf16.
+MLU_KERNELS_DECLARE_ISA_VARIANTS(void gemm_dpbf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a,
+                                                             int64_t a_rs, int64_t a_cs, const BFloat16* b,
+                                                             int64_t b_rs, int64_t b_cs, float* w, int64_t ldw,
+                                                             bool accumulate, bool serial))

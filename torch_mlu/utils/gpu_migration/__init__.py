@@ -7,7 +7,6 @@ environment variables are carried over to their mlu names. What and why: Note [W
 in migration.py. ``restore()`` undoes it all; ``TORCH_MLU_MIGRATION_WITH_WARNING=0`` silences the
 warnings about what could not be migrated.
 """
-import torch
 
 import torch_mlu  # noqa: F401  (torch.mlu must exist)
 

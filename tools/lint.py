@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""`make lint`: the checks that need no build, run before anything is compiled (docs/testing.md).
+
+Each check prints one line, "ok" or what is wrong; the script exits 1 if any check failed.
+
+- layering: runtime/ and kernels/ include no torch header (DESIGN.md: the torch-free layers).
+- notes: every Note reference names a Note that exists (tools/check_notes.py).
+- generated: the committed generated files are current (their generators' --check).
+- hygiene: no build output is tracked (object files, ninja and CMake files, build folders, compiled Python).
+- trap-skips: no test decides for itself to skip under the host-access trap; the `untrapped` marker does
+  (tests/conftest.py), so every test runs in one pass of `make test` or the other.
+- ruff: the Python tree passes the rules in pyproject.toml.
+- changed lines: every line changed since the lint stage came in (the parent of the commit that added
+  .clang-format) is formatted as .clang-format says (C++) and at most 120 columns long (Python); older
+  lines are left alone until someone edits them.
+
+    python tools/lint.py [--only NAME ...]
+"""
+import argparse
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+CXX_SUFFIXES = (".cpp", ".h", ".hpp", ".cc", ".c", ".inc")
+LINE_LIMIT = 120
+
+
+def run(*command, **kwargs):
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, **kwargs)
+
+
+def git_files():
+    result = run("git", "ls-files")
+    return result.stdout.split() if result.returncode == 0 else None
+
+
+# --- checks: each returns a list of problems (empty: ok) -----------------------------------------------
+
+TORCH_INCLUDE = re.compile(r'#\s*include\s*[<"](ATen|c10|torch)/')
+
+
+def check_layering():
+    problems = []
+    for layer in ("runtime", "kernels"):
+        for path in sorted((ROOT / layer).rglob("*")):
+            if path.suffix not in CXX_SUFFIXES or not path.is_file():
+                continue
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if TORCH_INCLUDE.search(line):
+                    problems.append(f"{path.relative_to(ROOT)}:{number}: torch header in a torch-free layer: "
+                                    f"{line.strip()}")
+    return problems
+
+
+def check_notes():
+    result = run(PYTHON, "tools/check_notes.py")
+    return [] if result.returncode == 0 else [(result.stdout + result.stderr).strip()]
+
+
+GENERATORS = ("tools/gen_device_checks.py", "tools/gen_sparse_generic_ops.py")
+
+
+def check_generated():
+    problems = []
+    for generator in GENERATORS:
+        result = run(PYTHON, generator, "--check")
+        if result.returncode != 0:
+            problems.append(f"{generator} --check: {(result.stdout + result.stderr).strip()}")
+    return problems
+
+
+# Build output, anywhere in the tree.
+BUILD_OUTPUT = re.compile(r"(^|/)(build|build-[^/]*|__pycache__|CMakeFiles)/|\.(o|obj|a|so|pyc|whl)$|"
+                          r"(^|/)(\.ninja_log|\.ninja_deps|build\.ninja|CMakeCache\.txt)$")
+
+
+def check_hygiene():
+    files = git_files()
+    if files is None:
+        return []  # not a git checkout: nothing is tracked
+    return [f"{name}: build output is tracked (remove it; .gitignore ignores it)"
+            for name in files if BUILD_OUTPUT.search(name)]
+
+
+TRAP_VARIABLE = "TORCH_MLU_TRAP_HOST_ACCESS"
+# conftest.py reads it to apply the markers; test_host_trap.py sets it for the subprocesses it starts.
+TRAP_READERS = {"tests/conftest.py", "tests/test_host_trap.py"}
+
+
+def check_trap_skips():
+    problems = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        rel = str(path.relative_to(ROOT))
+        if rel in TRAP_READERS:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if TRAP_VARIABLE in line:
+                problems.append(f"{rel}:{number}: reads {TRAP_VARIABLE}; mark the test @pytest.mark.untrapped "
+                                "instead (tests/conftest.py)")
+    return problems
+
+
+def ruff():
+    local = pathlib.Path(PYTHON).parent / "ruff"
+    return str(local) if local.exists() else shutil.which("ruff")
+
+
+def check_ruff():
+    command = ruff()
+    if command is None:
+        return ["ruff is not installed (tools/bootstrap.sh installs it into .venv)"]
+    result = run(command, "check", "--quiet", ".")
+    return [] if result.returncode == 0 else [result.stdout.strip() or result.stderr.strip()]
+
+
+def lint_base():
+    """The commit before the one that added .clang-format, or None outside a git checkout."""
+    if run("git", "rev-parse", "--git-dir").returncode != 0:
+        return None
+    added = run("git", "log", "--diff-filter=A", "--format=%H", "--", ".clang-format").stdout.split()
+    if not added:
+        return "HEAD"  # .clang-format not committed yet: the working tree's changes are the new lines
+    parent = run("git", "rev-parse", "--verify", "--quiet", added[-1] + "^")
+    if parent.returncode != 0:
+        raise SystemExit("lint: the history before .clang-format came in is missing (a shallow clone?); "
+                         "fetch the whole history to check changed lines")
+    return parent.stdout.strip()
+
+
+def changed_lines(base, suffixes):
+    """{path: set of line numbers} of lines added or changed since `base`, in the working tree."""
+    diff = run("git", "diff", "--unified=0", "--no-color", "--no-renames", "--diff-filter=AM", base, "--").stdout
+    lines, path = {}, None
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            name = line[6:] if line.startswith("+++ b/") else None
+            path = name if name and name.endswith(suffixes) else None
+        elif path and line.startswith("@@"):
+            start, _, count = re.search(r"\+(\d+)(,(\d+))?", line).groups()
+            count = 1 if count is None else int(count)
+            lines.setdefault(path, set()).update(range(int(start), int(start) + count))
+    return lines
+
+
+def check_changed_lines():
+    base = lint_base()
+    if base is None:
+        print("  (not a git checkout: no changed lines to check)")
+        return []
+    problems = []
+    for path, numbers in sorted(changed_lines(base, (".py",)).items()):
+        text = (ROOT / path).read_text().splitlines()
+        for number in sorted(numbers):
+            if number <= len(text) and len(text[number - 1]) > LINE_LIMIT:
+                problems.append(f"{path}:{number}: {len(text[number - 1])} columns (at most {LINE_LIMIT})")
+    cxx = changed_lines(base, CXX_SUFFIXES)
+    formatter = shutil.which("clang-format")
+    if cxx and formatter is None:
+        return problems + ["clang-format is not installed (tools/bootstrap.sh installs Debian's clang-format)"]
+    for path, numbers in sorted(cxx.items()):
+        ranges = [f"--lines={n}:{n}" for n in sorted(numbers)]
+        result = run(formatter, "--style=file", "--dry-run", "--Werror", *ranges, path)
+        if result.returncode != 0:
+            found = sorted(set(re.findall(rf"^{re.escape(path)}:(\d+):", result.stderr, re.M)), key=int)
+            where = f"line {found[0]} is" if len(found) == 1 else f"lines {', '.join(found) or '?'} are"
+            problems.append(f"{path}: {where} not formatted as .clang-format says "
+                            f"(clang-format -i --lines=N:M {path})")
+    return problems
+
+
+CHECKS = {
+    "layering": check_layering,
+    "notes": check_notes,
+    "generated": check_generated,
+    "hygiene": check_hygiene,
+    "trap-skips": check_trap_skips,
+    "ruff": check_ruff,
+    "changed-lines": check_changed_lines,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=sorted(CHECKS), help="run these checks only")
+    args = parser.parse_args()
+    failed = []
+    for name in args.only or CHECKS:
+        problems = CHECKS[name]()
+        print(f"lint {name}: {'ok' if not problems else f'{len(problems)} problem(s)'}")
+        for problem in problems:
+            print("  " + problem.replace("\n", "\n  "))
+        if problems:
+            failed.append(name)
+    if failed:
+        print(f"lint: failed: {', '.join(failed)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
