@@ -56,8 +56,9 @@ REPORT = --junitxml=$(BUILD)/test-reports/$@.xml
 # The whole suite, once, with device memory behind the host-access trap (Note [Host-access trap] in
 # runtime/include/mlu_runtime/host_trap.h): a host dereference of device memory anywhere in the glue, the
 # examples or the tests stops the run with a report. --capture=sys lets that report reach the log.
+# On every core (pytest-xdist): the suite waits on subprocesses and the device's queues much of the time.
 test-python:
-	TORCH_MLU_TRAP_HOST_ACCESS=1 $(PYTEST) --capture=sys $(REPORT) tests
+	TORCH_MLU_TRAP_HOST_ACCESS=1 $(PYTEST) -n $(JOBS) --capture=sys $(REPORT) tests
 
 # Without the trap, the tests that need memory outside it (marker untrapped: IPC and shared memory) or take
 # another path there (also_untrapped: the zero-copy fallback, storage aliasing). tests/conftest.py fails a

@@ -114,6 +114,7 @@ def test_split_blocks_merge_back():
     del c
 
 
+@pytest.mark.slow  # its interpreter sets the allocator's mode itself
 @pytest.mark.parametrize("conf, message", [
     ("max_split_size_mb:abc", "max_split_size_mb expects a number"),
     ("max_split_size_mb:4", "max_split_size_mb must be greater than 20"),
@@ -152,6 +153,7 @@ def test_cuda_alloc_conf_is_the_fallback(python):
     assert result.stdout.strip() == str(64 << 20)
 
 
+@pytest.mark.slow  # its interpreter sets the allocator's mode itself
 def test_max_split_size_and_roundup(python):
     result = python(
         """
@@ -184,6 +186,7 @@ def test_no_caching_returns_memory_at_once(python):
     assert result.stdout.split() == ["1024", "0"]
 
 
+@pytest.mark.slow  # its interpreter sets the allocator's mode itself
 def test_garbage_collection_threshold_reclaims_cache(python):
     result = python(
         """

@@ -81,6 +81,8 @@ def test_conv_transpose(kwargs, check):
     check(lambda x, w: F.conv_transpose3d(x, w, padding=1), [torch.randn(1, 2, 4, 5, 3), torch.randn(2, 3, 3, 3, 3)])
 
 
+HOST_HAS_AVX512_FP16 = "avx512_fp16" in open("/proc/cpuinfo").read()
+
 TRANSPOSED_16BIT = [  # (dims, in_channels, out_channels, groups, kwargs)
     (1, 4, 8, 1, dict(stride=3, padding=1)),
     (2, 5, 6, 1, dict()),
@@ -104,8 +106,16 @@ def test_conv_transpose_16bit_bit_equal_to_the_cpu(dtype, case, bias):
     b = torch.randn(oc, generator=g).to(dtype) if bias else None
     fn = [None, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d][dims]
     want = fn(x, w, b, groups=groups, **kwargs)
-    got = fn(x.to("mlu"), w.to("mlu"), b.to("mlu") if bias else None, groups=groups, **kwargs)
-    assert torch.equal(got.cpu(), want)
+    got = fn(x.to("mlu"), w.to("mlu"), b.to("mlu") if bias else None, groups=groups, **kwargs).cpu()
+    if dtype == torch.float16 and HOST_HAS_AVX512_FP16 and not torch.equal(got, want):
+        # On hosts with AVX512-FP16 the CPU's oneDNN sums float16 channels in an order of its own, which the
+        # Note does not follow: there the results may differ in the last bit, and mlu must be as accurate.
+        exact = fn(x.double(), w.double(), b.double() if bias else None, groups=groups, **kwargs)
+        ulp = (want.float().abs() * 2.0 ** -10).clamp_min(2.0 ** -24)
+        assert ((got.float() - want.float()).abs() <= ulp).all(), "more than one ulp from the CPU"
+        assert (got.double() - exact).abs().mean() <= (want.double() - exact).abs().mean() * 1.01
+        return
+    assert torch.equal(got, want)
 
 
 def test_float64(check):

@@ -17,6 +17,8 @@ import recommendation  # noqa: E402
 
 import torch_mlu  # noqa: E402
 
+pytestmark = pytest.mark.slow  # runs the example scripts
+
 
 def test_demo_trains_and_matches_the_cpu(tmp_path, capsys):
     plot = tmp_path / "loss.png"

@@ -19,6 +19,8 @@ from torch_mlu.utils import cpp_extension
 
 from conftest import REPO, run_python
 
+pytestmark = pytest.mark.slow  # builds extensions and programs
+
 EXAMPLE = pathlib.Path(REPO) / "examples" / "extension"
 
 # Run after torch.ops.mlu_ext.muladd is registered.

@@ -232,6 +232,7 @@ def allocator_library(tmp_path_factory):
     return str(library)
 
 
+@pytest.mark.slow  # a built allocator replaces the caching one
 def test_pluggable_allocator_serves_every_tensor(python, allocator_library):
     result = python(
         f"""
@@ -259,6 +260,7 @@ def test_pluggable_allocator_serves_every_tensor(python, allocator_library):
     assert "stats: MLUPluggableAllocator does not yet support getDeviceStats" in result.stdout
 
 
+@pytest.mark.slow  # a built allocator replaces the caching one
 def test_allocator_cannot_change_after_use(python, allocator_library):
     result = python(
         f"""
@@ -277,6 +279,7 @@ def test_allocator_cannot_change_after_use(python, allocator_library):
     assert "3.0" in result.stdout
 
 
+@pytest.mark.slow  # a built allocator replaces the caching one
 def test_pluggable_allocator_must_return_device_memory(python, allocator_library):
     result = python(
         f"""

@@ -10,6 +10,10 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
+pytestmark = pytest.mark.slow  # builds the wheel
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
