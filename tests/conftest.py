@@ -24,7 +24,6 @@ fixed_segments_only = pytest.mark.skipif(
 # `also_untrapped` (docs/testing.md). Under the trap, `untrapped` tests skip; any other test that skips with
 # the trap named in its reason fails, so a test cannot quietly drop out of both passes.
 TRAPPED = os.environ.get("TORCH_MLU_TRAP_HOST_ACCESS") == "1"
-UNTRAPPED_MARKERS = ("untrapped", "also_untrapped")
 
 if TESTING_INSTALLED:
     assert not os.path.abspath(torch_mlu.__file__).startswith(REPO + os.sep), (
