@@ -9,6 +9,9 @@ BUILD := build
 JOBS ?= $(shell nproc)
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_BASEDIR := $(CURDIR)
+# The sanitizer builds compile with -g, for which ccache also hashes the working directory unless told not
+# to: without this a clean clone (CI) misses the cache for them (measured: the ASan build recompiled).
+export CCACHE_NOHASHDIR := 1
 
 .PHONY: demo test lint build setup wheel test-wheel test-cpp test-python test-untrapped test-expandable test-sanitizers \
 	asan-suites tsan asan bench opinfo clean
