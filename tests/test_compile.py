@@ -333,10 +333,6 @@ def test_dynamic_shapes_recompile_once():
         torch.testing.assert_close(g(x.mlu()).cpu(), x.relu() + n)
 
 
-# Issue 61, case 2: compiled kernels read a CPU 0-dim operand (the optimizer's step count) when they run, not when
-# they are called, so a busy stream can see a later step; the result then differs from eager. Until that fix
-# lands the outcome depends on timing (it failed in 1 of 6 runs on a 2-core host), so it may not fail CI.
-@pytest.mark.xfail(strict=False, reason="issue 61: host scalars of compiled kernels are read at run time")
 def test_compiled_optimizer_step():
     params = [torch.randn(12, 7), torch.randn(7)]
     grads = [torch.randn_like(p) for p in params]

@@ -63,7 +63,11 @@ def _sweep_rows():
 
 
 def test_sweep_of_every_op_follows_cudas_device_rules():
+    """Mixed-device calls follow CUDA's rules; calls with every tensor on the non-current device behave as on
+    the current one (one sweep runs both)."""
     rows = _sweep_rows()
+    _check_non_current_device_rows(rows)
+    rows = [row for row in rows if row["slot"] != "all"]
     assert len({row["op"] for row in rows}) > 200, "the sweep must reach every op with two tensor operands"
     violations = collections.defaultdict(list)
     for row in rows:
@@ -79,6 +83,23 @@ def test_sweep_of_every_op_follows_cudas_device_rules():
         f"  {op}: {cases}" for op, cases in sorted(violations.items()))
     stale = set(CUDA_RUNS_MIXED) - {row["op"] for row in rows if row["outcome"] == "same"}
     assert not stale, f"CUDA_RUNS_MIXED lists ops the sweep no longer runs mixed: {sorted(stale)}"
+
+
+# Ops whose results have no defined values (uninitialised memory): only their device is compared.
+UNDEFINED_VALUES = {"empty_like", "new_empty", "new_empty_strided", "empty", "empty_strided", "empty_permuted"}
+
+
+def _check_non_current_device_rows(rows):
+    # Slot "all": every tensor on mlu:1 while mlu:0 is current, and the reverse (see device_sweep.py).
+    rows = [row for row in rows if row["slot"] == "all"]
+    assert len({row["op"] for row in rows}) > 400, "the sweep must run every op on the non-current device"
+    wrong = collections.defaultdict(list)
+    for row in rows:
+        if row["outcome"] == "same" or (row["outcome"] == "different" and row["op"] in UNDEFINED_VALUES):
+            continue
+        wrong[row["op"]].append((row["sample"], row["target"], row["outcome"], row["message"][:160]))
+    assert not wrong, "ops that misbehave on the non-current device:\n" + "\n".join(
+        f"  {op}: {cases}" for op, cases in sorted(wrong.items()))
 
 
 def test_checked_op_list_matches_the_installed_torch():

@@ -30,7 +30,7 @@ def assert_usable_after_refusal(g):
     g.replay()
     assert y.cpu().tolist() == [6.0] * 8
     assert not torch.mlu.is_current_stream_capturing()
-    with torch.mlu.stream(torch.mlu.graph.default_capture_stream):
+    with torch.mlu.stream(torch.mlu.graph.default_capture_streams[torch.mlu.current_device()]):
         z = torch.arange(4, device="mlu") + 1
     torch.mlu.synchronize()
     assert z.cpu().tolist() == [1, 2, 3, 4]

@@ -6,6 +6,7 @@ registered here, with the config Inductor hashes into its cache keys.
 """
 from torch._inductor import config as inductor_config
 from torch._inductor import ir as inductor_ir
+from torch._inductor import scheduler as inductor_scheduler
 from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
 from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
 from torch._inductor.scheduler import BaseSchedulerNode
@@ -67,5 +68,24 @@ def _node_is_cpu_like(self):
 
 inductor_ir.is_cpu = _is_cpu_like
 BaseSchedulerNode.is_cpu = _node_is_cpu_like
+
+# Note [Compiled code runs on its tensors' device]
+# A graph compiled for tensors on mlu:1 must run there whichever device is
+# current, as eager ops do: its buffers on mlu:1, its kernels and extern ops
+# on mlu:1's current stream, after whatever that stream has queued. CUDA's
+# wrapper gets this from the scheduler, which enters a device guard
+# (`with torch.cuda._DeviceGuard(1): torch.cuda.set_device(1)`) around each
+# run of nodes on one device, but only for the devices utils.is_gpu names
+# (cuda, xpu, mtia: a fixed list). mlu joins that decision here, and
+# MluPythonWrapperCodegen.make_allocation names the index in every buffer
+# (`device='mlu:1'`), so a buffer lands right even outside a guard.
+_device_need_guard = inductor_scheduler.device_need_guard
+
+
+def _mlu_device_need_guard(device: str) -> bool:
+    return device == "mlu" or _device_need_guard(device)
+
+
+inductor_scheduler.device_need_guard = _mlu_device_need_guard
 
 graphs.install()  # Note [reduce-overhead on mlu]

@@ -22,11 +22,17 @@ INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include"
 MODULE_HEADER = "torch_mlu/compiled_kernel_module.h"
 
 
-def module_epilogue(kernel_name: str) -> str:
-    """The lines a kernel's source ends with to become an mlu kernel module (they also mark it as one)."""
+def module_epilogue(kernel_name: str, host_scalar_positions=()) -> str:
+    """The lines a kernel's source ends with to become an mlu kernel module (they also mark it as one).
+
+    ``host_scalar_positions`` are the kernel parameters that point at 0-dim CPU tensors: the module copies
+    their values into the launch (Note [Host scalars are read at launch] in compiled_kernel_module.h).
+    """
+    host_scalars = "".join(f", {i}" for i in host_scalar_positions)
     return (
         f"// torch_mlu kernel module, code {config.code_digest}\n"
         f'#define TORCH_MLU_KERNEL_NAME "{kernel_name}"\n'
+        f"#define TORCH_MLU_HOST_SCALAR_PARAMS{host_scalars}\n"
         f'#include "{MODULE_HEADER}"\n'
     )
 

@@ -15,7 +15,7 @@
 """
 
 import torch
-from torch._inductor import config
+from torch._inductor import config, ir
 from torch._inductor.codegen.common import DeviceOpOverrides
 from torch._inductor.codegen.cpp import CppScheduling
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
@@ -46,16 +46,58 @@ class MluCppScheduling(CppScheduling):
             return super().codegen_template(*args, **kwargs)
 
     def flush(self):
-        with self._patched_threads():
-            return super().flush()
+        # Note [Compiled code runs on its tensors' device]: the scheduler flushes the last group of C++ kernels
+        # after it has left the group's device guard, so the flush enters one itself when none is open.
+        nodes = self.kernel_group.scheduled_nodes
+        device = nodes[0].get_device() if nodes else None
+        wrapper = V.graph.wrapper_code
+        guard = device is not None and device.type == "mlu" and _open_guard(wrapper) != device.index
+        if guard:
+            wrapper.codegen_device_guard_enter(device.index)
+        try:
+            with self._patched_threads():
+                return super().flush()
+        finally:
+            if guard:
+                wrapper.codegen_device_guard_exit()
 
     def define_kernel(self, src_code, nodes, kernel_args=None):
         # Inductor replaces DESCRIPTIVE_NAME with the kernel's name in the source.
-        epilogue = module_epilogue(str(Placeholder.DESCRIPTIVE_NAME))
+        args = self.kernel_group.args if kernel_args is None else kernel_args
+        epilogue = module_epilogue(str(Placeholder.DESCRIPTIVE_NAME), _host_scalar_positions(args))
         return super().define_kernel(src_code + "\n" + epilogue, nodes, kernel_args)
 
 
+def _is_host_scalar(name: str) -> bool:
+    buffer = V.graph.try_get_buffer(name)
+    if buffer is None or isinstance(buffer, ir.TorchBindObject):
+        return False
+    device = buffer.get_device()
+    return device is not None and device.type == "cpu" and len(buffer.get_size()) == 0
+
+
+def _host_scalar_positions(kernel_args) -> list[int]:
+    """The kernel parameters that point at a 0-dim CPU tensor (Note [Host scalars are read at launch])."""
+    _, call_args, _ = kernel_args.cpp_argdefs()
+    return [i for i, name in enumerate(call_args) if _is_host_scalar(name)]
+
+
+def _open_guard(wrapper):
+    """The device index of the innermost device guard open in the code `wrapper` is writing, or None."""
+    stack = wrapper.__dict__.get("_mlu_open_guards")
+    return stack[-1] if stack else None
+
+
 class _MluWrapperMixin:
+    # The open device guards, innermost last (what MluCppScheduling.flush asks).
+    def codegen_device_guard_enter(self, device_idx, *args, **kwargs):
+        super().codegen_device_guard_enter(device_idx, *args, **kwargs)
+        self.__dict__.setdefault("_mlu_open_guards", []).append(device_idx)
+
+    def codegen_device_guard_exit(self):
+        super().codegen_device_guard_exit()
+        self.__dict__["_mlu_open_guards"].pop()
+
     def _generate_kernel_call_helper(self, kernel_name, call_args, *, device=None, triton=True, **kwargs):
         device = device or V.graph.get_current_device_or_throw()
         if device.type == "mlu" and not triton:
@@ -66,6 +108,18 @@ class _MluWrapperMixin:
 
 
 class MluPythonWrapperCodegen(_MluWrapperMixin, PythonWrapperCodegen):
+    def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None, is_pinned=False):
+        # Buffers name their device's index (Note [Compiled code runs on its tensors' device]).
+        if device.type != "mlu" or device.index is None or config.test_configs.track_memory_lifecycle:
+            return super().make_allocation(name, device, dtype, shape, stride, allocation_shape, is_pinned)
+        shape_tuple = self.codegen_python_shape_tuple(shape)
+        allocation_shape_tuple = self.codegen_python_shape_tuple(allocation_shape or shape)
+        stride_tuple = self.codegen_python_shape_tuple(stride)
+        out = f"{name} = empty_strided({allocation_shape_tuple}, {stride_tuple}, device='{device}', dtype={dtype})"
+        if shape_tuple != allocation_shape_tuple:
+            out += f".as_strided({shape_tuple}, {stride_tuple})"
+        return out
+
     @staticmethod
     def create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures=None):
         if is_subgraph:

@@ -96,14 +96,19 @@ class graph:
     (ready for another capture) and the stream and allocator usable; the exception propagates.
     """
 
-    default_capture_stream: Optional[torch.mlu.Stream] = None
+    # One side stream per device, made on first use (CUDA keeps one for the process, on the device current
+    # then, so a later capture on another device would capture nothing of its work).
+    default_capture_streams: dict[int, torch.mlu.Stream] = {}
 
     def __init__(self, mlu_graph: MLUGraph, pool: Optional[tuple[int, int]] = None,
                  stream: Optional[torch.mlu.Stream] = None, capture_error_mode: str = "global"):
-        if stream is None and self.__class__.default_capture_stream is None:
-            self.__class__.default_capture_stream = torch.mlu.Stream()
+        if stream is None:
+            device = torch.mlu.current_device()
+            if device not in self.default_capture_streams:
+                self.default_capture_streams[device] = torch.mlu.Stream(device)
+            stream = self.default_capture_streams[device]
         self.pool = () if pool is None else (pool,)
-        self.capture_stream = stream if stream is not None else self.__class__.default_capture_stream
+        self.capture_stream = stream
         self.stream_ctx = torch.mlu.stream(self.capture_stream)
         self.mlu_graph = mlu_graph
         self.capture_error_mode = capture_error_mode
