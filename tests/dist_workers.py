@@ -539,6 +539,23 @@ def misuse_worker(rank, world, store):
         dist.all_reduce(torch.ones(4, device=device), op=dist.ReduceOp.BAND)
     with pytest.raises(ValueError, match="all_gather_into_tensor: the output has 3 elements"):
         dist.all_gather_into_tensor(torch.empty(3, device=device), torch.ones(4, device=device))
+    # Rooted collectives check the root at the call (Note [Rooted collectives check their root at the call]).
+    for bad_root in (world + 3, -2):
+        with pytest.raises(ValueError, match=f"cncl broadcast: invalid root rank {bad_root} "):
+            dist.broadcast(torch.ones(4, device=device), group_src=bad_root)
+        with pytest.raises(ValueError, match=f"cncl reduce: invalid root rank {bad_root} "):
+            dist.reduce(torch.ones(4, device=device), group_dst=bad_root)
+        with pytest.raises(ValueError, match=f"cncl gather: invalid root rank {bad_root} "):
+            dist.gather(torch.ones(4, device=device), group_dst=bad_root)
+        with pytest.raises(ValueError, match=f"cncl scatter: invalid root rank {bad_root} "):
+            dist.scatter(torch.empty(4, device=device), group_src=bad_root)
+    with pytest.raises(ValueError, match=f"cncl broadcast: invalid root rank {world + 3} "):
+        dist.broadcast(torch.ones(4, device=device), src=world + 3)  # a global rank, as users write it
+    if rank == 0:
+        with pytest.raises(ValueError, match=r"cncl gather: the root needs one list of world_size \(2\) outputs"):
+            dist.gather(torch.ones(4, device=device), [torch.empty(4, device=device)], dst=0)
+        with pytest.raises(ValueError, match="cncl scatter: inputs must match the tensor's dtype and size"):
+            dist.scatter(torch.empty(4, device=device), [torch.ones(3, device=device)] * world, src=0)
     # A collective the ranks disagree on: an error naming the op on every rank; the group stays usable.
     # Raised by wait() when already known, else at the waiting stream's next synchronization.
     mismatch = (dist.DistBackendError, torch.AcceleratorError)
@@ -558,6 +575,31 @@ def misuse_worker(rank, world, store):
     ok = torch.ones(4, device=device)
     dist.all_reduce(ok)
     assert_close(ok.cpu(), torch.full((4,), float(world)))
+    dist.destroy_process_group()
+
+
+def non_current_device_worker(rank, world, store):
+    """Each rank's collectives run on its device while another device is current and busy, in the stream order
+    of the device the tensors live on."""
+    device = init(rank, world, store, backend="cncl")
+    other = (device.index + 1) % torch.mlu.device_count()
+    inputs = [rank_tensor(r, (64,), torch.float32) for r in range(world)]
+    settled = inputs[rank].to(device)
+    torch.mlu.synchronize(device)
+    torch.mlu.set_device(other)
+    torch.mlu._sleep(20_000_000)  # the current device is busy
+    with torch.mlu.device(device):
+        torch.mlu._sleep(20_000_000)  # and the clones below are written behind 20 ms of work
+        x, y, z = settled.clone(), settled.clone(), settled.clone()
+    dist.all_reduce(x)
+    dist.broadcast(y, src=0)
+    gathered = [torch.empty(64, device=device) for _ in range(world)]
+    dist.all_gather(gathered, z)
+    assert torch.mlu.current_device() == other, "a collective changed the current device"
+    assert_close(x.cpu(), sum(inputs))
+    assert_close(y.cpu(), inputs[0])
+    for got, ref in zip(gathered, inputs):
+        assert_close(got.cpu(), ref)
     dist.destroy_process_group()
 
 

@@ -71,6 +71,10 @@ def test_misuse_is_a_clear_error_and_the_group_survives(tmp_path):
     spawn(dist_workers.misuse_worker, 2, tmp_path)
 
 
+def test_collectives_on_a_non_current_device(tmp_path):
+    spawn(dist_workers.non_current_device_worker, 2, tmp_path)
+
+
 @pytest.mark.parametrize("how", ["dies", "hangs"])
 def test_lost_rank_fails_the_others_within_the_timeout(how, tmp_path):
     spawn(dist_workers.lost_rank_worker, 2, tmp_path, how)

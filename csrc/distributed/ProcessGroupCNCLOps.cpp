@@ -52,6 +52,36 @@ const at::Tensor& first(const char* op, const std::vector<at::Tensor>& tensors) 
   return tensors.front();
 }
 
+// Note [Rooted collectives check their root at the call]
+// broadcast, reduce, gather and scatter name a root rank. A root outside the
+// group, or a root's tensor lists that do not fit the group, would fail only
+// inside the collective, on the communication stream, as a device error that
+// leaves the ranks out of step and the group unusable. So they are checked
+// here, on the calling thread before anything is enqueued, as Gloo checks
+// them: a ValueError on the rank that made the mistake, and the group goes on.
+void check_root(const char* op, int64_t root, int world_size) {
+  TORCH_CHECK_VALUE(root >= 0 && root < world_size, "cncl ", op, ": invalid root rank ", root, " (world size ",
+                    world_size, ")");
+}
+
+// The root's list of per-rank tensors (gather's outputs, scatter's inputs); other ranks pass none.
+void check_root_list(const char* op, const char* what, const std::vector<std::vector<at::Tensor>>& lists,
+                     const at::Tensor& like, bool is_root, int world_size) {
+  if (!is_root) {
+    TORCH_CHECK_VALUE(lists.empty() || (lists.size() == 1 && lists[0].empty()), "cncl ", op, ": only the root rank ",
+                      "passes a list of ", what, "; this rank is not the root");
+    return;
+  }
+  TORCH_CHECK_VALUE(lists.size() == 1 && lists[0].size() == static_cast<size_t>(world_size), "cncl ", op,
+                    ": the root needs one list of world_size (", world_size, ") ", what, ", got ",
+                    lists.empty() ? 0 : lists[0].size());
+  for (const auto& t : lists[0]) {
+    TORCH_CHECK_VALUE(t.scalar_type() == like.scalar_type() && t.numel() == like.numel(), "cncl ", op, ": ", what,
+                      " must match the tensor's dtype and size (", like.scalar_type(), ", ", like.numel(),
+                      " elements), got ", t.scalar_type(), ", ", t.numel(), " elements");
+  }
+}
+
 // How a c10d reduce op runs on Gloo: SUM for AVG (then a division) and for
 // PREMUL_SUM (after a scaling); the others as they are.
 struct Reduction {
@@ -175,6 +205,9 @@ ProcessGroupCNCL::Call scatter_reduction(const char* name, Fingerprint fingerpri
 c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::broadcast(std::vector<at::Tensor>& tensors,
                                                            const c10d::BroadcastOptions& opts) {
   const auto& t = first("broadcast", tensors);
+  check_root("broadcast", opts.rootRank, getSize());
+  TORCH_CHECK_VALUE(opts.rootTensor >= 0 && opts.rootTensor < static_cast<int64_t>(tensors.size()),
+                    "cncl broadcast: invalid root tensor ", opts.rootTensor, " (", tensors.size(), " tensors)");
   Call call{"broadcast", Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(tensors), opts.rootRank, -1},
             [hosts = host_aliases(tensors), opts](c10d::Backend& gloo) mutable { return gloo.broadcast(hosts, opts); },
             nullptr};
@@ -218,6 +251,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allreduce_coalesced(std::vector
 c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::reduce(std::vector<at::Tensor>& tensors,
                                                         const c10d::ReduceOptions& opts) {
   const auto& t = first("reduce", tensors);
+  check_root("reduce", opts.rootRank, getSize());
   Reduction r = plan_reduction("reduce", opts.reduceOp, t.scalar_type());
   Call call = in_place_reduction("reduce", reduce_fingerprint(t, total_numel(tensors), opts.rootRank, opts.reduceOp),
                                  host_aliases(tensors), r, getSize(), getRank() == opts.rootRank,
@@ -284,6 +318,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::gather(std::vector<std::vector<
                                                         std::vector<at::Tensor>& inputs,
                                                         const c10d::GatherOptions& opts) {
   const auto& t = first("gather", inputs);
+  check_root("gather", opts.rootRank, getSize());
+  check_root_list("gather", "outputs", outputs, t, getRank() == opts.rootRank, getSize());
   Call call{"gather", Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(inputs), opts.rootRank, -1},
             [outs = host_aliases(outputs), ins = host_aliases(inputs), opts](c10d::Backend& gloo) mutable {
               return gloo.gather(outs, ins, opts);
@@ -296,6 +332,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::scatter(std::vector<at::Tensor>
                                                          std::vector<std::vector<at::Tensor>>& inputs,
                                                          const c10d::ScatterOptions& opts) {
   const auto& t = first("scatter", outputs);
+  check_root("scatter", opts.rootRank, getSize());
+  check_root_list("scatter", "inputs", inputs, t, getRank() == opts.rootRank, getSize());
   Call call{"scatter", Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(outputs), opts.rootRank, -1},
             [outs = host_aliases(outputs), ins = host_aliases(inputs), opts](c10d::Backend& gloo) mutable {
               return gloo.scatter(outs, ins, opts);
