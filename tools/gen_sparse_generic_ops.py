@@ -13,6 +13,17 @@ are mlu's own (SparseOps.cpp) or fall back to the CPU (SparseFallback.cpp).
 Some "same for CPU and CUDA" functions still reach a DispatchStub or a CPU-only helper inside; they
 are listed in EXCLUDED with the reason, and take mlu's own kernel or the fallback instead.
 
+Each kernel is registered through a wrapper that does what torchgen's wrapper for the CUDA key does
+(torchgen/dest/register_dispatch_key.py, the backends with device_guard): on the sparse keys, the
+device check over the out= and positional tensors (c10::impl::check_and_update_common_device, with
+CUDA's message and a wrapper_SparsePrivateUse1_... method name) unless the yaml says NoCheck; then,
+unless the yaml says device_guard: False, a device guard: DeviceGuard(device_or_default(device)) for a
+kernel that takes TensorOptions (a factory), else OptionalDeviceGuard(device_of(x)) with x the first
+tensor among self, out= and the positional arguments. Without the guard, a sparse tensor built while
+another mlu device is current gets its placeholder indices and values (SparseTensorImpl's
+constructor allocates them on the current device of the device type) on the wrong device. The dense
+key's wrappers (the dense-to-sparse conversions) get only the guard: MLULibrary adds their check.
+
     python tools/gen_sparse_generic_ops.py          # rewrite the file
     python tools/gen_sparse_generic_ops.py --check  # exit 1 if it is stale (tests/test_sparse.py)
 """
@@ -22,9 +33,9 @@ import sys
 
 import torchgen
 from torchgen import local
-from torchgen.api.types import NativeSignature
+from torchgen.api.types import DispatcherSignature, NativeSignature
 from torchgen.gen import parse_native_yaml
-from torchgen.model import DispatchKey
+from torchgen.model import DeviceCheckType, DispatchKey, TensorOptionsArguments
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "csrc" / "aten" / "sparse" / "SparseGenericOps.cpp"
@@ -62,8 +73,40 @@ def shared_kernels(parsed, cpu_key, cuda_key, only=None):
             continue
         with local.parametrize(use_const_ref_for_mutable_tensors=f.use_const_ref_for_mutable_tensors,
                                use_ilistref_for_tensor_lists=f.part_of_structured_group):
-            ptr = NativeSignature(f.func, symint=k_cpu.supports_symint()).ptr_type()
-        yield name, f.root_name, k_cpu.kernel, ptr
+            sig = NativeSignature(f.func, symint=k_cpu.supports_symint())
+            ptr = sig.ptr_type()
+            defn_args = [b.defn() for b in sig.arguments()]
+            call_args = [b.name for b in sig.arguments()]
+            returns = sig.returns_type().cpp_type()
+        yield name, f, k_cpu.kernel, ptr, returns, defn_args, call_args
+
+
+def wrapper(key, f, kernel, returns, defn_args, call_args, device_check):
+    """A wrapper in the shape of torchgen's for the CUDA key: device check, device guard, kernel."""
+    method = DispatcherSignature.from_schema(f.func, prefix=f"wrapper_{key}_{f.func.name.overload_name}_").name()
+    body = []
+    if device_check and f.device_check != DeviceCheckType.NoCheck:
+        body.append("  std::optional<c10::Device> common_device;")
+        body.append("  (void)common_device;")
+        for a in (*f.func.arguments.out, *f.func.arguments.flat_positional):
+            if a.type.is_tensor_like():
+                assert a.name in call_args, (str(f.func.name), a.name)
+                body.append(f'  c10::impl::check_and_update_common_device(common_device, {a.name}, "{method}", '
+                            f'"{a.name}");')
+    if f.device_guard:
+        if any(isinstance(a, TensorOptionsArguments) for a in f.func.arguments.non_out):
+            assert "device" in call_args, str(f.func.name)
+            body.append("  const c10::DeviceGuard device_guard(c10::device_or_default(device));")
+        else:
+            self_arg = [f.func.arguments.self_arg.argument] if f.func.arguments.self_arg is not None else []
+            first = next((a for a in (*self_arg, *f.func.arguments.out, *f.func.arguments.flat_positional)
+                          if a.type.is_tensor_like()), None)
+            if first is not None:
+                assert first.name in call_args, (str(f.func.name), first.name)
+                assert "?[]" not in str(first.type), str(f.func.name)  # no device_of for a List<optional<Tensor>>
+                body.append(f"  const c10::OptionalDeviceGuard device_guard(at::device_of({first.name}));")
+    body.append(f"  return at::native::{kernel}({', '.join(call_args)});")
+    return method, f"{returns} {method}({', '.join(defn_args)}) {{\n" + "\n".join(body) + "\n}\n"
 
 
 def render():
@@ -72,18 +115,26 @@ def render():
     headers, blocks = set(), []
     for key, cpu_key, cuda_key in KEYS:
         only = DENSE_TO_SPARSE if key == "PrivateUse1" else None
-        lines = []
-        for name, root, kernel, ptr in shared_kernels(parsed, cpu_key, cuda_key, only):
-            headers.add(f"#include <ATen/ops/{root}_native.h>")
-            lines.append(f'  m.impl("{name}", TORCH_FN(static_cast<{ptr}>(at::native::{kernel})));')
-        # The dense key's kernels carry mlu's device check (csrc/aten/DeviceCheck.h).
+        wrappers, lines = [], []
+        for name, f, kernel, ptr, returns, defn_args, call_args in shared_kernels(parsed, cpu_key, cuda_key, only):
+            headers.add(f"#include <ATen/ops/{f.root_name}_native.h>")
+            # The dense key's kernels carry mlu's device check already (MLULibrary, csrc/aten/DeviceCheck.h).
+            method, text = wrapper(key, f, kernel, returns, defn_args, call_args, device_check=key != "PrivateUse1")
+            wrappers.append(text)
+            lines.append(f'  m.impl("{name}", TORCH_FN(static_cast<{ptr}>({method})));')
         opening = "TORCH_MLU_ATEN_IMPL(m)" if key == "PrivateUse1" else f"TORCH_LIBRARY_IMPL(aten, {key}, m)"
-        blocks.append(f"{opening} {{\n" + "\n".join(lines) + "\n}\n")
+        blocks.append("namespace {\n\n" + "\n".join(wrappers) + "\n}  // namespace\n\n" +
+                      f"{opening} {{\n" + "\n".join(lines) + "\n}\n")
     excluded = "\n".join(f"//   {name}: {why}" for name, why in sorted(EXCLUDED.items()))
+    # clang-format off: the generator's layout is the file's (tools/lint.py formats changed lines).
     return ("// Generated by tools/gen_sparse_generic_ops.py from torch's native_functions.yaml; do not edit.\n"
+            "// clang-format off\n"
             "// The sparse kernels PyTorch registers for CPU and CUDA under one device-generic\n"
             "// function, registered for mlu's sparse keys (and the dense-to-sparse conversions for\n"
-            "// the dense key). Left out:\n" + excluded + "\n"
+            "// the dense key), each behind the device check and device guard of CUDA's generated\n"
+            "// wrapper (see the generator's docstring). Left out:\n" + excluded + "\n"
+            "#include <ATen/DeviceGuard.h>\n#include <ATen/core/op_registration/adaption.h>\n"
+            "#include <c10/core/DeviceGuard.h>\n#include <c10/core/TensorOptions.h>\n"
             "#include <torch/library.h>\n\n" + "\n".join(sorted(headers)) +
             '\n\n#include "csrc/aten/DeviceCheck.h"' +
             "\n\nnamespace torch_mlu {\n\n" + "\n".join(blocks) + "\n}  // namespace torch_mlu\n")

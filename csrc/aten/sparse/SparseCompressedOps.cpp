@@ -5,6 +5,7 @@
 // values, so they run on the device in queue order without reading anything
 // back. Batched or mixed-dtype inputs take the CPU fallback, which raises the
 // CPU's errors (Note [Sparse CPU fallback]).
+#include <ATen/DeviceGuard.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/_convert_indices_from_coo_to_csr_ops.h>
 #include <ATen/ops/_convert_indices_from_csr_to_coo_ops.h>
@@ -15,6 +16,7 @@
 #include <ATen/ops/repeat_interleave.h>
 #include <ATen/ops/stack.h>
 #include <ATen/ops/zeros.h>
+#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include "csrc/aten/DeviceCheck.h"
@@ -69,6 +71,7 @@ at::Tensor csr_to_coo_mlu(T crow, T col, bool out_int32, bool transpose) {
 // each stored entry (i, j, v) adds (alpha * v) * dense[j] to row i.
 at::Tensor& addmm_out_csr_mlu(T self, T csr, T dense, const at::Scalar& beta, const at::Scalar& alpha,
                               at::Tensor& out) {
+  const c10::OptionalDeviceGuard guard(at::device_of(self));  // as CUDA's generated wrapper
   const bool common = csr.layout() == at::kSparseCsr && csr.dim() == 2 && csr.dense_dim() == 0 &&
                       dense.layout() == at::kStrided && dense.dim() == 2 && self.layout() == at::kStrided &&
                       out.layout() == at::kStrided && csr.size(1) == dense.size(0) &&

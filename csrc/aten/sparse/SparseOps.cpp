@@ -10,6 +10,13 @@
 // many distinct indices there are), as CUDA's does. Inputs off the common path
 // (mixed dtypes, mismatched sizes, uncoalesced sparse + sparse) take the CPU
 // fallback, which raises the CPU's errors and computes the CPU's results.
+//
+// Each registered kernel runs under a device guard on its first tensor (self,
+// else out=), as CUDA's generated wrappers do: a sparse tensor built while
+// another mlu device is current would otherwise get its placeholder indices
+// and values on that device (SparseTensorImpl's constructor allocates them on
+// the current device of the device type).
+#include <ATen/DeviceGuard.h>
 #include <ATen/ExpandUtils.h>
 #include <ATen/ops/_convert_indices_from_coo_to_csr.h>
 #include <ATen/ops/_sparse_coo_tensor_with_dims_and_tensors.h>
@@ -22,6 +29,7 @@
 #include <ATen/ops/stack.h>
 #include <ATen/ops/unique_consecutive.h>
 #include <ATen/ops/zeros.h>
+#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include "csrc/aten/Fallback.h"
@@ -60,6 +68,7 @@ at::Tensor sparse_like(T self, at::Tensor indices, at::Tensor values, bool coale
 // equal indices in that order.
 at::Tensor coalesce_mlu(T self) {
   TORCH_INTERNAL_ASSERT(self.is_sparse());
+  const c10::OptionalDeviceGuard guard(at::device_of(self));
   const int64_t nnz = self._nnz();
   if (nnz < 2) {
     at::Tensor copy = self.clone();
@@ -114,6 +123,7 @@ bool is_coalesced_sum(T self, T other, T out) {
 }
 
 at::Tensor& add_out_sparse_mlu(T self, T other, const at::Scalar& alpha, at::Tensor& out) {
+  const c10::OptionalDeviceGuard guard(at::device_of(self));
   if (!self.is_sparse() && other.is_sparse()) return add_dense_sparse(self, other, alpha, out);
   TORCH_CHECK(other.is_sparse(), "add(sparse, dense) is not supported. Use add(dense, sparse) instead.");
   if (!is_coalesced_sum(self, other, out)) {
@@ -128,6 +138,7 @@ at::Tensor& add_out_sparse_mlu(T self, T other, const at::Scalar& alpha, at::Ten
 // sparse * a 0-dim dense tensor (or a wrapped Scalar): the values scaled, the
 // indices and their coalesced state kept (CPU: mul_out_sparse_zerodim).
 at::Tensor& mul_out_sparse_mlu(T self, T other, at::Tensor& out) {
+  const c10::OptionalDeviceGuard guard(at::device_of(self));
   const bool scalar_other = self.is_sparse() && !other.is_sparse() && other.dim() == 0;
   const bool scalar_self = other.is_sparse() && !self.is_sparse() && self.dim() == 0;
   if (!(scalar_other || scalar_self) || !out.is_sparse()) {
@@ -155,6 +166,7 @@ bool is_sparse_dense_product(T self, T sparse, T dense) {
 // each entry (i, j, v) adds (alpha * v) * dense[j] to row i, in index order.
 at::Tensor& addmm_out_sparse_mlu(T self, T sparse, T dense, const at::Scalar& beta, const at::Scalar& alpha,
                                  at::Tensor& out) {
+  const c10::OptionalDeviceGuard guard(at::device_of(self));
   if (!is_sparse_dense_product(self, sparse, dense) || out.is_sparse() || out.scalar_type() != dense.scalar_type()) {
     return sparse_cpu_fallback<ATEN_OP2(addmm, out)>(self, sparse, dense, beta, alpha, out);
   }
@@ -166,6 +178,7 @@ at::Tensor& addmm_out_sparse_mlu(T self, T sparse, T dense, const at::Scalar& be
 }
 
 at::Tensor addmm_sparse_mlu(T self, T sparse, T dense, const at::Scalar& beta, const at::Scalar& alpha) {
+  const c10::OptionalDeviceGuard guard(at::device_of(self));
   at::Tensor out = at::empty({0}, dense.options());
   return addmm_out_sparse_mlu(self, sparse, dense, beta, alpha, out);
 }
@@ -177,6 +190,7 @@ at::Tensor& addmm_sparse_mlu_(at::Tensor& self, T sparse, T dense, const at::Sca
 // A dense tensor's values at a sparse tensor's indices, as a sparse tensor with
 // the mask's indices (coalesced as the mask is).
 at::Tensor sparse_mask_mlu(T self, T mask) {
+  const c10::OptionalDeviceGuard guard(at::device_of(self));
   if (self.is_sparse() || !self.sizes().equals(mask.sizes()) || mask._nnz() == 0) {
     return sparse_cpu_fallback<ATEN_OP(sparse_mask)>(self, mask);
   }
@@ -190,8 +204,16 @@ at::Tensor sparse_mask_mlu(T self, T mask) {
 
 // The CPU fallback's copy back of a written sparse argument.
 at::Tensor copy_from_and_resize_sparse(T self, T dst) {
-  if (dst.layout() != at::kSparse) dst.resize_as_sparse_(self);
-  const_cast<at::Tensor&>(dst).copy_(self);
+  const c10::OptionalDeviceGuard guard(at::device_of(dst));
+  if (dst.layout() == at::kSparse) {
+    const_cast<at::Tensor&>(dst).copy_(self);
+    return dst;
+  }
+  // A compressed tensor resizes after a template whose index tensors it copies the options of, device included
+  // (and resize_as_sparse_ refuses a template on another device, as CUDA's does): the template comes to dst first.
+  const at::Tensor moved = self.to(dst.device());
+  dst.resize_as_sparse_(moved);
+  const_cast<at::Tensor&>(dst).copy_(moved);
   return dst;
 }
 
