@@ -350,6 +350,141 @@ def test_capture_error_modes_global_and_thread_local():
     del y2
 
 
+# ---- concurrent captures on one device --------------------------------------------------------------
+
+
+def capture_concurrently(bodies, modes, during=None):
+    """Captures bodies[k]() into its own graph on its own stream of the current device, in a thread of its own
+    with capture_error_mode modes[k], all captures underway at once: every thread begins its capture, then all
+    run their bodies, then `during()` runs in the calling thread, then all end their captures (each step after
+    every thread finished the one before). Returns the graphs and, per graph, the body's result or the exception
+    that failed it."""
+    n = len(bodies)
+    streams = [torch.mlu.Stream() for _ in range(n)]
+    graphs = [torch.mlu.MLUGraph() for _ in range(n)]
+    outcome = [None] * n
+    step = threading.Barrier(n + 1, timeout=60)
+    torch.mlu.synchronize()  # nothing eager pending on the device while they capture
+
+    def run(k):
+        try:
+            with torch.mlu.stream(streams[k]):
+                graphs[k].capture_begin(capture_error_mode=modes[k])
+                try:
+                    step.wait()  # every capture is underway
+                    assert torch.mlu.is_current_stream_capturing()
+                    try:
+                        outcome[k] = bodies[k]()
+                    except RuntimeError as e:  # a refusal fails this capture only; the others go on
+                        outcome[k] = e
+                    step.wait()  # every body is recorded
+                    step.wait()  # `during` ran
+                finally:
+                    graphs[k].capture_end()
+        except BaseException as e:  # noqa: B036 (reported to the test)
+            outcome[k] = e
+            step.abort()
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    try:
+        step.wait()
+        step.wait()
+        if during is not None:
+            during()
+        step.wait()
+    except threading.BrokenBarrierError:
+        pass
+    for t in threads:
+        t.join()
+    return graphs, outcome
+
+
+@pytest.mark.parametrize("mode", ["thread_local", "relaxed", "global"])
+def test_two_threads_capture_on_one_device_at_once(mode):
+    x = torch.zeros(4096, device="mlu")
+    bodies = [lambda: torch.sin(x * 2) + 1, lambda: torch.cumsum(x, 0) - x.mean()]
+    graphs, outs = capture_concurrently(bodies, [mode, mode])
+    assert all(isinstance(out, torch.Tensor) for out in outs), outs
+    for step in range(3):
+        data = torch.randn(4096)
+        x.copy_(data.to("mlu"))
+        for k in ((0, 1) if step % 2 == 0 else (1, 0)):
+            graphs[k].replay()
+        torch.testing.assert_close(outs[0].cpu(), (torch.sin(x * 2) + 1).cpu())
+        torch.testing.assert_close(outs[1].cpu(), (torch.cumsum(x, 0) - x.mean()).cpu())
+
+
+def test_concurrent_captures_each_draw_fresh_random_numbers_per_replay():
+    # Each graph numbers its own draws, however the captures interleave (both draw their first number before
+    # either draws its second); each replay continues the generator's sequence as the same ops run eagerly
+    # would, whichever graph replays (Note [Graph-safe random numbers]).
+    x = torch.ones(5000, device="mlu")
+    between = threading.Barrier(2, timeout=60)
+
+    def body(k):
+        def run():
+            noise = torch.rand(16, device="mlu")
+            between.wait()
+            dropped = F.dropout(x * (k + 1), 0.5)
+            return noise, dropped
+        return run
+
+    graphs, outs = capture_concurrently([body(0), body(1)], ["thread_local", "thread_local"])
+    assert all(isinstance(out, tuple) for out in outs), outs
+    torch.manual_seed(123)
+    order = [0, 1, 1, 0, 0, 1]
+    got = []
+    for k in order:
+        graphs[k].replay()
+        got.append(tuple(t.clone() for t in outs[k]))
+    state_after_replays = torch.mlu.get_rng_state()
+    torch.manual_seed(123)
+    for (noise, dropped), k in zip(got, order):
+        torch.testing.assert_close(noise, torch.rand(16, device="mlu"))
+        torch.testing.assert_close(dropped, F.dropout(x * (k + 1), 0.5))
+    assert torch.equal(torch.mlu.get_rng_state(), state_after_replays)
+    first, second = got[0][0].cpu(), got[3][0].cpu()  # graph 0's first and second replays
+    assert not torch.equal(first, second)
+    assert not torch.equal(got[0][0].cpu(), got[1][0].cpu())  # graph 0 and graph 1 draw apart
+
+
+def test_concurrent_captures_keep_their_own_error_modes():
+    x = torch.ones(4, device="mlu")
+
+    def pin(size):  # a fresh pinned host allocation (mluHostMalloc, a size the pinned cache has no block for)
+        try:
+            torch.empty(size, pin_memory=True)
+            return "allowed"
+        except RuntimeError as e:
+            return str(e)
+
+    # Another thread's call: a global-mode capture refuses it (as on CUDA) and is invalidated; a thread-local
+    # capture underway at the same time lets it through and ends well.
+    seen = {}
+    graphs, outs = capture_concurrently([lambda: x + 1, lambda: x + 2], ["global", "thread_local"],
+                                        during=lambda: seen.setdefault("pin", pin((1 << 24) + 7)))
+    assert "global mode" in seen["pin"], seen
+    assert isinstance(outs[0], RuntimeError) and "invalidated" in str(outs[0]), outs
+    assert isinstance(outs[1], torch.Tensor), outs
+    graphs[1].replay()
+    assert outs[1].cpu().eq(3).all()
+
+    # The capturing thread's own call: its thread-local capture refuses it; the other thread's capture goes on.
+    def pin_in_capture():
+        seen["own"] = pin((1 << 25) + 7)
+        return x + 2
+
+    graphs, outs = capture_concurrently([lambda: x + 1, pin_in_capture], ["thread_local", "thread_local"])
+    assert "thread_local mode" in seen["own"], seen
+    assert isinstance(outs[1], RuntimeError) and "invalidated" in str(outs[1]), outs
+    assert isinstance(outs[0], torch.Tensor), outs
+    graphs[0].replay()
+    assert outs[0].cpu().eq(2).all()
+    assert_usable_after_refusal(graphs[1])
+
+
 def test_non_capturable_optimizer_step_is_refused():
     model = nn.Linear(4, 4).to("mlu")
     opt = torch.optim.Adam(model.parameters(), capturable=False)

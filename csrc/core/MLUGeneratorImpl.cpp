@@ -68,27 +68,26 @@ PhiloxDraw MLUGeneratorImpl::draw(uint64_t stream_capture) {
     auto [seed, offset] = philox_engine_inputs();
     return {seed, offset, nullptr};
   }
-  TORCH_CHECK(stream_capture == capture_id_,
+  auto it = captures_.find(stream_capture);
+  TORCH_CHECK(it != captures_.end(),
               "a random op in a graph capture drew from a generator the graph does not own, so its numbers would "
               "repeat on every replay: inside captured code, draw from the default mlu generator (no generator= "
               "argument)");
-  return {0, capture_draws_++, capture_arguments_};
+  return {0, it->second.draws++, it->second.arguments};
 }
 
 void MLUGeneratorImpl::capture_prologue(uint64_t id, const uint64_t* graph_arguments) {
-  TORCH_CHECK(capture_id_ == 0, "the mlu generator of device ", static_cast<int>(device().index()),
-              " already serves another graph capture; capture one graph at a time per device");
-  capture_id_ = id;
-  capture_arguments_ = graph_arguments;
-  capture_draws_ = 0;
+  TORCH_INTERNAL_ASSERT(id != 0 && graph_arguments != nullptr);
+  const bool inserted = captures_.emplace(id, CaptureState{graph_arguments, 0}).second;
+  TORCH_INTERNAL_ASSERT(inserted, "the mlu generator of device ", static_cast<int>(device().index()),
+                        " already serves capture ", id);
 }
 
 uint64_t MLUGeneratorImpl::capture_epilogue(uint64_t id) {
-  if (id != capture_id_) return 0;
-  const uint64_t draws = capture_draws_;
-  capture_id_ = 0;
-  capture_arguments_ = nullptr;
-  capture_draws_ = 0;
+  auto it = captures_.find(id);
+  if (it == captures_.end()) return 0;
+  const uint64_t draws = it->second.draws;
+  captures_.erase(it);
   return draws;
 }
 

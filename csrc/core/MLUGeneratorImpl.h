@@ -21,7 +21,16 @@
 // argument block in stream order (mluGraphLaunchWithArguments). Any other
 // generator drawing for a capturing stream is refused: its numbers would
 // repeat on every replay.
+//
+// Several graphs may capture on one device at once (threads capturing on
+// their own streams, in any capture_error_mode): the generator keeps the
+// state of each capture apart (its argument block and its count of draws,
+// keyed by the capture id the stream reports), so each graph numbers its own
+// draws 0, 1, ... whatever the interleaving, and each replay of any of them
+// takes its own range of offsets from the generator under its lock.
 #pragma once
+
+#include <unordered_map>
 
 #include <ATen/core/Generator.h>
 #include <c10/core/GeneratorImpl.h>
@@ -64,10 +73,11 @@ struct MLUGeneratorImpl final : public c10::GeneratorImpl {
 
   // Graph capture (Note [Graph-safe random numbers]): draws for capture `id`
   // name positions in the graph whose argument block is `graph_arguments`
-  // until capture_epilogue, which returns how many the graph takes.
+  // until capture_epilogue, which returns how many the graph takes (0 for a
+  // capture this generator does not serve). Other captures may be underway
+  // meanwhile; each has its own positions.
   void capture_prologue(uint64_t id, const uint64_t* graph_arguments);
   uint64_t capture_epilogue(uint64_t id);
-  bool serves_capture() const { return capture_id_ != 0; }
   // The (seed, offset) one replay of a graph taking `draws` draws starts from;
   // advances the offset past them.
   std::pair<uint64_t, uint64_t> replay_prologue(uint64_t draws);
@@ -78,11 +88,15 @@ struct MLUGeneratorImpl final : public c10::GeneratorImpl {
  private:
   MLUGeneratorImpl* clone_impl() const override;
 
+  // One capture this generator draws for (Note [Graph-safe random numbers]).
+  struct CaptureState {
+    const uint64_t* arguments = nullptr;  // the graph's argument block
+    uint64_t draws = 0;                   // draws so far: the next one's position
+  };
+
   uint64_t seed_;
   uint64_t offset_ = 0;
-  uint64_t capture_id_ = 0;  // the capture this generator draws for; 0: none
-  const uint64_t* capture_arguments_ = nullptr;
-  uint64_t capture_draws_ = 0;
+  std::unordered_map<uint64_t, CaptureState> captures_;  // by capture id; not copied by clone
 };
 
 // The default generator of `device` (-1: the current device).

@@ -67,12 +67,10 @@ void MLUGraph::capture_begin(c10::MempoolId_t pool, CaptureErrorMode mode) {
               "MLU graphs must be captured on a non-default stream. (However, after capture, it's ok to replay "
               "them on the default stream.)");
   device_ = stream.device_index();
+  // Other graphs may be capturing on this device meanwhile (other threads, other streams): the runtime keeps
+  // the captures apart and applies each one's capture_error_mode, the allocator routes each capture to its
+  // own pool, and the generator numbers each capture's draws apart (Note [Graph-safe random numbers]).
   MLUGeneratorImpl& generator = default_generator(device_);
-  {
-    std::lock_guard<std::mutex> lock(generator.mutex_);
-    TORCH_CHECK(!generator.serves_capture(), "another graph is capturing on mlu:", static_cast<int>(device_),
-                "; capture one graph at a time per device (its random numbers come from the device's generator)");
-  }
   capture_stream_ = stream.id();
   pool_ = (pool.first != 0 || pool.second != 0) ? pool : c10::MempoolId_t{++last_pool_uid, 0};
   MLU_CHECK(mlu::mluQueueBeginCapture(stream.queue(), runtime_mode(mode)));
