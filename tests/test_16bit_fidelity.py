@@ -34,6 +34,15 @@ def test_nextafter_steps_in_the_storage_type(dtype):
     torch.testing.assert_close(out.cpu(), expected, rtol=0, atol=0, equal_nan=True)
 
 
+def _assert_rounded_like(actual, expected):
+    """The CPU's roundings around a float sum whose order is the GEMM's own (Note [addmv in 16 bits]): an element
+    may sit one 16-bit step away where the two float sums round apart, rarely (one in 40 at most)."""
+    actual = actual.cpu()
+    step = torch.finfo(expected.dtype).eps
+    torch.testing.assert_close(actual, expected, rtol=step, atol=0, equal_nan=True)
+    assert (actual != expected).sum() <= max(1, expected.numel() // 40), f"{actual} != {expected}"
+
+
 def _assert_bits_equal(actual, expected):
     torch.testing.assert_close(actual.cpu(), expected, rtol=0, atol=0, equal_nan=True)
 
@@ -134,3 +143,68 @@ def test_add_and_sub_with_alpha_round_as_the_cpu(dtype):
     for views in layouts:  # taken on each device: .to() would copy a strided view densely
         expected = torch.add(*views(x, y, z), alpha=-0.3)
         assert torch.add(*views(x.to("mlu"), y.to("mlu"), z.to("mlu")), alpha=-0.3).cpu().equal(expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_xlog1py_and_logit_round_as_the_cpu(dtype):
+    """Issue 61 (case 8): xlog1py rounds log1p(y) to the 16-bit type before the product, as xlogy does (a Python
+    scalar operand rounded first too); logit computes 1 - x, x / (1 - x) and 1 - eps in the 16-bit type (Note
+    [logit in 16 bits])."""
+    g = torch.Generator().manual_seed(0)
+    x = (torch.randn(4000, generator=g) * 3).to(dtype)
+    y = (torch.rand(4000, generator=g) * 3 - 0.9).to(dtype)
+    p = torch.rand(4000, generator=g).to(dtype)
+    p[:4] = torch.tensor([0.0, 1.0, 0.1, float("nan")])
+    cases = {
+        "xlog1py": lambda x, y, p: torch.special.xlog1py(x, y),
+        "xlog1py other scalar": lambda x, y, p: torch.special.xlog1py(x, 0.1234567),
+        "xlog1py self scalar": lambda x, y, p: torch.special.xlog1py(3.3333333, y),
+        "xlog1py strided": lambda x, y, p: torch.special.xlog1py(x[::3], y[::3]),
+        "logit": lambda x, y, p: torch.logit(p),
+        "logit eps": lambda x, y, p: torch.logit(p, eps=0.2),
+        "logit small eps": lambda x, y, p: torch.logit(p, eps=1e-3),
+        "logit_": lambda x, y, p: p.clone().logit_(0.05),
+    }
+    for name, fn in cases.items():
+        expected = fn(x, y, p)
+        _assert_bits_equal(fn(x.to("mlu"), y.to("mlu"), p.to("mlu")), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_i0e_takes_the_cpus_vector_body_and_scalar_loop(dtype):
+    """Note [i0e's scalar loop]: the CPU's vector body rounds i0e once, its scalar loop (chunk and row tails,
+    strided and short rows) computes in the 16-bit type; mlu's results equal the CPU's bit for bit."""
+    g = torch.Generator().manual_seed(0)
+    for n in (1, 5, 31, 33, 100, 812, 40000, 70001):
+        a = (torch.randn(n, generator=g) * 6).to(dtype)
+        _assert_bits_equal(torch.special.i0e(a.to("mlu")), torch.special.i0e(a))
+        out = torch.empty_like(a)
+        _assert_bits_equal(torch.special.i0e(a.to("mlu"), out=out.to("mlu")), torch.special.i0e(a, out=out))
+    m = (torch.randn(200, 60, generator=g) * 6).to(dtype)
+    views = [lambda t: t[::2], lambda t: t[:, :50], lambda t: t[:, :20], lambda t: t.mT, lambda t: t[:1].expand(3, 60),
+             lambda t: t[0]]
+    for view in views:  # taken on each device: .to() would copy a strided view densely
+        _assert_bits_equal(torch.special.i0e(view(m.to("mlu"))), torch.special.i0e(view(m)))
+    aliased = m.to("mlu")[:, 1:40]
+    torch.special.i0e(aliased, out=aliased)  # out= is self: the scalar loop reads self as it was
+    _assert_bits_equal(aliased, torch.special.i0e(m[:, 1:40]))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_addmv_rounds_as_the_cpus_gemv(dtype):
+    """Note [addmv in 16 bits]: below oneDNN's size the CPU's gemv rounds alpha and beta to the 16-bit type and
+    beta * self ('t': row-major mat; 'n': column-major mat, whose float sum is rounded before the add)."""
+    g = torch.Generator().manual_seed(0)
+    self, vec = torch.randn(40, generator=g).to(dtype), torch.randn(50, generator=g).to(dtype)
+    mat, matT, wide = (torch.randn(shape, generator=g).to(dtype) for shape in ((40, 50), (50, 40), (40, 100)))
+    # row-major ('t'), column-major ('n'), neither (the CPU's contiguous copy, 't'); taken on each device
+    layouts = (lambda a, b, c: a, lambda a, b, c: b.mT, lambda a, b, c: c[:, ::2])
+    for beta, alpha in ((0.2, 0.6), (1, 1), (0, 0.7), (1.3, 1), (0.5, 1), (1, 0.3)):
+        for layout in layouts:
+            expected = torch.addmv(self, layout(mat, matT, wide), vec, beta=beta, alpha=alpha)
+            actual = torch.addmv(self.to("mlu"), layout(mat.to("mlu"), matT.to("mlu"), wide.to("mlu")), vec.to("mlu"),
+                                 beta=beta, alpha=alpha)
+            _assert_rounded_like(actual, expected)
+    _assert_rounded_like(torch.mv(mat.to("mlu"), vec.to("mlu")), torch.mv(mat, vec))
+    _assert_rounded_like(self.to("mlu").addmv_(mat.to("mlu"), vec.to("mlu"), beta=0.2, alpha=0.6),
+                       self.clone().addmv_(mat, vec, beta=0.2, alpha=0.6))

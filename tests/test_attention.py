@@ -19,6 +19,11 @@ import torch_mlu  # noqa: F401  (registers mlu)
 FUSED = "ScaledDotProductFusedAttentionOverrideableBackward0"
 
 
+def significant_strides(t):
+    """The strides of the dims longer than 1 (the others carry no layout)."""
+    return [(d, s) for d, (n, s) in enumerate(zip(t.shape, t.stride())) if n > 1]
+
+
 def sdpa_with_grads(q, k, v, mask=None, grad=None, mask_grad=True, **kw):
     leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
     if mask is not None and mask.is_floating_point() and mask_grad:
@@ -35,31 +40,42 @@ def check_against_cpu(native_oracle):
     judged against float64 with the CPU's own error.
 
     mlu takes its fused kernel exactly where the CPU takes its own (flash) one, else the math path, so the
-    outputs and the gradients have the CPU's layouts (Note [SDPA on PrivateUse1])."""
+    outputs have the CPU's layouts (Note [SDPA on PrivateUse1]) and so do the leaves' gradients in every dim
+    longer than 1: the fused backward lays its gradients out like its inputs, as PyTorch declares (Note [SDPA
+    layouts are the meta kernel's]), and AccumulateGrad lays a leaf's .grad out like the leaf, but keeps a
+    gradient whose strides differ only in dims of size 1 (the CPU's [batch, rows, heads, cols] ones there)."""
     def check(q, k, v, mask=None, **kw):
         torch.manual_seed(1)
         grad = torch.randn(q.shape[:-1] + (v.shape[-1],)).to(q.dtype)
+        results = {}
 
         def run(q, k, v, mask, grad):
             out, grads, fn = sdpa_with_grads(q, k, v, mask, grad, **kw)
             fused = fn == FUSED if q.device.type == "mlu" else "FlashAttentionForCpu" in fn
+            results[q.device.type] = [out] + grads
             return [out] + grads, fused
 
         if q.dtype == torch.float32:
-            native_oracle(run, q, k, v, mask, grad, check_stride=True, rtol=1e-5, atol=1e-5)
-            return
-        wide = lambda t: None if t is None else t.double()  # noqa: E731
-        ref_mask = wide(mask) if mask is not None and mask.is_floating_point() else mask
-        ref_out, ref_grads, _ = sdpa_with_grads(wide(q), wide(k), wide(v), ref_mask, wide(grad), **kw)
-        eps = torch.finfo(q.dtype).eps
+            native_oracle(run, q, k, v, mask, grad, rtol=1e-5, atol=1e-5)
+        else:
+            wide = lambda t: None if t is None else t.double()  # noqa: E731
+            ref_mask = wide(mask) if mask is not None and mask.is_floating_point() else mask
+            ref_out, ref_grads, _ = sdpa_with_grads(wide(q), wide(k), wide(v), ref_mask, wide(grad), **kw)
+            eps = torch.finfo(q.dtype).eps
 
-        def within_twice_the_cpus_error(i, got, cpu):
-            ref = ([ref_out] + ref_grads)[i]
-            cpu_err = (cpu.double() - ref).abs().max().item()
-            err = (got.double() - ref).abs().max().item()
-            assert err <= 2 * cpu_err + 4 * eps * ref.abs().max().item(), (err, cpu_err)
+            def within_twice_the_cpus_error(i, got, cpu):
+                ref = ([ref_out] + ref_grads)[i]
+                cpu_err = (cpu.double() - ref).abs().max().item()
+                err = (got.double() - ref).abs().max().item()
+                assert err <= 2 * cpu_err + 4 * eps * ref.abs().max().item(), (err, cpu_err)
 
-        native_oracle(run, q, k, v, mask, grad, check_stride=True, compare=within_twice_the_cpus_error)
+            native_oracle(run, q, k, v, mask, grad, compare=within_twice_the_cpus_error)
+        (out, *grads), (cpu_out, *cpu_grads) = results["mlu"], results["cpu"]
+        assert out.stride() == cpu_out.stride(), \
+            f"output strides {out.stride()} on mlu, {cpu_out.stride()} on the CPU"
+        for i, (g, c) in enumerate(zip(grads, cpu_grads)):
+            assert significant_strides(g) == significant_strides(c), \
+                f"gradient {i}: strides {g.stride()} on mlu, {c.stride()} on the CPU, sizes {tuple(g.shape)}"
     return check
 
 
@@ -245,3 +261,30 @@ def test_modules_run_on_the_fused_kernel(module_kind, native_oracle):
 
     native_oracle(run, rtol=1e-4, atol=1e-5)
     assert FUSED in names["mlu"], names["mlu"]
+
+
+@pytest.mark.parametrize("batch_first", [True, False])
+def test_compiled_multihead_attention_training_matches_eager(batch_first):
+    """Issue 61 case 7: a compiled graph views and asserts the fused backward's gradients by the strides PyTorch
+    declares for them (Note [SDPA layouts are the meta kernel's]); MultiheadAttention hands the kernel
+    head-interleaved queries, whose gradients the CPU's layout ([batch, rows, heads, cols]) does not fit."""
+    import torch._dynamo
+
+    torch.manual_seed(0)
+    block = nn.MultiheadAttention(32, 4, batch_first=batch_first).to("mlu")
+    x = torch.randn(2, 16, 32) if batch_first else torch.randn(16, 2, 32)
+    x = x.to("mlu")
+
+    def step(module):
+        module.zero_grad(set_to_none=True)
+        module(x, x, x, need_weights=False)[0].square().mean().backward()
+        return [p.grad.clone() for p in block.parameters()]
+
+    eager = step(block)
+    torch._dynamo.reset()
+    try:
+        compiled = step(torch.compile(block, backend="aot_eager"))
+    finally:
+        torch._dynamo.reset()
+    for e, c in zip(eager, compiled):
+        torch.testing.assert_close(c.cpu(), e.cpu(), rtol=1e-5, atol=1e-6)

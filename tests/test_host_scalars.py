@@ -3,8 +3,8 @@
 The matrix: every way a host scalar reaches mlu work (a 0-dim CPU tensor of each dtype kind, a Python float or
 int that Dynamo passes as a tensor, a temporary the caller drops) x every way the work runs (eager, compiled,
 compiled with reduce-overhead, compiled with dynamic shapes, compiled backward). Each call is made while the
-stream is busy (100 ms of queued device work), the host value is then overwritten (or freed) before the stream reaches the
-work, and the result must equal eager's, which reads the value at the call (Note [Host scalars are read at
+stream is busy (100 ms of queued device work), the host value is then overwritten (or freed) before the stream
+reaches the work, and the result must equal eager's, which reads the value at the call (Note [Host scalars are read at
 launch] in torch_mlu/_inductor/include/torch_mlu/compiled_kernel_module.h).
 
 Graphs keep CUDA's rule: a capture records the value a host scalar had at capture (CUDA passes it to the

@@ -21,15 +21,14 @@ import torch_mlu  # noqa: F401
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
-def _dropout(row):
-    return "'dropout_p': 0.0" not in row["options"]
-
-
 # Deliberate differences from the CPU: (op_db name, which rows, why). Each must still be seen by the sweep.
 DELIBERATE = [
-    ("nn.functional.scaled_dot_product_attention", lambda r: r["variant"] == "backward" and _dropout(r),
-     "with dropout the CPU takes the math path; mlu keeps its fused kernel (training speed; the draws differ "
-     "anyway), whose gradients are laid out as the CPU's fused kernel lays them out (Note [SDPA on PrivateUse1])"),
+    ("nn.functional.scaled_dot_product_attention", lambda r: r["outcome"] == "strides",
+     "mlu's fused forward lays its output out like the query, and its fused backward each gradient like its input, "
+     "as PyTorch's shape functions for the overrideable ops declare (compiled graphs rely on it: Note [SDPA "
+     "layouts are the meta kernel's]); the CPU's fused forward returns a contiguous output for a permuted query "
+     "and its fused backward [batch, rows, heads, cols] gradients, its math path (taken with dropout) contiguous "
+     "ones"),
     ("nn.functional.group_norm", lambda r: r["variant"] == "backward" and r["outcome"] == "strides",
      "PyTorch's own derivative of native_group_norm (derivatives.yaml) makes the input and gradient contiguous on "
      "every device but the CPU, so the gradient reaching a channels-last input is NCHW; a leaf's .grad still has "

@@ -1,8 +1,10 @@
 #include "csrc/aten/PointwiseLaunch.h"
 
+#include <algorithm>
 #include <cstring>
 
-
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <ATen/native/Resize.h>
 #include <c10/core/DynamicCast.h>
 #include <mlu_kernels/select.h>
@@ -198,6 +200,30 @@ void set_param(OpParams& params, int k, const at::Scalar& value) {
     params.f[k] = value.to<double>();
     params.i[k] = static_cast<int64_t>(params.f[k]);
   }
+}
+
+// Note [The CPU's vector body and scalar loop]
+int64_t cpu_loop_chunk(int64_t n) {
+  const int64_t grain = at::internal::GRAIN_SIZE, threads = at::get_num_threads();
+  const int64_t chunks = n < grain || threads == 1 ? 1 : std::min(threads, (n + grain - 1) / grain);
+  return (n + chunks - 1) / chunks;
+}
+
+bool cpu_loop_all_scalar() {
+  static const bool all_scalar = at::get_cpu_capability() == "DEFAULT";
+  return all_scalar;
+}
+
+std::vector<std::pair<int64_t, int64_t>> cpu_scalar_loop_ranges(int64_t n) {
+  if (cpu_loop_all_scalar()) return {{0, n}};
+  constexpr int64_t width = 32;  // what the vector body covers at a time, with AVX512 and with AVX2 alike
+  const int64_t chunk = cpu_loop_chunk(n);
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    const int64_t end = std::min(n, begin + chunk);
+    if ((end - begin) % width != 0) ranges.emplace_back(end - (end - begin) % width, end);
+  }
+  return ranges;
 }
 
 OpParams make_params(std::initializer_list<at::Scalar> values) {

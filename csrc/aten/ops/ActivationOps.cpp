@@ -9,6 +9,7 @@
 #include <ATen/ops/elu_meta.h>
 #include <ATen/ops/elu_ops.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/gelu_backward_meta.h>
 #include <ATen/ops/gelu_backward_ops.h>
 #include <ATen/ops/gelu_meta.h>
@@ -81,6 +82,20 @@ Op gelu_backward_op(c10::string_view approximate) {
 OpParams eps_params(std::optional<double> eps) {
   OpParams p;
   p.f[0] = eps.value_or(-1.0);
+  return p;
+}
+
+// logit's: eps, rounded to a 16-bit common dtype with the storage type in
+// i[0] (Note [logit in 16 bits] in the kernels' ops.h).
+OpParams logit_params(std::optional<double> eps, at::ScalarType type) {
+  OpParams p = eps_params(eps);
+  if (type == at::kBFloat16) {
+    p.f[0] = static_cast<double>(static_cast<at::BFloat16>(p.f[0]));
+    p.i[0] = mlu::kernels::kStorageBFloat16;
+  } else if (type == at::kHalf) {
+    p.f[0] = static_cast<double>(static_cast<at::Half>(p.f[0]));
+    p.i[0] = mlu::kernels::kStorageHalf;
+  }
   return p;
 }
 
@@ -161,17 +176,15 @@ at::Tensor binary_backward(const at::Tensor& grad, const at::Tensor& self) {
 at::Tensor& logit_out_mlu(const at::Tensor& self, std::optional<double> eps, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::unary_float_op(out, self);
-  return launch_or(iter, Op::Logit, eps_params(eps), out, [&]() -> at::Tensor& {
-    return cpu_fallback<ATEN_OP2(logit, out)>(self,
-                                                                                             eps, out);
-  });
+  return launch_or(iter, Op::Logit, logit_params(eps, iter.common_dtype()), out,
+                   [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(logit, out)>(self, eps, out); });
 }
 
 at::Tensor logit_mlu(const at::Tensor& self, std::optional<double> eps) {
   at::Tensor out;
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::unary_float_op(out, self);
-  if (!launch_pointwise(iter, Op::Logit, eps_params(eps))) {
+  if (!launch_pointwise(iter, Op::Logit, logit_params(eps, iter.common_dtype()))) {
     return cpu_fallback<ATEN_OP(logit)>(self, eps);
   }
   return iter.output();
@@ -190,11 +203,14 @@ at::Tensor& relu__mlu(at::Tensor& self) {
 }
 
 // log_sigmoid = -softplus(-x), its backward grad * sigmoid(-x): compositions
-// of native kernels (the CPU's buffer output is unused, as on the CPU).
+// of native kernels. The buffer output is unused (our backward does not read
+// it), but laid out as PyTorch's shape function declares it for every device
+// but CUDA and XPU (the decomposition's exp(-|x|), like the output), which
+// compiled graphs rely on: an uninitialised tensor like the output.
 std::tuple<at::Tensor, at::Tensor> log_sigmoid_forward_mlu(const at::Tensor& self) {
   c10::OptionalDeviceGuard guard(self.device());
   at::Tensor out = at::softplus(self.neg(), 1, 20).neg_();
-  return {out, at::empty({0}, self.options())};
+  return {out, at::empty_like(out)};
 }
 
 at::Tensor log_sigmoid_backward_mlu(const at::Tensor& grad, const at::Tensor& self, const at::Tensor& buffer) {

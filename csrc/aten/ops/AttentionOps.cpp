@@ -5,21 +5,35 @@
 // at::scaled_dot_product_attention asks _fused_sdp_choice_stub for the
 // device's backend. Ours answers "overrideable" where the CPU would run its
 // own fused kernel (4-D, rows of unit stride, equal head dims, the CPU's mask
-// shapes: cpu_takes_fused_kernel), so the results, their layouts and the
-// gradients' layouts are the CPU's either way, and the fused kernel takes
+// shapes: cpu_takes_fused_kernel), so the results and their layouts are the
+// CPU's either way (the gradients' layouts: Note [SDPA layouts are the meta
+// kernel's]), and the fused kernel takes
 // the inputs (float32/float16/bfloat16, broadcastable mask, grouped heads
 // only with enable_gqa), and the user has not disabled that backend
 // (torch.nn.attention.sdpa_kernel); otherwise "math", PyTorch's composite,
 // which runs on our matmul/softmax and raises PyTorch's own errors for bad
 // arguments. With dropout the CPU always takes the math path; mlu keeps its
 // fused kernel there (training speed; the draws differ from the CPU's
-// anyway), so only there gradient layouts may differ from the CPU's. A mask together with is_causal applies both, as the
+// anyway). A mask together with is_causal applies both, as the
 // CPU does (the math path would refuse). PyTorch then calls
 // _scaled_dot_product_fused_attention_overrideable, with a boolean mask
 // already turned into an additive one (-inf where False); autograd pairs it
 // with ..._overrideable_backward (derivatives.yaml), which gets back the
 // output, the log-sum-exp and the Philox (seed, offset) of the dropout.
 // enable_gqa is not passed on: the heads' ratio says it.
+//
+// Note [SDPA layouts are the meta kernel's]
+// PyTorch's own shape functions for the overrideable ops
+// (torch/_meta_registrations.py; the fake tensors torch.compile, torch.export
+// and DTensor trace with) lay the output out like the query
+// (alloc_with_matching_layout) and every gradient like its input (empty_like
+// of query, key, value and attn_bias). A compiled graph relies on that
+// (Inductor asserts the strides of a fallback op's outputs, and views them by
+// those declarations), so mlu keeps to them exactly. The CPU's fused (flash)
+// backward returns [batch, rows, heads, cols] gradients whatever its inputs'
+// layout, its math path contiguous ones: the values are the CPU's, the
+// gradients' strides deliberately not (a leaf's .grad is laid out like the
+// leaf either way: AccumulateGrad's layout contract).
 #include <algorithm>
 
 #include <mlu_runtime/host_trap.h>
@@ -34,6 +48,7 @@
 #include <ATen/SDPBackend.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <mlu_kernels/attention.h>
 #include <torch/library.h>
@@ -135,10 +150,13 @@ k::HeadsView heads_view(const at::Tensor& t) {
   return {kernel_data(t), t.stride(0), t.stride(1), t.stride(2)};
 }
 
-// An uninitialised tensor of `sizes` whose dims are laid out in the order of
-// like's strides (PyTorch's alloc_with_matching_layout): an output of a
-// head-interleaved [batch, rows, heads, cols] query comes back interleaved.
+// An uninitialised tensor of `sizes` laid out as PyTorch's meta kernel lays
+// out the output (alloc_with_matching_layout): like `like` where the sizes
+// agree, else with its dims in the order of like's strides (ties in dim
+// order): an output of a head-interleaved [batch, rows, heads, cols] query
+// comes back interleaved.
 at::Tensor empty_matching_layout(const at::Tensor& like, at::IntArrayRef sizes) {
+  if (like.sizes() == sizes) return at::empty_like(like);
   std::vector<int64_t> order(static_cast<size_t>(like.dim()));
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return like.stride(a) > like.stride(b); });
@@ -148,6 +166,25 @@ at::Tensor empty_matching_layout(const at::Tensor& like, at::IntArrayRef sizes) 
     inverse[static_cast<size_t>(order[i])] = static_cast<int64_t>(i);
   }
   return at::empty(permuted, like.options()).permute(inverse);
+}
+
+// Where the kernel writes a [batch, heads, rows, cols] result `t` laid out as
+// declared (3-D: batch 1): t itself where its rows have unit stride, else a
+// contiguous scratch that finish_into copies into t.
+struct KernelTarget {
+  at::Tensor result, heads;
+};
+
+KernelTarget kernel_target(const at::Tensor& t) {
+  const at::Tensor h = t.dim() == 3 ? t.unsqueeze(0) : t;
+  return {t, h.stride(-1) == 1 || h.size(-1) <= 1 ? h : at::empty(h.sizes(), h.options())};
+}
+
+at::Tensor finish_into(const KernelTarget& target) {
+  if (!target.heads.is_alias_of(target.result)) {
+    target.result.copy_(target.result.dim() == 3 ? target.heads.squeeze(0) : target.heads);
+  }
+  return target.result;
 }
 
 k::AttentionArgs attention_args(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const at::Tensor& bias,
@@ -204,9 +241,11 @@ sdpa_fused_mlu(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
   const at::Tensor q = as_heads(query), k = as_heads(key), v = as_heads(value);
   const at::Tensor bias = bias_as_heads(attn_bias, q, k.size(2), three_d);
   k::AttentionArgs args = attention_args(q, k, v, bias, dropout_p, is_causal, scale);
-  at::Tensor out = empty_matching_layout(q, {args.batch, args.heads, args.q_len, args.value_dim});
+  std::vector<int64_t> out_sizes = query.sizes().vec();
+  out_sizes.back() = args.value_dim;
+  const KernelTarget out = kernel_target(empty_matching_layout(query, out_sizes));
   at::Tensor lse = at::empty({args.batch, args.heads, args.q_len}, q.options().dtype(at::kFloat));
-  args.out = heads_view(out);
+  args.out = heads_view(out.heads);
   args.logsumexp = mlu::mluDevicePointer(lse.data_ptr<float>());
   PhiloxDraw draw;
   if (dropout_p > 0) draw = next_philox_draw(std::nullopt, query.device().index());
@@ -244,7 +283,7 @@ sdpa_fused_mlu(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
     });
     if (three_d) debug_mask = debug_mask.squeeze(0);
   }
-  return {three_d ? out.squeeze(0) : out,
+  return {finish_into(out),
           lse,
           at::Tensor(),
           at::Tensor(),
@@ -286,19 +325,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
     seed_slot = mlu::mluDevicePointer(philox_seed.const_data_ptr<int64_t>());
     offset_slot = mlu::mluDevicePointer(philox_offset.const_data_ptr<int64_t>());
   }
-  // [batch, rows, heads, cols] memory seen as [batch, heads, rows, cols], as the CPU's fused backward returns
-  // its gradients (whatever its inputs' layout).
-  const auto rows_outside_heads = [](const at::Tensor& t) {
-    return at::empty({t.size(0), t.size(2), t.size(1), t.size(3)}, t.options()).transpose(1, 2);
-  };
-  at::Tensor grad_q = rows_outside_heads(q), grad_k = rows_outside_heads(k), grad_v = rows_outside_heads(v);
+  // Each gradient laid out like its input, as PyTorch's meta kernel declares (Note [SDPA layouts are the meta
+  // kernel's]).
+  const KernelTarget grad_q = kernel_target(at::empty_like(query)), grad_k = kernel_target(at::empty_like(key)),
+                     grad_v = kernel_target(at::empty_like(value));
   at::Tensor grad_bias;
   if (grad_input_mask[3] && bias.defined()) {
     grad_bias = at::empty({args.batch, args.heads, args.q_len, args.kv_len}, q.options());
   }
   const at::Tensor dout = as_heads(grad_out);
-  k::AttentionGradients grads{heads_view(dout), heads_view(grad_q), heads_view(grad_k), heads_view(grad_v),
-                              kernel_data(grad_bias)};
+  k::AttentionGradients grads{heads_view(dout), heads_view(grad_q.heads), heads_view(grad_k.heads),
+                              heads_view(grad_v.heads), kernel_data(grad_bias)};
   launch_kernel(query.device().index(), "scaled_dot_product_attention backward",
                 [args, grads, seed_slot, offset_slot] {
                   k::AttentionArgs resolved = args;
@@ -308,9 +345,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
                   }
                   k::attention_backward(resolved, grads);
                 });
-  const auto unbatch = [&](const at::Tensor& t) { return three_d ? t.squeeze(0) : t; };
-  if (grad_bias.defined()) grad_bias = at::sum_to(unbatch(grad_bias), attn_bias.sizes());
-  return {unbatch(grad_q), unbatch(grad_k), unbatch(grad_v), grad_bias};
+  if (grad_bias.defined()) {
+    grad_bias = at::sum_to(three_d ? grad_bias.squeeze(0) : grad_bias, attn_bias.sizes());
+    at::Tensor declared = at::empty_like(attn_bias);
+    if (declared.strides() != grad_bias.strides()) grad_bias = declared.copy_(grad_bias);
+  }
+  return {finish_into(grad_q), finish_into(grad_k), finish_into(grad_v), grad_bias};
 }
 
 // ---- _nested_tensor_from_mask_left_aligned ----

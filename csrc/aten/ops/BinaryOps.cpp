@@ -136,23 +136,6 @@ struct ScalarLoopPatch {
   std::vector<at::Tensor> values;
 };
 
-// The ranges of the flat (memory-order) loop over n elements that the CPU's
-// add_kernel computes in its scalar loop.
-std::vector<std::pair<int64_t, int64_t>> cpu_scalar_loop_ranges(int64_t n) {
-  static const std::string capability = at::get_cpu_capability();
-  if (capability == "DEFAULT") return {{0, n}};
-  constexpr int64_t width = 32;  // what the vector body covers at a time, with AVX512 and with AVX2 alike
-  const int64_t grain = at::internal::GRAIN_SIZE, threads = at::get_num_threads();
-  const int64_t chunks = n < grain || threads == 1 ? 1 : std::min(threads, (n + grain - 1) / grain);
-  const int64_t chunk = (n + chunks - 1) / chunks;
-  std::vector<std::pair<int64_t, int64_t>> ranges;
-  for (int64_t begin = 0; begin < n; begin += chunk) {
-    const int64_t end = std::min(n, begin + chunk);
-    if ((end - begin) % width != 0) ranges.emplace_back(end - (end - begin) % width, end);
-  }
-  return ranges;
-}
-
 // How the CPU's add_kernel loops over these operands, from a TensorIterator
 // built as its meta function builds one, on meta tensors of the same sizes
 // and strides: one coalesced loop that vectorizes (all operands dense in one
@@ -216,7 +199,7 @@ std::optional<ScalarLoopPatch> scalar_loop_patch(const at::Tensor& self, const a
   const auto slice = [&](const at::Tensor& t, int64_t begin, int64_t end) {
     return t.numel() == 1 ? t.reshape({}) : t.as_strided({end - begin}, {1}, t.storage_offset() + begin);
   };
-  patch.ranges = cpu_scalar_loop_ranges(c10::multiply_integers(shape));
+  patch.ranges = cpu_scalar_loop_ranges(c10::multiply_integers(shape));  // PointwiseLaunch.h
   for (const auto& [begin, end] : patch.ranges) {
     patch.values.push_back(
         at::add(slice(typed_self, begin, end), at::mul(slice(typed_other, begin, end), factor)));

@@ -14,6 +14,8 @@
 // linear layer's bias) goes to the GEMM as its bias row instead, no copy.
 // beta == 0 skips the copy and the GEMM does not read the result, so NaN in
 // self does not propagate (as on the CPU and CUDA).
+#include <algorithm>
+
 #include <ATen/MemoryOverlap.h>
 
 #include <mlu_runtime/host_trap.h>
@@ -37,11 +39,13 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/mm_meta.h>
 #include <ATen/ops/mm_ops.h>
+#include <ATen/ops/mul.h>
 #include <ATen/ops/vdot_ops.h>
 #include <mlu_kernels/gemm.h>
 
 #include <string_view>
 
+#include "csrc/aten/CpuOneDnn.h"
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/Structured.h"
@@ -253,10 +257,100 @@ at::Tensor& plain_product_out(const char* name, T self, T mat2, at::Tensor& out)
   return out;
 }
 
+// m1 (n x k) @ m2 (k x 1) of 16-bit operands as float32, unrounded
+// (GemmArgs::float_c).
+at::Tensor float_product(const at::Tensor& m1_in, const at::Tensor& m2_in) {
+  const at::Tensor m1 = m1_in.resolve_conj().resolve_neg();
+  const at::Tensor m2 = m2_in.resolve_conj().resolve_neg();
+  at::Tensor c = at::empty({m1.size(0), m2.size(1)}, m1.options().dtype(at::kFloat));
+  if (c.numel() == 0) return c;
+  k::GemmArgs args{};
+  args.dtype = require_kernel_dtype(m1.scalar_type(), "addmv");
+  args.m = m1.size(0);
+  args.n = m2.size(1);
+  args.k = m1.size(1);
+  args.alpha = 1;
+  args.beta = 0;
+  args.a = matrix(m1);
+  args.b = matrix(m2);
+  args.c = matrix(c);
+  args.float_c = true;
+  launch_kernel(c.device().index(), "addmv", [=] { k::gemm(args); });
+  return c;
+}
+
+// Note [addmv in 16 bits]
+// The CPU's addmv_out_cpu runs Float16 / BFloat16 products through oneDNN
+// when it takes the dtype and mat has more than 16^3 elements (mkldnn's
+// checksize), which the GEMM below matches. Otherwise it calls its gemv with
+// alpha and beta rounded to the 16-bit type, and the gemv rounds where the
+// 16-bit arithmetic does (BlasKernel.cpp):
+//  - 'n', mat column-major (stride(0) == 1, lda_cond): self scaled in 16
+//    bits (scal: beta * y rounded) unless beta is 0 or 1, the products
+//    alpha * x_j * mat_ij summed in float, rounded, then added to y in 16
+//    bits (y += sum: the float sum is rounded before the add);
+//  - 't' otherwise (mat row-major, or a contiguous copy of it): the products
+//    summed in float; beta * y rounded to 16 bits, alpha * sum added in
+//    float, rounded once (beta 0: alpha * sum rounded); except Float16 with
+//    alpha 1 and a unit-strided vec (fp16_gemv_trans), where beta * y stays
+//    in float: y = beta * y + sum, rounded once.
+// The float sums come from the GEMM kernel (float_product), whose order of
+// summation is its own: results can differ from the CPU's in the float sum's
+// last bit, rarely in the rounded result. The empty product takes the CPU's
+// shortcut: beta * self with beta rounded.
+bool add_matrix_vector_16bit(const at::Tensor& result, const at::Tensor& self, const at::Tensor& mat,
+                             const at::Tensor& vec, S beta, S alpha) {
+  const at::ScalarType type = result.scalar_type();
+  if (type != at::kHalf && type != at::kBFloat16) return false;
+  if (mat.scalar_type() != type || vec.scalar_type() != type || self.scalar_type() != type || beta.isComplex() ||
+      alpha.isComplex()) {
+    return false;
+  }
+  if (result.numel() == 0) return true;
+  if (mat.numel() > 16 * 16 * 16 && cpu_mkldnn_takes(type)) return false;  // oneDNN: the GEMM's rounding
+  const auto to16 = [&](S v) {
+    return type == at::kHalf ? static_cast<double>(v.to<at::Half>()) : static_cast<double>(v.to<at::BFloat16>());
+  };
+  const double a = to16(alpha), b = to16(beta);
+  const at::Tensor y = self.expand({mat.size(0)});
+  if (mat.numel() == 0) {
+    if (beta.toDouble() == 0) {
+      result.zero_();
+    } else {
+      result.copy_(at::mul(y, b));
+    }
+    return true;
+  }
+  const at::Tensor sum = float_product(mat, vec.unsqueeze(1)).squeeze(1);
+  const auto lda_cond = [](int64_t m, int64_t n, int64_t lda) { return n == 1 || lda >= std::max<int64_t>(1, m); };
+  if (mat.stride(0) == 1 && lda_cond(mat.size(0), mat.size(1), mat.stride(1))) {  // 'n'
+    const at::Tensor rounded = (a == 1 ? sum : sum.mul(a)).to(type);
+    if (b == 0) {
+      result.copy_(rounded);
+    } else {
+      result.copy_(at::add(b == 1 ? y : at::mul(y, b), rounded));
+    }
+    return true;
+  }
+  if (type == at::kHalf && a == 1 && vec.stride(0) == 1) {  // 't' through fp16_gemv_trans
+    if (b == 0) {
+      result.copy_(sum);
+    } else {
+      result.copy_(at::add(b == 1 ? y.to(at::kFloat) : y.to(at::kFloat).mul(b), sum));
+    }
+    return true;
+  }
+  const at::Tensor scaled = a == 1 ? sum : sum.mul(a);  // 't'
+  result.copy_(b == 0 ? scaled : at::add(at::mul(y, b).to(at::kFloat), scaled));
+  return true;
+}
+
 // addmv: result (n) = beta * self + alpha * mat (n x m) @ vec (m), as a GEMM
-// with one column.
+// with one column (16-bit products as the CPU rounds them: Note [addmv in 16
+// bits]).
 void add_matrix_vector(const at::Tensor& result, const at::Tensor& self, const at::Tensor& mat,
                        const at::Tensor& vec, S beta, S alpha) {
+  if (add_matrix_vector_16bit(result, self, mat, vec, beta, alpha)) return;
   add_product("addmv", result.unsqueeze(1), self.dim() == 1 ? self.unsqueeze(1) : self, mat, vec.unsqueeze(1),
               beta, alpha, result.is_same(self));
 }

@@ -20,13 +20,12 @@
 // not.
 #include <algorithm>
 
-#include <ATen/Context.h>
-#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/sum.h>
 #include <mlu_kernels/conv.h>
 #include <mlu_kernels/gemm.h>
 
+#include "csrc/aten/CpuOneDnn.h"
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 
@@ -112,20 +111,6 @@ k::ConvShape conv_shape(const at::Tensor& big, const at::Tensor& weight, at::Int
     s.dilation[d] = dilation[dilation.size() == 1 ? 0 : d];
   }
   return s;
-}
-
-// Whether the CPU's oneDNN takes a 16-bit dtype (ideep's device checks,
-// asked through PyTorch's own mkldnn ops) and the user left it enabled.
-bool cpu_mkldnn_takes(at::ScalarType type) {
-  static const bool bf16 = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("mkldnn::_is_mkldnn_bf16_supported", "")
-                               .typed<bool()>()
-                               .call();
-  static const bool fp16 = c10::Dispatcher::singleton()
-                               .findSchemaOrThrow("mkldnn::_is_mkldnn_fp16_supported", "")
-                               .typed<bool()>()
-                               .call();
-  return at::globalContext().userEnabledMkldnn() && (type == at::kBFloat16 ? bf16 : fp16);
 }
 
 // The way the CPU runs a 16-bit transposed convolution, as

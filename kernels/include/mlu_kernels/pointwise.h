@@ -123,10 +123,10 @@ struct OpParams {
   double f_imag[4] = {};
 };
 
-// i[0] of Nextafter, Xlogy, Addr, DivTrunc, DivFloor and (floating) PowScalar: the storage type of
-// a Float16 / BFloat16 result, whose rounding the CPU applies to an
-// intermediate (Notes [nextafter in 16 bits], [xlogy in 16 bits], [addr in 16
-// bits], [Division rounding in 16 bits]); 0 otherwise.
+// i[0] of Nextafter, Xlogy, Xlog1py, Logit, I0e, Addr, DivTrunc, DivFloor and (floating) PowScalar: the
+// storage type of a Float16 / BFloat16 result, whose rounding the CPU applies to an
+// intermediate (Notes [nextafter in 16 bits], [xlogy in 16 bits], [logit in 16 bits],
+// [i0e in 16 bits], [addr in 16 bits], [Division rounding in 16 bits]); 0 otherwise.
 inline constexpr int64_t kStorageHalf = 1;
 inline constexpr int64_t kStorageBFloat16 = 2;
 

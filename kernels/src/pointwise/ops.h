@@ -306,15 +306,6 @@ struct Sinc {
   }
 };
 MLU_UNARY(Sigmoid, T(1) / (T(1) + std::exp(-a)))
-// Logit: f[0] eps (negative: no clamping).
-struct Logit {
-  template <class T>
-  static T f(const OpParams& p, T a) {
-    const T eps = param<T>(p, 0);
-    const T x = eps < T(0) ? a : (a < eps ? eps : (a > T(1) - eps ? T(1) - eps : a));
-    return std::log(x / (T(1) - x));
-  }
-};
 // Note [ATen's float erf in gelu]: CPU PyTorch's gelu and gelu_backward
 // compute erf in float with ATen's Vectorized<float>::erf (vec512_float.h /
 // vec256_float.h): Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7, one exp
@@ -430,6 +421,22 @@ inline T round_to_storage(const OpParams& p, T v) {
   }
   return v;
 }
+// Note [logit in 16 bits]
+// The CPU's logit_kernel computes in the storage type, in its vector body
+// (Vectorized<Half / BFloat16>'s operators round each result) and its scalar
+// loop alike: eps rounded to it, hi = 1 - eps, 1 - x and x / (1 - x) each
+// rounded, then the log. Logit: f[0] eps (negative: no clamping), i[0]
+// kStorageHalf / kStorageBFloat16 for a 16-bit result (the glue rounds eps).
+struct Logit {
+  template <class T>
+  static T f(const OpParams& p, T a) {
+    const auto r = [&](T v) { return round_to_storage(p, v); };
+    const T eps = param<T>(p, 0);
+    const T hi = r(T(1) - eps);
+    const T x = eps < T(0) ? a : (a < eps ? eps : (a > hi ? hi : a));
+    return std::log(r(x / r(T(1) - x)));
+  }
+};
 struct DivTrunc {
   template <class T>
   static T f(const OpParams& p, T a, T b) {
