@@ -60,3 +60,31 @@ def hogwild_worker(rank, model, steps, outbox):
         optimizer.step()
     torch.mlu.synchronize()
     outbox.put(rank)
+
+
+def _received_tensors(payload):
+    """The tensors of what tests/test_ipc_in_place.py sends: a tensor, a state_dict, or a storage (as float32)."""
+    if isinstance(payload, dict):
+        return list(payload.values())
+    if isinstance(payload, torch.UntypedStorage):
+        return [torch.empty(0, device=payload.device).set_(payload)]
+    return [payload]
+
+
+def in_place_worker(inbox, outbox):
+    """Reports what arrived (offset, values); then reads or writes on request, until "bye"."""
+    tensors = _received_tensors(inbox.get())
+    outbox.put([(t.storage_offset(), t.cpu().tolist()) for t in tensors])
+    while True:
+        request = inbox.get()
+        if request == "read":
+            outbox.put([t.cpu().tolist() for t in tensors])
+        elif request == "write":
+            with torch.no_grad():
+                for t in tensors:
+                    t.fill_(-5.0)
+            torch.mlu.synchronize()
+            outbox.put("written")
+        else:
+            assert request == "bye", request
+            return

@@ -1,9 +1,10 @@
 """mlu tensors, storages and events shared between processes with torch.multiprocessing (spawn, forkserver).
 
-Sharing is zero copy: the receiver sees the producer's later in-place updates and the producer the receiver's;
-views keep offsets and strides; a producer may exit first; the producer's caching allocator never hands out
-memory another process still maps; a shared block counts once, in the process that made it; Hogwild-style
-training on one shared model works. See torch_mlu/mlu/reductions.py.
+Sharing is zero copy and in place (tests/test_ipc_in_place.py checks that no address changes): the receiver sees
+the producer's later in-place updates and the producer the receiver's; views keep offsets and strides; a producer
+may exit first; the producer's caching allocator never hands out memory another process still maps; a shared
+block counts once, in the process that made it; Hogwild-style training on one shared model works. See
+torch_mlu/mlu/reductions.py.
 """
 import pytest
 import torch
@@ -74,16 +75,20 @@ def test_producer_may_exit_first():
 def test_shared_memory_is_never_reused_while_mapped_and_counted_once():
     torch.mlu.empty_cache()
     free_before = torch.mlu.mem_get_info()[0]
+    allocated_before = torch.mlu.memory_allocated()
     x = torch.full((1 << 18,), 7.0, device="mlu")  # 1 MiB
+    address = x.data_ptr()
     process, inbox, outbox = start("spawn", mp_workers.holder_worker)
     inbox.put(x)
     assert outbox.get(timeout=TIMEOUT) == "holding"
     del x
     torch.mlu.empty_cache()
-    # The shared block is gone from this process's accounting once this process drops it...
-    assert torch.mlu.mem_get_info()[0] == free_before
+    # Shared in place (Note [Sharing mlu storages between processes]): while the child maps the block, it stays
+    # allocated here, as CUDA keeps a block its consumers use...
+    assert torch.mlu.memory_allocated() == allocated_before + (1 << 20)
     # ...and memory allocated and written here now is not the child's.
     fresh = [torch.full((1 << 18,), -1.0, device="mlu") for _ in range(4)]
+    assert address not in [f.data_ptr() for f in fresh]
     torch.mlu.synchronize()
     inbox.put("reused")
     values, child_free = outbox.get(timeout=TIMEOUT)
@@ -93,6 +98,10 @@ def test_shared_memory_is_never_reused_while_mapped_and_counted_once():
     inbox.put("bye")
     finish(process)
     del fresh
+    torch.mlu.ipc_collect()  # the child is gone: the block is freed, and counted nowhere any more
+    assert torch.mlu.memory_allocated() == allocated_before
+    torch.mlu.empty_cache()
+    assert torch.mlu.mem_get_info()[0] == free_before
 
 
 def test_events_arrive_complete():
@@ -122,21 +131,25 @@ def test_storages_and_typed_storages_travel():
 
 
 def test_share_and_open_in_process():
-    storage = torch.arange(4., device="mlu").untyped_storage()
-    device, fd, nbytes = storage._share_mlu_()
-    assert (device, nbytes) == (0, 16) and fd >= 0
+    t = torch.arange(4., device="mlu")
+    storage = t.untyped_storage()
+    address = storage.data_ptr()
+    device, fd, nbytes, offset = storage._share_mlu_()
+    assert (device, nbytes) == (0, 16) and fd >= 0 and offset >= 0
+    assert storage.data_ptr() == address == t.data_ptr()  # shared in place: nothing moved
     again = storage._share_mlu_()
-    assert again[2] == nbytes  # sharing twice keeps the same memory
-    opened = torch.UntypedStorage._new_shared_mlu(device, fd, nbytes)
+    assert again == (device, fd, nbytes, offset)  # sharing twice names the same bytes
+    opened = torch.UntypedStorage._new_shared_mlu(device, fd, nbytes, offset)
     assert opened.device == torch.device("mlu", 0) and opened.data_ptr() != storage.data_ptr()
     view = torch.empty(0, device="mlu").set_(opened).view(torch.float32)
     view[1] = 42
     torch.mlu.synchronize()
-    assert torch.empty(0, device="mlu").set_(storage).view(torch.float32).tolist() == [0.0, 42.0, 2.0, 3.0]
+    assert t.tolist() == [0.0, 42.0, 2.0, 3.0]
     with pytest.raises(RuntimeError, match="not resizable"):
         storage.resize_(32)  # shared memory keeps its size, as a shared CPU storage does
     with pytest.raises(RuntimeError, match="empty storage"):
         torch.UntypedStorage(0, device="mlu")._share_mlu_()
+    del view, opened
     torch.mlu.ipc_collect()
 
 

@@ -24,6 +24,7 @@
 #include "csrc/core/MLUTrace.h"
 #include "csrc/core/MLUFunctions.h"
 #include "csrc/core/MLUPluggableAllocator.h"
+#include "csrc/core/MLUStorageSharing.h"
 
 namespace torch_mlu {
 namespace {
@@ -280,6 +281,21 @@ class DeviceCachingAllocator {
         stats_.num_alloc_retries += 1;
         release_cached_blocks(/*wait=*/true, h);
         block = expandable ? grow_expandable(pool, stream, size, h) : new_segment(pool, stream, bytes, h);
+      }
+      if (block == nullptr && !capturing && !pool.is_private()) {
+        // Note [Sharing mlu storages between processes]: blocks of shared
+        // storages that died while other processes had them open, and that
+        // they have let go of since. Freeing them takes this lock.
+        lock.unlock();
+        const bool freed = collect_shared_blocks();
+        lock.lock();
+        if (freed && !capturing_graph()) {
+          block = cache ? take_free_block(pool, stream, size, config) : nullptr;
+          if (block == nullptr) {
+            release_cached_blocks(/*wait=*/true, h);
+            block = expandable ? grow_expandable(pool, stream, size, h) : new_segment(pool, stream, bytes, h);
+          }
+        }
       }
       if (block == nullptr && !pool.is_private()) block = take_from_oom_pools(size, stream, config);
       if (block == nullptr) {
@@ -1036,6 +1052,7 @@ class MLUCachingDeviceAllocator final : public c10::DeviceAllocator {
   bool initialized() override { return true; }
 
   void emptyCache(c10::MempoolId_t pool) override {
+    collect_shared_blocks();  // Note [Sharing mlu storages between processes]
     for (c10::DeviceIndex d = 0; d < device_count(); ++d) {
       if (pool == c10::MempoolId_t{0, 0}) {
         for_device(d).empty_cache();
@@ -1045,7 +1062,9 @@ class MLUCachingDeviceAllocator final : public c10::DeviceAllocator {
     }
   }
 
-  void recordStream(const c10::DataPtr& data, c10::Stream stream) override {
+  void recordStream(const c10::DataPtr& shared_or_not, c10::Stream stream) override {
+    // A shared storage's DataPtr wraps the block's (Note [Sharing mlu storages between processes]).
+    const c10::DataPtr& data = allocator_data_ptr(shared_or_not);
     if (data.get_deleter() != &free_block_context || data.get_context() == nullptr) return;
     auto* block = static_cast<Block*>(data.get_context());
     for_device(block->device).record_stream(block, MLUStream(stream));

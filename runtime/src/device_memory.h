@@ -1,6 +1,7 @@
-// Internal: what memory.cpp (heap-backed allocations) and ipc.cpp (shared
-// ones) share: sizes as the runtime rounds them, charging a device's capacity,
-// and releasing an allocation of any backing (registry.h).
+// Internal: what memory.cpp, virtual_memory.cpp and ipc.cpp (shared-memory
+// files, Note [Shareable device memory]) share: sizes as the runtime rounds
+// them, charging a device's capacity, and releasing an allocation of any
+// backing (registry.h).
 #pragma once
 
 #include <cstddef>
@@ -35,6 +36,18 @@ mluError_t reserve_device_memory(int device, size_t size);
 void release_device_block(const Allocation& allocation);
 // ipc.cpp: unmaps a kShareable / kOpened allocation and closes its file.
 void unmap_shared_block(const Allocation& allocation);
+// ipc.cpp: `bytes` of device memory in a new shared-memory file of their own,
+// mapped read-write at *ptr; false, holding nothing, when the host cannot
+// (*why then says why).
+bool map_new_shared_block(size_t bytes, int* fd, void** ptr, std::string* why);
+// ipc.cpp: a new shared-memory file of `bytes` mapped over the reservation
+// [base, base + bytes), inaccessible until mluMemMap; -1 (the range left as it
+// was) when the host cannot make one.
+int back_reservation(void* base, size_t bytes);
+// ipc.cpp: whether some byte of [offset, offset + size) of the file behind
+// `fd` is open through mluIpcOpenMemHandle (in any process; not counting a
+// range opened through `fd` itself).
+bool file_range_in_use(int fd, size_t offset, size_t size);
 // The error for mluFree / mluFreeAsync on an opened mapping.
 mluError_t fail_opened_mapping(const void* ptr);
 

@@ -58,7 +58,18 @@ mluError_t mluMalloc(void** ptr, size_t size) {
   if (mluError_t status = reserve_device_memory(device, size)) return status;
   DeviceState* state = device_state(device);
   size_t bytes = round_up(size);
-  void* block = trap_enabled() ? trap_allocate(bytes, device) : std::aligned_alloc(kAlignment, bytes);
+  // Note [Shareable device memory]: a shared-memory file of its own, so that it
+  // can be shared in place; heap memory (not shareable) when the host cannot make one.
+  void* block = nullptr;
+  int fd = -1;
+  std::string unshareable;
+  if (!trap_enabled() && map_new_shared_block(bytes, &fd, &block, &unshareable)) {
+    register_allocation({reinterpret_cast<uintptr_t>(block), size, device, Backing::kShareable, fd});
+    note_runtime_started();
+    *ptr = block;
+    return mluSuccess;
+  }
+  block = trap_enabled() ? trap_allocate(bytes, device) : std::aligned_alloc(kAlignment, bytes);
   if (block == nullptr) {
     state->release_memory(bytes);
     return fail(mluErrorMemoryAllocation, "the host could not back " + mib(size) + " of device memory");

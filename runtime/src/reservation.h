@@ -18,6 +18,7 @@ struct Reservation {
   int device = -1;
   size_t granularity = 0;
   bool trapped = false;  // lives in the host-access trap's window
+  int fd = -1;           // the shared-memory file mapped over it (ipc.cpp), -1 when trapped or none could be made
   std::mutex mu;
   std::vector<bool> mapped;
 

@@ -1,7 +1,9 @@
 // Reservations and on-demand mapping (mlu_runtime/virtual_memory.h).
 #include "mlu_runtime/virtual_memory.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <memory>
@@ -54,8 +56,20 @@ void drop_pages(const Reservation& r, uintptr_t begin, size_t size) {
     madvise(mluDevicePointer(address), size, MADV_DONTNEED);
     return;
   }
-  madvise(address, size, MADV_DONTNEED);
+  if (r.fd < 0) {
+    madvise(address, size, MADV_DONTNEED);
+    mprotect(address, size, PROT_NONE);
+    return;
+  }
   mprotect(address, size, PROT_NONE);
+  // Note [Shareable device memory]: the pages are the file's. Those another
+  // process still maps stay there (uncharged) until it lets go and the range is
+  // mapped and unmapped again, or the reservation is freed.
+  const size_t offset = begin - r.base;
+  if (!file_range_in_use(r.fd, offset, size)) {
+    (void)fallocate(r.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                    static_cast<off_t>(size));
+  }
 }
 
 }  // namespace
@@ -99,8 +113,10 @@ mluError_t mluMemAddressReserve(void** ptr, size_t size) {
     if (aligned > start) munmap(memory, aligned - start);
     if (start + kHugePage > aligned) munmap(reinterpret_cast<void*>(aligned + bytes), start + kHugePage - aligned);
     r->base = aligned;
+    // Note [Shareable device memory]: a file behind it, so mapped parts can be shared in place.
+    r->fd = back_reservation(reinterpret_cast<void*>(aligned), bytes);
   }
-  Allocation a{r->base, bytes, device, Backing::kReserved, /*fd=*/-1, r};
+  Allocation a{r->base, bytes, device, Backing::kReserved, r->fd, r};
   register_allocation(a);
   note_runtime_started();
   *ptr = reinterpret_cast<void*>(r->base);
@@ -128,6 +144,7 @@ mluError_t mluMemAddressFree(void* ptr) {
     trap_release(ptr);
   } else {
     munmap(ptr, r.size);
+    if (r.fd >= 0) close(r.fd);  // pages another process still maps live on with its mapping
   }
   if (mapped > 0) device_state(r.device)->release_memory(mapped);
   return mluSuccess;

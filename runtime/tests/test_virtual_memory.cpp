@@ -82,7 +82,7 @@ TEST(VirtualMemory, MisuseIsRefusedAndChangesNothing) {
   EXPECT_EQ(mluFree(base), mluErrorInvalidDevicePointer) << "a reservation is not an mluMalloc allocation";
   EXPECT_EQ(mluFreeAsync(base, nullptr), mluErrorInvalidDevicePointer);
   mluIpcMemHandle_t handle{};
-  EXPECT_EQ(mluIpcGetMemHandle(&handle, base), mluErrorInvalidValue) << "reserved memory cannot be shared";
+  EXPECT_EQ(mluIpcGetMemHandle(&handle, p + 3 * g), mluErrorInvalidValue) << "unmapped memory cannot be shared";
   void* heap = nullptr;
   ASSERT_EQ(mluMalloc(&heap, 4096), mluSuccess);
   EXPECT_EQ(mluMemMap(heap, g), mluErrorInvalidValue) << "not a reservation";

@@ -2,18 +2,23 @@
 
 PyTorch 2.13 has no device hook for interprocess sharing: its reducer for storages shares CPU memory only
 and refuses an mlu storage ("_share_fd_: only available on CPU"). ``install()`` replaces that reducer, as
-Cambricon's torch_mlu does, with one that shares an mlu storage without copying: ``storage._share_mlu_()`` makes
-the storage's device memory shareable in place (Note [Sharing mlu storages between processes] in
-csrc/core/MLUStorageSharing.h) and hands out a file descriptor; the descriptor travels like a shared CPU
-storage's (``multiprocessing.reduction.DupFd``: SCM_RIGHTS under spawn and forkserver), and the receiver maps the
-same pages onto its device with ``UntypedStorage._new_shared_mlu``. PyTorch's tensor reducer is kept (views keep
-their offset and strides, Parameters stay Parameters, non-leaf tensors that require grad are refused), and so is
-its per-process cache, so a storage received twice is one storage.
+Cambricon's torch_mlu does, with one that shares an mlu storage in place, as CUDA does: every mlu allocation
+already lives in a shared-memory file, so ``storage._share_mlu_()`` copies and moves nothing (the storage's
+address never changes: views, captured graphs, DLPack aliases and extensions keep working) and hands out the
+file's descriptor with the storage's offset and size in it (Note [Sharing mlu storages between processes] in
+csrc/core/MLUStorageSharing.h). The descriptor travels like a shared CPU storage's
+(``multiprocessing.reduction.DupFd``: SCM_RIGHTS under spawn and forkserver), and the receiver maps those bytes
+onto its device with ``UntypedStorage._new_shared_mlu``. PyTorch's tensor reducer is kept (views keep their
+offset and strides, Parameters stay Parameters, non-leaf tensors that require grad are refused), and so is its
+per-process cache, keyed by file, offset and size, so a storage received twice is one storage.
 
 What the receiver sees: the producer's later in-place updates, once the producer's work is synchronised (the
-pages are the same); memory stays until the last process using it drops it, so the producer may exit first.
-A shared block counts against the device memory of the process that made it (``torch.mlu.mem_get_info``), not
-against the receiver's, and is outside both caching allocators' statistics.
+pages are the same; sharing synchronises the producer's device once). Memory stays until the last process
+using it drops it, so the producer may exit first. A shared block counts against the device memory of the
+process that made it (``torch.mlu.mem_get_info``) and stays allocated in its caching allocator while any
+receiver still maps it, even after the producer's tensor is gone: ``torch.mlu.ipc_collect()`` (also run by
+``empty_cache``, by each new share and before an out-of-memory error) frees such blocks once the receivers have
+let go. A receiver's mapping counts against no device and is outside its caching allocator's statistics.
 
 Events (``torch.mlu.Event``) pickle as already complete: the producer synchronises the event when sending it,
 and the receiver gets a new event that has no pending work, so its ``wait`` and ``synchronize`` return at once,
@@ -32,38 +37,44 @@ _torch_reduce_storage = _reductions.reduce_storage
 
 
 def _share_mlu_(self):
-    """Makes this mlu storage's memory shareable in place; returns ``(device, fd, nbytes)``.
+    """Shares this mlu storage's memory in place; returns ``(device, fd, nbytes, offset)``.
 
-    ``fd`` belongs to the storage's memory: it is valid while the storage lives (duplicate it to keep it).
+    ``fd`` is the file the storage's bytes lie in, at ``offset``; it belongs to the storage's memory: it is
+    valid while the storage lives (duplicate it to keep it). The storage's address does not change.
     """
-    fd, nbytes, device = torch_mlu._C._mlu_share_storage(self)
-    return device, fd, nbytes
+    fd, offset, nbytes, device = torch_mlu._C._mlu_share_storage(self)
+    return device, fd, nbytes, offset
 
 
-def _new_shared_mlu(cls, device, fd, nbytes):
+def _new_shared_mlu(cls, device, fd, nbytes, offset=0):
     """An mlu storage on ``device`` over the memory another process shared (``fd`` of this process)."""
-    return torch_mlu._C._mlu_new_shared_storage(fd, nbytes, device)
+    return torch_mlu._C._mlu_new_shared_storage(fd, offset, nbytes, device)
 
 
 def _typed_share_mlu_(self):
     return self._untyped_storage._share_mlu_()
 
 
-def _typed_new_shared_mlu(cls, device, fd, nbytes, dtype=None):
-    untyped = torch.UntypedStorage._new_shared_mlu(device, fd, nbytes)
+def _typed_new_shared_mlu(cls, device, fd, nbytes, dtype=None, offset=0):
+    untyped = torch.UntypedStorage._new_shared_mlu(device, fd, nbytes, offset)
     if cls is torch.TypedStorage:
         return torch.TypedStorage(wrap_storage=untyped, dtype=dtype, _internal=True)
     return cls(wrap_storage=untyped)
 
 
-def rebuild_mlu_storage(cls, device, df, nbytes):
+def _cache_key(fd, offset, nbytes):
+    # One file holds many storages (a caching-allocator segment): the key names the bytes, not just the file.
+    return (*_reductions.fd_id(fd), offset, nbytes)
+
+
+def rebuild_mlu_storage(cls, device, df, nbytes, offset=0):
     fd = df.detach()
     try:
-        key = _reductions.fd_id(fd)
+        key = _cache_key(fd, offset, nbytes)
         storage = _reductions.storage_from_cache(cls, key)
         if storage is not None:
             return storage
-        storage = torch.UntypedStorage._new_shared_mlu(device, fd, nbytes)
+        storage = torch.UntypedStorage._new_shared_mlu(device, fd, nbytes, offset)
         _reductions.shared_cache[key] = _reductions.StorageWeakRef(storage)
         return storage
     finally:
@@ -79,9 +90,9 @@ def reduce_storage(storage):
         return _torch_reduce_storage(storage)
     if storage.nbytes() == 0:
         return (rebuild_empty_mlu_storage, (type(storage), storage.device.index))
-    device, fd, nbytes = storage._share_mlu_()
-    _reductions.shared_cache[_reductions.fd_id(fd)] = _reductions.StorageWeakRef(storage)
-    return (rebuild_mlu_storage, (type(storage), device, multiprocessing.reduction.DupFd(fd), nbytes))
+    device, fd, nbytes, offset = storage._share_mlu_()
+    _reductions.shared_cache[_cache_key(fd, offset, nbytes)] = _reductions.StorageWeakRef(storage)
+    return (rebuild_mlu_storage, (type(storage), device, multiprocessing.reduction.DupFd(fd), nbytes, offset))
 
 
 def rebuild_event(device):
@@ -112,7 +123,8 @@ def install():
 def ipc_collect():
     """Frees the memory of shared storages that other processes no longer use (``torch.cuda.ipc_collect``).
 
-    Nothing waits to be collected on mlu: a shared block's pages go back to the system with their last
-    mapping, in whichever process drops it last.
+    A producer's storage that died while a receiver still mapped its bytes keeps its block allocated, so the
+    caching allocator cannot hand those bytes out again; this frees every such block no receiver maps any more.
     """
     torch.mlu._lazy_init()
+    torch_mlu._C._mlu_ipc_collect()

@@ -8,8 +8,10 @@
 // the device's capacity; unmapping gives both back. Copies that touch an
 // unmapped granule fail with mluErrorInvalidValue; a kernel that touches one
 // faults, as real hardware would. Reserved memory cannot be freed with
-// mluFree, shared between processes, or opened by mluPointerGetAttributes as
-// anything but the whole reservation.
+// mluFree, or opened by mluPointerGetAttributes as anything but the whole
+// reservation; its mapped parts can be shared between processes in place,
+// like any device memory (ipc.h). Unmapping a range another process still has
+// open leaves that process its pages (they no longer count anywhere).
 //
 // Invariants: a granule is either mapped or not (mapping a mapped granule or
 // unmapping an unmapped one is mluErrorInvalidValue and changes nothing), and
