@@ -45,6 +45,7 @@ FUNCTIONS = {
     "int_tensor": (lambda a, s: a + s * 2, torch.int64, 3, 1000),
     "bool_tensor": (lambda a, s: torch.where(s, a, -a), torch.bool, True, False),
     "two_uses": (lambda a, s: (a * s).sum() + s, torch.float32, 2.0, 7.0),
+    "scalar_first": (lambda a, s: torch.maximum(s, a) * s, torch.float32, 1.5, -8.0),
 }
 MODES = {
     "eager": lambda f: f,
@@ -58,6 +59,7 @@ def _call_behind_a_held_stream(fn, a, scalar, later):
     busy()
     result = fn(a, scalar)
     scalar.fill_(later)          # the value changes before the stream reaches the work
+    assert result.device == a.device, f"the result is on {result.device}, as eager puts it on {a.device}"
     return result.cpu()
 
 

@@ -6,6 +6,7 @@ registered here, with the config Inductor hashes into its cache keys.
 """
 from torch._inductor import config as inductor_config
 from torch._inductor import ir as inductor_ir
+from torch._inductor import lowering as inductor_lowering
 from torch._inductor import scheduler as inductor_scheduler
 from torch._inductor.codegen.common import register_backend_for_device, register_device_op_overrides
 from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
@@ -87,5 +88,22 @@ def _mlu_device_need_guard(device: str) -> bool:
 
 
 inductor_scheduler.device_need_guard = _mlu_device_need_guard
+
+# Note [Pointwise results live on mlu]
+# A pointwise op mixing a 0-dim CPU tensor with device tensors (`s * x`,
+# `torch.where(s, x, y)` with s on the CPU) runs on the device, as eager ops
+# do: Inductor's make_pointwise picks the first input whose device utils.is_gpu
+# names, else the first input's device, so on mlu a CPU scalar in front made
+# the kernel a CPU one, reading device memory from the host and returning a
+# CPU tensor. mlu counts as such a device in that choice (the only use of
+# is_gpu in torch._inductor.lowering).
+_lowering_is_gpu = inductor_lowering.is_gpu
+
+
+def _mlu_is_gpu(device) -> bool:
+    return device == "mlu" or _lowering_is_gpu(device)
+
+
+inductor_lowering.is_gpu = _mlu_is_gpu
 
 graphs.install()  # Note [reduce-overhead on mlu]
