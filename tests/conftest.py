@@ -61,6 +61,10 @@ def _clean_device_state():
     for d in range(torch.mlu.device_count()):
         torch.mlu.synchronize(d)
     torch.mlu.set_device(0)
+    migration = sys.modules.get("torch_mlu.utils.gpu_migration")
+    if migration is not None and migration.is_applied():  # it would turn every later test in this worker to CUDA
+        migration.restore()
+        pytest.fail("the test left gpu_migration applied: restore() it (the `migration` fixture does)")
 
 
 def _results(value):

@@ -261,6 +261,19 @@ def test_profiler_cuda_activity_means_mlu(migration):
     assert "Self MLU" in prof.key_averages().table(sort_by="self_cuda_time_total")
 
 
+def test_compile_reduce_overhead_under_migration(migration):
+    # torch.cuda.is_available() is True here, in a torch without CUDA's bindings: Inductor's graph checks must cope.
+    f = torch.compile(lambda a, s: (a @ a).relu() * s, mode="reduce-overhead")
+    x = torch.randn(8, 8)
+    for scale in (torch.tensor(2.0), torch.tensor(3.0), torch.tensor(4.0)):
+        out = f(x.cuda(), scale)
+        assert out.is_cuda
+        torch.testing.assert_close(out.cpu(), (x @ x).relu() * scale, atol=1e-5, rtol=1e-5)
+    g = torch.compile(lambda a: (a @ a).relu() + 1, mode="reduce-overhead")
+    for _ in range(3):  # warm-up, record, replay
+        torch.testing.assert_close(g(x.cuda()).cpu(), (x @ x).relu() + 1, atol=1e-5, rtol=1e-5)
+
+
 def test_nccl_means_cncl(migration):
     import torch.distributed as dist
     assert dist.is_nccl_available() and dist.is_nccl_available is dist.is_cncl_available
@@ -477,6 +490,14 @@ c = torch.cuda.get_device_capability()
     what = {w for _, w, _ in unconverted}
     assert {"import numba.cuda", "CUDAExtension", "torch.cuda.set_sync_debug_mode",
             "torch.cuda.get_device_capability"} <= what
+
+
+def test_importing_the_converter_leaves_torch_unpatched(python):
+    # gpu2mlu reads the CUDA environment names without importing gpu_migration, whose import applies it.
+    result = python("import sys, torch, torch_mlu, torch_mlu.utils.gpu2mlu\n"
+                    "print(torch.cuda.is_available(), 'torch_mlu.utils.gpu_migration' in sys.modules)")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"]
 
 
 def test_converter_on_a_tree_and_a_file(tmp_path):

@@ -165,3 +165,14 @@ def install():
 
     check_multiple_devices_or_any_cpu_nodes._mlu = True
     cudagraph_utils.check_multiple_devices_or_any_cpu_nodes = check_multiple_devices_or_any_cpu_nodes
+
+    # Inductor asks CUDA's caching allocator whenever torch.cuda.is_available(), which under gpu_migration is
+    # torch.mlu's answer in a torch built without CUDA: its bindings are absent, and mlu graphs need no such check.
+    check_allocator = cudagraph_utils.check_caching_allocator_for_cudagraphs
+
+    def check_caching_allocator_for_cudagraphs():
+        if not hasattr(torch._C, "_cuda_cudaCachingAllocator_is_enabled"):
+            return None
+        return check_allocator()
+
+    cudagraph_utils.check_caching_allocator_for_cudagraphs = check_caching_allocator_for_cudagraphs

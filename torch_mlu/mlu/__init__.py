@@ -212,6 +212,10 @@ class _MLUDeviceProperties:
         self.core_num_per_cluster: int = props["core_num_per_cluster"]
         self.is_integrated: bool = props["is_integrated"]
         self.physical_id: int = props["physical_id"]
+        # The AMD architecture name of torch.cuda's properties: empty, there is none. Code that takes
+        # torch.version.hip's branch when torch.version.cuda is None (Inductor's cache key, under gpu_migration)
+        # reads it.
+        self.gcnArchName: str = ""
 
     def __repr__(self):
         return (

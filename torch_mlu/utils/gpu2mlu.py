@@ -29,7 +29,7 @@ import shutil
 import sys
 import tokenize
 
-from torch_mlu.utils.gpu_migration.env_migration import MAPPED as ENV_NAMES
+from torch_mlu.utils.cuda_environment import MAPPED as ENV_NAMES
 
 _DEVICE_STRING = re.compile(r"cuda(:\d+)?")
 _LEGACY_TYPE_NAME = re.compile(r"torch\.cuda\.[A-Z][A-Za-z0-9]*Tensor")

@@ -4,7 +4,7 @@ Note [What migration patches]: a CUDA script reaches the device in five ways, ea
 device arguments (torch factories, Tensor / Module methods, the classes that take a device, torch.load
 and checkpoints saved on CUDA), the torch.cuda module (cuda_module.py), tensor attributes
 (``is_cuda``, ``.cuda()``, legacy type names), the distributed backend name (nccl -> cncl), and the
-environment (env_migration.py). Patches live on torch's own modules and classes, so libraries that
+environment (torch_mlu/utils/cuda_environment.py). Patches live on torch's own modules and classes, so libraries that
 call torch see them as the user's code does. Functions a library imported by name before the import
 (``from torch import zeros``) keep the original; import gpu_migration first.
 """
@@ -15,7 +15,8 @@ import torch
 import torch.utils._device
 import torch.utils.data
 
-from . import cuda_module, env_migration
+from .. import cuda_environment as env_migration
+from . import cuda_module
 from .devices import to_mlu, with_mlu_devices
 from .patcher import Patcher, warn
 

@@ -1,9 +1,11 @@
 """CUDA and NCCL environment variables, carried over to their mlu names.
 
-A CUDA variable that is set is copied to its mlu name unless that name is set already (an explicit mlu
-setting wins). Variables with no mlu meaning are listed in one warning. The device configuration is read
-at the first device call, so this works when gpu_migration is imported before any mlu work
-(MLU_VISIBLE_DEVICES read later than that is not seen, as for CUDA_VISIBLE_DEVICES after cuInit).
+Outside the gpu_migration package, so that the offline converter (gpu2mlu) can read the names without
+importing the package, whose import applies the runtime migration. A CUDA variable that is set is copied to its
+mlu name unless that name is set already (an explicit mlu setting wins). Variables with no mlu meaning are listed
+in one warning. The device configuration is read at the first device call, so this works when gpu_migration is
+imported before any mlu work (MLU_VISIBLE_DEVICES read later than that is not seen, as for CUDA_VISIBLE_DEVICES
+after cuInit).
 """
 import os
 
