@@ -287,6 +287,7 @@ def test_graph_breaks_and_torch_mlu_calls_inside():
         b = a.sin()
         print("", end="")  # a graph break
         cs = torch.mlu.current_stream()
+        s.wait_stream(cs)  # b is written on cs: s must wait for it (on CUDA too)
         with torch.mlu.stream(s):
             c = b * 2
         cs.wait_stream(s)
