@@ -367,6 +367,7 @@ def capture_concurrently(bodies, modes, during=None):
     torch.mlu.synchronize()  # nothing eager pending on the device while they capture
 
     def run(k):
+        waits_done = False
         try:
             with torch.mlu.stream(streams[k]):
                 graphs[k].capture_begin(capture_error_mode=modes[k])
@@ -379,11 +380,13 @@ def capture_concurrently(bodies, modes, during=None):
                         outcome[k] = e
                     step.wait()  # every body is recorded
                     step.wait()  # `during` ran
+                    waits_done = True
                 finally:
                     graphs[k].capture_end()
         except BaseException as e:  # noqa: B036 (reported to the test)
             outcome[k] = e
-            step.abort()
+            if not waits_done:  # after the last wait an abort would break threads not yet woken from it
+                step.abort()
 
     threads = [threading.Thread(target=run, args=(k,)) for k in range(n)]
     for t in threads:
