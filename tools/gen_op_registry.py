@@ -391,6 +391,7 @@ class FileScan:
         self.fallbacks = set()   # (namespace, key, fallthrough) of each m.fallback(...)
         self.defs = []           # schemas defined (TORCH_LIBRARY)
         self.stubs = []          # REGISTER_PRIVATEUSE1_DISPATCH stubs
+        self.declared = []       # its entries in csrc/aten/mlu_functions.yaml: {ops, native_if}
 
 
 def scan_tokens(tokens):
@@ -462,7 +463,22 @@ def scan_sources(root):
             continue  # a header that only defines registration macros (expanded where they are used)
         if scan.impls or scan.blocks or scan.stubs:
             scans[path.relative_to(root).as_posix()] = scan
+    for rel, entries in declared_ops().items():  # registered by the generated .inc the file includes
+        scan = scans.setdefault(rel, FileScan())
+        scan.impls += [("PrivateUse1", f"aten::{name}", None, name) for entry in entries for name in entry["ops"]]
+        scan.declared = entries
     return scans
+
+
+def declared_ops():
+    """{file: [{ops, native_if}]}: the entries of csrc/aten/mlu_functions.yaml (tools/gen_mlu_ops.py)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import gen_mlu_ops
+
+    native = gen_mlu_ops.Native()
+    return {section["file"]: [{"ops": [str(f.func.name) for f, _ in gen_mlu_ops.entry_functions(entry, native)],
+                               "native_if": entry.get("native_if")} for entry in section["ops"]]
+            for section in gen_mlu_ops.load_sections()}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -570,8 +586,8 @@ def render(runtime, scans, registry, by_site, unattributed):
         "",
         "What torch_mlu registers with PyTorch's dispatcher, per source file: the ops as the built library",
         "lists them for each PrivateUse1 dispatch key, placed in the file whose `m.impl(...)` (or",
-        "`MLU_REGISTER_*` macro) registers them. An op without a kernel here runs through the CPU fallback",
-        "(Note [CPU fallback] in csrc/aten/Fallback.h). Regenerate with `python tools/gen_op_registry.py`.",
+        "`MLU_REGISTER_*` macro, or section of csrc/aten/mlu_functions.yaml) registers them. An op without a",
+        "kernel here runs through the CPU fallback (Note [CPU fallback] in csrc/aten/Fallback.h). Regenerate with `python tools/gen_op_registry.py`.",
         "",
         "Totals: " + ", ".join(f"**{distinct[k]}** ops for {k}" for k in keys) + f", in {len(registry)} files"
         + (f"; none for {', '.join(k for k in runtime['keys'] if k not in keys)}." if len(keys) < len(runtime["keys"])
@@ -613,6 +629,13 @@ def render(runtime, scans, registry, by_site, unattributed):
                 families[family(op)].append(short(op))
             for name in sorted(families):
                 out.append(f"- {name}: " + ", ".join(f"`{o}`" for o in sorted(families[name])))
+        declared = scans[rel].declared if rel in scans else []
+        if declared:
+            out += ["", f"Declared in csrc/aten/mlu_functions.yaml ({len(declared)} entries; the CPU fallback "
+                    "serves a call when the condition is false):", ""]
+            for entry in declared:
+                condition = f" — native if `{entry['native_if']}`" if entry["native_if"] else ""
+                out.append("- " + ", ".join(f"`{o}`" for o in entry["ops"]) + condition)
         if by_site.get(rel):
             out += ["", f"({by_site[rel]} of these come from macros this scan does not see into, such as",
                     "PyTorch's AT_FORALL_* lists: they are placed by the registration site the dispatcher records.)"]

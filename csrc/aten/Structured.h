@@ -129,9 +129,10 @@ class MLUOut final : public Meta {
   std::array<std::optional<at::Tensor>, N> proxies_;
 };
 
-// The functional and out= forms of a structured op whose impl is
-// launch(output tensors...): meta(args...) sizes the outputs, launch fills
-// them (out=: through proxies when the meta asked for other strides).
+// The functional, in-place and out= forms of a structured op whose impl is
+// launch(output tensors...): meta(args...) sizes (in-place: checks) the
+// outputs, launch fills them (out=: through proxies when the meta asked for
+// other strides). tools/gen_mlu_ops.py writes its wrappers with these.
 template <class Meta, int N, class Launch, class... Args>
 auto run_functional(Launch launch, const Args&... args) {
   MLUFunctional<Meta, N> meta;
@@ -143,6 +144,14 @@ auto run_functional(Launch launch, const Args&... args) {
     launch(meta.output(0), meta.output(1));
     return std::make_tuple(std::move(meta.output(0)), std::move(meta.output(1)));
   }
+}
+
+template <class Meta, int N, class Launch, class... Args>
+void run_inplace(Launch launch, const at::Tensor& self, const Args&... args) {
+  static_assert(N == 1, "in-place forms write one output, self");
+  MLUInplace<Meta, 1> meta(self);
+  meta.meta(args...);
+  launch(self);
 }
 
 template <class Meta, int N, class Launch, class Outs, class... Args>

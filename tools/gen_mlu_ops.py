@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Writes the registrations of the ops csrc/aten/mlu_functions.yaml declares.
+
+Note [Ops as data]
+The yaml is the list of aten ops mlu implements, one section per source file. For each entry this
+script writes, into one `<file stem>.inc` per section, the C++ wrapper PyTorch's dispatcher calls
+and its registration; the source file includes its `.inc` at its end, so the wrappers see the
+file's own helpers. Argument lists come from the installed torch's native_functions.yaml (through
+torchgen, as gen_sparse_generic_ops.py), so they are typed nowhere by hand.
+
+An entry is one of:
+
+    - structured: upsample_nearest2d        # a structured group, named by its functional op
+      impl: launch(self, out)               # the kernel, once the meta function sized the outputs
+      native_if: has_kernel(self)           # optional: else the CPU fallback of the same overload
+      forms: [functional, out]              # optional: the forms to register (default: all the group has)
+
+    - func: max_pool3d_with_indices         # one op (schema name, "name.overload")
+      impl: max_pool3d_mlu                  # returns what the op returns
+      native_if: has_pool_kernel(self)
+
+`impl` is a function name, called with the op's arguments in schema order (for a structured group:
+the functional form's arguments, then one `const at::Tensor&` per output, named as the out= form
+names them), or a C++ expression over those names. `native_if` is a C++ bool expression over the
+argument names. The wrappers do what torchgen's wrapper for a device backend does and what the
+hand-written registrations did before them: the CPU fallback when `native_if` is false, then a
+device guard on the first tensor argument (`device_guard: false` leaves it out), then for a
+structured group PyTorch's meta function (at::meta::structured_<name>) through Structured.h's
+run_functional / run_inplace / run_out, which size and check the outputs as PyTorch's own
+structured wrappers do. Registration goes through TORCH_MLU_ATEN_IMPL, so the device checks of
+csrc/aten/DeviceCheck.h apply as to every other kernel.
+
+    python tools/gen_mlu_ops.py --out-dir DIR     # write DIR/<stem>.inc for every section
+    python tools/gen_mlu_ops.py --list-outputs    # the .inc names (CMake reads them at configure time)
+    python tools/gen_mlu_ops.py --ops             # every schema name the yaml registers, by file (JSON)
+
+CMake runs it at build time (the output is build output, not committed); a file is rewritten only
+when its content changes, so editing one section recompiles one source file.
+"""
+import argparse
+import json
+import pathlib
+import sys
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OPS_YAML = ROOT / "csrc" / "aten" / "mlu_functions.yaml"
+FORMS = ("functional", "inplace", "out")
+ENTRY_KEYS = {"structured", "func", "impl", "native_if", "forms", "device_guard"}
+
+
+class YamlError(Exception):
+    pass
+
+
+def load_sections(path=OPS_YAML):
+    sections = yaml.safe_load(path.read_text())
+    if not isinstance(sections, list):
+        raise YamlError(f"{path}: expected a list of sections")
+    for section in sections:
+        if set(section) != {"file", "ops"}:
+            raise YamlError(f"{path}: a section has the keys file and ops, not {sorted(section)}")
+        if not (ROOT / section["file"]).is_file():
+            raise YamlError(f"{path}: {section['file']} does not exist")
+        for entry in section["ops"]:
+            unknown = set(entry) - ENTRY_KEYS
+            if unknown or ("structured" in entry) == ("func" in entry) or "impl" not in entry:
+                raise YamlError(f"{path}: entry {entry}: needs exactly one of structured/func, and impl "
+                                f"(unknown keys: {sorted(unknown)})")
+    return sections
+
+
+def stem(section):
+    return pathlib.Path(section["file"]).stem
+
+
+# ---------------------------------------------------------------------------------------------------
+# The native functions, from the installed torch.
+
+class Native:
+    def __init__(self):
+        import torchgen
+        from torchgen.gen import get_grouped_native_functions, parse_native_yaml
+        from torchgen.model import NativeFunctionsGroup
+
+        native = pathlib.Path(torchgen.__file__).parent / "packaged" / "ATen" / "native"
+        parsed = parse_native_yaml(str(native / "native_functions.yaml"), str(native / "tags.yaml"))
+        self.functions = {str(f.func.name): f for f in parsed.native_functions}
+        self.groups = {str(g.functional.func.name): g
+                       for g in get_grouped_native_functions(parsed.native_functions)
+                       if isinstance(g, NativeFunctionsGroup)}
+
+    def function(self, name):
+        if name not in self.functions:
+            raise YamlError(f"{name}: no such op in native_functions.yaml")
+        return self.functions[name]
+
+    def group(self, name):
+        g = self.groups.get(name)
+        if g is None or not g.structured:
+            raise YamlError(f"{name}: not the functional op of a structured group")
+        return g
+
+
+def signature(f):
+    """(return type, [(type, name)]) of a native function's unboxed C++ signature."""
+    from torchgen import local
+    from torchgen.api.types import NativeSignature
+
+    with local.parametrize(use_const_ref_for_mutable_tensors=f.use_const_ref_for_mutable_tensors,
+                           use_ilistref_for_tensor_lists=f.part_of_structured_group):
+        sig = NativeSignature(f.func, symint=False)
+        return sig.returns_type().cpp_type(), [(b.type, b.name) for b in sig.arguments()]
+
+
+def op_struct(f):
+    return f"at::_ops::{f.func.name.unambiguous_name()}"
+
+
+def op_header(f):
+    return f"<ATen/ops/{f.root_name}_ops.h>"
+
+
+def is_tensor(cpp_type):
+    return cpp_type.replace(" ", "") in ("constat::Tensor&", "at::Tensor&")
+
+
+# ---------------------------------------------------------------------------------------------------
+# C++ for one entry.
+
+def call(impl, names):
+    """`impl` as a statement-ready expression: a bare name is called with `names`."""
+    return impl if "(" in impl else f"{impl}({', '.join(names)})"
+
+
+def wrapper_name(f):
+    return f"wrapper_PrivateUse1_{f.func.name.unambiguous_name()}"
+
+
+def guard_lines(entry, args):
+    if entry.get("device_guard", True) is False:
+        return []
+    tensors = [name for cpp_type, name in args if is_tensor(cpp_type)]
+    if not tensors:
+        raise YamlError(f"{entry}: no tensor argument to guard on (say device_guard: false)")
+    return [f"  c10::OptionalDeviceGuard guard(at::device_of({tensors[0]}));"]
+
+
+def fallback_lines(entry, f, args):
+    if "native_if" not in entry:
+        return []
+    names = ", ".join(name for _, name in args)
+    return [f"  if (!({entry['native_if']})) return cpu_fallback<{op_struct(f)}>({names});"]
+
+
+def plain_wrapper(entry, f):
+    returns, args = signature(f)
+    names = [name for _, name in args]
+    body = fallback_lines(entry, f, args) + guard_lines(entry, args)
+    body.append(f"  return {call(entry['impl'], names)};")
+    return wrapper(returns, f, args, body)
+
+
+def structured_wrapper(entry, g, form):
+    from torchgen.api import meta
+
+    f = getattr(g, form)
+    returns, args = signature(f)
+    _, functional_args = signature(g.functional)
+    inputs = [name for _, name in functional_args]
+    outputs = [a.name for a in g.out.func.arguments.out]
+    n = len(outputs)
+    meta_class = f"at::meta::structured_{meta.name(g)}"
+    params = ", ".join(f"const at::Tensor& {name}" for name in outputs)
+    launch = f"[&]({params}) {{ {call(entry['impl'], inputs + outputs)}; }}"
+    body = fallback_lines(entry, f, args) + guard_lines(entry, args)
+    arg_list = ", ".join(inputs)
+    if form == "functional":
+        body.append(f"  return run_functional<{meta_class}, {n}>({launch}, {arg_list});")
+    elif form == "inplace":
+        body.append(f"  run_inplace<{meta_class}, {n}>({launch}, {inputs[0]}, {arg_list});")
+        body.append(f"  return {inputs[0]};")
+    else:
+        out_names = [name for _, name in args[len(args) - n:]]
+        body.append(f"  run_out<{meta_class}, {n}>({launch}, std::forward_as_tuple({', '.join(out_names)}), "
+                    f"{arg_list});")
+        body.append(f"  return {out_names[0]};" if n == 1 else
+                    f"  return std::forward_as_tuple({', '.join(out_names)});")
+    return wrapper(returns, f, args, body)
+
+
+def wrapper(returns, f, args, body):
+    params = ", ".join(f"{cpp_type} {name}" for cpp_type, name in args)
+    return "\n".join([f"{returns} {wrapper_name(f)}({params}) {{", *body, "}"])
+
+
+def entry_functions(entry, native):
+    """[(native function, C++ wrapper)] an entry registers."""
+    if "func" in entry:
+        f = native.function(entry["func"])
+        return [(f, plain_wrapper(entry, f))]
+    g = native.group(entry["structured"])
+    forms = entry.get("forms", [form for form in FORMS if getattr(g, form) is not None])
+    for form in forms:
+        if form not in FORMS or getattr(g, form) is None:
+            raise YamlError(f"{entry['structured']}: the group has no {form} form")
+    return [(getattr(g, form), structured_wrapper(entry, g, form)) for form in forms]
+
+
+def render_section(section, native):
+    functions = [item for entry in section["ops"] for item in entry_functions(entry, native)]
+    headers = sorted({op_header(f) for f, _ in functions} |
+                     {f"<ATen/ops/{f.root_name}_meta.h>" for f, _ in functions if f.part_of_structured_group})
+    lines = [f"// Generated by tools/gen_mlu_ops.py from csrc/aten/mlu_functions.yaml (section {section['file']}).",
+             "// Do not edit: change the yaml. Included at the end of the section's source file.",
+             "#include <ATen/DeviceGuard.h>"]
+    lines += [f"#include {h}" for h in headers]
+    lines += ['#include "csrc/aten/DeviceCheck.h"', '#include "csrc/aten/Fallback.h"',
+              '#include "csrc/aten/Structured.h"', "", "namespace torch_mlu {", "namespace {", ""]
+    for _, text in functions:
+        lines += [text, ""]
+    lines += ["}  // namespace", "", "TORCH_MLU_ATEN_IMPL(m) {"]
+    lines += [f'  m.impl("{f.func.name}", TORCH_FN({wrapper_name(f)}));' for f, _ in functions]
+    lines += ["}", "", "}  // namespace torch_mlu", ""]
+    return "\n".join(lines)
+
+
+def registered_ops(sections, native):
+    """{file: [schema names]}: what each section registers."""
+    return {section["file"]: [str(f.func.name) for entry in section["ops"]
+                              for f, _ in entry_functions(entry, native)]
+            for section in sections}
+
+
+def write_if_changed(path, text):
+    if path.exists() and path.read_text() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return True
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out-dir", type=pathlib.Path)
+    parser.add_argument("--list-outputs", action="store_true")
+    parser.add_argument("--ops", action="store_true")
+    args = parser.parse_args()
+    try:
+        sections = load_sections()
+        if args.list_outputs:
+            print(";".join(f"{stem(s)}.inc" for s in sections))
+            return 0
+        native = Native()
+        if args.ops:
+            print(json.dumps(registered_ops(sections, native), indent=1))
+            return 0
+        if args.out_dir is None:
+            parser.error("give --out-dir, --list-outputs or --ops")
+        for section in sections:
+            write_if_changed(args.out_dir / f"{stem(section)}.inc", render_section(section, native))
+    except YamlError as error:
+        print(f"gen_mlu_ops.py: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
