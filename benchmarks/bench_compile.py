@@ -1,6 +1,6 @@
 """torch.compile on mlu against eager mlu and against stock PyTorch on the CPU (same process, same data).
 
-Results and the targets they are measured against: docs/bench_compile.md.
+Results and the targets they are measured against: docs/compile.md (Performance).
 
 For each model of the model suite (benchmarks/bench_models.py: mlp, cnn, gpt), training steps per second
 (forward, loss, backward, optimizer step, gradients reset) of four trainers built from one initial model:

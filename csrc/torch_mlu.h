@@ -1,5 +1,5 @@
 // The public C++ API of torch_mlu, for extensions and libtorch programs
-// (README, "Extending"). Installed with the package under torch_mlu/include;
+// (docs/extending.md). Installed with the package under torch_mlu/include;
 // link libtorch_mlu (CMake: find_package(TorchMLU), target torch_mlu::torch_mlu;
 // setuptools: torch_mlu.utils.cpp_extension.MLUExtension).
 //

@@ -345,8 +345,8 @@ def test_environment_variables_and_warnings(python):
     assert result.stdout.splitlines() == ["2 max_split_size_mb:64 WARN", "[]"]
 
 
-def test_readme_one_import_example(python):
-    result = python(readme_snippet("**One import.**"))
+def test_documented_one_import_example(python):
+    result = python(documented_snippet("**One import.**"))
     assert result.returncode == 0, result.stderr
     device, allocated = result.stdout.split()
     assert device == "mlu:0" and int(allocated) > 0
@@ -398,15 +398,15 @@ def test_accelerate_and_transformers_keep_their_mlu_paths(python, tmp_path, migr
 
 # ---- the torch_mlu 1.x API: the getting-started snippet, verbatim ----
 
-def readme_snippet(after):
-    """The first python block of the README after the line starting with `after` (tested as documented)."""
-    readme = (pathlib.Path(__file__).parent.parent / "README.md").read_text()
-    rest = readme[readme.index(after):]
+def documented_snippet(after):
+    """The first python block of docs/migration.md after the line starting with `after` (tested as documented)."""
+    page = (pathlib.Path(__file__).parent.parent / "docs" / "migration.md").read_text()
+    rest = page[page.index(after):]
     return rest.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def test_torch_mlu_1x_snippet_runs_verbatim_and_warns_once_per_call(python):
-    snippet = readme_snippet("**torch_mlu 1.x scripts**")
+    snippet = documented_snippet("**torch_mlu 1.x scripts**")
     assert "import torch_mlu.core.mlu_model as ct" in snippet
     result = python("import warnings\nwarnings.simplefilter('default')\n" + snippet)
     assert result.returncode == 0, result.stderr

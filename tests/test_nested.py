@@ -45,7 +45,7 @@ def no_fallback(request):
     yield
     report = torch_mlu.fallback_report()
     if request.node.get_closest_marker("dense_fallbacks_allowed"):
-        # Ops with no mlu kernel at all fall back for dense tensors too (README); nothing nested may.
+        # Ops with no mlu kernel at all fall back for dense tensors too (docs/ops.md); nothing nested may.
         report = {op: n for op, n in report.items()
                   if torch._C._dispatch_has_kernel_for_dispatch_key(op, "PrivateUse1")}
     assert report == {}, "nested ops ran on the CPU fallback"
@@ -292,7 +292,7 @@ def njt_ops():
     return [op for op in njt_op_db if op.supports_njt]  # the rest raise "not supported" for any sample
 
 
-# ComplexHalf is not an mlu dtype (README: supported dtypes).
+# ComplexHalf is not an mlu dtype for nested tensors (docs/nested.md: "ComplexHalf aside").
 NJT_SKIP = {"chalf"}
 
 

@@ -1,6 +1,6 @@
 // mlu_ext::muladd(a, b, c) = a * b + c: a custom op with an mlu kernel, out of tree.
 //
-// What it shows (README, "Extending"):
+// What it shows (docs/extending.md):
 //  - TORCH_LIBRARY defines the op; TORCH_LIBRARY_IMPL gives it kernels per dispatch key: PrivateUse1 (mlu),
 //    CPU (the oracle the tests compare with), Meta (shapes only, which is all torch.compile's fake tensors
 //    need), and Autograd (its derivative).
