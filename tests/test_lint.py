@@ -15,7 +15,7 @@ lint = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(lint)
 
 
-@pytest.mark.parametrize("rule", ["layering", "hygiene", "trap-skips", "changed-lines"])
+@pytest.mark.parametrize("rule", ["layering", "hygiene", "trap-skips", "changed-lines", "docs-links"])
 def test_the_checkout_passes(rule):
     result = subprocess.run([sys.executable, f"{REPO}/tools/lint.py", "--only", rule], capture_output=True,
                             text=True, timeout=120, cwd=REPO)
@@ -65,6 +65,22 @@ def test_a_test_reading_the_trap_variable_fails(tmp_path, monkeypatch):
     monkeypatch.setattr(lint, "ROOT", tmp_path)
     problems = lint.check_trap_skips()
     assert len(problems) == 1 and problems[0].startswith(f"tests/test_x.py:2: reads {variable}")
+
+
+def test_a_broken_relative_link_in_a_tracked_page_fails(tmp_path, monkeypatch):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# A\n")
+    (tmp_path / "docs" / "b.md").write_text(
+        "[ok](a.md#a) [up](../README.md) [web](https://example.com) [top](#a) `[code](x.md)`\n"
+        "```\n[fenced](y.md)\n```\n"
+        "[gone](old.md#section) and\n[ref]: ../missing/\n")
+    (tmp_path / "README.md").write_text("[docs](docs/b.md)\n")
+    (tmp_path / "untracked.md").write_text("[not checked](nowhere.md)\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "docs", "README.md")
+    monkeypatch.setattr(lint, "ROOT", tmp_path)
+    assert lint.check_doc_links() == ["docs/b.md:5: the link to old.md#section names no file",
+                                      "docs/b.md:6: the link to ../missing/ names no file"]
 
 
 def git(root, *args):

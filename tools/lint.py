@@ -3,13 +3,15 @@
 
 Each check prints one line, "ok" or what is wrong; the script exits 1 if any check failed.
 
-- layering: runtime/ and kernels/ include no torch header (DESIGN.md: the torch-free layers).
+- layering: runtime/ and kernels/ include no torch header (docs/design.md: the torch-free layers).
 - notes: every Note reference names a Note that exists (tools/check_notes.py).
 - generated: the committed generated files are current (their generators' --check).
 - hygiene: no build output is tracked (object files, ninja and CMake files, build folders, compiled Python).
 - trap-skips: no test decides for itself to skip under the host-access trap; the `untrapped` marker does
   (tests/conftest.py), so every test runs in one pass of `make test` or the other.
 - ruff: the Python tree passes the rules in pyproject.toml.
+- docs-links: every relative link in a Markdown file tracked by git ([text](path), [label]: path) names a file
+  or folder that exists; web and mail links, pure #anchors and code are not checked, and a #fragment is dropped.
 - changed lines: every line changed since the lint stage came in (the parent of the commit that added
   .clang-format) is formatted as .clang-format says (C++) and at most 120 columns long (Python); older
   lines are left alone until someone edits them.
@@ -117,6 +119,58 @@ def check_ruff():
     return [] if result.returncode == 0 else [result.stdout.strip() or result.stderr.strip()]
 
 
+# A Markdown link `[text](target "title")` or a reference definition `[label]: target`; fenced code blocks and
+# inline code spans are skipped before matching.
+MD_LINK = re.compile(r"\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
+MD_REFERENCE = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?([^\s>]+)>?")
+MD_FENCE = re.compile(r"^\s*(```|~~~)")
+MD_CODE_SPAN = re.compile(r"(`+).*?\1")
+# A target with a URL scheme (https:, mailto:, ...) points outside the tree.
+URL_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def markdown_links(text):
+    """(line number, target) of each link outside code in a Markdown text."""
+    fence = None
+    for number, line in enumerate(text.splitlines(), 1):
+        opening = MD_FENCE.match(line)
+        if opening:
+            if fence is None:
+                fence = opening.group(1)
+            elif opening.group(1) == fence:
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        line = MD_CODE_SPAN.sub("", line)
+        for m in MD_LINK.finditer(line):
+            yield number, m.group(1)
+        m = MD_REFERENCE.match(line)
+        if m:
+            yield number, m.group(1)
+
+
+def check_doc_links():
+    files = git_files()
+    if files is None:
+        return []  # not a git checkout: no list of tracked pages
+    problems = []
+    for name in files:
+        path = ROOT / name
+        if not name.endswith(".md") or not path.is_file():
+            continue
+        for number, target in markdown_links(path.read_text(errors="replace")):
+            if URL_SCHEME.match(target) or target.startswith("#"):
+                continue
+            relative = target.split("#", 1)[0].split("?", 1)[0]
+            if not relative:
+                continue
+            resolved = ROOT / relative.lstrip("/") if relative.startswith("/") else path.parent / relative
+            if not resolved.exists():
+                problems.append(f"{name}:{number}: the link to {target} names no file")
+    return problems
+
+
 def lint_base():
     """The commit before the one that added .clang-format, or None outside a git checkout."""
     if run("git", "rev-parse", "--git-dir").returncode != 0:
@@ -179,6 +233,7 @@ CHECKS = {
     "hygiene": check_hygiene,
     "trap-skips": check_trap_skips,
     "ruff": check_ruff,
+    "docs-links": check_doc_links,
     "changed-lines": check_changed_lines,
 }
 
