@@ -1,4 +1,4 @@
-"""tools/check_notes.py: every Note reference in the tree names a Note that exists.
+"""tools/check_notes.py: every Note reference names a Note that exists, every path a comment cites exists.
 
 Runs the checker on this checkout, then on small made-up trees that pin down its rules: what
 counts as a definition (the block and the inline form, docstring lines; not tests' or docs' lines)
@@ -84,3 +84,34 @@ def test_dangling_references_are_listed(tmp_path):
     assert "kernels/src/c.cpp:2: Note [After code]" in out
     assert "README.md:1: Note [Only in docs]" in out
     assert "Note [Real]" not in out
+
+
+def test_cited_paths_must_exist(tmp_path):
+    write_tree(tmp_path, {
+        ".gitignore": "/benchmarks/results/\n*.so\n",
+        "runtime/include/mlu_runtime/queue.h": "// The queue; see runtime/src/queue.cpp.\n",
+        "runtime/src/queue.cpp": "",
+        "kernels/tools/probe.cpp": "",
+        "kernels/CMakeLists.txt": "add_executable(probe tools/probe.cpp)  # tools/probe.cpp, next to this file\n",
+        "csrc/a.cpp": """\
+            #include <mlu_runtime/queue.h>  // mlu_runtime/queue.h: an include root's path
+            // As csrc/aten/Gone.h did (see mlu_runtime/gone.h); kernels/src/*.cpp and
+            // torch/csrc/autograd/engine.cpp are not checked, nor is ATen/native/Copy.cpp.
+            const char* s = "tools/made_up.py";  /* code is not a comment,
+               but this is: docs/missing.md. */
+            """,
+        "tools/t.py": '''\
+            """Writes benchmarks/results/t.json (an output); reads tools/gone.py."""
+            PATH = "tests/test_made_up.py"  # a literal is not checked; tests/test_gone.py is
+            ''',
+    })
+    result = run_checker("--root", str(tmp_path))
+    assert result.returncode == 1, result.stdout
+    missing = [line.strip() for line in result.stdout.splitlines() if line.startswith("  ")]
+    assert missing == [
+        "csrc/a.cpp:2: cites csrc/aten/Gone.h, which does not exist",
+        "csrc/a.cpp:2: cites mlu_runtime/gone.h, which does not exist",
+        "csrc/a.cpp:5: cites docs/missing.md, which does not exist",
+        "tools/t.py:1: cites tools/gone.py, which does not exist",
+        "tools/t.py:2: cites tests/test_gone.py, which does not exist",
+    ], result.stdout

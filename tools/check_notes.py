@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Checks that every Note reference names a Note that exists.
+"""Checks that every Note reference names a Note that exists, and every repository path a comment cites exists.
 
 The code base explains a design decision once, in a Note block, and points at it from elsewhere
 ("see Note [Stream-ordered reuse]"). A reference whose Note was renamed or never written leaves
-the reader nowhere; this script lists them and exits 1.
+the reader nowhere; so does a comment naming a file that moved ("see csrc/aten/Fallback.h").
+This script lists both and exits 1.
 
 What counts as a definition, as the code base writes them:
 - a line of a source file whose text, after the comment leader (``//``, ``#``, ``*``) if any,
@@ -21,14 +22,28 @@ over comment lines, between "Note" and the title or inside the title; whitespace
 normalised. The few Notes of PyTorch itself that the code cites are listed in EXTERNAL, with the
 header that holds them; when torch is installed, the header is checked to still hold the Note.
 
+Cited paths: in the comments of C++, Python (``#`` comments and docstrings, where Note bodies live
+too), CMake and shell files, a token that starts with one of this repository's top-level directories
+(PATH_DIRS: ``csrc/``, ``tools/``, ...) or with a directory of an include root (``mlu_runtime/``,
+``mlu_kernels/``, ``torch_mlu/``) must name a file or directory that exists: under the repository
+root, under an include root (INCLUDE_ROOTS: ``mlu_runtime/host_trap.h``), or next to the citing file
+(``csrc/muladd.cpp`` in examples/extension/setup.py). PyTorch's own paths (``torch/csrc/...``,
+``ATen/...``, ``aten/src/...``) start elsewhere and are not checked; neither are code and string
+literals (tests build made-up trees), Markdown, globs (``kernels/src/*.cpp``), paths under the
+root .gitignore's anchored entries (``benchmarks/results/``: outputs the tools write), and the other
+projects' files in EXTERNAL_PATHS.
+
     python tools/check_notes.py [--root DIR] [--list]
 """
 import argparse
+import ast
 import importlib.util
+import io
 import os
 import pathlib
 import re
 import sys
+import tokenize
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -44,6 +59,19 @@ SELF = {"tools/check_notes.py", "tests/test_notes.py"}
 EXTERNAL = {
     "Acquire lock when using random generators": "c10/core/GeneratorImpl.h",
 }
+
+# Top-level directories of this repository: a comment's token starting with one of them names our file.
+PATH_DIRS = ("csrc", "runtime", "kernels", "torch_mlu", "tools", "tests", "docs", "benchmarks", "examples", "cmake",
+             ".ci")
+# Include roots (relative to the root; the root itself is one too): `#include <mlu_runtime/queue.h>` and a comment
+# citing mlu_runtime/queue.h name runtime/include/mlu_runtime/queue.h. The directories in them start cited paths too.
+INCLUDE_ROOTS = ("runtime/include", "kernels/include", "torch_mlu/_inductor/include")
+# Paths of other projects that a comment here cites, and whose they are.
+EXTERNAL_PATHS = {
+    "csrc/adam/multi_tensor_adam.cu": "DeepSpeed's (the reference of tests/test_optimizers.py)",
+}
+CXX_SUFFIXES = (".cpp", ".cc", ".c", ".h", ".hpp", ".inc")
+HASH_COMMENT_SUFFIXES = (".cmake", ".sh")  # and CMakeLists.txt
 
 # "Note" and a bracketed title, possibly wrapped over lines (joined before matching), or "Notes" and a
 # list of them ("Notes [A], [B] and [C]").
@@ -121,6 +149,105 @@ def scan_file(path, rel):
     return definitions, references
 
 
+# A C++ comment, or a literal that may hold what looks like one: a raw string, a string, a character (a ' after a
+# letter or digit separates digits: 1'000).
+CXX_COMMENT_OR_LITERAL = re.compile(r"""(//[^\n]*|/\*.*?(?:\*/|\Z))|R"([^(\s]*)\(.*?\)\2"|"(?:\\.|[^"\\\n])*"|"""
+                                    r"""(?<!\w)'(?:\\.|[^'\\\n])*'""", re.S)
+
+
+def _cxx_comment_spans(text):
+    return [m.span(1) for m in CXX_COMMENT_OR_LITERAL.finditer(text) if m.group(1) is not None]
+
+
+def _python_comment_spans(text):
+    """The comments and docstrings of Python source (none if it does not parse)."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+        tree = ast.parse(text)
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return []
+    starts = [0]
+    for line in text.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+
+    def offset(line, col):
+        return starts[line - 1] + col
+
+    spans = [(offset(*t.start), offset(*t.end)) for t in tokens if t.type == tokenize.COMMENT]
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                # Columns are in UTF-8 bytes; the docstring's whole lines are close enough.
+                spans.append((offset(first.lineno, 0), offset(first.end_lineno + 1, 0) - 1))
+    return spans
+
+
+def _hash_comment_spans(text):
+    spans, start = [], 0
+    for line in text.split("\n"):
+        m = re.search(r"(?:^|\s)#", line)
+        if m:
+            spans.append((start + m.end() - 1, start + len(line)))
+        start += len(line) + 1
+    return spans
+
+
+def comment_spans(rel, text):
+    """(start, end) offsets of the comments (and Python docstrings) of a source file; none for other files."""
+    if rel.endswith(CXX_SUFFIXES):
+        return _cxx_comment_spans(text)
+    if rel.endswith(".py"):
+        return _python_comment_spans(text)
+    if rel.endswith(HASH_COMMENT_SUFFIXES) or rel.rsplit("/", 1)[-1] == "CMakeLists.txt":
+        return _hash_comment_spans(text)
+    return []
+
+
+class PathChecker:
+    """Which cited repository paths exist under one root."""
+
+    def __init__(self, root):
+        self.root = root
+        self.include_roots = [root / r for r in INCLUDE_ROOTS if (root / r).is_dir()]
+        firsts = set(PATH_DIRS)
+        for include in self.include_roots:
+            firsts.update(p.name for p in include.iterdir() if p.is_dir())
+        alternatives = "|".join(re.escape(d) for d in sorted(firsts, key=len, reverse=True))
+        # Not inside a longer path (torch/csrc/..., a URL).
+        self.pattern = re.compile(rf"(?<![\w./-])(?:{alternatives})/[\w./-]*")
+        self.outputs = []
+        gitignore = root / ".gitignore"
+        if gitignore.is_file():
+            for line in gitignore.read_text(encoding="utf-8", errors="replace").splitlines():
+                if line.startswith("/") and not any(ch in line for ch in "*?["):
+                    self.outputs.append(line.strip("/"))
+
+    def exists(self, cited, citing_dir):
+        if cited in EXTERNAL_PATHS:
+            return True
+        bare = cited.rstrip("/")
+        if any(bare == o or bare.startswith(o + "/") for o in self.outputs):
+            return True
+        return any((base / bare).exists() for base in (self.root, *self.include_roots, citing_dir))
+
+    def missing(self, path, rel, text):
+        """(line, cited path) of each path `text`'s comments cite that does not exist."""
+        absent = []
+        for m in self.pattern.finditer(text):
+            if text[m.end():m.end() + 1] in ("*", "{", "<"):
+                continue  # a glob or a template: kernels/src/*.cpp, build-<name>/
+            cited = m.group().rstrip(".-")  # a sentence's period is not part of it
+            if not self.exists(cited, path.parent):
+                absent.append((m.start(), cited))
+        if not absent:
+            return []  # the common case: no need to find the comments
+        spans = comment_spans(rel, text)
+        return [(text.count("\n", 0, start) + 1, cited) for start, cited in absent
+                if any(s <= start < e for s, e in spans)]
+
+
 def torch_include_dir():
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.submodule_search_locations:
@@ -130,12 +257,19 @@ def torch_include_dir():
 
 
 def check(root):
-    """(problems, definitions, references); problems are printable lines."""
-    definitions, references = {}, []
+    """(problems, definitions, references, cited paths); problems are printable lines."""
+    definitions, references, path_problems, paths = {}, [], [], PathChecker(root)
     for path in source_files(root):
         rel = path.relative_to(root).as_posix()
         if rel in SELF:
             continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            text = None
+        if text is not None:
+            path_problems.extend(f"{rel}:{line}: cites {cited}, which does not exist"
+                                 for line, cited in paths.missing(path, rel, text))
         defs, refs = scan_file(path, rel)
         for title, line in defs:
             definitions.setdefault(title, []).append(f"{rel}:{line}")
@@ -153,7 +287,7 @@ def check(root):
                             f"which no longer holds it")
             continue
         problems.append(f"{where}: Note [{title}] is defined nowhere")
-    return problems, definitions, references
+    return problems, definitions, references, path_problems
 
 
 def main(argv=None):
@@ -161,7 +295,7 @@ def main(argv=None):
     parser.add_argument("--root", type=pathlib.Path, default=ROOT, help="repository root (default: this checkout)")
     parser.add_argument("--list", action="store_true", help="also list every definition")
     args = parser.parse_args(argv)
-    problems, definitions, references = check(args.root.resolve())
+    problems, definitions, references, path_problems = check(args.root.resolve())
     if args.list:
         for title in sorted(definitions):
             print(f"Note [{title}]: {', '.join(definitions[title])}")
@@ -169,8 +303,14 @@ def main(argv=None):
         print(f"{len(problems)} dangling Note reference(s):")
         for line in problems:
             print("  " + line)
+    if path_problems:
+        print(f"{len(path_problems)} cited path(s) that do not exist:")
+        for line in path_problems:
+            print("  " + line)
+    if problems or path_problems:
         return 1
-    print(f"check_notes: {len(definitions)} Notes, {len(references)} references, none dangling")
+    print(f"check_notes: {len(definitions)} Notes, {len(references)} references, none dangling; "
+          "every cited path exists")
     return 0
 
 

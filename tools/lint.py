@@ -4,7 +4,8 @@
 Each check prints one line, "ok" or what is wrong; the script exits 1 if any check failed.
 
 - layering: runtime/ and kernels/ include no torch header (docs/design.md: the torch-free layers).
-- notes: every Note reference names a Note that exists (tools/check_notes.py).
+- notes: every Note reference names a Note that exists, and every repository path a comment cites exists
+  (tools/check_notes.py).
 - generated: the committed generated files are current (their generators' --check).
 - hygiene: no build output is tracked (object files, ninja and CMake files, build folders, compiled Python).
 - trap-skips: no test decides for itself to skip under the host-access trap; the `untrapped` marker does

@@ -3,7 +3,7 @@
 //
 // State = (seed, offset). Every random op takes the current pair and advances
 // the offset by one (philox_engine_inputs); its element with logical index i
-// draws philox(seed, subsequence = i, offset) (see kernels/random.h). So
+// draws philox(seed, subsequence = i, offset) (see mlu_kernels/random.h). So
 // results depend only on the seed and on how many random ops ran before —
 // not on device threads, streams or memory layout — and saving (seed,
 // offset) with get_state() reproduces the sequence. get_state()/set_state()

@@ -48,8 +48,10 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, RangeFn fn);
 // Note [Teams]
 // A team runs one body on several threads at once (SPMD, OpenMP's
 // `parallel` region), for code that splits its own work by member index and
-// waits for its fellow members (compiled Inductor kernels; see
-// csrc/inductor/CompiledKernelApi.h). parallel_team(requested, fn) calls
+// waits for its fellow members (compiled Inductor kernels, whose OpenMP
+// regions run as teams: see the GOMP entry points of
+// torch_mlu/_inductor/include/torch_mlu/compiled_kernel_api.h, implemented
+// in csrc/inductor/CompiledKernelLaunch.cpp). parallel_team(requested, fn) calls
 // fn() on `size` threads concurrently, member 0 on the caller, the others on
 // the pool's threads, and returns when all are done; inside, team_member()
 // and team_size() say who is who, team_barrier() waits for every member and
