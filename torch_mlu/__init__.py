@@ -54,10 +54,10 @@ def _check_torch_version():
 _check_torch_version()
 
 from . import _C  # noqa: E402  loads libtorch_mlu: kernels, device guard, hooks, allocator
-from . import _autograd_exit, _cpu_defaults, _dlpack, mlu  # noqa: E402
+from . import _autograd_exit, _cpu_defaults, _dlpack, mlu, patches  # noqa: E402
 
 __version__ = version.__version__
-__all__ = ["fallback_report", "get_git_version", "reset_fallback_report"]
+__all__ = ["fallback_report", "get_git_version", "patches", "reset_fallback_report"]
 
 
 class _SubmoduleAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -82,7 +82,8 @@ class _SubmoduleAlias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         # The import system returns what sys.modules holds under the name once this returns.
-        sys.modules[module.__name__] = importlib.import_module("torch_mlu.mlu." + module.__name__[len(self.PREFIX):])
+        alias = importlib.import_module("torch_mlu.mlu." + module.__name__[len(self.PREFIX):])
+        sys.modules[module.__name__] = alias  # not a patch: a loader's result, as every loader's
 
 
 def _register_backend():
@@ -93,22 +94,25 @@ def _register_backend():
     if not hasattr(torch, "mlu"):
         torch._register_device_module("mlu", mlu)
     if not any(isinstance(finder, _SubmoduleAlias) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _SubmoduleAlias())
+        patches.add_member(sys.meta_path, _SubmoduleAlias(), "import torch.mlu.<name> gives torch_mlu.mlu.<name>",
+                           label="sys.meta_path")
     if not hasattr(torch.Tensor, "is_mlu"):
         torch.utils.generate_methods_for_privateuse1_backend(
             for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
         )
-    torch.version.mlu = version.__version__  # the software MLU's version, as torch.version.cuda is CUDA's
+    patches.set_attr(torch.version, "mlu", version.__version__,
+                     "the software MLU's version, as torch.version.cuda is CUDA's")
     if not hasattr(torch, "is_mlu_available"):
-        torch.is_mlu_available = mlu.is_available  # mmengine / mmcv look for it
+        patches.set_attr(torch, "is_mlu_available", mlu.is_available, "mmengine / mmcv look for it")
     _cpu_defaults.adopt_cpu_defaults()
     _dlpack.install()
     mlu.reductions.install()
     if not hasattr(torch.backends, "mlu"):
         from .backends import mlu as backends_mlu
 
-        torch.backends.mlu = backends_mlu
-        sys.modules["torch.backends.mlu"] = backends_mlu
+        patches.set_attr(torch.backends, "mlu", backends_mlu, "torch.backends.mlu, as torch.backends.cuda")
+        patches.set_item(sys.modules, "torch.backends.mlu", backends_mlu, "import torch.backends.mlu works",
+                         label="sys.modules")
 
 
 def fallback_report():

@@ -12,6 +12,8 @@ has no entry for it.
 """
 import torch
 
+from . import patches
+
 
 def adopt_cpu_defaults():
     try:
@@ -20,8 +22,9 @@ def adopt_cpu_defaults():
         return
     table = linear_cross_entropy_options._AUTO_DEFAULTS
     for (device, dtype), choice in list(table.items()):
-        if device == "cpu":
-            table.setdefault(("mlu", dtype), choice)
+        if device == "cpu" and ("mlu", dtype) not in table:
+            patches.set_item(table, ("mlu", dtype), choice, "mlu's auto policy for linear_cross_entropy is the CPU's",
+                             label="torch.nn.modules.linear_cross_entropy_options._AUTO_DEFAULTS")
     options = linear_cross_entropy_options.LinearCrossEntropyOptions
     resolve = options._resolve_auto_acc_dtype
     if getattr(resolve, "_mlu_as_cpu", False):
@@ -33,4 +36,5 @@ def adopt_cpu_defaults():
         return resolve(dtype, device)
 
     resolve_mlu_as_cpu._mlu_as_cpu = True
-    options._resolve_auto_acc_dtype = staticmethod(resolve_mlu_as_cpu)
+    patches.set_attr(options, "_resolve_auto_acc_dtype", staticmethod(resolve_mlu_as_cpu),
+                     "linear_cross_entropy's auto acc_dtype on mlu is the CPU's")

@@ -12,6 +12,8 @@ import torch
 from torch.overrides import has_torch_function_unary
 from torch.utils.dlpack import DLDeviceType
 
+from . import patches
+
 
 def install():
     original = torch.Tensor.__dlpack_device__
@@ -25,4 +27,5 @@ def install():
 
     __dlpack_device__._mlu_aware = True
     __dlpack_device__.__doc__ = original.__doc__
-    torch.Tensor.__dlpack_device__ = __dlpack_device__
+    patches.set_attr(torch.Tensor, "__dlpack_device__", __dlpack_device__,
+                     'mlu tensors answer kDLExtDev (torch tests device.type == "privateuse1")')

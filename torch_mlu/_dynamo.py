@@ -25,6 +25,8 @@ from typing import Any
 
 import torch
 
+from . import patches
+
 _DYNAMO = "torch._dynamo"
 
 
@@ -46,7 +48,7 @@ def _make_interface():
             # in the parent before they start (as for cuda).
             @staticmethod
             def set_device(device: int) -> None:
-                caching_worker_current_devices["mlu"] = device
+                caching_worker_current_devices["mlu"] = device  # not a patch: the worker API's own table
 
             @staticmethod
             def current_device() -> int:
@@ -65,7 +67,7 @@ def _make_interface():
                 if device is None:
                     device = MluInterface.Worker.current_device()
                 if "mlu" not in caching_worker_device_properties:
-                    caching_worker_device_properties["mlu"] = [
+                    caching_worker_device_properties["mlu"] = [  # not a patch: the worker API's own table
                         torch.mlu.get_device_properties(i) for i in range(torch.mlu.device_count())
                     ]
                 return caching_worker_device_properties["mlu"][device]
@@ -106,7 +108,7 @@ def register() -> None:
     register_interface_for_device("mlu", interface)
     for index in range(torch.mlu.device_count()):
         register_interface_for_device(f"mlu:{index}", interface)
-    trace_rules.add("torch_mlu")  # Note [Dynamo does not trace torch_mlu]
+    trace_rules.add("torch_mlu")  # not a patch: Dynamo's API (Note [Dynamo does not trace torch_mlu])
 
 
 class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -116,11 +118,12 @@ class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.name = name
         self.callback = callback
         self.loader = None
+        self.entry = None  # its patches entry, while it waits in sys.meta_path
 
     def find_spec(self, fullname, path, target=None):
         if fullname != self.name:
             return None
-        sys.meta_path.remove(self)  # let the other finders locate the module itself
+        patches.undo(self.entry)  # one-shot: out of sys.meta_path, so the other finders locate the module itself
         spec = importlib.util.find_spec(fullname)
         if spec is None or spec.loader is None:
             return spec
@@ -140,4 +143,6 @@ def register_when_dynamo_loads() -> None:
     if _DYNAMO in sys.modules:
         register()
     elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterImport(_DYNAMO, register))
+        finder = _AfterImport(_DYNAMO, register)
+        finder.entry = patches.add_member(sys.meta_path, finder, "registers mlu with Dynamo once it is imported",
+                                          label="sys.meta_path")

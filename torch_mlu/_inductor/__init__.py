@@ -12,6 +12,7 @@ from torch._inductor.codegen.common import register_backend_for_device, register
 from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
 from torch._inductor.scheduler import BaseSchedulerNode
 
+from .. import patches
 from . import config as mlu_config
 from . import graphs
 from .codegen import MluCppScheduling, MluCppWrapperCodegen, MluDeviceOpOverrides, MluPythonWrapperCodegen
@@ -33,7 +34,7 @@ register_backend_for_device("mlu", MluCppScheduling, MluPythonWrapperCodegen, Ml
 # hear "cpp", the language of MluCppScheduling. cuda_backend is read only for
 # devices that are not cpu, xpu, mps or tpu, so in this CUDA-less torch it
 # names mlu's backend alone.
-inductor_config.cuda_backend = "cpp"
+patches.set_attr(inductor_config, "cuda_backend", "cpp", "mlu generates C++ (Note [Inductor's view of mlu])")
 
 # Note [SIMD-only fusion passes]
 # Inductor's scheduler runs three loop-rewriting passes while fusing on every
@@ -41,9 +42,8 @@ inductor_config.cuda_backend = "cpp"
 # kernels; on C++ kernels they fail (they read SIMD node groups). mlu nodes use
 # the C++ scheduling, so the passes are turned off; CPU graphs never ran them,
 # and this process has no Triton device, so nothing else changes.
-inductor_config.loop_ordering_after_fusion = False
-inductor_config.loop_reindexing_after_fusion = False
-inductor_config.loop_index_inversion_in_fusion = False
+for _name in ("loop_ordering_after_fusion", "loop_reindexing_after_fusion", "loop_index_inversion_in_fusion"):
+    patches.set_attr(inductor_config, _name, False, "a SIMD-only pass (Note [SIMD-only fusion passes])")
 
 # Note [mlu takes Inductor's CPU heuristics]
 # Some of Inductor's lowering heuristics are tuned per device kind and ask
@@ -67,8 +67,8 @@ def _node_is_cpu_like(self):
     return device is not None and device.type in _CPU_LIKE
 
 
-inductor_ir.is_cpu = _is_cpu_like
-BaseSchedulerNode.is_cpu = _node_is_cpu_like
+patches.set_attr(inductor_ir, "is_cpu", _is_cpu_like, "Note [mlu takes Inductor's CPU heuristics]")
+patches.set_attr(BaseSchedulerNode, "is_cpu", _node_is_cpu_like, "Note [mlu takes Inductor's CPU heuristics]")
 
 # Note [Compiled code runs on its tensors' device]
 # A graph compiled for tensors on mlu:1 must run there whichever device is
@@ -87,7 +87,8 @@ def _mlu_device_need_guard(device: str) -> bool:
     return device == "mlu" or _device_need_guard(device)
 
 
-inductor_scheduler.device_need_guard = _mlu_device_need_guard
+patches.set_attr(inductor_scheduler, "device_need_guard", _mlu_device_need_guard,
+                 "Note [Compiled code runs on its tensors' device]")
 
 # Note [Pointwise results live on mlu]
 # A pointwise op mixing a 0-dim CPU tensor with device tensors (`s * x`,
@@ -104,6 +105,6 @@ def _mlu_is_gpu(device) -> bool:
     return device == "mlu" or _lowering_is_gpu(device)
 
 
-inductor_lowering.is_gpu = _mlu_is_gpu
+patches.set_attr(inductor_lowering, "is_gpu", _mlu_is_gpu, "Note [Pointwise results live on mlu]")
 
 graphs.install()  # Note [reduce-overhead on mlu]

@@ -30,6 +30,7 @@ from torch._inductor.cudagraph_utils import CUDAGraphPolicy
 from torch._inductor.output_code import get_expanded_dims
 
 import torch_mlu._C as _C
+from torch_mlu import patches
 
 _OVERWRITTEN = (
     "accessing an output of a compiled function run with torch.compile(mode=\"reduce-overhead\") on mlu that a "
@@ -152,7 +153,8 @@ def install():
     """Puts the policy in Inductor's config and lets graphs on one mlu device pass the device check."""
     from torch._inductor import config, cudagraph_utils
 
-    config.cudagraph_policy = MluGraphPolicy()
+    if not isinstance(config.cudagraph_policy, MluGraphPolicy):
+        patches.set_attr(config, "cudagraph_policy", MluGraphPolicy(), "reduce-overhead on mlu records MLU graphs")
     check = cudagraph_utils.check_multiple_devices_or_any_cpu_nodes
     if getattr(check, "_mlu", False):
         return
@@ -164,7 +166,8 @@ def install():
         return check(device_node_mapping)
 
     check_multiple_devices_or_any_cpu_nodes._mlu = True
-    cudagraph_utils.check_multiple_devices_or_any_cpu_nodes = check_multiple_devices_or_any_cpu_nodes
+    patches.set_attr(cudagraph_utils, "check_multiple_devices_or_any_cpu_nodes",
+                     check_multiple_devices_or_any_cpu_nodes, "a graph on one mlu device may be recorded")
 
     # Inductor asks CUDA's caching allocator whenever torch.cuda.is_available(), which under gpu_migration is
     # torch.mlu's answer in a torch built without CUDA: its bindings are absent, and mlu graphs need no such check.
@@ -175,4 +178,5 @@ def install():
             return None
         return check_allocator()
 
-    cudagraph_utils.check_caching_allocator_for_cudagraphs = check_caching_allocator_for_cudagraphs
+    patches.set_attr(cudagraph_utils, "check_caching_allocator_for_cudagraphs", check_caching_allocator_for_cudagraphs,
+                     "no CUDA allocator to ask in a CUDA-less torch (under gpu_migration)")

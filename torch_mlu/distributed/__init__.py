@@ -11,7 +11,7 @@ Gloo lacks, agreement checks): Note [cncl over Gloo] in
 
 import torch.distributed as dist
 
-from .. import _C
+from .. import _C, patches
 
 ProcessGroupCNCL = _C.ProcessGroupCNCL
 
@@ -51,5 +51,5 @@ def _register():
         return
     if "cncl" not in dist.Backend.backend_list:
         dist.Backend.register_backend("cncl", _create_cncl, extended_api=True, devices=["mlu"])
-    dist.ProcessGroupCNCL = ProcessGroupCNCL
-    dist.is_cncl_available = is_cncl_available
+    patches.set_attr(dist, "ProcessGroupCNCL", ProcessGroupCNCL, "as dist.ProcessGroupNCCL is CUDA's")
+    patches.set_attr(dist, "is_cncl_available", is_cncl_available, "as dist.is_nccl_available")

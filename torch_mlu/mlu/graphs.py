@@ -17,6 +17,7 @@ from typing import Optional, Union
 import torch
 
 import torch_mlu._C as _C
+from torch_mlu import patches
 
 __all__ = ["MLUGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "make_graphed_callables"]
 
@@ -340,7 +341,8 @@ def _install_optimizer_capture_check() -> None:
             self._warned_capturable_if_run_uncaptured = True
 
     _accelerator_graph_capture_health_check._mlu_checks = True
-    Optimizer._accelerator_graph_capture_health_check = _accelerator_graph_capture_health_check
+    patches.set_attr(Optimizer, "_accelerator_graph_capture_health_check", _accelerator_graph_capture_health_check,
+                     "optimizers check MLU graph capture as they check CUDA's")
 
 
 _install_optimizer_capture_check()

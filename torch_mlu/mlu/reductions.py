@@ -32,6 +32,7 @@ import torch
 from torch.multiprocessing import reductions as _reductions
 
 import torch_mlu
+from torch_mlu import patches
 
 _torch_reduce_storage = _reductions.reduce_storage
 
@@ -75,7 +76,7 @@ def rebuild_mlu_storage(cls, device, df, nbytes, offset=0):
         if storage is not None:
             return storage
         storage = torch.UntypedStorage._new_shared_mlu(device, fd, nbytes, offset)
-        _reductions.shared_cache[key] = _reductions.StorageWeakRef(storage)
+        _reductions.shared_cache[key] = _reductions.StorageWeakRef(storage)  # not a patch: torch's cache, as torch's
         return storage
     finally:
         os.close(fd)
@@ -91,7 +92,8 @@ def reduce_storage(storage):
     if storage.nbytes() == 0:
         return (rebuild_empty_mlu_storage, (type(storage), storage.device.index))
     device, fd, nbytes, offset = storage._share_mlu_()
-    _reductions.shared_cache[_cache_key(fd, offset, nbytes)] = _reductions.StorageWeakRef(storage)
+    cache_key = _cache_key(fd, offset, nbytes)
+    _reductions.shared_cache[cache_key] = _reductions.StorageWeakRef(storage)  # not a patch: torch's cache, as torch's
     return (rebuild_mlu_storage, (type(storage), device, multiprocessing.reduction.DupFd(fd), nbytes, offset))
 
 
@@ -111,13 +113,19 @@ def install():
     """Replaces PyTorch's storage reducer and registers the event reducer; adds the Cambricon-named methods."""
     if _reductions.reduce_storage is reduce_storage:
         return
-    torch.UntypedStorage._share_mlu_ = _share_mlu_
-    torch.UntypedStorage._new_shared_mlu = classmethod(_new_shared_mlu)
-    torch.TypedStorage._share_mlu_ = _typed_share_mlu_
-    torch.TypedStorage._new_shared_mlu = classmethod(_typed_new_shared_mlu)
-    _reductions.reduce_storage = reduce_storage
-    _reductions.init_reductions()  # registers the module's reducers again, ours among them
-    multiprocessing.reduction.ForkingPickler.register(torch.Event, reduce_event)
+    methods = "Cambricon's torch_mlu names for sharing an mlu storage"
+    patches.set_attr(torch.UntypedStorage, "_share_mlu_", _share_mlu_, methods)
+    patches.set_attr(torch.UntypedStorage, "_new_shared_mlu", classmethod(_new_shared_mlu), methods)
+    patches.set_attr(torch.TypedStorage, "_share_mlu_", _typed_share_mlu_, methods)
+    patches.set_attr(torch.TypedStorage, "_new_shared_mlu", classmethod(_typed_new_shared_mlu), methods)
+    patches.set_attr(_reductions, "reduce_storage", reduce_storage,
+                     "mlu storages are shared in place (torch's reducer shares CPU memory only)")
+    reducers = multiprocessing.reduction.ForkingPickler._extra_reducers
+    label = "multiprocessing.reduction.ForkingPickler._extra_reducers"
+    with patches.recording_items(reducers, "torch's reducers again: ours for storages, torch.mlu's storage classes",
+                                 label=label):
+        _reductions.init_reductions()
+    patches.set_item(reducers, torch.Event, reduce_event, "mlu events pickle (as already complete)", label=label)
 
 
 def ipc_collect():

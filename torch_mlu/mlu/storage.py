@@ -10,6 +10,8 @@ import torch
 from torch._utils import classproperty
 from torch.storage import _LegacyStorage, _warn_typed_storage_removal
 
+from .. import patches
+
 _DTYPES = {
     "ByteStorage": torch.uint8,
     "CharStorage": torch.int8,
@@ -52,7 +54,8 @@ def _make(name, dtype):
         "__module__": "torch.mlu",
         "__doc__": f"Legacy typed storage of {dtype} on mlu.",
     })
-    torch._storage_classes.add(cls)
+    patches.add_member(torch._storage_classes, cls, "torch.is_storage and serialization know torch.mlu's storages",
+                       label="torch._storage_classes")
     return cls
 
 

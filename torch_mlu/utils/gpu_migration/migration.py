@@ -196,9 +196,10 @@ def _patch_serialization(patcher):
         return None
 
     entry = (19, lambda storage: None, restore_on_mlu)  # before torch's cuda entry (priority 20)
-    torch.serialization._package_registry.append(entry)
-    torch.serialization._package_registry.sort(key=lambda e: e[0])
-    patcher.call_on_undo(lambda: torch.serialization._package_registry.remove(entry))
+    registry = torch.serialization._package_registry
+    registry.append(entry)  # undone by the call_on_undo below
+    registry.sort(key=lambda e: e[0])  # undone by removing the entry: the others were in order
+    patcher.call_on_undo(functools.partial(registry.remove, entry))
 
 
 def _to_cncl(backend):
