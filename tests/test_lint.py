@@ -3,6 +3,7 @@
 The layering rule (runtime/ and kernels/ include no torch header) lived here before the lint stage ran it.
 """
 import importlib.util
+import pathlib
 import subprocess
 import sys
 
@@ -15,7 +16,8 @@ lint = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(lint)
 
 
-@pytest.mark.parametrize("rule", ["layering", "hygiene", "trap-skips", "changed-lines", "docs-links"])
+@pytest.mark.parametrize("rule", ["layering", "hygiene", "trap-skips", "device-pointers", "changed-lines",
+                                  "docs-links"])
 def test_the_checkout_passes(rule):
     result = subprocess.run([sys.executable, f"{REPO}/tools/lint.py", "--only", rule], capture_output=True,
                             text=True, timeout=120, cwd=REPO)
@@ -111,3 +113,88 @@ def test_changed_lines_are_held_to_the_style_and_older_lines_are_not(tmp_path, m
     problems = lint.check_changed_lines()
     assert any(p.startswith("a.py:3: 139 columns") for p in problems), problems
     assert any(p.startswith("a.cpp: line 2 is not formatted") for p in problems), problems
+
+
+ACCESSOR = "device_ptr<T>(tensor) (device_ptr(ptr) for a raw pointer) from csrc/core/MLULaunch.h"
+
+
+def test_the_checkout_translates_every_device_pointer():
+    assert lint.check_device_pointers() == []
+
+
+def test_a_tensor_pointer_inside_a_closure_fails():
+    text = ("void f(const at::Tensor& x, at::Tensor& out) {\n"
+            "  float* o = torch_mlu::device_ptr<float>(out);\n"
+            "  const float* p = x.data_ptr<float>();  // outside: host code may hold it\n"
+            "  launch_kernel(0, \"f(x)\", [=](mlu::TaskContext& ctx) {\n"
+            "    // x.data_ptr() in a comment, and in a string:\n"
+            "    if (o == nullptr) ctx.fail(\"no data_ptr()\");\n"
+            "    o[0] = x.data_ptr<float>()[0];\n"
+            "    o[1] = *static_cast<const float*>(\n"
+            "        x.const_data_ptr());\n"
+            "  });\n"
+            "  launch_small_kernel(0, \"g\", [=] { o[2] = x.mutable_data_ptr<float>()[0]; });\n"
+            "  o = out.data_ptr<float>();\n"
+            "}\n")
+    problems = lint.device_pointer_problems("csrc/aten/ops/F.cpp", text)
+    assert [p.split(": ")[0] for p in problems] == ["csrc/aten/ops/F.cpp:7", "csrc/aten/ops/F.cpp:9",
+                                                    "csrc/aten/ops/F.cpp:11"], problems
+    assert "inside a launch_kernel closure" in problems[0] and f"capture {ACCESSOR}" in problems[0]
+    assert "inside a launch_small_kernel closure" in problems[2]
+
+
+def test_a_data_ptr_injected_into_a_real_closure_fails():
+    """The rule reads the closures as the op files write them: one injected data_ptr in each file's first
+    launch_kernel lambda is found, on its line."""
+    checked = 0
+    for path in sorted(pathlib.Path(REPO, "csrc", "aten").rglob("*.cpp")):
+        text = path.read_text()
+        code = lint.code_only(text)
+        braces = [code.find("{", launch.end(), end) for launch, end in lint.launch_calls(code)]
+        brace = next((b for b in braces if b >= 0), -1)
+        if brace < 0:
+            continue
+        injected = text[:brace + 1] + " (void)self.data_ptr<float>();" + text[brace + 1:]
+        name = str(path.relative_to(REPO))
+        assert lint.device_pointer_problems(name, text) == []
+        problems = lint.device_pointer_problems(name, injected)
+        assert problems == [p for p in problems if p.startswith(f"{name}:{text.count(chr(10), 0, brace) + 1}: ")]
+        assert len(problems) == 1, problems
+        checked += 1
+    assert checked >= 20
+
+
+@pytest.mark.parametrize("line, spelling", [
+    ("void* p = mlu::mluDevicePointer(t.data_ptr());", "mluDevicePointer"),
+    ("auto* p = static_cast<float*>(kernel_data(t));", "kernel_data"),
+    ("const float* p = torch_mlu::device_data<const float>(t);", "device_data"),
+])
+def test_the_other_spellings_fail_outside_the_allowlist(line, spelling):
+    problems = lint.device_pointer_problems("csrc/aten/ops/F.cpp", f"#include <x.h>\n{line}\n")
+    assert len(problems) == 1 and problems[0].startswith(f"csrc/aten/ops/F.cpp:2: {spelling} ")
+    assert f"use {ACCESSOR}" in problems[0]
+    assert lint.device_pointer_problems("csrc/aten/ops/F.cpp", f"// {line}\n") == []  # a comment
+    assert lint.device_pointer_problems("runtime/src/memcpy.cpp", f"{line}\n") == []
+    assert lint.device_pointer_problems("csrc/core/MLULaunch.h", f"{line}\n") == []
+
+
+def test_including_host_trap_fails_outside_the_allowlist():
+    for include in ("#include <mlu_runtime/host_trap.h>", '#include "mlu_runtime/host_trap.h"'):
+        problems = lint.device_pointer_problems("csrc/aten/ops/F.cpp", f"{include}\n")
+        assert len(problems) == 1 and problems[0].startswith("csrc/aten/ops/F.cpp:1: includes mlu_runtime/host_trap.h")
+        assert lint.device_pointer_problems("runtime/src/host_trap.cpp", f"{include}\n") == []
+
+
+def test_every_allowed_file_has_a_reason_and_exists():
+    for path, reason in lint.DEVICE_POINTER_ALLOWED.items():
+        assert reason.strip() and pathlib.Path(REPO, path).exists(), path
+
+
+def test_the_rule_reads_a_tree_outside_git(tmp_path, monkeypatch):
+    (tmp_path / "csrc" / "aten").mkdir(parents=True)
+    (tmp_path / "csrc" / "aten" / "bad.cpp").write_text("void* p = mlu::mluDevicePointer(q);\n")
+    (tmp_path / "runtime").mkdir()
+    (tmp_path / "runtime" / "ok.cpp").write_text("void* p = mlu::mluDevicePointer(q);\n")
+    monkeypatch.setattr(lint, "ROOT", tmp_path)
+    problems = lint.check_device_pointers()
+    assert len(problems) == 1 and problems[0].startswith("csrc/aten/bad.cpp:1: mluDevicePointer")

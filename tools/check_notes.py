@@ -31,7 +31,7 @@ root, under an include root (INCLUDE_ROOTS: ``mlu_runtime/host_trap.h``), or nex
 ``ATen/...``, ``aten/src/...``) start elsewhere and are not checked; neither are code and string
 literals (tests build made-up trees), Markdown, globs (``kernels/src/*.cpp``), paths under the
 root .gitignore's anchored entries (``benchmarks/results/``: outputs the tools write), and the other
-projects' files in EXTERNAL_PATHS.
+projects' files in EXTERNAL_PATHS. Files git ignores are not scanned at all.
 
     python tools/check_notes.py [--root DIR] [--list]
 """
@@ -42,6 +42,7 @@ import io
 import os
 import pathlib
 import re
+import subprocess
 import sys
 import tokenize
 
@@ -90,6 +91,19 @@ def normalise(title):
 
 
 def source_files(root):
+    """The files to scan, less those git ignores (build output such as the headers installed into torch_mlu/)."""
+    files = list(candidate_files(root))
+    relative = [str(path.relative_to(root)) for path in files]
+    try:
+        ignored = subprocess.run(["git", "check-ignore", "--stdin"], cwd=root, input="\n".join(relative),
+                                 capture_output=True, text=True).stdout.split("\n")
+    except OSError:  # no git: scan everything
+        ignored = []
+    ignored = set(ignored)
+    return [path for path, rel in zip(files, relative) if rel not in ignored]
+
+
+def candidate_files(root):
     for name in SCAN_FILES:
         path = root / name
         if path.is_file():

@@ -11,6 +11,10 @@ Each check prints one line, "ok" or what is wrong; the script exits 1 if any che
 - trap-skips: no test decides for itself to skip under the host-access trap; the `untrapped` marker does
   (tests/conftest.py), so every test runs in one pass of `make test` or the other.
 - ruff: the Python tree passes the rules in pyproject.toml.
+- device-pointers: kernels take their pointers from device_ptr (Note [Device pointers] in csrc/core/MLULaunch.h):
+  no mluDevicePointer, kernel_data, device_data or host_trap.h include outside DEVICE_POINTER_ALLOWED, and no
+  tensor data_ptr() inside a launch_kernel call (its closure), so a forgotten translation fails here rather than
+  only under the host-access trap.
 - docs-links: every relative link in a Markdown file tracked by git ([text](path), [label]: path) names a file
   or folder that exists; web and mail links, pure #anchors and code are not checked, and a #fragment is dropped.
 - changed lines: every line changed since the lint stage came in (the parent of the commit that added
@@ -217,6 +221,8 @@ def check_changed_lines():
     if cxx and formatter is None:
         return problems + ["clang-format is not installed (tools/bootstrap.sh installs Debian's clang-format)"]
     for path, numbers in sorted(cxx.items()):
+        if not numbers:
+            continue  # only deletions: no --lines would format the whole file
         ranges = [f"--lines={n}:{n}" for n in sorted(numbers)]
         result = run(formatter, "--style=file", "--dry-run", "--Werror", *ranges, path)
         if result.returncode != 0:
@@ -227,6 +233,100 @@ def check_changed_lines():
     return problems
 
 
+# Note [Device pointers] (csrc/core/MLULaunch.h): a kernel dereferences only what device_ptr returned. These
+# files may spell the translation themselves (a path ending in "/" covers a folder).
+DEVICE_POINTER_ALLOWED = {
+    "csrc/core/MLULaunch.h": "the accessor itself: device_ptr is mlu::mluDevicePointer of the tensor's data",
+    "runtime/": "the runtime: mluDevicePointer is its C API (host_trap.h), its copies translate internally and "
+                "its tests exercise the translation",
+}
+DEVICE_POINTER_ACCESSOR = "device_ptr<T>(tensor) (device_ptr(ptr) for a raw pointer) from csrc/core/MLULaunch.h"
+# The other spellings of the translation, and the header that offers it.
+OTHER_DEVICE_POINTERS = re.compile(r"\b(mluDevicePointer\s*\(|kernel_data\s*\(|device_data\s*<)")
+HOST_TRAP_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]mlu_runtime/host_trap\.h[>"]')
+LAUNCH = re.compile(r"\blaunch_(small_)?kernel\s*\(")
+DATA_PTR = re.compile(r"\b(data_ptr|mutable_data_ptr|const_data_ptr)\s*[(<]")
+
+
+def code_only(text):
+    """text with comments and the contents of string and character literals blanked (newlines kept)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out.append(" " * (end - i))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            out.append("".join(ch if ch == "\n" else " " for ch in text[i:end]))
+            i = end
+        elif c in "\"'" and not (c == "'" and i > 0 and text[i - 1].isalnum()):  # 1'000 is a digit separator
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + " " * (min(j, n) - i - 1) + (c if j < n and text[j] == c else ""))
+            i = j + 1 if j < n and text[j] == c else j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def launch_calls(code):
+    """(match of `launch_kernel(`, offset past its closing parenthesis) for each launch in `code` (code_only's)."""
+    for launch in LAUNCH.finditer(code):
+        depth, end = 1, launch.end()
+        while end < len(code) and depth:
+            depth += {"(": 1, ")": -1}.get(code[end], 0)
+            end += 1
+        yield launch, end
+
+
+def device_pointer_problems(path, text):
+    """The device-pointer rule for one file: `path` relative to the root, `text` its contents."""
+    if any(path == allowed or (allowed.endswith("/") and path.startswith(allowed))
+           for allowed in DEVICE_POINTER_ALLOWED):
+        return []
+    problems = []
+    code = code_only(text)
+    for number, (line, raw) in enumerate(zip(code.splitlines(), text.splitlines()), 1):
+        if HOST_TRAP_INCLUDE.search(raw):
+            problems.append(f"{path}:{number}: includes mlu_runtime/host_trap.h for the device-pointer "
+                            f"translation; use {DEVICE_POINTER_ACCESSOR}")
+        for match in OTHER_DEVICE_POINTERS.finditer(line):
+            problems.append(f"{path}:{number}: {match.group(1).rstrip('(<').strip()} translates a device pointer "
+                            f"by hand; use {DEVICE_POINTER_ACCESSOR}")
+    # A tensor's own pointer inside a kernel launch (its closure): the host address, not the device's.
+    for launch, end in launch_calls(code):
+        for match in DATA_PTR.finditer(code, launch.end(), end):
+            number = code.count("\n", 0, match.start()) + 1
+            problems.append(f"{path}:{number}: {match.group(1)}() inside a {launch.group(0).rstrip('( ')} "
+                            f"closure is the host's address of the tensor's memory; capture "
+                            f"{DEVICE_POINTER_ACCESSOR} outside the closure")
+    return problems
+
+
+def device_pointer_sources():
+    """The C++ files the device-pointer rule reads: tracked or not ignored (outside git: the source folders)."""
+    result = run("git", "ls-files", "--cached", "--others", "--exclude-standard")
+    if result.returncode == 0:
+        names = sorted(set(result.stdout.split()))
+    else:
+        names = sorted(str(p.relative_to(ROOT)) for folder in ("csrc", "runtime", "kernels", "examples", "torch_mlu")
+                       for p in (ROOT / folder).rglob("*") if p.is_file())
+    return [name for name in names if name.endswith(CXX_SUFFIXES) and (ROOT / name).is_file()]
+
+
+def check_device_pointers():
+    problems = []
+    for name in device_pointer_sources():
+        problems += device_pointer_problems(name, (ROOT / name).read_text(errors="replace"))
+    return problems
+
+
 CHECKS = {
     "layering": check_layering,
     "notes": check_notes,
@@ -234,6 +334,7 @@ CHECKS = {
     "hygiene": check_hygiene,
     "trap-skips": check_trap_skips,
     "ruff": check_ruff,
+    "device-pointers": check_device_pointers,
     "docs-links": check_doc_links,
     "changed-lines": check_changed_lines,
 }

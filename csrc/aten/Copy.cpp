@@ -17,7 +17,6 @@
 #include "csrc/core/MLUHostAllocator.h"
 #include "csrc/core/MLUTrace.h"
 
-#include <mlu_runtime/host_trap.h>
 #include "csrc/graphs/MLUGraph.h"
 
 namespace torch_mlu {
@@ -234,8 +233,8 @@ void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
   const Collapsed& layout = *collapsed;
   const mlu::kernels::Shape shape = layout.shape;
   const mlu::kernels::Strides dst_strides = layout.first, src_strides = layout.second;
-  void* out = mlu::mluDevicePointer(dst.data_ptr());
-  const void* in = mlu::mluDevicePointer(src.const_data_ptr());
+  void* out = device_ptr(dst);
+  const void* in = device_ptr<const void>(src);
   launch_kernel(dst.device().index(), "copy_", [=] {
     mlu::kernels::copy(out, dst_type, dst_strides, in, src_type, src_strides, shape);
   });

@@ -53,7 +53,7 @@ mlu::kernels::Operand kernel_operand(const at::Tensor& t, const char* op) {
 }
 
 mlu::kernels::Operand kernel_operand(const at::Tensor& t, const mlu::kernels::Strides& strides, const char* op) {
-  return {kernel_data(t), require_kernel_dtype(t.scalar_type(), op), strides};
+  return {const_cast<void*>(device_ptr<const void>(t)), require_kernel_dtype(t.scalar_type(), op), strides};
 }
 
 Collapsed collapse_dims(at::IntArrayRef sizes, at::IntArrayRef first, at::IntArrayRef second) {

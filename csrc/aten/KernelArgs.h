@@ -14,7 +14,6 @@
 #include <mlu_kernels/dtype.h>
 #include <mlu_kernels/layout.h>
 #include <mlu_kernels/pointwise.h>
-#include <mlu_runtime/host_trap.h>
 
 #include "csrc/core/MLUException.h"
 #include "csrc/core/MLUFunctions.h"
@@ -41,12 +40,6 @@ inline bool has_move_kernel(const at::Tensor& t) {
 }
 // Like kernel_dtype, but throws a clear error naming `op` when unsupported.
 mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* op);
-
-// t's data for a kernel argument; nullptr for an undefined (optional) tensor.
-// It is the address device code uses (Note [Host-access trap] in mlu_runtime/host_trap.h).
-inline void* kernel_data(const at::Tensor& t) {
-  return t.defined() ? mlu::mluDevicePointer(const_cast<void*>(t.const_data_ptr())) : nullptr;
-}
 
 mlu::kernels::Shape kernel_shape(const at::Tensor& t);
 // t's strides (zero beyond t.dim()).

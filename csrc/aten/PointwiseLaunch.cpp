@@ -8,7 +8,6 @@
 #include <ATen/native/Resize.h>
 #include <c10/core/DynamicCast.h>
 #include <mlu_kernels/select.h>
-#include <mlu_runtime/host_trap.h>
 
 #include "csrc/aten/KernelArgs.h"
 
@@ -134,7 +133,7 @@ void fill_and_launch(const at::TensorIteratorBase& iter, PointwiseOp op, k::Scal
       }
       continue;
     }
-    task.data[i] = mlu::mluDevicePointer(iter.data_ptr(i));
+    task.data[i] = device_ptr(iter.data_ptr(i));
     for (int d = 0; d < ndim; ++d) task.strides[i][ndim - 1 - d] = iter.strides(i)[d] / element;
   }
   // No device guard: launch_kernel names the device, and the op's own guard

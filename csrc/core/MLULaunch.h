@@ -4,7 +4,7 @@
 // with everything else queued there (mlu_runtime/queue.h): callable as
 // fn() or fn(mlu::TaskContext&), where ctx.fail(message) (or a thrown
 // std::exception) reports a device-side error at the next synchronizing call.
-// The closure must capture raw pointers (from device_data, below) and sizes,
+// The closure must capture raw pointers (from device_ptr, below) and sizes,
 // never at::Tensor: the host may free a tensor before the kernel runs, while
 // its memory stays valid for work queued on the same stream (Note [Stream-ordered reuse] in
 // MLUCachingAllocator.h). A kernel that reads memory another stream writes
@@ -26,13 +26,46 @@
 
 namespace torch_mlu {
 
-// The address a kernel dereferences for t's data: mlu::mluDevicePointer of
-// t.data_ptr<T>(), which is t.data_ptr<T>() itself unless the process runs
-// with TORCH_MLU_TRAP_HOST_ACCESS=1 (Note [Host-access trap] in
-// mlu_runtime/host_trap.h). Take the pointers a kernel captures from here.
-template <class T>  // T may be const: device_data<const float>(t) for what a kernel only reads
-T* device_data(const at::Tensor& t) {
-  return const_cast<T*>(mlu::mluDevicePointer(t.const_data_ptr<std::remove_const_t<T>>()));
+// Note [Device pointers]
+// device_ptr is the one way to the address a kernel dereferences: every
+// pointer a kernel closure (launch_kernel, launch_small_kernel) dereferences
+// comes from it, and host code never dereferences what it returns. It is
+// mlu::mluDevicePointer of the data, which is the data itself unless the
+// process runs with TORCH_MLU_TRAP_HOST_ACCESS=1 (Note [Host-access trap] in
+// mlu_runtime/host_trap.h). A forgotten translation would show only in a
+// trapped run, so tools/lint.py (device-pointers) refuses the other
+// spellings: mlu::mluDevicePointer and host_trap.h outside its allowlist, and
+// a tensor's data_ptr() inside a launch_kernel closure in csrc/aten.
+//
+//   device_ptr<T>(t)  t's data as T* (T = void: untyped, else checked against
+//                     t's dtype). const T for what the kernel only reads (the
+//                     tensor's const_data_ptr); a non-const T is its
+//                     mutable_data_ptr (= data_ptr()), for what it writes.
+//                     An undefined tensor (an absent optional) gives nullptr,
+//                     and so does one without elements (as data_ptr() does).
+//   device_ptr(p)     a raw pointer into device memory that no tensor hands
+//                     over whole (a TensorIterator operand, an ATen stub's
+//                     argument, a compiled kernel's argument), as const as p.
+template <class T = void>
+T* device_ptr(const at::Tensor& t) {
+  using Element = std::remove_const_t<T>;
+  if (!t.defined()) return nullptr;
+  if constexpr (std::is_const_v<T> && std::is_void_v<Element>) {
+    return mlu::mluDevicePointer(t.const_data_ptr());
+  } else if constexpr (std::is_const_v<T>) {
+    return mlu::mluDevicePointer(t.const_data_ptr<Element>());
+  } else if constexpr (std::is_void_v<Element>) {
+    return mlu::mluDevicePointer(t.mutable_data_ptr());
+  } else {
+    return mlu::mluDevicePointer(t.mutable_data_ptr<Element>());
+  }
+}
+
+template <class T>
+T* device_ptr(T* ptr) {
+  static_assert(!std::is_base_of_v<at::TensorBase, std::remove_cv_t<T>>,
+                "device_ptr takes the tensor, not its address");
+  return mlu::mluDevicePointer(ptr);
 }
 
 // Enqueues `fn` on `stream`; waits for it when MLU_LAUNCH_BLOCKING=1 so

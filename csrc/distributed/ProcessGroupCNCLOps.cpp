@@ -3,10 +3,10 @@
 // ops Gloo lacks are made (Note [cncl over Gloo] in ProcessGroupCNCL.h).
 #include <ATen/ops/from_blob.h>
 
-#include <mlu_runtime/host_trap.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
+#include "csrc/core/MLULaunch.h"
 #include "csrc/distributed/ProcessGroupCNCL.h"
 
 namespace torch_mlu::distributed {
@@ -16,9 +16,10 @@ using c10d::ReduceOp;
 using Fingerprint = std::array<int64_t, 4>;
 
 // A CPU tensor over the same memory: the software MLU's memory is
-// host-addressable, so Gloo reads and writes it in place.
+// host-addressable, so Gloo reads and writes it in place, at the address
+// device code uses (Note [Device pointers] in csrc/core/MLULaunch.h).
 at::Tensor host_alias(const at::Tensor& t) {
-  return at::from_blob(mlu::mluDevicePointer(t.data_ptr()), t.sizes(), t.strides(), at::TensorOptions().dtype(t.scalar_type()));
+  return at::from_blob(device_ptr(t), t.sizes(), t.strides(), at::TensorOptions().dtype(t.scalar_type()));
 }
 
 std::vector<at::Tensor> host_aliases(const std::vector<at::Tensor>& tensors) {

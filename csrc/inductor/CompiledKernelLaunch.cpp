@@ -7,7 +7,6 @@
 #include <memory>
 
 #include <mlu_kernels/parallel.h>
-#include <mlu_runtime/host_trap.h>
 
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/core/MLUFunctions.h"
@@ -72,7 +71,7 @@ int single_start() { return mlu::kernels::team_single() ? 1 : 0; }
 int thread_num() { return mlu::kernels::team_member(); }
 int num_threads() { return mlu::kernels::team_size(); }
 int max_threads() { return mlu::kernels::num_threads(); }
-void* device_pointer(const void* ptr) { return mlu::mluDevicePointer(ptr); }
+void* device_pointer(const void* ptr) { return const_cast<void*>(device_ptr(ptr)); }
 
 }  // namespace
 

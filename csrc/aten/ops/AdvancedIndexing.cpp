@@ -19,7 +19,6 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/native/DispatchStub.h>
 #include <ATen/native/IndexKernel.h>
-#include <mlu_runtime/host_trap.h>
 #include <ATen/native/IndexingUtils.h>
 #include <ATen/native/TensorAdvancedIndexing.h>
 #include <ATen/ops/_index_put_impl_native.h>
@@ -63,7 +62,7 @@ IndexLaunch index_launch(const at::TensorIteratorBase& iter, at::IntArrayRef ind
   for (int d = 0; d < ndim; ++d) launch.shape.sizes[ndim - 1 - d] = iter.shape()[d];
   for (int i = 0; i < iter.ntensors(); ++i) {
     k::Operand& o = launch.operands[i];
-    o.data = mlu::mluDevicePointer(iter.data_ptr(i));
+    o.data = device_ptr(iter.data_ptr(i));
     o.dtype = require_kernel_dtype(iter.dtype(i), op);
     const int64_t element = static_cast<int64_t>(at::elementSize(iter.dtype(i)));
     for (int d = 0; d < ndim; ++d) o.strides.v[ndim - 1 - d] = iter.strides(i)[d] / element;

@@ -19,7 +19,7 @@ void assert_async(const at::Tensor& self, std::string message) {
   TORCH_CHECK(self.numel() == 1, "Boolean value of Tensor with more than one value is ambiguous");
   c10::DeviceGuard guard(self.device());
   const at::Tensor condition = self.to(at::kBool);
-  const auto* value = static_cast<const bool*>(kernel_data(condition));
+  const bool* value = device_ptr<const bool>(condition);
   if (message.empty()) message = "Expected Tensor with single nonzero value, but got zero";
   launch_kernel(self.device().index(), "_assert_async", [value, message](mlu::TaskContext& context) {
     if (!*value) context.fail(message);

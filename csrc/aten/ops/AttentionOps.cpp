@@ -36,7 +36,6 @@
 // leaf either way: AccumulateGrad's layout contract).
 #include <algorithm>
 
-#include <mlu_runtime/host_trap.h>
 #include <cmath>
 #include <numeric>
 
@@ -147,7 +146,7 @@ at::Tensor as_heads(const at::Tensor& t) {
 }
 
 k::HeadsView heads_view(const at::Tensor& t) {
-  return {kernel_data(t), t.stride(0), t.stride(1), t.stride(2)};
+  return {const_cast<void*>(device_ptr<const void>(t)), t.stride(0), t.stride(1), t.stride(2)};
 }
 
 // An uninitialised tensor of `sizes` laid out as PyTorch's meta kernel lays
@@ -208,7 +207,7 @@ k::AttentionArgs attention_args(const at::Tensor& q, const at::Tensor& k, const 
   a.k = heads_view(k);
   a.v = heads_view(v);
   if (bias.defined()) {
-    a.bias = {kernel_data(bias), bias.stride(0), bias.stride(1), bias.stride(2), bias.stride(3)};
+    a.bias = {device_ptr<const void>(bias), bias.stride(0), bias.stride(1), bias.stride(2), bias.stride(3)};
   }
   a.scale = scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(a.head_dim));
   a.causal = is_causal;
@@ -246,7 +245,7 @@ sdpa_fused_mlu(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
   const KernelTarget out = kernel_target(empty_matching_layout(query, out_sizes));
   at::Tensor lse = at::empty({args.batch, args.heads, args.q_len}, q.options().dtype(at::kFloat));
   args.out = heads_view(out.heads);
-  args.logsumexp = mlu::mluDevicePointer(lse.data_ptr<float>());
+  args.logsumexp = device_ptr<float>(lse);
   PhiloxDraw draw;
   if (dropout_p > 0) draw = next_philox_draw(std::nullopt, query.device().index());
   // Inside a graph capture the seed and offset exist only when the kernel runs (Note [Graph-safe random
@@ -257,8 +256,8 @@ sdpa_fused_mlu(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
   if (draw.graph_arguments != nullptr) {
     seed_out = at::empty({}, query.options().dtype(at::kLong));
     offset_out = at::empty({}, query.options().dtype(at::kLong));
-    seed_slot = mlu::mluDevicePointer(seed_out.data_ptr<int64_t>());
-    offset_slot = mlu::mluDevicePointer(offset_out.data_ptr<int64_t>());
+    seed_slot = device_ptr<int64_t>(seed_out);
+    offset_slot = device_ptr<int64_t>(offset_out);
   }
   const c10::DeviceIndex device = query.device().index();
   launch_kernel(device, "scaled_dot_product_attention", [args, draw, seed_slot, offset_slot] {
@@ -275,7 +274,7 @@ sdpa_fused_mlu(const at::Tensor& query, const at::Tensor& key, const at::Tensor&
   at::Tensor debug_mask;
   if (return_debug_mask && dropout_p > 0) {
     debug_mask = at::empty({args.batch, args.heads, args.q_len, args.kv_len}, q.options().dtype(at::kBool));
-    bool* mask = mlu::mluDevicePointer(debug_mask.data_ptr<bool>());
+    bool* mask = device_ptr<bool>(debug_mask);
     const int64_t rows = args.batch * args.heads * args.q_len, keys = args.kv_len;
     launch_kernel(device, "scaled_dot_product_attention dropout mask", [=] {
       const PhiloxDraw d = draw.resolved();
@@ -310,7 +309,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
   k::AttentionArgs args = attention_args(q, k, v, bias, dropout_p, is_causal, scale);
   const at::Tensor o = as_heads(out), lse = logsumexp.contiguous();
   args.out = heads_view(o);
-  args.logsumexp = const_cast<float*>(mlu::mluDevicePointer(lse.const_data_ptr<float>()));
+  args.logsumexp = const_cast<float*>(device_ptr<const float>(lse));
   // The forward's seed and offset: host scalars, or device scalars its kernel wrote (inside a graph capture).
   const int64_t* seed_slot = nullptr;
   const int64_t* offset_slot = nullptr;
@@ -322,8 +321,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
                     philox_seed.scalar_type() == at::kLong && philox_offset.scalar_type() == at::kLong,
                 "scaled_dot_product_attention backward: philox_seed and philox_offset must be int64 scalars on the "
                 "CPU or on ", query.device());
-    seed_slot = mlu::mluDevicePointer(philox_seed.const_data_ptr<int64_t>());
-    offset_slot = mlu::mluDevicePointer(philox_offset.const_data_ptr<int64_t>());
+    seed_slot = device_ptr<const int64_t>(philox_seed);
+    offset_slot = device_ptr<const int64_t>(philox_offset);
   }
   // Each gradient laid out like its input, as PyTorch's meta kernel declares (Note [SDPA layouts are the meta
   // kernel's]).
@@ -335,7 +334,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
   }
   const at::Tensor dout = as_heads(grad_out);
   k::AttentionGradients grads{heads_view(dout), heads_view(grad_q.heads), heads_view(grad_k.heads),
-                              heads_view(grad_v.heads), kernel_data(grad_bias)};
+                              heads_view(grad_v.heads), device_ptr(grad_bias)};
   launch_kernel(query.device().index(), "scaled_dot_product_attention backward",
                 [args, grads, seed_slot, offset_slot] {
                   k::AttentionArgs resolved = args;

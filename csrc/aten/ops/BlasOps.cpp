@@ -18,7 +18,6 @@
 
 #include <ATen/MemoryOverlap.h>
 
-#include <mlu_runtime/host_trap.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/addbmm_native.h>
 #include <ATen/ops/addmm.h>
@@ -92,7 +91,7 @@ void check_same_device(const char* op, std::initializer_list<std::reference_wrap
 // Matrix i of a 2-D (i ignored) or 3-D tensor as a kernel view.
 k::MatrixView matrix(const at::Tensor& t) {
   const int64_t d = t.dim();
-  return {const_cast<void*>(mlu::mluDevicePointer(t.const_data_ptr())), t.stride(d - 2), t.stride(d - 1)};
+  return {const_cast<void*>(device_ptr<const void>(t)), t.stride(d - 2), t.stride(d - 1)};
 }
 
 int64_t batch_stride(const at::Tensor& t) { return t.dim() == 3 ? t.stride(0) : 0; }
@@ -153,7 +152,7 @@ void launch_gemm(const char* name, const at::Tensor& result, const at::Tensor& m
   args.b = matrix(m2);
   args.c = matrix(result);
   if (bias.defined()) {
-    args.bias = mlu::mluDevicePointer(bias.const_data_ptr());
+    args.bias = device_ptr<const void>(bias);
     args.bias_stride = bias.stride(-1);
   }
   if (d == 3) {

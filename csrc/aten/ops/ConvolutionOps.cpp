@@ -165,7 +165,9 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
     if (output.numel() > 0) {
       const k::ConvShape s = conv_shape(input, weight, at::IntArrayRef(out_sizes).slice(2), stride, padding, dilation,
                                         groups);
-      void *in = kernel_data(input), *w = kernel_data(weight), *b = kernel_data(bias), *out = kernel_data(output);
+      const void *in = device_ptr<const void>(input), *w = device_ptr<const void>(weight),
+                 *b = device_ptr<const void>(bias);
+      void* out = device_ptr(output);
       launch_kernel(input.device().index(), "convolution",
                     [=] { k::conv_forward_channels_last(s, type, in, w, b, out); });
     }
@@ -176,13 +178,17 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
     if (!transposed) {
       const k::ConvShape s = conv_shape(input, weight, at::IntArrayRef(out_sizes).slice(2), stride, padding, dilation,
                                         groups);
-      void *in = kernel_data(input), *w = kernel_data(weight), *b = kernel_data(bias), *out = kernel_data(output);
+      const void *in = device_ptr<const void>(input), *w = device_ptr<const void>(weight),
+                 *b = device_ptr<const void>(bias);
+      void* out = device_ptr(output);
       launch_kernel(input.device().index(), "convolution", [=] { k::conv_forward(s, type, in, w, b, out); });
     } else {
       // The transposed convolution is the backward-input op of the regular
       // convolution from `output` to `input`.
       const k::ConvShape s = conv_shape(output, weight, input.sizes().slice(2), stride, padding, dilation, groups);
-      void *in = kernel_data(input), *w = kernel_data(weight), *b = kernel_data(bias), *out = kernel_data(output);
+      const void *in = device_ptr<const void>(input), *w = device_ptr<const void>(weight),
+                 *b = device_ptr<const void>(bias);
+      void* out = device_ptr(output);
       if (at::isReducedFloatingType(input.scalar_type())) {
         const k::TransposedSums16 sums = cpu_transposed_sums(s, input.scalar_type(), stride, output_padding);
         launch_kernel(input.device().index(), "convolution_transpose",
@@ -216,27 +222,29 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
   const bool empty = grad_output.numel() == 0 || input.numel() == 0;
   if (channels_last) {
     const k::ConvShape s = conv_shape(input, weight, grad_output.sizes().slice(2), stride, padding, dilation, groups);
-    void *go = kernel_data(grad_output), *in = kernel_data(input), *w = kernel_data(weight);
+    const void *go = device_ptr<const void>(grad_output), *in = device_ptr<const void>(input),
+               *w = device_ptr<const void>(weight);
     if (mask[0] && !empty) {
-      void* gi = kernel_data(grad_input);
+      void* gi = device_ptr(grad_input);
       launch_kernel(device, "convolution_backward_input",
                     [=] { k::conv_backward_input_channels_last(s, type, go, w, gi); });
     }
     if (mask[1] && !empty) {
-      void *gw = kernel_data(grad_weight), *gb = mask[2] ? kernel_data(grad_bias) : nullptr;
+      void *gw = device_ptr(grad_weight), *gb = mask[2] ? device_ptr(grad_bias) : nullptr;
       launch_kernel(device, "convolution_backward_weight",
                     [=] { k::conv_backward_weight_channels_last(s, type, go, in, gw, gb); });
     }
   } else if (!transposed) {
     const k::ConvShape s = conv_shape(input, weight, grad_output.sizes().slice(2), stride, padding, dilation, groups);
-    void *go = kernel_data(grad_output), *in = kernel_data(input), *w = kernel_data(weight);
+    const void *go = device_ptr<const void>(grad_output), *in = device_ptr<const void>(input),
+               *w = device_ptr<const void>(weight);
     if (mask[0] && !empty) {
-      void* gi = kernel_data(grad_input);
+      void* gi = device_ptr(grad_input);
       launch_kernel(device, "convolution_backward_input",
                     [=] { k::conv_backward_input(s, type, go, w, nullptr, gi); });
     }
     if (mask[1] && !empty) {
-      void *gw = kernel_data(grad_weight), *gb = mask[2] ? kernel_data(grad_bias) : nullptr;
+      void *gw = device_ptr(grad_weight), *gb = mask[2] ? device_ptr(grad_bias) : nullptr;
       launch_kernel(device, "convolution_backward_weight",
                     [=] { k::conv_backward_weight(s, type, go, in, gw, gb); });
     }
@@ -244,14 +252,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
     // input -> grad_output is the backward-input op of the regular
     // convolution s from grad_output's side to input's side.
     const k::ConvShape s = conv_shape(grad_output, weight, input.sizes().slice(2), stride, padding, dilation, groups);
-    void *go = kernel_data(grad_output), *in = kernel_data(input), *w = kernel_data(weight);
+    const void *go = device_ptr<const void>(grad_output), *in = device_ptr<const void>(input),
+               *w = device_ptr<const void>(weight);
     if (mask[0] && !empty) {
-      void* gi = kernel_data(grad_input);
+      void* gi = device_ptr(grad_input);
       launch_kernel(device, "convolution_transpose_backward_input",
                     [=] { k::conv_forward(s, type, go, w, nullptr, gi); });
     }
     if (mask[1] && !empty) {
-      void* gw = kernel_data(grad_weight);
+      void* gw = device_ptr(grad_weight);
       launch_kernel(device, "convolution_transpose_backward_weight",
                     [=] { k::conv_backward_weight(s, type, in, go, gw, nullptr); });
     }

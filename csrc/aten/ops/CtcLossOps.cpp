@@ -51,9 +51,9 @@ k::CtcProblem problem_of(T log_probs, T targets, int64_t blank, int64_t width) {
   p.labels = log_probs.size(2);
   p.blank = blank;
   p.max_target = (width - 1) / 2;
-  p.log_probs = kernel_data(log_probs);
+  p.log_probs = device_ptr<const void>(log_probs);
   for (int d = 0; d < 3; ++d) p.log_probs_strides[d] = log_probs.stride(d);
-  p.targets = kernel_data(targets);
+  p.targets = device_ptr<const void>(targets);
   p.target_type = targets.scalar_type() == at::kInt ? k::ScalarType::Int32 : k::ScalarType::Int64;
   p.concatenated = targets.dim() == 1;  // Note [Strided concatenated targets]
   p.target_batch_stride = p.concatenated ? 0 : targets.stride(0);
@@ -83,7 +83,7 @@ std::tuple<at::Tensor, at::Tensor> ctc_loss(T log_probs, T targets, at::IntArray
   if (log_probs.size(1) == 0) return {nll, log_alpha};
   std::vector<int64_t> il(input_lengths.begin(), input_lengths.end()), tl(target_lengths.begin(), target_lengths.end());
   const k::CtcProblem base = problem_of(log_probs, targets, blank, log_alpha.size(2));
-  void *nll_data = kernel_data(nll), *alpha_data = kernel_data(log_alpha);
+  void *nll_data = device_ptr(nll), *alpha_data = device_ptr(log_alpha);
   launch_kernel(log_probs.device().index(), "ctc_loss",
                 [=, il = std::move(il), tl = std::move(tl)](mlu::TaskContext& context) {
                   k::CtcProblem p = base;
@@ -130,8 +130,9 @@ at::Tensor ctc_loss_backward(T grad, T log_probs, T targets, at::IntArrayRef inp
   const int64_t grad_stride = grad_out.dim() == 0 ? 0 : grad_out.stride(0);
   std::vector<int64_t> il(input_lengths.begin(), input_lengths.end()), tl(target_lengths.begin(), target_lengths.end());
   const k::CtcProblem base = problem_of(log_probs, targets, blank, log_alpha.size(2));
-  const void *g = kernel_data(grad_out), *nll_data = kernel_data(nll), *alpha_data = kernel_data(log_alpha);
-  void* out = kernel_data(result);
+  const void *g = device_ptr<const void>(grad_out), *nll_data = device_ptr<const void>(nll),
+             *alpha_data = device_ptr<const void>(log_alpha);
+  void* out = device_ptr(result);
   launch_kernel(log_probs.device().index(), "ctc_loss_backward",
                 [=, il = std::move(il), tl = std::move(tl)](mlu::TaskContext& context) {
                   k::CtcProblem p = base;

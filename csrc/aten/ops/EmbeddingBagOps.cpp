@@ -91,11 +91,11 @@ BagCall bag_call(T weight, T indices_, T offsets_, int64_t mode, W per_sample_we
   a.dim = call.weight.size(1);
   a.num_indices = call.indices.size(0);
   a.num_bags = num_bags;
-  a.weight = kernel_data(call.weight);
+  a.weight = device_ptr<const void>(call.weight);
   a.weight_row_stride = call.weight.stride(0);
-  a.indices = static_cast<const int64_t*>(kernel_data(call.indices));
-  a.bounds = static_cast<const int64_t*>(kernel_data(call.bounds));
-  a.per_sample_weights = kernel_data(call.per_sample_weights);
+  a.indices = device_ptr<const int64_t>(call.indices);
+  a.bounds = device_ptr<const int64_t>(call.bounds);
+  a.per_sample_weights = device_ptr<const void>(call.per_sample_weights);
   a.mode = static_cast<k::BagMode>(mode);
   a.padding_idx = padding_idx;
   return call;
@@ -113,10 +113,10 @@ Bags embedding_bag_mlu(T weight, T indices, T offsets, bool scale_grad_by_freq, 
   at::Tensor offset2bag = at::empty({a.num_indices}, long_options);
   at::Tensor bag_size = at::zeros({offsets.size(0)}, long_options);
   at::Tensor max_indices = mode == 2 ? at::empty({a.num_bags, a.dim}, long_options) : at::empty({0}, long_options);
-  void* out = kernel_data(output);
-  auto* o2b = static_cast<int64_t*>(kernel_data(offset2bag));
-  auto* sizes = static_cast<int64_t*>(kernel_data(bag_size));
-  auto* best = static_cast<int64_t*>(kernel_data(max_indices));
+  void* out = device_ptr(output);
+  int64_t* o2b = device_ptr<int64_t>(offset2bag);
+  int64_t* sizes = device_ptr<int64_t>(bag_size);
+  int64_t* best = device_ptr<int64_t>(max_indices);
   launch_kernel(weight.device().index(), "embedding_bag", [=](mlu::TaskContext& context) {
     const k::BagCheck found = k::embedding_bag(a, out, o2b, sizes, best);
     if (found.kind != k::BagCheck::Ok) context.fail(bag_message(found, a.num_indices));
@@ -142,16 +142,16 @@ at::Tensor dense_backward_mlu(T grad, T indices, T offset2bag, T bag_size, T max
   a.dim = grad.size(1);
   a.num_indices = call.indices.numel();
   a.num_bags = grad.size(0);
-  a.indices = static_cast<const int64_t*>(kernel_data(call.indices));
-  a.per_sample_weights = kernel_data(call.per_sample_weights);
+  a.indices = device_ptr<const int64_t>(call.indices);
+  a.per_sample_weights = device_ptr<const void>(call.per_sample_weights);
   a.mode = static_cast<k::BagMode>(mode);
   a.padding_idx = padding_idx;
   at::Tensor grad_weight = at::empty({num_weights, a.dim}, grad.options());
-  const void* gp = kernel_data(g);
-  const auto* o2b_p = static_cast<const int64_t*>(kernel_data(o2b));
-  const auto* sizes_p = static_cast<const int64_t*>(kernel_data(sizes));
-  const auto* best_p = static_cast<const int64_t*>(kernel_data(best));
-  void* gw = kernel_data(grad_weight);
+  const void* gp = device_ptr<const void>(g);
+  const auto* o2b_p = static_cast<const int64_t*>(device_ptr<const void>(o2b));
+  const auto* sizes_p = static_cast<const int64_t*>(device_ptr<const void>(sizes));
+  const auto* best_p = static_cast<const int64_t*>(device_ptr<const void>(best));
+  void* gw = device_ptr(grad_weight);
   // The memory the pointers refer to stays valid until the kernel ran (Note [Stream-ordered reuse]).
   launch_kernel(grad.device().index(), "embedding_bag_backward", [=] {
     k::embedding_bag_backward(a, gp, o2b_p, sizes_p, best_p, scale_grad_by_freq, gw);
@@ -167,9 +167,9 @@ at::Tensor per_sample_weights_backward_mlu(T grad, T weight, T indices, T offset
   const at::Tensor g = grad.contiguous(), o2b = offset2bag.contiguous();
   at::Tensor result = at::empty({call.args.num_indices}, grad.options());
   const k::EmbeddingBagArgs a = call.args;
-  const void* gp = kernel_data(g);
-  const auto* o2b_p = static_cast<const int64_t*>(kernel_data(o2b));
-  void* out = kernel_data(result);
+  const void* gp = device_ptr<const void>(g);
+  const auto* o2b_p = static_cast<const int64_t*>(device_ptr<const void>(o2b));
+  void* out = device_ptr(result);
   launch_kernel(grad.device().index(), "embedding_bag_per_sample_weights_backward",
                 [=] { k::embedding_bag_per_sample_weights_backward(a, gp, o2b_p, out); });
   return result;

@@ -6,7 +6,6 @@
 // value the CPU refuses such a self, and so does mlu.
 #include <array>
 
-#include <mlu_runtime/host_trap.h>
 #include <cstring>
 #include <vector>
 
@@ -58,7 +57,7 @@ at::Tensor& fill_scalar_mlu_(at::Tensor& self_, const at::Scalar& value) {
   const Collapsed layout = kernel_layout(self);  // Note [Collapsed dims]
   const mlu::kernels::Shape shape = layout.shape;
   const mlu::kernels::Strides strides = layout.first;
-  void* out = mlu::mluDevicePointer(self.data_ptr());
+  void* out = device_ptr(self);
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), "fill_", [=] { mlu::kernels::fill(out, type, shape, strides, bytes.data()); });
   return self_;

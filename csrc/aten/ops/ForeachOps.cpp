@@ -185,9 +185,9 @@ void launch(const ListOp& op, TL out) {
     if (out[t].numel() == 0) continue;
     Item item{};
     item.numel = out[t].numel();
-    item.data[0] = kernel_data(out[t]);
+    item.data[0] = device_ptr(out[t]);
     int slot = 1;
-    for (TL list : op.inputs) item.data[slot++] = kernel_data(list[t]);
+    for (TL list : op.inputs) item.data[slot++] = const_cast<void*>(device_ptr<const void>(list[t]));
     if (!op.scalar.host.empty()) {
       const at::Scalar& v = nth(op.scalar.host, t);
       if (task.scalar_dtype == k::ScalarType::Float64) {
@@ -198,7 +198,7 @@ void launch(const ListOp& op, TL out) {
         std::memcpy(item.scalar, &i, sizeof i);
       }
     } else if (op.scalar.device != nullptr) {
-      item.data[slot] = kernel_data(*op.scalar.device);
+      item.data[slot] = const_cast<void*>(device_ptr<const void>(*op.scalar.device));
     }
     if (!op.params.empty()) set_param(item.params, 0, nth(op.params, t));
     task.items.push_back(item);
@@ -519,7 +519,7 @@ Tensors norm(TL self, const at::Scalar& ord, std::optional<at::ScalarType> dtype
       out.back().zero_();
       continue;
     }
-    task.runs.emplace_back(kernel_data(out.back()), kernel_data(t));
+    task.runs.emplace_back(device_ptr(out.back()), const_cast<void*>(device_ptr<const void>(t)));
     task.numels.push_back(t.numel());
   }
   if (!task.runs.empty()) {

@@ -43,7 +43,7 @@ DeviceScalar device_scalar(const at::Tensor& t, const char* what) {
   TORCH_CHECK(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble || t.scalar_type() == at::kLong ||
                   t.scalar_type() == at::kInt,
               what, " must be a float, double, long or int tensor, got ", t.scalar_type());
-  return {kernel_data(t), t.scalar_type()};
+  return {device_ptr<const void>(t), t.scalar_type()};
 }
 
 // One parameter's flat arrays (up to three states), its element count and step.
@@ -103,11 +103,11 @@ class Batch {
     TORCH_CHECK(t.sizes() == param.sizes(), op_, ": a state or gradient of size ", t.sizes(),
                 " does not match its parameter's ", param.sizes());
     if (t.is_non_overlapping_and_dense() && t.strides() == param.strides() && param.is_non_overlapping_and_dense()) {
-      return kernel_data(t);
+      return device_ptr(t);
     }
     at::Tensor copy = t.contiguous();
     copies_.emplace_back(t, copy);
-    return kernel_data(copy);
+    return device_ptr(copy);
   }
 
   const char* op_;
@@ -123,7 +123,7 @@ const float* optional_float(OptT t, const Batch& batch, const char* what) {
   if (!t.has_value() || !t->defined()) return nullptr;
   TORCH_CHECK(t->numel() == 1 && t->scalar_type() == at::kFloat && t->device() == batch.device(), what,
               " must be a one-element float tensor on ", batch.device());
-  return static_cast<const float*>(kernel_data(*t));
+  return device_ptr<const float>(*t);
 }
 
 void check_lists(const char* op, size_t n, std::initializer_list<size_t> sizes) {
@@ -192,7 +192,7 @@ void deepspeed_fused_adam(const at::Tensor& noop_flag, TL grads, TL params, TL e
   TORCH_CHECK(noop_flag.numel() == 1 && noop_flag.scalar_type() == at::kInt && noop_flag.device() == batch.device(),
               op, ": noop_flag must be a one-element int tensor on ", batch.device());
   for (size_t i = 0; i < params.size(); ++i) batch.add(params[i], grads[i], {&exp_avgs[i], &exp_avg_sqs[i]}, nullptr);
-  const auto* noop = static_cast<const int32_t*>(kernel_data(noop_flag));
+  const int32_t* noop = device_ptr<const int32_t>(noop_flag);
   k::AdamStep s{lr, beta1, beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false, adam_w_mode != 0,
                 static_cast<double>(step)};
   s.bias_correction = bias_correction != 0;

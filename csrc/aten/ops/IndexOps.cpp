@@ -7,7 +7,6 @@
 // [Errors belong to queues] in mlu_runtime/queue.h); the device keeps working.
 #include <ATen/ops/embedding_dense_backward_ops.h>
 
-#include <mlu_runtime/host_trap.h>
 #include <ATen/ops/gather_ops.h>
 #include <ATen/ops/index_add_ops.h>
 #include <ATen/ops/index_copy_ops.h>
@@ -111,8 +110,8 @@ at::Tensor& index_select_out_mlu(const at::Tensor& self, int64_t dim, const at::
   if (out.numel() == 0) return out;
   TORCH_CHECK_INDEX(self.dim() == 0 || self.size(dim) > 0, "index_select(): self indexing axis dim should be "
                     "positive");
-  k::Operand idx{const_cast<void*>(mlu::mluDevicePointer(index.const_data_ptr())), require_kernel_dtype(index.scalar_type(), "index_select"),
-                 {}};
+  k::Operand idx{
+      const_cast<void*>(device_ptr<const void>(index)), require_kernel_dtype(index.scalar_type(), "index_select"), {}};
   if (self.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
   // Note [Transposed index_select]: when `dim` is the input's unit-stride dim
   // (x.t() selecting rows), every slice is strided and the gather reads one
@@ -294,7 +293,7 @@ at::Tensor& index_scatter_impl(const char* op, k::ScatterOp kind, const at::Tens
                                const at::Tensor& result, bool round_each_update) {
   if (!result.is_same(self)) copy_on_device(result, self);
   if (index.numel() == 0 || source.numel() == 0) return const_cast<at::Tensor&>(result);
-  k::Operand idx{const_cast<void*>(mlu::mluDevicePointer(index.const_data_ptr())), require_kernel_dtype(index.scalar_type(), op), {}};
+  k::Operand idx{const_cast<void*>(device_ptr<const void>(index)), require_kernel_dtype(index.scalar_type(), op), {}};
   if (source.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
   auto launch = [&](const at::Tensor& into, const at::Tensor& from) {
     launch_scatter(op, kind, shape_of(from), static_cast<int>(from.dim() == 0 ? 0 : dim), kernel_operand(into, op),

@@ -19,7 +19,6 @@
 // wrapper, written after the CPU's.
 #include <ATen/native/BatchLinearAlgebra.h>
 
-#include <mlu_runtime/host_trap.h>
 #include <ATen/native/LinearAlgebraUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/TransposeType.h>
@@ -84,7 +83,7 @@ k::ScalarType lapack_dtype(T t, const char* kernel) {
 // flag and uplo adjusted).
 k::MatrixBatch matrix_batch(T t, bool column_major = true) {
   k::MatrixBatch m;
-  m.data = kernel_data(t);
+  m.data = const_cast<void*>(device_ptr<const void>(t));
   m.rows = t.size(-2);
   m.cols = t.size(-1);
   m.ld = std::max<int64_t>(1, m.rows);
@@ -96,7 +95,7 @@ k::MatrixBatch matrix_batch(T t, bool column_major = true) {
   return m;
 }
 
-int32_t* int_data(T t) { return static_cast<int32_t*>(kernel_data(t)); }
+int32_t* int_data(T t) { return device_ptr<int32_t>(t); }
 
 // The CPU kernels read every operand with data_ptr<scalar_t>() of the
 // input's type; an out= tensor of another dtype fails there with this
@@ -129,7 +128,7 @@ bool cholesky_ex_fused(T A, bool upper, bool check_errors, T L, T info) {
   if (A.storage().is_alias_of(L.storage()) && at::get_overlap_status(L, A) != at::MemOverlapStatus::Full) return false;
   const auto type = lapack_dtype(L, "cholesky_mlu");
   k::StridedMatrices a;
-  a.data = mlu::mluDevicePointer(A.const_data_ptr());
+  a.data = device_ptr<const void>(A);
   a.batch.ndim = static_cast<int>(A.dim()) - 2;
   for (int d = 0; d < a.batch.ndim; ++d) {
     a.batch.sizes[d] = A.size(d);
@@ -171,7 +170,7 @@ std::shared_ptr<std::vector<int64_t>> broadcast_index(at::IntArrayRef from, at::
   if (from.equals(to)) return nullptr;
   const int64_t count = c10::multiply_integers(from);
   const at::Tensor index = at::arange(count, at::TensorOptions().dtype(at::kLong)).view(from).broadcast_to(to).contiguous();
-  const int64_t* p = mlu::mluDevicePointer(index.const_data_ptr<int64_t>());
+  const int64_t* p = index.const_data_ptr<int64_t>();  // on the host
   return std::make_shared<std::vector<int64_t>>(p, p + index.numel());
 }
 
@@ -183,7 +182,7 @@ void lu_solve_mlu(T LU, T pivots, T B, TransposeType trans) {
   k::MatrixBatch lu = matrix_batch(LU);
   lu.batch_stride = LU.dim() > 2 ? LU.stride(-3) : 0;
   const auto b = matrix_batch(B);
-  const int32_t* piv = int_data(pivots);
+  const int32_t* piv = device_ptr<const int32_t>(pivots);
   const int64_t pivot_stride = pivots.dim() > 1 ? pivots.stride(-2) : 0;
   const int64_t pivot_count = pivots.numel();
   const auto index = broadcast_index(LU.sizes().slice(0, LU.dim() - 2), B.sizes().slice(0, B.dim() - 2));
@@ -237,7 +236,7 @@ void ldl_solve_mlu(T LD, T pivots, T result, bool upper, bool hermitian) {
   k::MatrixBatch ld = matrix_batch(LD);
   ld.batch_stride = LD.dim() > 2 ? LD.stride(-3) : 0;
   const auto b = matrix_batch(result);
-  const int32_t* piv = int_data(pivots_int);
+  const int32_t* piv = device_ptr<const int32_t>(pivots_int);
   const int64_t pivot_stride = pivots_int.dim() > 1 ? pivots_int.stride(-2) : 0;
   const int64_t pivot_count = pivots_int.numel();
   // The CPU indexes LD with B's batch index even where LD's batch is smaller
@@ -264,7 +263,7 @@ void geqrf_mlu(T input, T tau) {
   check_scalar_type(tau, input.scalar_type());
   if (input.numel() == 0) return;
   const auto a = matrix_batch(input);
-  void* taus = kernel_data(tau);
+  void* taus = device_ptr(tau);
   const int64_t tau_stride = tau.size(-1);
   launch_kernel(input.device().index(), "geqrf", [=] { k::geqrf(type, a, taus, tau_stride); });
 }
@@ -275,7 +274,7 @@ at::Tensor& orgqr_mlu(at::Tensor& result, T tau) {
   if (result.numel() == 0) return result;
   const auto a = matrix_batch(result);
   TORCH_INTERNAL_ASSERT(a.rows >= a.cols && a.cols >= tau.size(-1));
-  const void* taus = kernel_data(tau);
+  const void* taus = device_ptr<const void>(tau);
   const int64_t tau_stride = tau.size(-1), k = tau.size(-1);
   launch_kernel(result.device().index(), "orgqr", [=] { k::orgqr(type, a, taus, tau_stride, k); });
   return result;
@@ -288,7 +287,7 @@ void ormqr_mlu(T input, T tau, T other, bool left, bool transpose) {
   if (other.numel() == 0) return;
   const auto a = matrix_batch(input);
   const auto c = matrix_batch(other);
-  const void* taus = kernel_data(tau);
+  const void* taus = device_ptr<const void>(tau);
   const int64_t tau_stride = tau.size(-1), k = tau.size(-1);
   launch_kernel(input.device().index(), "ormqr",
                 [=] { k::ormqr(type, a, taus, tau_stride, k, c, left, transpose); });
@@ -299,7 +298,7 @@ void eigh_mlu(T values, T vectors, T infos, bool upper, bool compute_vectors) {
   check_scalar_type(values, c10::toRealValueType(vectors.scalar_type()));
   if (vectors.numel() == 0) return;
   const auto a = matrix_batch(vectors);
-  void* w = kernel_data(values);
+  void* w = device_ptr(values);
   const int64_t w_stride = values.size(-1);
   int32_t* info = int_data(infos);
   launch_kernel(vectors.device().index(), "eigh",
@@ -314,9 +313,9 @@ void eig_mlu(at::Tensor& values, at::Tensor& vectors, at::Tensor& infos, T input
   const auto a = matrix_batch(copy);
   if (compute_vectors) check_scalar_type(vectors, input.scalar_type());
   check_scalar_type(values, input.scalar_type());
-  void* w = kernel_data(values);
+  void* w = device_ptr(values);
   const int64_t w_stride = values.size(-1);
-  void* vr = compute_vectors ? kernel_data(vectors) : nullptr;
+  void* vr = compute_vectors ? device_ptr(vectors) : nullptr;
   int32_t* info = int_data(infos);
   launch_kernel(input.device().index(), "eig", [=] { k::eig(type, a, w, w_stride, vr, info, compute_vectors); });
 }
@@ -327,9 +326,9 @@ void eig_complex_vectors_mlu(T complex_vectors, T complex_values, T real_vectors
   if (real_vectors.numel() == 0) return;
   const auto type = require_kernel_dtype(real_vectors.scalar_type(), "linalg_eig_make_complex_eigenvectors_mlu");
   const int64_t batch = at::native::batchCount(real_vectors), n = real_vectors.size(-1);
-  const void* values = kernel_data(complex_values);
-  const void* reals = kernel_data(real_vectors);
-  void* out = kernel_data(complex_vectors);
+  const void* values = device_ptr<const void>(complex_values);
+  const void* reals = device_ptr<const void>(real_vectors);
+  void* out = device_ptr(complex_vectors);
   launch_kernel(real_vectors.device().index(), "eig complex vectors",
                 [=] { k::eig_complex_vectors(type, batch, n, values, reals, out); });
 }
@@ -348,7 +347,7 @@ void svd_mlu(T A, const bool full_matrices, const bool compute_uv, const std::op
   const auto a = matrix_batch(copy);
   const auto u = compute_uv ? matrix_batch(U) : k::MatrixBatch{};
   const auto vh = compute_uv ? matrix_batch(Vh) : k::MatrixBatch{};
-  void* s = kernel_data(S);
+  void* s = device_ptr(S);
   const int64_t s_stride = S.size(-1);
   int32_t* info = int_data(infos);
   launch_kernel(A.device().index(), "svd",
@@ -361,8 +360,8 @@ void svd_mlu(T A, const bool full_matrices, const bool compute_uv, const std::op
 // shape is the batch, its operands point at the rows.
 void unpack_pivots_mlu(at::TensorIterator& iter, const int64_t dim_size, const int64_t max_pivot) {
   if (iter.numel() == 0 || dim_size == 0) return;
-  auto* perm = static_cast<char*>(mlu::mluDevicePointer(iter.data_ptr(0)));
-  const auto* pivots = static_cast<const char*>(mlu::mluDevicePointer(iter.data_ptr(1)));
+  auto* perm = static_cast<char*>(device_ptr(iter.data_ptr(0)));
+  const auto* pivots = static_cast<const char*>(device_ptr(iter.data_ptr(1)));
   const std::vector<int64_t> shape(iter.shape().begin(), iter.shape().end());
   const std::vector<int64_t> perm_strides(iter.strides(0).begin(), iter.strides(0).end());
   const std::vector<int64_t> pivot_strides(iter.strides(1).begin(), iter.strides(1).end());

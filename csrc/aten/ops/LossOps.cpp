@@ -45,9 +45,9 @@ void launch_forward(T self, T target_, W weight_opt, int64_t reduction, int64_t 
   const at::Tensor weight = weight_opt.has_value() && weight_opt->defined() ? weight_opt->contiguous() : at::Tensor();
   const int64_t n = input.dim() == 1 ? 1 : input.size(0), classes = input.size(-1);
   const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "nll_loss");
-  const void *x = kernel_data(input), *w = kernel_data(weight);
-  const auto* t = static_cast<const int64_t*>(kernel_data(target));
-  void *out = kernel_data(output), *tw = kernel_data(total_weight);
+  const void *x = device_ptr<const void>(input), *w = device_ptr<const void>(weight);
+  const int64_t* t = device_ptr<const int64_t>(target);
+  void *out = device_ptr(output), *tw = device_ptr(total_weight);
   const auto red = static_cast<k::LossReduction>(reduction);
   const bool per_sample = reduction == 0 && input.dim() == 2;
   launch_kernel(self.device().index(), "nll_loss", [=](mlu::TaskContext& context) {
@@ -67,9 +67,10 @@ void launch_backward(T grad_output_, T self, T target_, W weight_opt, int64_t re
   const at::Tensor weight = weight_opt.has_value() && weight_opt->defined() ? weight_opt->contiguous() : at::Tensor();
   const int64_t n = self.dim() == 1 ? 1 : self.size(0), classes = self.size(-1);
   const k::ScalarType type = require_kernel_dtype(self.scalar_type(), "nll_loss_backward");
-  const void *g = kernel_data(grad_output), *w = kernel_data(weight), *tw = kernel_data(total_weight);
-  const auto* t = static_cast<const int64_t*>(kernel_data(target));
-  void* gi = kernel_data(grad_input);
+  const void *g = device_ptr<const void>(grad_output), *w = device_ptr<const void>(weight),
+             *tw = device_ptr<const void>(total_weight);
+  const int64_t* t = device_ptr<const int64_t>(target);
+  void* gi = device_ptr(grad_input);
   const bool per_sample = reduction == 0 && self.dim() == 2;
   const auto red = per_sample ? k::LossReduction::None
                               : (reduction == 0 ? k::LossReduction::Sum : static_cast<k::LossReduction>(reduction));

@@ -65,8 +65,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& inpu
   at::Tensor rstd = at::empty(stat_shape, input.options().dtype(acc));
   if (rows > 0 && cols > 0) {
     const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "layer_norm");
-    const void *x = kernel_data(input), *w = kernel_data(weight), *b = kernel_data(bias);
-    void *y = kernel_data(output), *m = kernel_data(mean), *r = kernel_data(rstd);
+    const void *x = device_ptr<const void>(input), *w = device_ptr<const void>(weight),
+               *b = device_ptr<const void>(bias);
+    void *y = device_ptr(output), *m = device_ptr(mean), *r = device_ptr(rstd);
     const int64_t M = rows, N = cols;
     launch_kernel(input.device().index(), "layer_norm",
                   [=] { k::layer_norm(type, M, N, x, w, b, eps, y, m, r); });
@@ -97,8 +98,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(
   if (want_bias) grad_bias = at::empty(bias_.sizes(), bias_.options().dtype(acc));
   if (rows > 0 && cols > 0) {
     const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "layer_norm_backward");
-    const void *dy = kernel_data(grad_out), *x = kernel_data(input), *m = kernel_data(mean), *r = kernel_data(rstd), *w = kernel_data(weight);
-    void *dx = kernel_data(grad_input), *dw = kernel_data(grad_weight), *db = kernel_data(grad_bias);
+    const void *dy = device_ptr<const void>(grad_out), *x = device_ptr<const void>(input),
+               *m = device_ptr<const void>(mean), *r = device_ptr<const void>(rstd),
+               *w = device_ptr<const void>(weight);
+    void *dx = device_ptr(grad_input), *dw = device_ptr(grad_weight), *db = device_ptr(grad_bias);
     const int64_t M = rows, N = cols;
     launch_kernel(input.device().index(), "layer_norm_backward",
                   [=] { k::layer_norm_backward(type, M, N, dy, x, m, r, w, dx, dw, db); });
@@ -182,8 +185,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
     invstd = at::empty({l.channels}, input.options().dtype(acc));
     const at::Tensor rm = in_place(running_mean) ? running_mean : running_mean.to(acc).contiguous();
     const at::Tensor rv = in_place(running_var) ? running_var : running_var.to(acc).contiguous();
-    const void* x = kernel_data(input);
-    void *m = kernel_data(mean), *is = kernel_data(invstd), *rmp = kernel_data(rm), *rvp = kernel_data(rv);
+    const void* x = device_ptr<const void>(input);
+    void *m = device_ptr(mean), *is = device_ptr(invstd), *rmp = device_ptr(rm), *rvp = device_ptr(rv);
     launch_kernel(device, "batch_norm_statistics", [=] {
       k::batch_norm_training_statistics(type, l.n, l.channels, l.spatial, x, eps, momentum, m, is, rmp, rvp,
                                         cpu_lanes);
@@ -196,8 +199,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
   }
   at::Tensor output = at::empty(input.sizes(), input.options());
   if (input.numel() > 0) {
-    const void *x = kernel_data(input), *m = kernel_data(mean), *i = kernel_data(invstd), *w = kernel_data(weight), *b = kernel_data(bias);
-    void* y = kernel_data(output);
+    const void *x = device_ptr<const void>(input), *m = device_ptr<const void>(mean),
+               *i = device_ptr<const void>(invstd), *w = device_ptr<const void>(weight),
+               *b = device_ptr<const void>(bias);
+    void* y = device_ptr(output);
     // The CPU's kernel for Float16 with Float16 parameters rounds mean * scale
     // before subtracting it from the bias; all others fuse it (measured).
     const bool rounded_shift = input.scalar_type() == at::kHalf && cpu_lanes > 0;
@@ -239,8 +244,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
   if (mask[2]) grad_bias = at::empty({l.channels}, input.options().dtype(acc));
   if (input.numel() > 0) {
     const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "batch_norm_backward");
-    const void *dy = kernel_data(grad_out), *x = kernel_data(input), *m = kernel_data(mean), *i = kernel_data(invstd), *w = kernel_data(weight);
-    void *dx = kernel_data(grad_input), *dw = kernel_data(grad_weight), *db = kernel_data(grad_bias);
+    const void *dy = device_ptr<const void>(grad_out), *x = device_ptr<const void>(input),
+               *m = device_ptr<const void>(mean), *i = device_ptr<const void>(invstd),
+               *w = device_ptr<const void>(weight);
+    void *dx = device_ptr(grad_input), *dw = device_ptr(grad_weight), *db = device_ptr(grad_bias);
     launch_kernel(input.device().index(), "batch_norm_backward", [=] {
       k::batch_norm_backward(type, l.n, l.channels, l.spatial, dy, x, m, i, w, training, dx, dw, db);
     });
@@ -292,8 +299,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& inpu
   const int device = input.device().index();
   if (n * group > 0 && d * hxw > 0) {
     const at::Tensor weight = in_accumulate_type(weight_, acc), bias = in_accumulate_type(bias_, acc);
-    const void *x = kernel_data(input), *w = kernel_data(weight), *b = kernel_data(bias);
-    void *y = kernel_data(output), *m = kernel_data(mean), *r = kernel_data(rstd);
+    const void *x = device_ptr<const void>(input), *w = device_ptr<const void>(weight),
+               *b = device_ptr<const void>(bias);
+    void *y = device_ptr(output), *m = device_ptr(mean), *r = device_ptr(rstd);
     launch_kernel(device, "group_norm", [=] { k::group_norm(type, n, c, hxw, group, x, w, b, eps, y, m, r); });
   } else {  // groups of no elements: mean 0 and rstd NaN, as on the CPU
     mean.zero_();
@@ -329,9 +337,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(T grad_out, T
     const at::Tensor mu = mean.to(acc).contiguous(), rs = rstd.to(acc).contiguous();
     const at::Tensor gamma = has_weight ? weight->to(acc).contiguous() : at::Tensor();
     const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "group_norm_backward");
-    const void *dyp = kernel_data(dy), *xp = kernel_data(x), *m = kernel_data(mu), *r = kernel_data(rs);
-    const void* w = kernel_data(gamma);
-    void *dx = kernel_data(grad_input), *dw = kernel_data(grad_weight), *db = kernel_data(grad_bias);
+    const void *dyp = device_ptr<const void>(dy), *xp = device_ptr<const void>(x), *m = device_ptr<const void>(mu),
+               *r = device_ptr<const void>(rs);
+    const void* w = device_ptr<const void>(gamma);
+    void *dx = device_ptr(grad_input), *dw = device_ptr(grad_weight), *db = device_ptr(grad_bias);
     launch_kernel(input.device().index(), "group_norm_backward",
                   [=] { k::group_norm_backward(type, n, c, hxw, group, dyp, xp, m, r, w, dx, dw, db); });
   } else {

@@ -46,7 +46,7 @@ at::Tensor on_meta(const at::Tensor& t) { return at::empty(t.sizes(), t.options(
 // along one dim (for the backward's index_add), written by one small task.
 at::Tensor source_index(int64_t n, int64_t before, int64_t after, Pad mode, c10::Device device) {
   at::Tensor index = at::empty({before + n + after}, at::TensorOptions().dtype(at::kLong).device(device));
-  auto* data = static_cast<int64_t*>(kernel_data(index));
+  int64_t* data = device_ptr<int64_t>(index);
   const bool reflect = mode == Pad::Reflect;
   launch_small_kernel(device.index(), "padding_index",
                       [=] { mlu::kernels::padding_source_index(data, n, before, after, reflect); });

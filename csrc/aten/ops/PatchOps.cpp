@@ -64,8 +64,8 @@ at::Tensor im2col_mlu(T self, A kernel, A dilation, A padding, A stride) {
   if (columns.numel() > 0) {
     const k::ConvShape s = patch_shape(n, c, h, w, out_h, out_w, kernel, dilation, padding, stride);
     const k::ScalarType type = require_kernel_dtype(input.scalar_type(), "im2col");
-    const void* x = kernel_data(input);
-    void* y = kernel_data(columns);
+    const void* x = device_ptr<const void>(input);
+    void* y = device_ptr(columns);
     c10::DeviceGuard guard(self.device());
     launch_kernel(self.device().index(), "im2col", [=] { k::unfold(s, type, x, y); });
   }
@@ -94,8 +94,8 @@ at::Tensor col2im_mlu(T self, A output_size, A kernel, A dilation, A padding, A 
   if (image.numel() > 0) {
     const k::ConvShape s = patch_shape(n, c, h, w, out_h, out_w, kernel, dilation, padding, stride);
     const k::ScalarType type = *kernel_dtype(columns.scalar_type());
-    const void* x = kernel_data(columns);
-    void* y = kernel_data(image);
+    const void* x = device_ptr<const void>(columns);
+    void* y = device_ptr(image);
     c10::DeviceGuard guard(self.device());
     launch_kernel(self.device().index(), "col2im", [=] { k::fold(s, type, x, y); });
   }

@@ -105,7 +105,8 @@ void launch_planes(const char* name, T in_, T out, const k::PoolShape& shape, Ke
   const bool direct = out.is_contiguous();
   const at::Tensor result = direct ? out : at::empty(out.sizes(), out.options());
   const k::ScalarType type = require_kernel_dtype(in.scalar_type(), name);
-  void *x = kernel_data(in), *y = kernel_data(result);
+  const void* x = device_ptr<const void>(in);
+  void* y = device_ptr(result);
   launch_kernel(in.device().index(), name, [=] { kernel(shape, type, x, y); });
   if (!direct) out.copy_(result);
 }
@@ -119,8 +120,9 @@ void launch_with_indices(const char* name, T in_, T out, T indices, const k::Poo
   const at::Tensor result = direct ? out : at::empty(out.sizes(), out.options());
   const at::Tensor idx = direct ? indices : at::empty(indices.sizes(), indices.options());
   const k::ScalarType type = require_kernel_dtype(in.scalar_type(), name);
-  void *x = kernel_data(in), *y = kernel_data(result);
-  auto* i = static_cast<int64_t*>(kernel_data(idx));
+  const void* x = device_ptr<const void>(in);
+  void* y = device_ptr(result);
+  int64_t* i = device_ptr<int64_t>(idx);
   launch_kernel(in.device().index(), name, [=] { kernel(shape, type, x, y, i); });
   if (!direct) {
     out.copy_(result);
@@ -135,8 +137,9 @@ void launch_max_backward(const char* name, T grad_output, T indices, T grad_inpu
   const bool direct = grad_input.is_contiguous();
   const at::Tensor gi = direct ? grad_input : at::empty(grad_input.sizes(), grad_input.options());
   const k::ScalarType type = require_kernel_dtype(grad_input.scalar_type(), name);
-  void *g = kernel_data(go), *out = kernel_data(gi);
-  const auto* i = static_cast<const int64_t*>(kernel_data(idx));
+  const void* g = device_ptr<const void>(go);
+  void* out = device_ptr(gi);
+  const int64_t* i = device_ptr<const int64_t>(idx);
   launch_kernel(grad_input.device().index(), name, [=] { k::max_pool_backward(shape, type, g, i, out); });
   if (!direct) grad_input.copy_(gi);
 }
@@ -216,10 +219,10 @@ void launch_fractional_max_pool(int dims, T self, A kernel, T samples, T output,
     at::native::fractional_max_pool_check_shape</*ndim=*/3>(self, samples);
   }
   const at::Tensor u = samples.contiguous();
-  const void* sample_data = kernel_data(u);
+  const void* sample_data = device_ptr<const void>(u);
   launch_with_indices(dims == 2 ? "fractional_max_pool2d" : "fractional_max_pool3d", self, output, indices,
                       window_shape(self, output, dims, kernel, {}, {}, {}),
-                      [=](const k::PoolShape& s, k::ScalarType type, void* x, void* y, int64_t* i) {
+                      [=](const k::PoolShape& s, k::ScalarType type, const void* x, void* y, int64_t* i) {
                         k::fractional_max_pool(s, dims, type, x, sample_data, y, i);
                       });
 }
@@ -244,7 +247,7 @@ void launch_avg_pool(int dims, T self, A kernel, A stride, A padding, bool count
   const int64_t d = divisor.value_or(0);
   launch_planes(dims == 2 ? "avg_pool2d" : "avg_pool3d", self, output,
                 window_shape(self, output, dims, kernel, stride, padding, {}),
-                [=](const k::PoolShape& s, k::ScalarType type, void* x, void* y) {
+                [=](const k::PoolShape& s, k::ScalarType type, const void* x, void* y) {
                   k::avg_pool(s, type, x, y, count_include_pad, d);
                 });
 }
@@ -254,7 +257,7 @@ void launch_avg_pool_backward(int dims, T grad_output, T self, A kernel, A strid
   const int64_t d = divisor.value_or(0);
   launch_planes(dims == 2 ? "avg_pool2d_backward" : "avg_pool3d_backward", grad_output, grad_input,
                 window_shape(self, grad_output, dims, kernel, stride, padding, {}),
-                [=](const k::PoolShape& s, k::ScalarType type, void* g, void* gi) {
+                [=](const k::PoolShape& s, k::ScalarType type, const void* g, void* gi) {
                   k::avg_pool_backward(s, type, g, gi, count_include_pad, d);
                 });
 }

@@ -4,7 +4,6 @@
 // for why the results depend on nothing but the seed and the op count.
 #include <cmath>
 
-#include <mlu_runtime/host_trap.h>
 #include <limits>
 
 #include <ATen/ExpandUtils.h>
@@ -53,7 +52,7 @@ at::Tensor& launch_random(at::Tensor& self, const std::optional<at::Generator>& 
   const Collapsed layout = kernel_layout(self);  // Note [Collapsed dims]
   const Shape shape = layout.shape;
   const Strides strides = layout.first;
-  void* out = mlu::mluDevicePointer(self.data_ptr());
+  void* out = device_ptr(self);
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), name, [=] {
     const Draw d = draw.resolved();  // Note [Graph-safe random numbers]
@@ -125,8 +124,8 @@ at::Tensor& bernoulli_tensor_mlu_(at::Tensor& self, const at::Tensor& p_, std::o
   Draw draw = next_draw(generator, self);
   Shape shape = kernel_shape(self);
   Strides strides = kernel_strides(self), p_strides = kernel_strides(p);
-  void* out = mlu::mluDevicePointer(self.data_ptr());
-  const void* probabilities = mlu::mluDevicePointer(p.const_data_ptr());
+  void* out = device_ptr(self);
+  const void* probabilities = device_ptr<const void>(p);
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), "bernoulli_", [=] {
     const Draw d = draw.resolved();
@@ -216,7 +215,7 @@ at::Tensor& randperm_out_mlu(int64_t n, std::optional<at::Generator> generator, 
   Draw draw = next_draw(generator, out);
   bool direct = out.scalar_type() == at::kLong && out.is_contiguous();
   at::Tensor permutation = direct ? out : at::empty({n}, out.options().dtype(at::kLong));
-  int64_t* data = mlu::mluDevicePointer(permutation.data_ptr<int64_t>());
+  int64_t* data = device_ptr<int64_t>(permutation);
   launch_kernel(out.device().index(), "randperm", [=] {
     const Draw d = draw.resolved();
     mlu::kernels::randperm(data, n, d.seed, d.offset);
@@ -259,8 +258,8 @@ at::Tensor multinomial_mlu(const at::Tensor& self, int64_t samples, bool replace
   ScalarType dtype = require_kernel_dtype(self.scalar_type(), "multinomial");
   Draw draw = next_draw(generator, self);
   int64_t row_stride = self.dim() == 1 ? 0 : self.stride(0), col_stride = self.stride(-1);
-  int64_t* result = mlu::mluDevicePointer(out.data_ptr<int64_t>());
-  const void* probs = mlu::mluDevicePointer(self.const_data_ptr());
+  int64_t* result = device_ptr<int64_t>(out);
+  const void* probs = device_ptr<const void>(self);
   c10::DeviceGuard guard(self.device());
   launch_kernel(self.device().index(), "multinomial", [=](mlu::TaskContext& context) {
     const Draw d = draw.resolved();

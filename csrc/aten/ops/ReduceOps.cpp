@@ -6,7 +6,6 @@
 // with stride 0 on the reduced dims.
 #include <ATen/MemoryOverlap.h>
 
-#include <mlu_runtime/host_trap.h>
 #include <ATen/ops/all_ops.h>
 #include <ATen/ops/amax_ops.h>
 #include <ATen/ops/amin_ops.h>
@@ -138,7 +137,7 @@ void launch_reduce(ReduceOp op, const at::Tensor& self, const at::Tensor& result
   }
   const Geometry g = reduce_geometry(self, result, mask, keepdim);
   const k::Operand in = kernel_operand(self, g.in, "reduce");
-  const k::Operand out{mlu::mluDevicePointer(result.data_ptr()), require_kernel_dtype(result.scalar_type(), "reduce"), g.out};
+  const k::Operand out{device_ptr(result), require_kernel_dtype(result.scalar_type(), "reduce"), g.out};
   const k::Shape shape = g.shape;
   c10::DeviceGuard guard(result.device());
   launch_kernel(result.device().index(), "reduce", [=] { k::reduce(op, shape, out, in, p); });
@@ -189,8 +188,8 @@ void launch_arg_reduce(bool is_max, const at::Tensor& self, int64_t dim, const a
   if (indices.numel() == 0) return;
   const RowGeometry g = row_geometry(self, dim, indices, values, keepdim);
   const k::Operand in = kernel_operand(self, g.in, "argmax");
-  const k::Operand idx{mlu::mluDevicePointer(indices.data_ptr()), k::ScalarType::Int64, g.out};
-  const k::Operand val{values.defined() ? mlu::mluDevicePointer(values.data_ptr()) : nullptr,
+  const k::Operand idx{device_ptr(indices), k::ScalarType::Int64, g.out};
+  const k::Operand val{device_ptr(values),
                        values.defined() ? require_kernel_dtype(values.scalar_type(), "max") : k::ScalarType::Int64,
                        g.out2};
   const k::Shape shape = g.shape;
@@ -203,7 +202,7 @@ void launch_scan(k::ScanOp op, const at::Tensor& self, int64_t dim, const at::Te
   if (result.numel() == 0) return;
   const RowGeometry g = row_geometry(self, dim, result, at::Tensor(), /*out_keeps_dim=*/true);
   const k::Operand in = kernel_operand(self, g.in, "cumsum");
-  const k::Operand out{mlu::mluDevicePointer(result.data_ptr()), require_kernel_dtype(result.scalar_type(), "cumsum"), g.out};
+  const k::Operand out{device_ptr(result), require_kernel_dtype(result.scalar_type(), "cumsum"), g.out};
   k::Shape shape = g.shape;
   c10::DeviceGuard guard(result.device());
   launch_kernel(result.device().index(), op == k::ScanOp::Sum ? "cumsum" : "cumprod",

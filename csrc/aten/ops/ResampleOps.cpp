@@ -99,8 +99,8 @@ void launch(const Resample& r, T from_, T to, bool backward) {
   k::ResampleShape shape = backward ? resample_shape(r, result, from) : resample_shape(r, from, result);
   shape.weights_in_element_type = !backward && cpu_weights_in_element_type(r, from_, to);
   const k::ScalarType type = require_kernel_dtype(from.scalar_type(), backward ? "upsample backward" : "upsample");
-  const void* x = kernel_data(from);
-  void* y = kernel_data(result);
+  const void* x = device_ptr<const void>(from);
+  void* y = device_ptr(result);
   launch_kernel(from.device().index(), backward ? "upsample_backward" : "upsample", [=] {
     if (backward) {
       k::resample_backward(shape, type, x, y);

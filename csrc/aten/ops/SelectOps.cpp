@@ -4,7 +4,6 @@
 // writes the result in queue order.
 #include <ATen/ops/_unique2_ops.h>
 
-#include <mlu_runtime/host_trap.h>
 #include <ATen/ops/_unique_ops.h>
 #include <ATen/ops/masked_select_ops.h>
 #include <ATen/ops/nonzero_ops.h>
@@ -44,13 +43,13 @@ at::Tensor nonzero_mlu(const at::Tensor& self) {
   const k::Operand in = kernel_operand(self, "select");
   // The count by the kernel library's own pass (no self != 0 temporary).
   at::Tensor counted = at::empty({}, self.options().dtype(at::kLong));
-  int64_t* count_at = mlu::mluDevicePointer(counted.data_ptr<int64_t>());
+  int64_t* count_at = device_ptr<int64_t>(counted);
   launch_kernel(self.device().index(), "nonzero", [=] { *count_at = k::count_nonzero(shape, in); });
   const int64_t count = counted.item<int64_t>();
   // Column-major, as the CPU's and CUDA's (pytorch gh-46224): out.t() is each dim's coordinates, contiguous.
   at::Tensor out = at::empty_strided({count, self.dim()}, {1, count}, self.options().dtype(at::kLong));
   if (count == 0 || self.dim() == 0) return out;
-  int64_t* data = mlu::mluDevicePointer(out.data_ptr<int64_t>());
+  int64_t* data = device_ptr<int64_t>(out);
   const int64_t row = out.stride(0), col = out.stride(1);
   launch_kernel(self.device().index(), "nonzero", [=] { k::nonzero(shape, in, data, row, col); });
   return out;

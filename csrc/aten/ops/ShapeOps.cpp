@@ -2,7 +2,6 @@
 // linspace, eye), unfold's gradient.
 #include <ATen/ops/tril_ops.h>
 
-#include <mlu_runtime/host_trap.h>
 #include <ATen/ops/triu_ops.h>
 #include <cmath>
 
@@ -49,7 +48,7 @@ at::Tensor flip_mlu(const at::Tensor& self, at::IntArrayRef dims) {
   c10::OptionalDeviceGuard guard(self.device());
   const k::ScalarType type = require_kernel_dtype(self.scalar_type(), "flip");
   std::vector<int64_t> src_strides = self.strides().vec();
-  const char* base = static_cast<const char*>(mlu::mluDevicePointer(self.const_data_ptr()));
+  const char* base = static_cast<const char*>(device_ptr<const void>(self));
   for (int64_t d = 0; d < ndim; ++d) {
     if (!flipped[static_cast<size_t>(d)]) continue;
     base += (self.size(d) - 1) * self.stride(d) * static_cast<int64_t>(self.element_size());
@@ -59,7 +58,7 @@ at::Tensor flip_mlu(const at::Tensor& self, at::IntArrayRef dims) {
   const Collapsed layout = collapse_dims(self.sizes(), out.strides(), src_strides);
   const k::Shape shape = layout.shape;
   const k::Strides dst = layout.first, src = layout.second;
-  void* dst_ptr = mlu::mluDevicePointer(out.data_ptr());
+  void* dst_ptr = device_ptr(out);
   launch_kernel(self.device().index(), "flip", [=] { k::copy(dst_ptr, type, dst, base, type, src, shape); });
   return out;
 }
@@ -99,8 +98,8 @@ void launch_triangle(bool lower, const at::Tensor& self, int64_t diagonal, const
   TORCH_CHECK(self.dim() <= k::kMaxDims, lower ? "tril" : "triu", ": mlu supports at most ", k::kMaxDims, " dims");
   const char* name = lower ? "tril" : "triu";
   const k::Shape shape = kernel_shape(self);
-  const k::Operand dst{mlu::mluDevicePointer(out.data_ptr()), require_kernel_dtype(out.scalar_type(), name), kernel_strides(out)};
-  const k::Operand src{const_cast<void*>(mlu::mluDevicePointer(self.const_data_ptr())), dst.dtype, kernel_strides(self)};
+  const k::Operand dst{device_ptr(out), require_kernel_dtype(out.scalar_type(), name), kernel_strides(out)};
+  const k::Operand src{const_cast<void*>(device_ptr<const void>(self)), dst.dtype, kernel_strides(self)};
   launch_kernel(self.device().index(), name, [=] { k::triangle(shape, dst, src, diagonal, lower); });
 }
 
@@ -172,7 +171,7 @@ at::Tensor& arange_out_mlu(const at::Scalar& start, const at::Scalar& end, const
   // A non-contiguous out is filled through a contiguous temporary.
   at::Tensor target = out.is_contiguous() ? out : at::empty({size}, out.options());
   const k::ScalarType type = require_kernel_dtype(out.scalar_type(), "arange");
-  void* data = mlu::mluDevicePointer(target.data_ptr());
+  void* data = device_ptr(target);
   if (integral) {
     const int64_t s = start.toLong(), st = step.toLong();
     launch_kernel(out.device().index(), "arange", [=] { k::arange_int(data, type, size, 1, s, st); });
@@ -199,7 +198,7 @@ at::Tensor& linspace_out_mlu(const at::Scalar& start, const at::Scalar& end, int
   c10::OptionalDeviceGuard guard(out.device());
   at::Tensor target = out.is_contiguous() ? out : at::empty({steps}, out.options());
   const k::ScalarType type = require_kernel_dtype(out.scalar_type(), "linspace");
-  void* data = mlu::mluDevicePointer(target.data_ptr());
+  void* data = device_ptr(target);
   const double s = complex ? 0.0 : start.toDouble(), e = complex ? 0.0 : end.toDouble();
   if (c10::isIntegralType(out.scalar_type(), /*includeBool=*/true)) {
     // PyTorch computes integer linspace in the integer type's arithmetic via
@@ -260,8 +259,8 @@ void unfold_backward_mlu(at::Tensor& grad_in, const at::Tensor& grad, int64_t di
   const int64_t outer = c10::multiply_integers(grad_in.sizes().slice(0, dim));
   const int64_t inner = c10::multiply_integers(grad_in.sizes().slice(dim + 1));
   const int64_t length = grad_in.size(dim), windows = grad.size(dim);
-  void* out = kernel_data(grad_in);
-  const void* in = kernel_data(g);
+  void* out = device_ptr(grad_in);
+  const void* in = device_ptr<const void>(g);
   launch_kernel(grad_in.device().index(), "unfold_backward",
                 [=] { k::unfold_backward(type, out, in, outer, length, inner, windows, size, step); });
 }

@@ -20,7 +20,6 @@
 #include <ATen/ops/_fft_c2c_native.h>
 #include <ATen/ops/empty.h>
 #include <c10/util/accumulate.h>
-#include <mlu_runtime/host_trap.h>
 #include <mlu_kernels/fft.h>
 #include <mlu_kernels/parallel.h>
 #include <torch/library.h>
@@ -77,8 +76,8 @@ void run_plan(T input, T out, IntArrayRef signal_size, int64_t normalization, bo
   const c10::DeviceIndex device = input.device().index();
   auto plan = fft_plan(device, spec, k::num_threads());
   if (out.numel() == 0) return;
-  const void* in_data = kernel_data(input);
-  void* out_data = kernel_data(out);
+  const void* in_data = device_ptr<const void>(input);
+  void* out_data = device_ptr(out);
   launch_kernel(device, "fft", [plan = std::move(plan), in_data, out_data](mlu::TaskContext& context) {
     const std::string error = plan->execute(in_data, out_data);
     if (!error.empty()) context.fail("MKL FFT error: " + error);
@@ -230,8 +229,8 @@ void fft_fill_with_conjugate_symmetry_mlu(at::ScalarType dtype, IntArrayRef mirr
   for (const auto d : mirror_dims) mirrored[d] = 1;
   std::vector<int64_t> sizes(half_sizes.begin(), half_sizes.end());
   std::vector<int64_t> in_s(in_strides.begin(), in_strides.end()), out_s(out_strides.begin(), out_strides.end());
-  in_data = mlu::mluDevicePointer(in_data);  // Note [Host-access trap]
-  out_data = mlu::mluDevicePointer(out_data);
+  in_data = device_ptr(in_data);  // Note [Device pointers]
+  out_data = device_ptr(out_data);
   launch_kernel(current_device(), "fft_fill_with_conjugate_symmetry",
                 [=, mirrored = std::move(mirrored), sizes = std::move(sizes), in_s = std::move(in_s),
                  out_s = std::move(out_s)] {

@@ -1,7 +1,5 @@
 #include "csrc/aten/sparse/SparseDenseProduct.h"
 
-#include <mlu_runtime/host_trap.h>
-
 #include <vector>
 
 #include <ATen/ops/_convert_indices_from_csr_to_coo.h>
@@ -35,9 +33,18 @@ at::Tensor& sparse_dense_addmm(const at::Tensor& self, const at::Tensor& crow, c
   const at::Tensor columns = cols.to(at::kLong).contiguous();
   const at::Tensor entries = values.contiguous();
   const c10::complex<double> scale = alpha.toComplexDouble();
-  k::SpmmArgs args{*type, num_rows, shape[1], mlu::mluDevicePointer(row_pointers.const_data_ptr<int64_t>()),
-                   mlu::mluDevicePointer(columns.const_data_ptr<int64_t>()), kernel_data(entries), kernel_data(dense), dense.stride(0),
-                   dense.stride(1), kernel_data(out), out.stride(0), out.stride(1),
+  k::SpmmArgs args{*type,
+                   num_rows,
+                   shape[1],
+                   device_ptr<const int64_t>(row_pointers),
+                   device_ptr<const int64_t>(columns),
+                   device_ptr<const void>(entries),
+                   device_ptr<const void>(dense),
+                   dense.stride(0),
+                   dense.stride(1),
+                   device_ptr(out),
+                   out.stride(0),
+                   out.stride(1),
                    {scale.real(), scale.imag()}};
   launch_kernel(out.device().index(), "spmm_csr", [args] { k::spmm_csr(args); });
   return out;

@@ -29,11 +29,11 @@ at::Tensor muladd_mlu(const at::Tensor& a, const at::Tensor& b, double c) {
   const at::Tensor x = a.contiguous();
   const at::Tensor y = b.contiguous();
   at::Tensor out = at::empty(x.sizes(), x.options());
-  // Raw pointers only, as the device addresses them (device_data): the tensors may be freed before the
+  // Raw pointers only, as the device addresses them (device_ptr): the tensors may be freed before the
   // kernel runs; their memory is not reused until the stream has run it.
-  const float* xp = torch_mlu::device_data<const float>(x);
-  const float* yp = torch_mlu::device_data<const float>(y);
-  float* op = torch_mlu::device_data<float>(out);
+  const float* xp = torch_mlu::device_ptr<const float>(x);
+  const float* yp = torch_mlu::device_ptr<const float>(y);
+  float* op = torch_mlu::device_ptr<float>(out);
   const int64_t n = x.numel();
   const float cf = static_cast<float>(c);
   torch_mlu::launch_kernel(torch_mlu::getCurrentMLUStream(), "mlu_ext::muladd", [=] {

@@ -41,7 +41,7 @@ struct TorchMluCompiledKernelApi {
   int (*num_threads)(void);
   int (*max_threads)(void);
   // Version 2: the address the kernel dereferences for a device pointer
-  // (mluDevicePointer, Note [Host-access trap] in mlu_runtime/host_trap.h).
+  // (torch_mlu::device_ptr, Note [Device pointers] in csrc/core/MLULaunch.h).
   void* (*device_pointer)(const void* ptr);
 };
 
