@@ -1,7 +1,7 @@
 """torch.linalg on mlu: native LAPACK kernels (csrc/aten/ops/LinalgOps.cpp) against the CPU.
 
 The ops run PyTorch's own generic impls with the LAPACK stubs registered for PrivateUse1 (Note [Linalg through
-PyTorch's impls]); the stubs call the oneMKL libtorch_cpu carries (Note [Which MKL] in kernels/src/vendor/mkl.h).
+PyTorch's impls]); the stubs call the oneMKL libtorch_cpu carries (Note [Which MKL] in kernels/src/common/vendor/mkl.h).
 Checked here: values and strides equal to the CPU's for every factorization and solver, real and complex, batched
 and broadcast; no op through the CPU fallback; info-style errors as the CPU raises them, and `_ex` forms that do
 not sync; gradients; wrong out= dtypes refused; only one oneMKL in the process. op_db's linalg entries run through

@@ -198,3 +198,23 @@ def test_the_rule_reads_a_tree_outside_git(tmp_path, monkeypatch):
     monkeypatch.setattr(lint, "ROOT", tmp_path)
     problems = lint.check_device_pointers()
     assert len(problems) == 1 and problems[0].startswith("csrc/aten/bad.cpp:1: mluDevicePointer")
+
+
+def test_a_moved_file_keeps_its_old_lines_unchecked(tmp_path, monkeypatch):
+    """git mv since .clang-format came in: only the lines edited with the move are new."""
+    old_cpp = "int   old_style( int x ){return x;}\nint   other( int x ){return x;}\n"
+    (tmp_path / "a.cpp").write_text(old_cpp)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "before")
+    (tmp_path / ".clang-format").write_text(open(f"{REPO}/.clang-format").read())
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "style")
+    (tmp_path / "family").mkdir()
+    git(tmp_path, "mv", "a.cpp", "family/a.cpp")
+    monkeypatch.setattr(lint, "ROOT", tmp_path)
+    assert lint.check_changed_lines() == []
+
+    (tmp_path / "family" / "a.cpp").write_text(old_cpp.replace("other( int x )", "other2( int x )"))
+    problems = lint.check_changed_lines()
+    assert problems and problems[0].startswith("family/a.cpp: line 2 is not formatted"), problems

@@ -2,7 +2,7 @@
 
 The order of equal elements is unspecified in PyTorch's docs, but the CPU's kernels fix it by their
 algorithms and users (and op_db) compare indices across devices. Note [The CPU's order among equal keys]
-in kernels/src/sort.cpp says how mlu reproduces it. Inputs here are drawn from a few values, so every row
+in kernels/src/sort/sort.cpp says how mlu reproduces it. Inputs here are drawn from a few values, so every row
 has many ties; the oracle is PyTorch's CPU in the same process.
 """
 import pytest

@@ -19,7 +19,7 @@ Each check prints one line, "ok" or what is wrong; the script exits 1 if any che
   or folder that exists; web and mail links, pure #anchors and code are not checked, and a #fragment is dropped.
 - changed lines: every line changed since the lint stage came in (the parent of the commit that added
   .clang-format) is formatted as .clang-format says (C++) and at most 120 columns long (Python); older
-  lines are left alone until someone edits them.
+  lines are left alone until someone edits them, also when their file has moved since.
 
     python tools/lint.py [--only NAME ...]
 """
@@ -192,7 +192,8 @@ def lint_base():
 
 def changed_lines(base, suffixes):
     """{path: set of line numbers} of lines added or changed since `base`, in the working tree."""
-    diff = run("git", "diff", "--unified=0", "--no-color", "--no-renames", "--diff-filter=AM", base, "--").stdout
+    # A moved file (git mv) counts only the lines that changed with the move: the rest are as old as before.
+    diff = run("git", "diff", "--unified=0", "--no-color", "--find-renames", "--diff-filter=AMR", base, "--").stdout
     lines, path = {}, None
     for line in diff.splitlines():
         if line.startswith("+++ "):

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "gemm/gemm_amx.h"
-#include "gemm/microkernel.h"
+#include "gemm/gemm_table.h"
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 

@@ -199,7 +199,7 @@ void scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, con
   }
   auto launch = [&](const at::Tensor& into, const at::Tensor& from) {
     // Float16 / BFloat16 sums and products accumulate in float in the kernel
-    // (Note [Scatter accumulation in float], kernels/src/index.cpp).
+    // (Note [Scatter accumulation in float], kernels/src/index/index.cpp).
     launch_scatter(op, kind, shape_of(index), static_cast<int>(dim), kernel_operand(into, op),
                    into.dim() == 0 ? 1 : into.size(dim), kernel_operand(from, op), kernel_operand(index, op), 1.0,
                    self.device());

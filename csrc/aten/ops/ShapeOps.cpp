@@ -209,7 +209,7 @@ at::Tensor& linspace_out_mlu(const at::Scalar& start, const at::Scalar& end, int
   } else {
     // The CPU's range kernels come in a build per ATen CPU capability: the
     // AVX2 / AVX512 ones fuse start + step * i (Note [linspace as the CPU
-    // rounds] in kernels/src/sequence.cpp).
+    // rounds] in kernels/src/sequence/sequence.cpp).
     static const bool fused = at::get_cpu_capability() != "DEFAULT";
     if (complex) {
       // c10::complex divides the difference and scales the step by a real

@@ -1,6 +1,6 @@
 // Ordering ops on mlu: sort, topk, kthvalue. Their values are the CPU's, and
 // so are their indices among equal elements (Note [The CPU's order among
-// equal keys] in kernels/src/sort.cpp).
+// equal keys] in kernels/src/sort/sort.cpp).
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <ATen/WrapDimUtils.h>

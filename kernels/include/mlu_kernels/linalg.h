@@ -3,7 +3,7 @@
 //
 // Every routine runs the LAPACK routine PyTorch's CPU ops call, with the
 // same arguments (workspace sizes from one query per thread, uplo, trans,
-// jobz), on the process's LAPACK (Note [Which MKL] in src/vendor/mkl.h).
+// jobz), on the process's LAPACK (Note [Which MKL] in src/common/vendor/mkl.h).
 // Matrices of a batch go to the pool's threads, one at a time each, with the
 // library's own threading off. `infos` (one int32 per matrix) receive
 // LAPACK's info: 0, or the failing minor / diagonal element / unconverged

@@ -5,14 +5,14 @@
 #include <limits>
 #include <vector>
 
-#include "../convert.h"
-#include "../dispatch.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
 #include "mlu_kernels/gemm.h"
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 #include "mlu_kernels/philox.h"
-#include "rows.h"
-#include "../verbose_call.h"
+#include "attention_table.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "../pointwise/vector_math.h"
-#include "rows.h"
+#include "attention_table.h"
 
 namespace mlu::kernels::MLU_ISA_NS {
 namespace {

@@ -4,8 +4,8 @@
 #include <limits>
 #include <vector>
 
-#include "../convert.h"
-#include "../dispatch.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
 #include "mlu_kernels/attention.h"
 
 namespace mlu::kernels {

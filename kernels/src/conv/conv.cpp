@@ -6,9 +6,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "../convert.h"
-#include "../dispatch.h"
-#include "../scratch.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
+#include "../common/scratch.h"
 #include "mlu_kernels/gemm.h"
 #include "conv_dnnl.h"
 #include "geometry.h"

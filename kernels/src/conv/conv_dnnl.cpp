@@ -14,8 +14,8 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "../dnnl_support.h"
-#include "../scratch.h"
+#include "../common/vendor/dnnl_support.h"
+#include "../common/scratch.h"
 #include "mlu_kernels/half.h"
 #endif
 

@@ -20,9 +20,9 @@
 #include <cstring>
 #include <vector>
 
-#include "../convert.h"
-#include "../dispatch.h"
-#include "../scratch.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
+#include "../common/scratch.h"
 #include "conv_dnnl.h"
 #include "geometry.h"
 #include "mlu_kernels/conv.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "mlu_kernels/conv.h"
-#include "../verbose_call.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels::detail {
 

@@ -8,8 +8,8 @@
 #include <complex>
 #include <vector>
 
-#include "../vendor/dfti.h"
-#include "../vendor/mkl.h"
+#include "../common/vendor/dfti.h"
+#include "../common/vendor/mkl.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels {

@@ -11,19 +11,19 @@
 #include <utility>
 #include <vector>
 
-#include "../convert.h"
-#include "../dispatch.h"
-#include "../scratch.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
+#include "../common/scratch.h"
 #include "gemm_amx.h"
 #include "gemm_dpbf16.h"
 #include "gemm_integer.h"
 #include "gemm_dnnl.h"
 #include "gemm_vendor.h"
-#include "microkernel.h"
+#include "gemm_table.h"
 #include "mlu_kernels/copy.h"
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
-#include "../verbose_call.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "../scratch.h"
+#include "../common/scratch.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels::detail {

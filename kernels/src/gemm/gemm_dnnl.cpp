@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "../dnnl_support.h"
+#include "../common/vendor/dnnl_support.h"
 #include "mlu_kernels/copy.h"
 #include "mlu_kernels/gemm.h"
 #include "mlu_kernels/parallel.h"

@@ -19,7 +19,7 @@
 
 #include <cstdint>
 
-#include "../isa_variants.h"
+#include "../common/isa_variants.h"
 #include "mlu_kernels/half.h"
 
 // w = A B (w += A B with `accumulate`) for m x n, depth k >= 1: A(i, p) at

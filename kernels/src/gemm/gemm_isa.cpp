@@ -4,16 +4,16 @@
 // types below must become one fused multiply-add where the ISA has it (the
 // CPU's BLAS fuses too; a GEMM without FMA runs at half speed). Results may
 // therefore differ by rounding between ISAs, within the usual GEMM tolerance.
-#include "../intrinsics.h"  // first: before anything that includes <immintrin.h>
+#include "../common/intrinsics.h"  // first: before anything that includes <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <utility>
 
-#include "../convert.h"
-#include "../dispatch.h"
-#include "microkernel.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
+#include "gemm_table.h"
 
 namespace mlu::kernels::MLU_ISA_NS {
 namespace {

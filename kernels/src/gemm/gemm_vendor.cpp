@@ -12,7 +12,7 @@
 #include "gemm_dnnl.h"
 #include "mlu_kernels/parallel.h"
 
-#include "../vendor/mkl.h"
+#include "../common/vendor/mkl.h"
 
 namespace mlu::kernels {
 namespace {

@@ -1,5 +1,5 @@
 // Products through a vendor BLAS (Intel oneMKL), where the process has one
-// (Note [Which MKL] in vendor/mkl.h) and the rule in gemm_vendor.cpp picks it.
+// (Note [Which MKL] in common/vendor/mkl.h) and the rule in gemm_vendor.cpp picks it.
 //
 // Note [Vendor BLAS]
 // MKL is the library stock PyTorch's CPU products call; on Intel hosts it

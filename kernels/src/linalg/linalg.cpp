@@ -10,8 +10,8 @@
 #include <limits>
 #include <vector>
 
-#include "../unravel.h"
-#include "../vendor/lapack.h"
+#include "../common/unravel.h"
+#include "../common/vendor/lapack.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <type_traits>
 
-#include "../convert.h"
-#include "../dispatch.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
 #include "norm_table.h"
 
 namespace mlu::kernels::MLU_ISA_NS {

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "../convert.h"
-#include "../dispatch.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
 #include "mlu_kernels/norm.h"
 
 namespace mlu::kernels {

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "../isa_variants.h"
+#include "../common/isa_variants.h"
 #include "mlu_kernels/dtype.h"
 
 namespace mlu::kernels::detail {

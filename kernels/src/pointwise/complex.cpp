@@ -22,8 +22,8 @@
 #include <limits>
 #include <numbers>
 
-#include "../convert.h"
-#include "../dispatch.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
 
 namespace mlu::kernels::detail {

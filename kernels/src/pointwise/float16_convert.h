@@ -11,7 +11,7 @@
 // canonical quiet NaN) bit for bit.
 #pragma once
 
-#include "../intrinsics.h"  // first: before anything that includes <immintrin.h>
+#include "../common/intrinsics.h"  // first: before anything that includes <immintrin.h>
 
 #include <cstdint>
 #include <type_traits>

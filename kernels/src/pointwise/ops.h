@@ -15,7 +15,7 @@
 #include "mlu_kernels/half.h"
 #include "mlu_kernels/pointwise.h"
 #include "integer_division.h"
-#include "../isa_variants.h"
+#include "../common/isa_variants.h"
 
 namespace mlu::kernels::ops {
 inline namespace MLU_KERNELS_ISA_TAG {  // Note [Per-ISA variants]

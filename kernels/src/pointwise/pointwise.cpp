@@ -3,15 +3,15 @@
 #include <string_view>
 #include <type_traits>
 
-#include "../convert.h"
-#include "../dispatch.h"
-#include "../unravel.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
+#include "../common/unravel.h"
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 #include "complex.h"
 #include "ops.h"
-#include "table.h"
-#include "../verbose_call.h"
+#include "pointwise_table.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 

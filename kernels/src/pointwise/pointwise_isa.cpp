@@ -13,16 +13,16 @@
 // the common case (same dtype, contiguous) copies nothing. (Contiguous
 // half-precision operands take a shorter path: Note [Register-converted
 // 16-bit floats].)
-#include "../intrinsics.h"  // first: before anything that includes <immintrin.h>
+#include "../common/intrinsics.h"  // first: before anything that includes <immintrin.h>
 
 #include <algorithm>
 #include <type_traits>
 
-#include "../convert.h"
-#include "../dispatch.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
 #include "float16_convert.h"
 #include "ops.h"
-#include "table.h"
+#include "pointwise_table.h"
 #include "vector_math.h"
 
 namespace mlu::kernels::MLU_ISA_NS {

@@ -17,7 +17,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include "../isa_variants.h"
+#include "../common/isa_variants.h"
 
 // Note [Special functions contract to FMA]
 // PyTorch compiles its CPU kernels with GCC's default -ffp-contract=fast, so

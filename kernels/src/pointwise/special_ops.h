@@ -13,7 +13,7 @@
 
 #include "mlu_kernels/pointwise.h"
 #include "special_math.h"
-#include "../isa_variants.h"
+#include "../common/isa_variants.h"
 
 namespace mlu::kernels::ops {
 inline namespace MLU_KERNELS_ISA_TAG {  // Note [Per-ISA variants]

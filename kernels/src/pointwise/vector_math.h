@@ -10,7 +10,7 @@
 // full vector, so results never depend on where a block or chunk ends.
 #pragma once
 
-#include "../intrinsics.h"  // first: before anything that includes <immintrin.h>
+#include "../common/intrinsics.h"  // first: before anything that includes <immintrin.h>
 
 #include <sleef.h>
 

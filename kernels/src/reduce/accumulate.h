@@ -12,10 +12,10 @@
 #include <limits>
 #include <type_traits>
 
-#include "../convert.h"
+#include "../common/convert.h"
 #include "mlu_kernels/half.h"
 #include "mlu_kernels/reduce.h"
-#include "../isa_variants.h"
+#include "../common/isa_variants.h"
 
 namespace mlu::kernels::reduce_ops {
 inline namespace MLU_KERNELS_ISA_TAG {  // Note [Per-ISA variants]

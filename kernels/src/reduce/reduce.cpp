@@ -2,12 +2,12 @@
 // references (one element at a time, by linear index).
 #include <vector>
 
-#include "../dispatch.h"
-#include "../unravel.h"
+#include "../common/dispatch.h"
+#include "../common/unravel.h"
 #include "accumulate.h"
 #include "mlu_kernels/isa.h"
 #include "reduce_table.h"
-#include "../verbose_call.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 

@@ -12,14 +12,14 @@
 //  - Outer mode (the fastest dim is kept): blocks of up to kBlock outputs
 //    along that dim fold every reduced position into an accumulator array,
 //    reading input rows contiguously (vectorised across outputs).
-#include "../intrinsics.h"  // first: before anything that includes <immintrin.h>
+#include "../common/intrinsics.h"  // first: before anything that includes <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
-#include "../dispatch.h"
-#include "../pointwise/table.h"
+#include "../common/dispatch.h"
+#include "../pointwise/pointwise_table.h"
 #include "accumulate.h"
 #include "mlu_kernels/parallel.h"
 #include "reduce_table.h"

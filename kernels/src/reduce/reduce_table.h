@@ -1,7 +1,7 @@
 // The per-ISA reduction kernels (reduce_isa.cpp), picked by reduce.cpp.
 #pragma once
 
-#include "../isa_variants.h"
+#include "../common/isa_variants.h"
 #include "mlu_kernels/reduce.h"
 
 namespace mlu::kernels::detail {

@@ -5,14 +5,14 @@
 #include <limits>
 #include <vector>
 
-#include "../convert.h"
-#include "../dispatch.h"
+#include "../common/convert.h"
+#include "../common/dispatch.h"
 #include "mlu_kernels/copy.h"
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
-#include "rows.h"
-#include "../unravel.h"
-#include "../verbose_call.h"
+#include "softmax_table.h"
+#include "../common/unravel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {

@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "../pointwise/vector_math.h"
-#include "rows.h"
+#include "softmax_table.h"
 
 namespace mlu::kernels::MLU_ISA_NS {
 namespace {
 
 constexpr int kLanes = 16;
 
-// A log_softmax sum or log-sum rounded as `rounding` says (rows.h).
+// A log_softmax sum or log-sum rounded as `rounding` says (softmax_table.h).
 template <class T>
 T round_log_sum(T v, detail::LogSumRounding rounding) {
   if constexpr (std::is_same_v<T, float>) {
