@@ -19,7 +19,6 @@
 #include <thread>
 #include <vector>
 
-#include "gemm/gemm_amx.h"
 #include "gemm/gemm_table.h"
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
@@ -125,7 +124,7 @@ int main(int argc, char** argv) {
   std::printf("{\"isa\": \"%s\", \"threads\": %d, \"float32_gflops_1\": %.1f, \"float32_gflops_all\": %.1f",
               k::isa_name(k::active_isa()), threads, best_of_three([&] { return float_peak(1, seconds); }) / 1e9,
               best_of_three([&] { return float_peak(threads, seconds); }) / 1e9);
-  if (k::active_isa() >= k::Isa::Avx512 && k::detail::amx_bf16_usable()) {
+  if (k::active_isa() >= k::Isa::Avx512 && k::amx_usable()) {
     const double flops = 4.0 * 16 * 16 * 32 * 2;
     std::printf(", \"amx_bf16_gflops_1\": %.1f, \"amx_bf16_gflops_all\": %.1f",
                 best_of_three([&] { return rate(1, seconds, flops, tile_chain); }) / 1e9,

@@ -1,10 +1,14 @@
 #include "mlu_kernels/isa.h"
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 
-#include "../gemm/gemm_amx.h"
 #include "isa_variants.h"
 
 namespace mlu::kernels {
@@ -72,6 +76,21 @@ const char* isa_name(Isa isa) {
   return "?";
 }
 
-bool amx_usable() { return detail::amx_bf16_usable(); }
+bool amx_usable() {
+  static const bool usable = [] {
+#if defined(__x86_64__) && defined(__linux__)
+    // CPUID.(7, 0):EDX bit 22 is AMX-BF16, bit 24 AMX-TILE; the kernel must
+    // then grant the tile data state (XFEATURE_XTILEDATA = 18) to the process.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    if (((edx >> 22) & 1) == 0 || ((edx >> 24) & 1) == 0) return false;
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+    return false;
+#endif
+  }();
+  return usable;
+}
 
 }  // namespace mlu::kernels

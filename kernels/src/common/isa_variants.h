@@ -25,7 +25,16 @@
 //
 // Code specific to one ISA inside an ISA file is chosen by the compiler's
 // macros (#if defined(__AVX512F__) / __AVX2__); there are no [[gnu::target]]
-// clones and no active_isa() checks outside isa.cpp and this header. Where an
+// clones and no active_isa() checks outside isa.cpp and this header, but for
+// one kind of entry: a routine only one ISA has. The GEMM's bfloat16 paths
+// are two, the AVX512-BF16 dot products (gemm_dpbf16.cpp, an ISA file of the
+// avx512bf16 variant only) and the AMX tiles (gemm_amx.cpp, of the avx512
+// variant only, compiled with -mamx-tile -mamx-bf16 on top). Each is declared
+// for every ISA like a table, taken by name with
+// MLU_KERNELS_ISA_VARIANT_<isa>(name) (null in a build without that
+// variant), and called only after gemm.cpp has tested active_isa() (and for
+// AMX, amx_usable()): dpbf16_active() and amx_active(). Being ISA files, both
+// are inside the symbols check. Where an
 // entry measured faster as another ISA's compile of the same code, the ISA
 // file copies it from that ISA's table: the avx2 and avx512 index tables take
 // the baseline's gathers without vector gathers (index_isa.cpp), the avx512

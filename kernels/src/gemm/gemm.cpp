@@ -2,11 +2,6 @@
 
 #include <algorithm>
 
-#if defined(__x86_64__) && defined(__linux__)
-#include <cpuid.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -296,6 +291,14 @@ constexpr decltype(&isa_baseline::gemm_dpbf16_accumulate) kDpbf16Accumulate =
 
 bool dpbf16_active() { return kDpbf16Accumulate != nullptr && active_isa() >= Isa::Avx512Bf16; }
 
+// The BFloat16 GEMM on AMX tiles: only the avx512 variant has it (the avx512bf16 level runs that one too), a
+// build without that variant has a null pointer here, and it runs only where the CPU and the OS allow the
+// tiles (Note [AMX tiles]).
+constexpr decltype(&isa_baseline::gemm_amx_bf16_accumulate) kAmxAccumulate =
+    MLU_KERNELS_ISA_VARIANT_avx512(gemm_amx_bf16_accumulate);
+
+bool amx_active() { return kAmxAccumulate != nullptr && active_isa() >= Isa::Avx512 && amx_usable(); }
+
 bool bias_takes_store(const GemmArgs& args) {
   const bool half = args.dtype == ScalarType::BFloat16 || args.dtype == ScalarType::Float16;
   return half && !args.float_c && args.k > 0 && args.alpha != 0 && args.m > 1 && args.n > 1;
@@ -383,7 +386,7 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
     if constexpr (std::is_same_v<T, float>) {
       // Float results of BFloat16 operands (args.float_c) with alpha 1 and
       // beta 0 or 1 accumulate in place (Note [BFloat16 dot products]).
-      if (args.dtype == ScalarType::BFloat16 && dpbf16_active() && !detail::amx_bf16_usable() && alpha == T(1) &&
+      if (args.dtype == ScalarType::BFloat16 && dpbf16_active() && !amx_active() && alpha == T(1) &&
           (beta == T(0) || beta == T(1))) {
         kDpbf16Accumulate(m, n, args.k, reinterpret_cast<const BFloat16*>(a.data), a.rs, a.cs,
                           reinterpret_cast<const BFloat16*>(b.data), b.rs, b.cs, reinterpret_cast<T*>(c_base),
@@ -407,7 +410,7 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
         return "mkl_workspace";
       }
     }
-    const bool amx = args.dtype == ScalarType::BFloat16 && active_isa() >= Isa::Avx512 && detail::amx_bf16_usable();
+    const bool amx = args.dtype == ScalarType::BFloat16 && amx_active();
     const bool dot = args.dtype == ScalarType::BFloat16 && !amx && dpbf16_active();
     if (amx || dot) {
       // Note [AMX tiles], Note [BFloat16 dot products]: w = (beta / alpha) C,
@@ -420,7 +423,7 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
       const auto* ad = reinterpret_cast<const BFloat16*>(a.data);
       const auto* bd = reinterpret_cast<const BFloat16*>(b.data);
       if (amx) {
-        detail::gemm_amx_bf16_accumulate(m, n, args.k, ad, a.rs, a.cs, bd, b.rs, b.cs, w, ldw, beta != T(0), serial);
+        kAmxAccumulate(m, n, args.k, ad, a.rs, a.cs, bd, b.rs, b.cs, w, ldw, beta != T(0), serial);
       } else {
         kDpbf16Accumulate(m, n, args.k, ad, a.rs, a.cs, bd, b.rs, b.cs, w, ldw, beta != T(0), serial);
       }
@@ -442,27 +445,6 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
 }
 
 }  // namespace
-
-namespace detail {
-
-bool amx_bf16_usable() {
-  static const bool usable = [] {
-#if defined(__x86_64__) && defined(__linux__)
-    // CPUID.(7, 0):EDX bit 22 is AMX-BF16, bit 24 AMX-TILE; the kernel must
-    // then grant the tile data state (XFEATURE_XTILEDATA = 18) to the process.
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-    if (((edx >> 22) & 1) == 0 || ((edx >> 24) & 1) == 0) return false;
-    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-    return false;
-#endif
-  }();
-  return usable;
-}
-
-}  // namespace detail
 
 bool gemm_supports(ScalarType dtype) {
   if (dtype == ScalarType::ComplexFloat || dtype == ScalarType::ComplexDouble) return detail::vendor_gemm_linked();

@@ -9,7 +9,7 @@
 #include "../common/scratch.h"
 #include "mlu_kernels/parallel.h"
 
-namespace mlu::kernels::detail {
+namespace mlu::kernels::MLU_ISA_NS {
 namespace {
 
 // Depth per packed slice (a multiple of 32): a B panel (kDepth x 32) is
@@ -150,7 +150,7 @@ void gemm_amx_bf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a
   // A row-major A whose panels are whole (rows and depth multiples of 32)
   // is tile-loaded in place instead of packed.
   const bool in_place = a_cs == 1 && m % 32 == 0 && k % 32 == 0;
-  thread_local AlignedScratch16 a_scratch;
+  thread_local detail::AlignedScratch16 a_scratch;
   for (int64_t pc = 0; pc < k; pc += kDepth) {
     const int64_t depth = std::min(kDepth, k - pc), chunks = (depth + 31) / 32;
     const uint16_t* ap = a16 + pc;
@@ -168,7 +168,7 @@ void gemm_amx_bf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a
     }
     const int64_t tasks = n_blocks * m_parts;
     parallel_for(0, tasks, threads == 1 ? tasks : 1, [&](int64_t lo, int64_t hi) {
-      thread_local AlignedScratch16 b_scratch;
+      thread_local detail::AlignedScratch16 b_scratch;
       static const TileConfig config = tile_config();
       _tile_loadconfig(&config);
       uint16_t* bp = b_scratch.get(static_cast<size_t>(block_panels * chunks * 1024));
@@ -197,4 +197,4 @@ void gemm_amx_bf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a
   }
 }
 
-}  // namespace mlu::kernels::detail
+}  // namespace mlu::kernels::MLU_ISA_NS

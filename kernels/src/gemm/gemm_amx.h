@@ -1,5 +1,6 @@
-// BFloat16 GEMM on Intel AMX tiles (gemm_amx.cpp, compiled with -mamx-tile
-// -mamx-bf16 only: nothing in it runs unless amx_bf16_usable()).
+// BFloat16 GEMM on Intel AMX tiles (gemm_amx.cpp, an ISA file of the avx512
+// variant compiled with -mamx-tile -mamx-bf16 as well: nothing in it runs
+// unless amx_usable(), mlu_kernels/isa.h).
 //
 // Note [AMX tiles]
 // TDPBF16PS multiplies a 16 x 32 BFloat16 tile of A by a 32 x 16 tile of B
@@ -18,25 +19,25 @@
 
 #include <cstdint>
 
+#include "../common/isa_variants.h"
 #include "mlu_kernels/half.h"
 
 namespace mlu::kernels::detail {
 
-// Whether this CPU has AMX-BF16 and the kernel let this process use the
-// tile registers (Linux's arch_prctl(ARCH_REQ_XCOMP_PERM), asked once).
-bool amx_bf16_usable();
-
 // Rows and columns of C are processed in blocks of this many.
 constexpr int64_t kAmxBlock = 32;
+
+}  // namespace mlu::kernels::detail
 
 // w = A B (w += A B with `accumulate`) for m x n, depth k >= 1: A(i, p) at
 // a[i * a_rs + p * a_cs], B(p, j) at b[p * b_rs + j * b_cs], both BFloat16.
 // w is float, row-major with row stride ldw, and padded: rows and columns up
 // to the next multiple of kAmxBlock exist (the tiles load and store whole
 // blocks; what lands in the padding is meaningless). `serial`: run on the
-// calling thread only. Requires amx_bf16_usable().
-void gemm_amx_bf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a, int64_t a_rs, int64_t a_cs,
-                              const BFloat16* b, int64_t b_rs, int64_t b_cs, float* w, int64_t ldw, bool accumulate,
-                              bool serial);
-
-}  // namespace mlu::kernels::detail
+// calling thread only. Requires amx_usable() and active_isa() >= Isa::Avx512.
+// Only the avx512 variant defines it (Note [Per-ISA variants]): gemm.cpp
+// takes it with MLU_KERNELS_ISA_VARIANT_avx512.
+MLU_KERNELS_DECLARE_ISA_VARIANTS(void gemm_amx_bf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a,
+                                                               int64_t a_rs, int64_t a_cs, const BFloat16* b,
+                                                               int64_t b_rs, int64_t b_cs, float* w, int64_t ldw,
+                                                               bool accumulate, bool serial))
