@@ -218,3 +218,21 @@ def test_a_moved_file_keeps_its_old_lines_unchecked(tmp_path, monkeypatch):
     (tmp_path / "family" / "a.cpp").write_text(old_cpp.replace("other( int x )", "other2( int x )"))
     problems = lint.check_changed_lines()
     assert problems and problems[0].startswith("family/a.cpp: line 2 is not formatted"), problems
+
+
+def test_vendored_code_keeps_its_style(tmp_path, monkeypatch):
+    (tmp_path / "a.cpp").write_text("int a;\n")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "before")
+    (tmp_path / ".clang-format").write_text(open(f"{REPO}/.clang-format").read())
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "style")
+    vendored = tmp_path / lint.VENDORED[0] / "lib"
+    vendored.mkdir(parents=True)
+    (vendored / "upstream.h").write_text("int   upstream_style( int x ){return x;}\n")
+    (tmp_path / "mine.cpp").write_text("int   mine( int x ){return x;}\n")
+    git(tmp_path, "add", ".")
+    monkeypatch.setattr(lint, "ROOT", tmp_path)
+    problems = lint.check_changed_lines()
+    assert [p.split(":")[0] for p in problems] == ["mine.cpp"], problems

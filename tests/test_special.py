@@ -1,6 +1,6 @@
 """torch.special (and i0, igamma, polygamma) on mlu against PyTorch's CPU.
 
-The kernels evaluate the CPU's own formulas (kernels/src/pointwise/special_math.h,
+The kernels evaluate the CPU's own formulas (kernels/third_party/aten_math/,
 Note [Special functions contract to FMA]), so values agree to an ulp or exactly; ops the
 CPU defines only for float and double refuse 16-bit inputs with the CPU's error.
 """

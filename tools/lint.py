@@ -19,7 +19,8 @@ Each check prints one line, "ok" or what is wrong; the script exits 1 if any che
   or folder that exists; web and mail links, pure #anchors and code are not checked, and a #fragment is dropped.
 - changed lines: every line changed since the lint stage came in (the parent of the commit that added
   .clang-format) is formatted as .clang-format says (C++) and at most 120 columns long (Python); older
-  lines are left alone until someone edits them, also when their file has moved since.
+  lines are left alone until someone edits them, also when their file has moved since. Vendored code
+  (VENDORED) keeps its upstream's style.
 
     python tools/lint.py [--only NAME ...]
 """
@@ -34,6 +35,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 CXX_SUFFIXES = (".cpp", ".h", ".hpp", ".cc", ".c", ".inc")
 LINE_LIMIT = 120
+# Code copied from other projects, in their style (kernels/third_party/aten_math/README.md): the changed-lines
+# rule leaves it alone.
+VENDORED = ("kernels/third_party/",)
 
 
 def run(*command, **kwargs):
@@ -217,7 +221,8 @@ def check_changed_lines():
         for number in sorted(numbers):
             if number <= len(text) and len(text[number - 1]) > LINE_LIMIT:
                 problems.append(f"{path}:{number}: {len(text[number - 1])} columns (at most {LINE_LIMIT})")
-    cxx = changed_lines(base, CXX_SUFFIXES)
+    cxx = {path: numbers for path, numbers in changed_lines(base, CXX_SUFFIXES).items()
+           if not path.startswith(VENDORED)}
     formatter = shutil.which("clang-format")
     if cxx and formatter is None:
         return problems + ["clang-format is not installed (tools/bootstrap.sh installs Debian's clang-format)"]

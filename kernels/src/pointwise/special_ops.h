@@ -1,6 +1,6 @@
 // The special functions of torch.special (and i0, igamma, polygamma) as
 // pointwise functors: each evaluates what the CPU's kernel evaluates, from
-// special_math.h (PyTorch's Math.h, ported). Included by ops.h.
+// kernels/third_party/aten_math (PyTorch's Math.h, ported). Included by ops.h.
 // 16-bit types compute in float as everywhere (T is float or double); which
 // of these the CPU also defines for Float16 / BFloat16 is the glue's business.
 #pragma once
@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "mlu_kernels/pointwise.h"
-#include "special_math.h"
+#include "../../third_party/aten_math/aten_math.h"
 #include "../common/isa_variants.h"
 
 namespace mlu::kernels::ops {
