@@ -7,7 +7,10 @@
 // active instruction set (isa.h); <path> the kernel's own choice (AMX, GEMV,
 // by-columns softmax, ...); <problem> its sizes. The time is the call's, on
 // the thread that ran it. Off by default; when off a call costs one
-// predictable branch.
+// predictable branch. Every family's entry points log (the test in
+// tests/test_kernel_contract.py runs one kernel of each); copy, fill and
+// pointwise only when not called from inside another kernel, where they are
+// its buffers (src/common/verbose_call.h).
 #pragma once
 
 namespace mlu::kernels {

@@ -8,6 +8,7 @@
 #include "../common/convert.h"
 #include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 
@@ -166,6 +167,8 @@ Walk make_walk(const Shape& shape, const Operand& a, const Operand& b, const Ope
 
 AdvancedIndexCheck index_gather(const Shape& shape, const Operand& out, const Operand& src, const Operand* indices,
                                 const IndexedDims& dims) {
+  detail::VerboseCall call("index_gather");
+  if (call) call.describe(out.dtype, "n%lld indexed%d", detail::lld(numel(shape)), dims.count);
   if (numel(shape) == 0) return {};
   const Walk w = make_walk(shape, out, src, indices, dims);
   const int64_t n = numel(w.shape);
@@ -188,6 +191,9 @@ AdvancedIndexCheck index_gather(const Shape& shape, const Operand& out, const Op
 
 AdvancedIndexCheck index_put(const Shape& shape, const Operand& self, const Operand& values, const Operand* indices,
                              const IndexedDims& dims, bool accumulate) {
+  detail::VerboseCall call("index_put");
+  if (call) call.describe(self.dtype, "n%lld indexed%d", detail::lld(numel(shape)), dims.count);
+  call.path(accumulate ? "accumulate" : "assign");
   if (numel(shape) == 0) return {};
   const Walk w = make_walk(shape, self, values, indices, dims);
   const int64_t n = numel(w.shape);

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "mlu_kernels/isa.h"
+#include "mlu_kernels/parallel.h"
 #include "verbose_call.h"
 
 namespace mlu::kernels {
@@ -26,6 +27,21 @@ bool verbose() { return enabled().load(std::memory_order_relaxed); }
 void set_verbose(bool on) { enabled().store(on, std::memory_order_relaxed); }
 
 namespace detail {
+
+namespace {
+
+// Kernel calls being logged on this thread, outermost first.
+thread_local int t_depth = 0;
+
+}  // namespace
+
+bool VerboseCall::enter(Nested nested) {
+  if (nested == Nested::Quiet && (t_depth > 0 || in_parallel_region())) return false;
+  ++t_depth;
+  return true;
+}
+
+void VerboseCall::leave() { --t_depth; }
 
 void VerboseCall::describe(ScalarType dtype, const char* format, ...) {
   dtype_ = dtype;

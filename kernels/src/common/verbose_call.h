@@ -8,6 +8,12 @@
 //
 // The line is printed when the object goes out of scope. Invariant: with
 // logging off nothing is formatted, allocated or timed.
+//
+// Kernels call kernels: a convolution's GEMMs get lines of their own, which
+// say where its time goes. The data-movement kernels (copy, fill, pointwise)
+// are declared Nested::Quiet: inside another kernel's call, or in a chunk of
+// a parallel region, they are that kernel's buffers and tiles, one call per
+// tile, and print nothing.
 #pragma once
 
 #include <chrono>
@@ -20,11 +26,17 @@ namespace mlu::kernels::detail {
 
 class VerboseCall {
  public:
-  explicit VerboseCall(const char* kernel) : kernel_(verbose() ? kernel : nullptr) {
+  enum class Nested : bool { Log, Quiet };
+
+  explicit VerboseCall(const char* kernel, Nested nested = Nested::Log)
+      : kernel_(verbose() && enter(nested) ? kernel : nullptr) {
     if (kernel_ != nullptr) start_ = std::chrono::steady_clock::now();
   }
   ~VerboseCall() {
-    if (kernel_ != nullptr) print();
+    if (kernel_ != nullptr) {
+      leave();
+      print();
+    }
   }
   VerboseCall(const VerboseCall&) = delete;
   VerboseCall& operator=(const VerboseCall&) = delete;
@@ -36,6 +48,10 @@ class VerboseCall {
   [[gnu::format(printf, 3, 4)]] void describe(ScalarType dtype, const char* format, ...);
 
  private:
+  // Whether this call logs (with logging on); if so it counts as the thread's
+  // current kernel call until leave().
+  static bool enter(Nested nested);
+  static void leave();
   void print() const;
 
   const char* kernel_;
@@ -45,5 +61,8 @@ class VerboseCall {
   char problem_[96] = "-";
   std::chrono::steady_clock::time_point start_;
 };
+
+// An int64_t as describe's %lld reads it.
+inline long long lld(int64_t v) { return v; }
 
 }  // namespace mlu::kernels::detail

@@ -13,6 +13,7 @@
 #include "mlu_kernels/parallel.h"
 #include "mlu_kernels/pointwise.h"
 #include "../common/unravel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 
@@ -181,10 +182,13 @@ void copy(void* dst, ScalarType dst_type, const Strides& dst_strides, const void
   coalesce(s, operands, 2);
   const int64_t n = numel(s);
   if (n == 0) return;
+  detail::VerboseCall call("copy", detail::VerboseCall::Nested::Quiet);
+  if (call) call.describe(src_type, "n%lld to %s", detail::lld(n), scalar_type_name(dst_type));
   const bool contiguous = s.ndim == 0 || (s.ndim == 1 && ds.v[0] == 1 && ss.v[0] == 1);
   // Copies of disjoint parts are independent: contiguous copies split the
   // element range, strided ones the outermost dim, over the compute threads.
   if (contiguous && dst_type == src_type) {
+    call.path("memcpy");
     const size_t size = element_size(dst_type);
     parallel_for(0, n, kCopyGrain, [&](int64_t b, int64_t e) {
       std::memcpy(static_cast<char*>(dst) + b * static_cast<int64_t>(size),
@@ -195,6 +199,7 @@ void copy(void* dst, ScalarType dst_type, const Strides& dst_strides, const void
   if (dst_type == src_type && s.ndim >= 2) {
     const int a = unit_dim(s, ss), b = unit_dim(s, ds);
     if (a >= 0 && b >= 0 && a != b && s.sizes[a] >= kTile / 2 && s.sizes[b] >= kTile / 2) {
+      call.path("tiled");
       detail::dispatch_bits(element_size(dst_type), [&](auto tag) {
         using T = typename decltype(tag)::type;
         copy_tiled(static_cast<T*>(dst), ds, static_cast<const T*>(src), ss, s, a, b);
@@ -205,10 +210,12 @@ void copy(void* dst, ScalarType dst_type, const Strides& dst_strides, const void
   if (const std::optional<ScalarType> compute = conversion_compute(dst_type, src_type);
       dst_type != src_type && compute.has_value()) {
     // Vectorised per ISA, converting while it loads and stores.
+    call.path("pointwise");
     const Operand operands[2] = {{dst, dst_type, ds}, {const_cast<void*>(src), src_type, ss}};
     pointwise(PointwiseOp::Copy, *compute, s, operands, OpParams{});
     return;
   }
+  call.path(contiguous ? "contiguous" : "strided");
   dispatch_pair(dst_type, src_type, [&](auto to, auto from) {
     using To = typename decltype(to)::type;
     using From = typename decltype(from)::type;

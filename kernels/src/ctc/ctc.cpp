@@ -7,6 +7,7 @@
 
 #include "../common/bad_index.h"
 #include "mlu_kernels/parallel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 
@@ -162,6 +163,11 @@ void dispatch_ctc_type(ScalarType type, F&& f) {
 }  // namespace
 
 IndexCheck ctc_loss_forward(const CtcProblem& p, void* neg_log_likelihood, void* log_alpha) {
+  detail::VerboseCall call("ctc_loss_forward");
+  if (call) {
+    call.describe(p.type, "T%lld N%lld C%lld S%lld", detail::lld(p.max_input), detail::lld(p.batch),
+                  detail::lld(p.labels), detail::lld(p.max_target));
+  }
   const std::vector<int64_t> offsets = target_offsets_of(p);
   const int64_t width = 2 * p.max_target + 1;
   BadIndex bad;
@@ -180,6 +186,11 @@ IndexCheck ctc_loss_forward(const CtcProblem& p, void* neg_log_likelihood, void*
 
 IndexCheck ctc_loss_backward(const CtcProblem& p, const void* grad_out, int64_t grad_out_stride,
                              const void* neg_log_likelihood, const void* log_alpha, bool zero_infinity, void* grad) {
+  detail::VerboseCall call("ctc_loss_backward");
+  if (call) {
+    call.describe(p.type, "T%lld N%lld C%lld S%lld", detail::lld(p.max_input), detail::lld(p.batch),
+                  detail::lld(p.labels), detail::lld(p.max_target));
+  }
   const std::vector<int64_t> offsets = target_offsets_of(p);
   const int64_t width = 2 * p.max_target + 1;
   BadIndex bad;

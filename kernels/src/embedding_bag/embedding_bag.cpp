@@ -6,6 +6,7 @@
 #include "../common/convert.h"
 #include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
@@ -28,6 +29,11 @@ bool skipped(const EmbeddingBagArgs& a, int64_t index) { return a.padding_idx >=
 
 BagCheck embedding_bag(const EmbeddingBagArgs& a, void* output, int64_t* offset2bag, int64_t* bag_size,
                        int64_t* max_indices) {
+  detail::VerboseCall call("embedding_bag");
+  if (call) {
+    call.describe(a.type, "indices%lld bags%lld dim%lld", detail::lld(a.num_indices), detail::lld(a.num_bags),
+                  detail::lld(a.dim));
+  }
   const BagCheck found = check(a);
   if (found.kind != BagCheck::Ok) return found;
   detail::dispatch_floating(a.type, [&](auto tag) {
@@ -76,6 +82,11 @@ BagCheck embedding_bag(const EmbeddingBagArgs& a, void* output, int64_t* offset2
 void embedding_bag_backward(const EmbeddingBagArgs& a, const void* grad_, const int64_t* offset2bag,
                             const int64_t* bag_size, const int64_t* max_indices, bool scale_grad_by_freq,
                             void* grad_weight) {
+  detail::VerboseCall call("embedding_bag_backward");
+  if (call) {
+    call.describe(a.type, "indices%lld bags%lld dim%lld", detail::lld(a.num_indices), detail::lld(a.num_bags),
+                  detail::lld(a.dim));
+  }
   std::vector<int64_t> frequency;
   if (scale_grad_by_freq) {
     frequency.assign(static_cast<size_t>(a.num_weights), 0);
@@ -117,6 +128,11 @@ void embedding_bag_backward(const EmbeddingBagArgs& a, const void* grad_, const 
 
 void embedding_bag_per_sample_weights_backward(const EmbeddingBagArgs& a, const void* grad_,
                                                const int64_t* offset2bag, void* grad_per_sample_weights) {
+  detail::VerboseCall call("embedding_bag_per_sample_weights_backward");
+  if (call) {
+    call.describe(a.type, "indices%lld bags%lld dim%lld", detail::lld(a.num_indices), detail::lld(a.num_bags),
+                  detail::lld(a.dim));
+  }
   detail::dispatch_floating(a.type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;

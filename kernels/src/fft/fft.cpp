@@ -11,6 +11,7 @@
 #include "../common/vendor/dfti.h"
 #include "../common/vendor/mkl.h"
 #include "mlu_kernels/parallel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
@@ -124,6 +125,8 @@ void fill_conjugate_range(int64_t begin, int64_t end, int ndim, const int64_t* h
 
 void fft_fill_conjugate_symmetry(ScalarType complex_type, int ndim, const int64_t* half_sizes, const uint8_t* mirrored,
                                  const int64_t* in_strides, const void* in, const int64_t* out_strides, void* out) {
+  detail::VerboseCall call("fft_fill_conjugate_symmetry");
+  if (call) call.describe(complex_type, "ndim%d", ndim);
   int64_t numel = 1;
   for (int d = 0; d < ndim; ++d) numel *= half_sizes[d];
   if (numel == 0) return;
@@ -172,6 +175,9 @@ FftPlan::~FftPlan() {
 }
 
 std::string FftPlan::execute(const void* in, void* out) const {
+  detail::VerboseCall call("fft");
+  if (call) call.describe(spec_.real_type, "ndim%d parts%d", spec_.signal_ndim, parts_);
+  call.path(spec_.kind == FftKind::C2C ? "c2c" : spec_.kind == FftKind::R2C ? "r2c" : "c2r");
   const auto& L = lib();
   const auto compute = spec_.forward ? L.compute_forward : L.compute_backward;
   const size_t in_step = in_element_size(spec_) * spec_.in_distance * chunk_;

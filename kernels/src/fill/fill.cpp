@@ -6,6 +6,7 @@
 #include "../common/dispatch.h"
 #include "../common/strided_loop.h"
 #include "../common/unravel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 
@@ -49,13 +50,17 @@ void fill(void* dst, ScalarType dtype, const Shape& shape, const Strides& stride
   coalesce(s, operands, 1);
   const int64_t n = numel(s);
   if (n == 0) return;
+  detail::VerboseCall call("fill", detail::VerboseCall::Nested::Quiet);
+  if (call) call.describe(dtype, "n%lld", detail::lld(n));
   const size_t size = element_size(dtype);
   const bool contiguous = s.ndim == 0 || (s.ndim == 1 && st.v[0] == 1);
   const int byte = repeated_byte(value, size);
   if (contiguous && byte >= 0) {
+    call.path("memset");
     std::memset(dst, byte, static_cast<size_t>(n) * size);
     return;
   }
+  call.path(contiguous ? "contiguous" : "strided");
   detail::dispatch_bits(size, [&](auto tag) {
     using T = typename decltype(tag)::type;
     T v;

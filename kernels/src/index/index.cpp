@@ -13,6 +13,7 @@
 #include "index_table.h"
 #include "mlu_kernels/copy.h"
 #include "mlu_kernels/parallel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 
@@ -146,6 +147,8 @@ IndexCheck gather_slices(const Shape& shape, int dim, const Operand& out, const 
 
 IndexCheck gather(const Shape& shape, int dim, const Operand& out, const Operand& in, int64_t dim_size,
                   const Operand& index) {
+  detail::VerboseCall call("gather");
+  if (call) call.describe(out.dtype, "n%lld dim%d", detail::lld(numel(shape)), dim);
   if (index_is_one_dim(shape, dim, index)) return gather_slices(shape, dim, out, in, dim_size, index);
   Strides so = out.strides, si = in.strides, sx = index.strides;
   Strides* strides[3] = {&so, &si, &sx};
@@ -445,6 +448,8 @@ bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& se
 
 IndexCheck scatter(ScatterOp op, const Shape& shape, int dim, const Operand& self, int64_t dim_size,
                    const Operand& src, const Operand& index, double alpha, bool round_each_update) {
+  detail::VerboseCall call("scatter");
+  if (call) call.describe(self.dtype, "op%d n%lld dim%d", static_cast<int>(op), detail::lld(numel(shape)), dim);
   BadIndex bad;
   if (numel(shape) == 0) return {};
   if (index_is_one_dim(shape, dim, index) &&

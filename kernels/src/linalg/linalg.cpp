@@ -13,6 +13,7 @@
 #include "../common/unravel.h"
 #include "../common/vendor/lapack.h"
 #include "mlu_kernels/parallel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
@@ -122,6 +123,10 @@ bool lapack_available(ScalarType type) {
 }
 
 void cholesky(ScalarType type, const MatrixBatch& a, bool upper, int32_t* infos) {
+  detail::VerboseCall call("cholesky");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(a.batch), detail::lld(a.rows), detail::lld(a.cols));
+  }
   dispatch(type, [&]<class T>() {
     const char uplo = upper ? 'U' : 'L';
     const I n = to_int(a.rows), lda = to_int(a.ld);
@@ -131,6 +136,10 @@ void cholesky(ScalarType type, const MatrixBatch& a, bool upper, int32_t* infos)
 }
 
 void cholesky_of(ScalarType type, const StridedMatrices& a, const MatrixBatch& l, bool upper, int32_t* infos) {
+  detail::VerboseCall call("cholesky_of");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(l.batch), detail::lld(l.rows), detail::lld(l.cols));
+  }
   dispatch(type, [&]<class T>() {
     const char uplo = upper ? 'U' : 'L';
     const I n = to_int(l.rows), ldl = to_int(l.ld);
@@ -150,6 +159,10 @@ void cholesky_of(ScalarType type, const StridedMatrices& a, const MatrixBatch& l
 }
 
 void cholesky_inverse(ScalarType type, const MatrixBatch& a, bool upper, int32_t* infos) {
+  detail::VerboseCall call("cholesky_inverse");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(a.batch), detail::lld(a.rows), detail::lld(a.cols));
+  }
   dispatch(type, [&]<class T>() {
     const char uplo = upper ? 'U' : 'L';
     const I n = to_int(a.rows), lda = to_int(a.ld);
@@ -169,6 +182,10 @@ void cholesky_inverse(ScalarType type, const MatrixBatch& a, bool upper, int32_t
 }
 
 void cholesky_solve(ScalarType type, const MatrixBatch& a, const MatrixBatch& b, bool upper, int32_t* infos) {
+  detail::VerboseCall call("cholesky_solve");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(b.batch), detail::lld(b.rows), detail::lld(b.cols));
+  }
   dispatch(type, [&]<class T>() {
     const char uplo = upper ? 'U' : 'L';
     const I n = to_int(a.rows), nrhs = to_int(b.cols), lda = to_int(a.ld), ldb = to_int(b.ld);
@@ -179,6 +196,10 @@ void cholesky_solve(ScalarType type, const MatrixBatch& a, const MatrixBatch& b,
 }
 
 void lu_factor(ScalarType type, const MatrixBatch& a, int32_t* pivots, int64_t pivot_stride, int32_t* infos) {
+  detail::VerboseCall call("lu_factor");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(a.batch), detail::lld(a.rows), detail::lld(a.cols));
+  }
   dispatch(type, [&]<class T>() {
     const I m = to_int(a.rows), n = to_int(a.cols), lda = to_int(a.ld);
     for_each_matrix(a.batch, factor_work(a, 2), [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
@@ -189,6 +210,10 @@ void lu_factor(ScalarType type, const MatrixBatch& a, int32_t* pivots, int64_t p
 
 void lu_solve(ScalarType type, const MatrixBatch& lu, const int32_t* pivots, int64_t pivot_stride,
               const MatrixBatch& b, const int64_t* lu_index, char trans) {
+  detail::VerboseCall call("lu_solve");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(b.batch), detail::lld(b.rows), detail::lld(b.cols));
+  }
   dispatch(type, [&]<class T>() {
     const I n = to_int(lu.rows), nrhs = to_int(b.cols), lda = to_int(lu.ld), ldb = to_int(b.ld);
     for_each_matrix(b.batch, solve_work(lu, b), [] { return NoWorkspace{}; }, [&](int64_t i, NoWorkspace&) {
@@ -202,6 +227,10 @@ void lu_solve(ScalarType type, const MatrixBatch& lu, const int32_t* pivots, int
 
 void triangular_solve(ScalarType type, const MatrixBatch& a, const MatrixBatch& b, const int64_t* a_index,
                       bool left, bool upper, char trans, bool unit) {
+  detail::VerboseCall call("triangular_solve");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(b.batch), detail::lld(b.rows), detail::lld(b.cols));
+  }
   dispatch(type, [&]<class T>() {
     const char side = left ? 'L' : 'R', uplo = upper ? 'U' : 'L', diag = unit ? 'U' : 'N';
     // As the CPU: left allows a rectangular A (its first cols rows of b are solved).
@@ -217,6 +246,10 @@ void triangular_solve(ScalarType type, const MatrixBatch& a, const MatrixBatch& 
 
 void ldl_factor(ScalarType type, const MatrixBatch& a, int32_t* pivots, int64_t pivot_stride, int32_t* infos,
                 bool upper, bool hermitian) {
+  detail::VerboseCall call("ldl_factor");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(a.batch), detail::lld(a.rows), detail::lld(a.cols));
+  }
   dispatch(type, [&]<class T>() {
     const char uplo = upper ? 'U' : 'L';
     const I n = to_int(a.rows), lda = to_int(a.ld);
@@ -240,6 +273,10 @@ void ldl_factor(ScalarType type, const MatrixBatch& a, int32_t* pivots, int64_t 
 
 void ldl_solve(ScalarType type, const MatrixBatch& ld, const int32_t* pivots, int64_t pivot_stride,
                const MatrixBatch& b, const int64_t* ld_index, bool upper, bool hermitian) {
+  detail::VerboseCall call("ldl_solve");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(b.batch), detail::lld(b.rows), detail::lld(b.cols));
+  }
   dispatch(type, [&]<class T>() {
     const char uplo = upper ? 'U' : 'L';
     const I n = to_int(ld.rows), nrhs = to_int(b.cols), lda = to_int(ld.ld), ldb = to_int(b.ld);
@@ -253,6 +290,10 @@ void ldl_solve(ScalarType type, const MatrixBatch& ld, const int32_t* pivots, in
 }
 
 void geqrf(ScalarType type, const MatrixBatch& a, void* tau, int64_t tau_stride) {
+  detail::VerboseCall call("geqrf");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(a.batch), detail::lld(a.rows), detail::lld(a.cols));
+  }
   dispatch(type, [&]<class T>() {
     const I m = to_int(a.rows), n = to_int(a.cols), lda = to_int(a.ld);
     T* taus = static_cast<T*>(tau);
@@ -274,6 +315,10 @@ void geqrf(ScalarType type, const MatrixBatch& a, void* tau, int64_t tau_stride)
 }
 
 void orgqr(ScalarType type, const MatrixBatch& a, const void* tau, int64_t tau_stride, int64_t k) {
+  detail::VerboseCall call("orgqr");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(a.batch), detail::lld(a.rows), detail::lld(a.cols));
+  }
   dispatch(type, [&]<class T>() {
     const I m = to_int(a.rows), n = to_int(a.cols), kk = to_int(k), lda = to_int(a.ld);
     const T* taus = static_cast<const T*>(tau);
@@ -295,6 +340,10 @@ void orgqr(ScalarType type, const MatrixBatch& a, const void* tau, int64_t tau_s
 
 void ormqr(ScalarType type, const MatrixBatch& a, const void* tau, int64_t tau_stride, int64_t k,
            const MatrixBatch& c, bool left, bool transpose) {
+  detail::VerboseCall call("ormqr");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(c.batch), detail::lld(c.rows), detail::lld(c.cols));
+  }
   dispatch(type, [&]<class T>() {
     const char side = left ? 'L' : 'R';
     const char trans = transpose ? (vendor::is_complex_v<T> ? 'C' : 'T') : 'N';
@@ -320,6 +369,10 @@ void ormqr(ScalarType type, const MatrixBatch& a, const void* tau, int64_t tau_s
 
 void eigh(ScalarType type, const MatrixBatch& a, void* values, int64_t values_stride, int32_t* infos, bool upper,
           bool compute_vectors) {
+  detail::VerboseCall call("eigh");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(a.batch), detail::lld(a.rows), detail::lld(a.cols));
+  }
   dispatch(type, [&]<class T>() {
     using R = real_t<T>;
     const char uplo = upper ? 'U' : 'L', jobz = compute_vectors ? 'V' : 'N';
@@ -362,6 +415,10 @@ void eigh(ScalarType type, const MatrixBatch& a, void* values, int64_t values_st
 
 void eig(ScalarType type, const MatrixBatch& a, void* values, int64_t values_stride, void* vectors, int32_t* infos,
          bool compute_vectors) {
+  detail::VerboseCall call("eig");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(a.batch), detail::lld(a.rows), detail::lld(a.cols));
+  }
   dispatch(type, [&]<class T>() {
     using R = real_t<T>;
     const char jobvl = 'N', jobvr = compute_vectors ? 'V' : 'N';
@@ -402,6 +459,8 @@ void eig(ScalarType type, const MatrixBatch& a, void* values, int64_t values_str
 
 void eig_complex_vectors(ScalarType real_type, int64_t batch, int64_t n, const void* values,
                          const void* real_vectors, void* complex_vectors) {
+  detail::VerboseCall call("eig_complex_vectors");
+  if (call) call.describe(real_type, "batch%lld n%lld", detail::lld(batch), detail::lld(n));
   const auto run = [&]<class R>() {
     using C = std::complex<R>;
     const C* vals = static_cast<const C*>(values);
@@ -436,6 +495,10 @@ void eig_complex_vectors(ScalarType real_type, int64_t batch, int64_t n, const v
 
 void svd(ScalarType type, const MatrixBatch& a, void* s, int64_t s_stride, const MatrixBatch& u,
          const MatrixBatch& vh, int32_t* infos, bool full_matrices, bool compute_uv) {
+  detail::VerboseCall call("svd");
+  if (call) {
+    call.describe(type, "batch%lld rows%lld cols%lld", detail::lld(a.batch), detail::lld(a.rows), detail::lld(a.cols));
+  }
   dispatch(type, [&]<class T>() {
     using R = real_t<T>;
     const char jobz = compute_uv ? (full_matrices ? 'A' : 'S') : 'N';

@@ -7,6 +7,7 @@
 #include "../common/convert.h"
 #include "../common/dispatch.h"
 #include "../common/type_arithmetic.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
@@ -37,6 +38,8 @@ int64_t ceil_log2(int64_t x) {
 IndexCheck nll_loss_forward(ScalarType type, int64_t n, int64_t classes, const void* input, const int64_t* target,
                             const void* weight, LossReduction reduction, int64_t ignore_index, void* output,
                             void* total_weight) {
+  detail::VerboseCall call("nll_loss_forward");
+  if (call) call.describe(type, "n%lld classes%lld", detail::lld(n), detail::lld(classes));
   IndexCheck check;
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -109,6 +112,8 @@ IndexCheck nll_loss_forward(ScalarType type, int64_t n, int64_t classes, const v
 IndexCheck nll_loss_backward(ScalarType type, int64_t n, int64_t classes, const void* grad_output,
                              const int64_t* target, const void* weight, LossReduction reduction,
                              int64_t ignore_index, const void* total_weight, void* grad_input) {
+  detail::VerboseCall call("nll_loss_backward");
+  if (call) call.describe(type, "n%lld classes%lld", detail::lld(n), detail::lld(classes));
   IndexCheck check;
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -7,6 +7,7 @@
 
 #include "mlu_kernels/parallel.h"
 #include "norm_table.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
@@ -23,6 +24,8 @@ int64_t grain_channels(int64_t n, int64_t spatial) {
 
 void layer_norm(ScalarType type, int64_t rows, int64_t cols, const void* x, const void* weight, const void* bias,
                 double eps, void* y, void* mean, void* rstd) {
+  detail::VerboseCall call("layer_norm");
+  if (call) call.describe(type, "rows%lld cols%lld", detail::lld(rows), detail::lld(cols));
   const detail::NormFns& fns = active();
   parallel_for(0, rows, grain_rows(cols), [&](int64_t lo, int64_t hi) {
     fns.layer_norm_rows(type, lo, hi, cols, x, weight, bias, eps, y, mean, rstd);
@@ -32,6 +35,8 @@ void layer_norm(ScalarType type, int64_t rows, int64_t cols, const void* x, cons
 void layer_norm_backward(ScalarType type, int64_t rows, int64_t cols, const void* grad_y, const void* x,
                          const void* mean, const void* rstd, const void* weight, void* grad_input, void* grad_weight,
                          void* grad_bias) {
+  detail::VerboseCall call("layer_norm_backward");
+  if (call) call.describe(type, "rows%lld cols%lld", detail::lld(rows), detail::lld(cols));
   const detail::NormFns& fns = active();
   if (grad_input != nullptr) {
     parallel_for(0, rows, grain_rows(cols), [&](int64_t lo, int64_t hi) {
@@ -48,6 +53,10 @@ void layer_norm_backward(ScalarType type, int64_t rows, int64_t cols, const void
 void batch_norm_training_statistics(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x,
                                     double eps, double momentum, void* mean, void* invstd, void* running_mean,
                                     void* running_var, int cpu_lanes_16bit) {
+  detail::VerboseCall call("batch_norm_training_statistics");
+  if (call) {
+    call.describe(type, "n%lld channels%lld spatial%lld", detail::lld(n), detail::lld(channels), detail::lld(spatial));
+  }
   const detail::NormFns& fns = active();
   const detail::TrainingStatistics finish{eps, momentum, running_mean, running_var, cpu_lanes_16bit};
   parallel_for(0, channels, grain_channels(n, spatial), [&](int64_t lo, int64_t hi) {
@@ -57,6 +66,10 @@ void batch_norm_training_statistics(ScalarType type, int64_t n, int64_t channels
 
 void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* x, const void* mean,
                       const void* invstd, const void* weight, const void* bias, void* y, bool rounded_shift) {
+  detail::VerboseCall call("batch_norm_apply");
+  if (call) {
+    call.describe(type, "n%lld channels%lld spatial%lld", detail::lld(n), detail::lld(channels), detail::lld(spatial));
+  }
   const detail::NormFns& fns = active();
   parallel_for(0, n * channels, grain_channels(1, spatial), [&](int64_t lo, int64_t hi) {
     fns.batch_norm_apply_planes(type, lo, hi, channels, spatial, x, mean, invstd, weight, bias, y, rounded_shift);
@@ -66,6 +79,10 @@ void batch_norm_apply(ScalarType type, int64_t n, int64_t channels, int64_t spat
 void batch_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t spatial, const void* grad_y,
                          const void* x, const void* mean, const void* invstd, const void* weight, bool training,
                          void* grad_input, void* grad_weight, void* grad_bias) {
+  detail::VerboseCall call("batch_norm_backward");
+  if (call) {
+    call.describe(type, "n%lld channels%lld spatial%lld", detail::lld(n), detail::lld(channels), detail::lld(spatial));
+  }
   const detail::NormFns& fns = active();
   parallel_for(0, channels, grain_channels(n, spatial), [&](int64_t lo, int64_t hi) {
     fns.batch_norm_backward_channels(type, lo, hi, n, channels, spatial, grad_y, x, mean, invstd, weight, training,
@@ -75,6 +92,11 @@ void batch_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t s
 
 void group_norm(ScalarType type, int64_t n, int64_t channels, int64_t spatial, int64_t groups, const void* x,
                 const void* weight, const void* bias, double eps, void* y, void* mean, void* rstd) {
+  detail::VerboseCall call("group_norm");
+  if (call) {
+    call.describe(type, "n%lld channels%lld spatial%lld groups%lld", detail::lld(n), detail::lld(channels),
+                  detail::lld(spatial), detail::lld(groups));
+  }
   const detail::NormFns& fns = active();
   const int64_t row = channels / groups * spatial;
   parallel_for(0, n * groups, grain_rows(row), [&](int64_t lo, int64_t hi) {
@@ -85,6 +107,11 @@ void group_norm(ScalarType type, int64_t n, int64_t channels, int64_t spatial, i
 void group_norm_backward(ScalarType type, int64_t n, int64_t channels, int64_t spatial, int64_t groups,
                          const void* grad_y, const void* x, const void* mean, const void* rstd, const void* weight,
                          void* grad_input, void* grad_weight, void* grad_bias) {
+  detail::VerboseCall call("group_norm_backward");
+  if (call) {
+    call.describe(type, "n%lld channels%lld spatial%lld groups%lld", detail::lld(n), detail::lld(channels),
+                  detail::lld(spatial), detail::lld(groups));
+  }
   const detail::NormFns& fns = active();
   const int64_t row = channels / groups * spatial;
   const bool wide = type == ScalarType::Float64;

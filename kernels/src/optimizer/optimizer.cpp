@@ -6,6 +6,7 @@
 #include "../common/convert.h"
 #include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
@@ -33,6 +34,8 @@ void for_each_element(int64_t n, T* grad, const float* grad_scale, Body body) {
 
 void adam_step(const AdamStep& s, ScalarType type, int64_t n, void* param_, void* grad_, void* exp_avg_,
                void* exp_avg_sq_, void* max_exp_avg_sq_, const float* grad_scale) {
+  detail::VerboseCall call("adam_step");
+  if (call) call.describe(type, "n%lld", detail::lld(n));
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;
@@ -71,6 +74,8 @@ void adam_step(const AdamStep& s, ScalarType type, int64_t n, void* param_, void
 
 void sgd_step(const SgdStep& s, ScalarType type, int64_t n, void* param_, void* grad_, void* momentum_buffer_,
               const float* grad_scale) {
+  detail::VerboseCall call("sgd_step");
+  if (call) call.describe(type, "n%lld", detail::lld(n));
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;
@@ -93,6 +98,8 @@ void sgd_step(const SgdStep& s, ScalarType type, int64_t n, void* param_, void* 
 
 void adagrad_step(const AdagradStep& s, ScalarType type, int64_t n, void* param_, void* grad_, void* state_sum_,
                   const float* grad_scale) {
+  detail::VerboseCall call("adagrad_step");
+  if (call) call.describe(type, "n%lld", detail::lld(n));
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;

@@ -106,7 +106,7 @@ void pointwise(PointwiseOp op, ScalarType compute, const Shape& shape, const Ope
   }
   const int64_t n = numel(s);
   if (n == 0) return;
-  detail::VerboseCall call("pointwise");
+  detail::VerboseCall call("pointwise", detail::VerboseCall::Nested::Quiet);
   if (call) call.describe(compute, "%s n%lld ndim%d", kOps[static_cast<int>(op)].name, static_cast<long long>(n), s.ndim);
   if (is_complex_type(compute)) {
     call.path("complex");

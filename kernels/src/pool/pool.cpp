@@ -9,6 +9,7 @@
 #include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
 #include "../common/type_arithmetic.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
@@ -171,14 +172,24 @@ void average_backward(const PoolShape& s, ScalarType type, const void* grad_outp
   });
 }
 
+// The log line's problem (mlu_kernels/verbose.h): planes and the output's sizes.
+void describe(detail::VerboseCall& call, const PoolShape& s, ScalarType type) {
+  call.describe(type, "planes%lld out%lldx%lldx%lld", detail::lld(s.planes), detail::lld(s.out[0]),
+                detail::lld(s.out[1]), detail::lld(s.out[2]));
+}
+
 }  // namespace
 
 void max_pool(const PoolShape& s, ScalarType type, const void* input, void* output, int64_t* indices) {
+  detail::VerboseCall call("max_pool");
+  if (call) describe(call, s, type);
   maximum(s, type, input, output, indices,
           [&](int64_t, int64_t d, int64_t h, int64_t w) { return max_window(s, {d, h, w}); });
 }
 
 void adaptive_max_pool(const PoolShape& s, ScalarType type, const void* input, void* output, int64_t* indices) {
+  detail::VerboseCall call("adaptive_max_pool");
+  if (call) describe(call, s, type);
   maximum(s, type, input, output, indices,
           [&](int64_t, int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); });
 }
@@ -208,6 +219,8 @@ void fractional_starts(T sample_t, int64_t in, int64_t out, int64_t kernel, std:
 
 void fractional_max_pool(const PoolShape& s, int dims, ScalarType type, const void* input, const void* samples,
                          void* output, int64_t* indices) {
+  detail::VerboseCall call("fractional_max_pool");
+  if (call) describe(call, s, type);
   // Every plane's window starts per dim first ([planes][out[d]], one start
   // for a dim added to reach three), then one pass of `maximum`.
   std::vector<int64_t> starts[3];
@@ -240,6 +253,8 @@ void fractional_max_pool(const PoolShape& s, int dims, ScalarType type, const vo
 
 void max_pool_backward(const PoolShape& s, ScalarType type, const void* grad_output, const int64_t* indices,
                        void* grad_input) {
+  detail::VerboseCall call("max_pool_backward");
+  if (call) describe(call, s, type);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;
@@ -262,6 +277,8 @@ void max_pool_backward(const PoolShape& s, ScalarType type, const void* grad_out
 
 void avg_pool(const PoolShape& s, ScalarType type, const void* input, void* output, bool count_include_pad,
               int64_t divisor_override) {
+  detail::VerboseCall call("avg_pool");
+  if (call) describe(call, s, type);
   average_forward(s, type, input, output, [&](int64_t d, int64_t h, int64_t w) {
     return avg_window(s, {d, h, w}, count_include_pad, divisor_override);
   });
@@ -269,17 +286,23 @@ void avg_pool(const PoolShape& s, ScalarType type, const void* input, void* outp
 
 void avg_pool_backward(const PoolShape& s, ScalarType type, const void* grad_output, void* grad_input,
                        bool count_include_pad, int64_t divisor_override) {
+  detail::VerboseCall call("avg_pool_backward");
+  if (call) describe(call, s, type);
   average_backward(s, type, grad_output, grad_input, [&](int64_t d, int64_t h, int64_t w) {
     return avg_window(s, {d, h, w}, count_include_pad, divisor_override);
   });
 }
 
 void adaptive_avg_pool(const PoolShape& s, ScalarType type, const void* input, void* output) {
+  detail::VerboseCall call("adaptive_avg_pool");
+  if (call) describe(call, s, type);
   average_forward(s, type, input, output,
                   [&](int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); });
 }
 
 void adaptive_avg_pool_backward(const PoolShape& s, ScalarType type, const void* grad_output, void* grad_input) {
+  detail::VerboseCall call("adaptive_avg_pool_backward");
+  if (call) describe(call, s, type);
   average_backward(s, type, grad_output, grad_input,
                    [&](int64_t d, int64_t h, int64_t w) { return adaptive_window(s, {d, h, w}); });
 }
@@ -295,6 +318,8 @@ void adaptive_avg_pool_backward(const PoolShape& s, ScalarType type, const void*
 // kernels (adaptive_avg_pool) keep a float sum, as the CPU's 2-D ones do.
 // Summing in 16 bits is less accurate, but the results are the CPU's.
 void adaptive_avg_pool3d(const PoolShape& s, ScalarType type, const void* input, void* output) {
+  detail::VerboseCall call("adaptive_avg_pool3d");
+  if (call) describe(call, s, type);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using H = detail::TypeArithmetic<T>;
@@ -317,6 +342,8 @@ void adaptive_avg_pool3d(const PoolShape& s, ScalarType type, const void* input,
 }
 
 void adaptive_avg_pool3d_backward(const PoolShape& s, ScalarType type, const void* grad_output, void* grad_input) {
+  detail::VerboseCall call("adaptive_avg_pool3d_backward");
+  if (call) describe(call, s, type);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using H = detail::TypeArithmetic<T>;

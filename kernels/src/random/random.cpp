@@ -13,6 +13,7 @@
 #include "mlu_kernels/philox.h"
 #include "../common/strided_loop.h"
 #include "../common/unravel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 
@@ -280,6 +281,8 @@ void bernoulli_tensor_impl(bool reference, void* dst, ScalarType dtype, const Sh
 
 void uniform(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
              uint64_t seed, uint64_t offset, double from, double to) {
+  detail::VerboseCall call("uniform");
+  if (call) call.describe(dtype, "n%lld", detail::lld(numel(shape)));
   generate<Uniform>(false, dst, dtype, shape, strides, seed, offset, from, to);
 }
 void uniform_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
@@ -289,6 +292,8 @@ void uniform_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides&
 
 void normal(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
             uint64_t seed, uint64_t offset, double mean, double std) {
+  detail::VerboseCall call("normal");
+  if (call) call.describe(dtype, "n%lld", detail::lld(numel(shape)));
   generate<Normal>(false, dst, dtype, shape, strides, seed, offset, mean, std);
 }
 void normal_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
@@ -298,6 +303,8 @@ void normal_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides& 
 
 void log_normal(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
                 uint64_t seed, uint64_t offset, double mean, double std) {
+  detail::VerboseCall call("log_normal");
+  if (call) call.describe(dtype, "n%lld", detail::lld(numel(shape)));
   generate<LogNormal>(false, dst, dtype, shape, strides, seed, offset, mean, std);
 }
 void log_normal_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
@@ -307,6 +314,8 @@ void log_normal_ref(void* dst, ScalarType dtype, const Shape& shape, const Strid
 
 void exponential(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
                  uint64_t seed, uint64_t offset, double lambda) {
+  detail::VerboseCall call("exponential");
+  if (call) call.describe(dtype, "n%lld", detail::lld(numel(shape)));
   generate<Exponential>(false, dst, dtype, shape, strides, seed, offset, lambda);
 }
 void exponential_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
@@ -316,6 +325,8 @@ void exponential_ref(void* dst, ScalarType dtype, const Shape& shape, const Stri
 
 void cauchy(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
             uint64_t seed, uint64_t offset, double median, double sigma) {
+  detail::VerboseCall call("cauchy");
+  if (call) call.describe(dtype, "n%lld", detail::lld(numel(shape)));
   generate<Cauchy>(false, dst, dtype, shape, strides, seed, offset, median, sigma);
 }
 void cauchy_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
@@ -325,6 +336,8 @@ void cauchy_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides& 
 
 void geometric(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
                uint64_t seed, uint64_t offset, double p) {
+  detail::VerboseCall call("geometric");
+  if (call) call.describe(dtype, "n%lld", detail::lld(numel(shape)));
   generate<Geometric>(false, dst, dtype, shape, strides, seed, offset, p);
 }
 void geometric_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
@@ -334,6 +347,8 @@ void geometric_ref(void* dst, ScalarType dtype, const Shape& shape, const Stride
 
 void bernoulli_scalar(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
                       uint64_t seed, uint64_t offset, double p) {
+  detail::VerboseCall call("bernoulli_scalar");
+  if (call) call.describe(dtype, "n%lld", detail::lld(numel(shape)));
   generate<BernoulliScalar>(false, dst, dtype, shape, strides, seed, offset, p);
 }
 void bernoulli_scalar_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
@@ -344,6 +359,8 @@ void bernoulli_scalar_ref(void* dst, ScalarType dtype, const Shape& shape, const
 void bernoulli_tensor(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
                       uint64_t seed, uint64_t offset, const void* p, ScalarType p_dtype,
                       const Strides& p_strides) {
+  detail::VerboseCall call("bernoulli_tensor");
+  if (call) call.describe(dtype, "n%lld", detail::lld(numel(shape)));
   bernoulli_tensor_impl(false, dst, dtype, shape, strides, seed, offset, p, p_dtype, p_strides);
 }
 void bernoulli_tensor_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
@@ -354,6 +371,8 @@ void bernoulli_tensor_ref(void* dst, ScalarType dtype, const Shape& shape, const
 
 void random_from_to(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,
                     uint64_t seed, uint64_t offset, int64_t from, uint64_t range) {
+  detail::VerboseCall call("random_from_to");
+  if (call) call.describe(dtype, "n%lld", detail::lld(numel(shape)));
   generate<RandomFromTo>(false, dst, dtype, shape, strides, seed, offset, from, range);
 }
 void random_from_to_ref(void* dst, ScalarType dtype, const Shape& shape, const Strides& strides,

@@ -8,6 +8,7 @@
 #include "../common/convert.h"
 #include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
@@ -172,6 +173,12 @@ void gather_nearest(const ResampleShape& s, size_t element, const char* in, char
   });
 }
 
+// The log line's problem (mlu_kernels/verbose.h): planes and the output's sizes.
+void describe(detail::VerboseCall& call, const ResampleShape& s, ScalarType type) {
+  call.describe(type, "planes%lld out%lldx%lldx%lld", detail::lld(s.planes), detail::lld(s.out[0]),
+                detail::lld(s.out[1]), detail::lld(s.out[2]));
+}
+
 }  // namespace
 
 bool resample_supports(const ResampleShape& shape, ScalarType type) {
@@ -181,6 +188,8 @@ bool resample_supports(const ResampleShape& shape, ScalarType type) {
 }
 
 void resample(const ResampleShape& s, ScalarType type, const void* input, void* output) {
+  detail::VerboseCall call("resample");
+  if (call) describe(call, s, type);
   if (all_nearest(s)) {
     gather_nearest(s, element_size(type), static_cast<const char*>(input), static_cast<char*>(output));
     return;
@@ -223,6 +232,8 @@ void resample(const ResampleShape& s, ScalarType type, const void* input, void* 
 }
 
 void resample_backward(const ResampleShape& s, ScalarType type, const void* grad_output, void* grad_input) {
+  detail::VerboseCall call("resample_backward");
+  if (call) describe(call, s, type);
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using A = detail::compute_t<T>;

@@ -7,6 +7,7 @@
 
 #include "mlu_kernels/half.h"
 #include "mlu_kernels/philox.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
@@ -33,6 +34,8 @@ double weight_at(const void* probs, ScalarType dtype, int64_t index) {
 }  // namespace
 
 void randperm(int64_t* out, int64_t n, uint64_t seed, uint64_t offset) {
+  detail::VerboseCall call("randperm");
+  if (call) call.describe(ScalarType::Int64, "n%lld", detail::lld(n));
   std::iota(out, out + n, int64_t{0});
   for (int64_t i = n - 1; i > 0; --i) {
     uint64_t j = draw64(seed, static_cast<uint64_t>(i), offset) % static_cast<uint64_t>(i + 1);
@@ -43,6 +46,12 @@ void randperm(int64_t* out, int64_t n, uint64_t seed, uint64_t offset) {
 MultinomialStatus multinomial(int64_t* out, const void* probs, ScalarType dtype, int64_t rows, int64_t categories,
                               int64_t row_stride, int64_t col_stride, int64_t samples, bool replacement,
                               uint64_t seed, uint64_t offset) {
+  detail::VerboseCall call("multinomial");
+  if (call) {
+    call.describe(dtype, "rows%lld categories%lld samples%lld", detail::lld(rows), detail::lld(categories),
+                  detail::lld(samples));
+  }
+  call.path(replacement ? "replacement" : "no_replacement");
   if (!replacement && samples > categories) return MultinomialStatus::NotEnoughCategories;
   std::vector<double> cdf(static_cast<size_t>(categories));
   std::vector<std::pair<double, int64_t>> keys;

@@ -6,6 +6,7 @@
 #include "../common/convert.h"
 #include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 
@@ -116,6 +117,8 @@ std::vector<int64_t> row_bounds(const std::vector<int64_t>& counts) {
 }  // namespace
 
 int64_t count_nonzero(const Shape& shape, const Operand& in) {
+  detail::VerboseCall call("count_nonzero");
+  if (call) call.describe(in.dtype, "n%lld", detail::lld(numel(shape)));
   const int64_t n = numel(shape);
   if (n == 0) return 0;
   int64_t total = 0;
@@ -132,6 +135,8 @@ int64_t count_nonzero(const Shape& shape, const Operand& in) {
 // write is overwritten by the next true one; a chunk stops once its rows are
 // all written, so nothing lands past its last row (or the output's end).
 void nonzero(const Shape& shape, const Operand& in, int64_t* out, int64_t out_row, int64_t out_col) {
+  detail::VerboseCall call("nonzero");
+  if (call) call.describe(in.dtype, "n%lld", detail::lld(numel(shape)));
   const int64_t n = numel(shape);
   if (n == 0) return;
   const Chunks chunks = chunks_of(n);
@@ -169,6 +174,8 @@ void nonzero(const Shape& shape, const Operand& in, int64_t* out, int64_t out_ro
 }
 
 void masked_select(const Shape& shape, const Operand& in, const Operand& mask, const Operand& out) {
+  detail::VerboseCall call("masked_select");
+  if (call) call.describe(in.dtype, "n%lld", detail::lld(numel(shape)));
   const int64_t n = numel(shape);
   if (n == 0) return;
   const Chunks chunks = chunks_of(n);

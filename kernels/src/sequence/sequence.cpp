@@ -9,6 +9,7 @@
 #include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
 #include "../common/type_arithmetic.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 
@@ -30,10 +31,14 @@ void generate(void* out, ScalarType dtype, int64_t n, int64_t stride, F&& value_
 }  // namespace
 
 void arange(void* out, ScalarType dtype, int64_t n, int64_t stride, double start, double step) {
+  detail::VerboseCall call("arange");
+  if (call) call.describe(dtype, "n%lld", detail::lld(n));
   generate<double>(out, dtype, n, stride, [=](int64_t i) { return start + static_cast<double>(i) * step; });
 }
 
 void arange_int(void* out, ScalarType dtype, int64_t n, int64_t stride, int64_t start, int64_t step) {
+  detail::VerboseCall call("arange_int");
+  if (call) call.describe(dtype, "n%lld", detail::lld(n));
   generate<int64_t>(out, dtype, n, stride, [=](int64_t i) { return start + i * step; });
 }
 
@@ -51,6 +56,9 @@ void arange_int(void* out, ScalarType dtype, int64_t n, int64_t stride, int64_t 
 // fuses there.
 void linspace(void* out, ScalarType dtype, int64_t n, int64_t stride, double start_value, double end_value,
               bool fused) {
+  detail::VerboseCall call("linspace");
+  if (call) call.describe(dtype, "n%lld", detail::lld(n));
+  call.path(fused ? "fused" : "rounded");
   detail::dispatch_floating(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using H = detail::TypeArithmetic<T>;
@@ -81,6 +89,11 @@ void linspace(void* out, ScalarType dtype, int64_t n, int64_t stride, double sta
 }
 
 void padding_source_index(int64_t* out, int64_t n, int64_t before, int64_t after, bool reflect) {
+  detail::VerboseCall call("padding_source_index");
+  if (call) {
+    call.describe(ScalarType::Int64, "n%lld before%lld after%lld", detail::lld(n), detail::lld(before),
+                  detail::lld(after));
+  }
   const int64_t count = before + n + after;
   for (int64_t o = 0; o < count; ++o) {
     const int64_t i = o - before;

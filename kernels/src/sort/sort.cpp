@@ -10,6 +10,7 @@
 #include "../common/convert.h"
 #include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 
@@ -304,6 +305,9 @@ void cpu_quickselect(std::vector<V>& keys, std::vector<int64_t>& perm, int64_t k
 
 void sort(const Shape& shape, const Operand& values, const Operand& indices, const Operand& in, bool descending,
           bool stable) {
+  detail::VerboseCall call("sort");
+  if (call) call.describe(in.dtype, "n%lld", detail::lld(numel(shape)));
+  call.path(stable ? "stable" : "unstable");
   const int64_t len = shape.sizes[shape.ndim - 1];
   // A zero stride repeats one element: the CPU's sort_kernel then returns the
   // identity order, the stable one.
@@ -321,6 +325,8 @@ void sort(const Shape& shape, const Operand& values, const Operand& indices, con
 
 void topk(const Shape& shape, int64_t k, const Operand& values, const Operand& indices, const Operand& in,
           bool largest, bool sorted) {
+  detail::VerboseCall call("topk");
+  if (call) call.describe(in.dtype, "n%lld k%lld", detail::lld(numel(shape)), detail::lld(k));
   const int64_t len = shape.sizes[shape.ndim - 1];
   // Unsorted, the CPU's nth_element path leaves the first k in its own
   // order; sorted (or through its partial sort) only equal keys can differ.
@@ -342,6 +348,8 @@ void topk(const Shape& shape, int64_t k, const Operand& values, const Operand& i
 }
 
 void kth_smallest(const Shape& shape, int64_t k, const Operand& value, const Operand& index, const Operand& in) {
+  detail::VerboseCall call("kth_smallest");
+  if (call) call.describe(in.dtype, "n%lld k%lld", detail::lld(numel(shape)), detail::lld(k));
   for_rows(shape, value, index, in, 1, [&](auto& perm, const auto& keys) {
     using V = typename std::remove_cvref_t<decltype(keys)>::value_type;
     using Work = std::conditional_t<std::is_same_v<V, bool>, uint8_t, V>;  // not vector<bool>

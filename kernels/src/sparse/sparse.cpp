@@ -5,6 +5,7 @@
 #include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
 #include "sparse_table.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 namespace {
@@ -59,6 +60,8 @@ bool spmm_takes(ScalarType type) {
 }
 
 void spmm_csr(const SpmmArgs& a) {
+  detail::VerboseCall call("spmm_csr");
+  if (call) call.describe(a.type, "rows%lld n%lld", detail::lld(a.rows), detail::lld(a.n));
   if (a.rows == 0 || a.n == 0 || !spmm_takes(a.type)) return;
   const int64_t nnz = a.crow[a.rows] - a.crow[0];
   // About 32K multiply-adds per chunk.

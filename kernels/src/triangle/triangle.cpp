@@ -5,10 +5,14 @@
 #include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
 #include "../common/unravel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 
 void triangle(const Shape& shape, const Operand& out, const Operand& in, int64_t diagonal, bool lower) {
+  detail::VerboseCall call("triangle");
+  if (call) call.describe(in.dtype, "n%lld diagonal%lld", detail::lld(numel(shape)), detail::lld(diagonal));
+  call.path(lower ? "tril" : "triu");
   const int rdim = shape.ndim - 2, cdim = shape.ndim - 1;
   const int64_t rows = shape.sizes[rdim], cols = shape.sizes[cdim];
   Shape batch;

@@ -6,11 +6,17 @@
 #include "../common/convert.h"
 #include "../common/dispatch.h"
 #include "mlu_kernels/parallel.h"
+#include "../common/verbose_call.h"
 
 namespace mlu::kernels {
 
 void unfold_backward(ScalarType type, void* grad_in, const void* grad, int64_t outer, int64_t length, int64_t inner,
                      int64_t windows, int64_t size, int64_t step) {
+  detail::VerboseCall call("unfold_backward");
+  if (call) {
+    call.describe(type, "outer%lld length%lld inner%lld windows%lld", detail::lld(outer), detail::lld(length),
+                  detail::lld(inner), detail::lld(windows));
+  }
   detail::dispatch(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (detail::is_floating_v<T> || detail::is_complex_v<T>) {
