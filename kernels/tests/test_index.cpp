@@ -8,6 +8,7 @@
 
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
+#include "random_views.h"
 
 namespace mlu::kernels {
 namespace {
@@ -258,6 +259,60 @@ TEST(Index, ScatterAssignMaxMinWithBroadcastScalar) {
   scatter(ScatterOp::Min, s, 0, Operand{self.data(), ScalarType::Int32, unit}, 4, Operand{&value, ScalarType::Int32, zero},
           Operand{index.data(), ScalarType::Int64, unit});
   EXPECT_EQ(self, (std::vector<int32_t>{5, 1, 5, 1}));
+}
+
+// gather against gather_ref on random views and dims, every dtype, both index
+// types, on every ISA the CPU has: byte for byte, the whole output buffer.
+TEST(Index, GatherMatchesReferenceOnRandomViews) {
+  using namespace testutil;
+  const int saved_threads = num_threads();
+  const Isa saved_isa = active_isa();
+  set_num_threads(3);
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    Rng rng(seed);
+    Shape shape = random_shape(rng);
+    if (shape.ndim == 0) {
+      shape.ndim = 1;
+      shape.sizes[0] = uniform(rng, 1, 9);
+    }
+    const int dim = static_cast<int>(uniform(rng, 0, shape.ndim - 1));
+    const int64_t dim_size = uniform(rng, 1, 9);
+    Shape in_shape = shape;
+    in_shape.sizes[dim] = dim_size;
+    const ScalarType type = kAllTypes[uniform(rng, 0, std::size(kAllTypes) - 1)];
+    const ScalarType index_type = chance(rng, 0.5) ? ScalarType::Int64 : ScalarType::Int32;
+    const ViewLayout in_layout = random_layout(in_shape, rng, false), out_layout = random_layout(shape, rng, false);
+    const ViewLayout index_layout = random_layout(shape, rng, true);
+    Buffer in(type, in_layout.span), index(index_type, index_layout.span), want(type, out_layout.span);
+    fill_random(in, rng, false);
+    fill_random(want, rng, false);
+    for (int64_t k = 0; k < index.count(); ++k) {
+      const int64_t v = uniform(rng, 0, dim_size - 1);
+      if (index_type == ScalarType::Int64) {
+        std::memcpy(index.element(k), &v, 8);
+      } else {
+        const auto v32 = static_cast<int32_t>(v);
+        std::memcpy(index.element(k), &v32, 4);
+      }
+    }
+    const Operand src{in.element(in_layout.offset), type, in_layout.strides};
+    const Operand idx{index.element(index_layout.offset), index_type, index_layout.strides};
+    const Buffer before = want;
+    ASSERT_TRUE(
+        gather_ref(shape, dim, Operand{want.element(out_layout.offset), type, out_layout.strides}, src, dim_size, idx)
+            .ok);
+    for (Isa isa : {Isa::Baseline, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16}) {
+      if (static_cast<int>(isa) > static_cast<int>(detected_isa())) break;
+      set_isa(isa);
+      Buffer got = before;
+      ASSERT_TRUE(
+          gather(shape, dim, Operand{got.element(out_layout.offset), type, out_layout.strides}, src, dim_size, idx).ok);
+      ASSERT_TRUE(same_buffers(got, want)) << "seed " << seed << " isa " << isa_name(isa) << " dim " << dim << " "
+                                           << describe(shape, out_layout.strides);
+    }
+  }
+  set_isa(saved_isa);
+  set_num_threads(saved_threads);
 }
 
 }  // namespace

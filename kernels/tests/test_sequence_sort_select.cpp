@@ -343,5 +343,41 @@ TEST(Select, BranchFreeCompactionWritesNothingPastItsRows) {
   set_num_threads(saved);
 }
 
+// count_nonzero, nonzero and masked_select against their references on random
+// views of every dtype (NaN, -0 and subnormal values included; masks of any
+// dtype, sometimes broadcast): byte for byte.
+TEST(Select, MatchesReferencesOnRandomViews) {
+  using namespace testutil;
+  const int saved = num_threads();
+  set_num_threads(3);
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    Rng rng(seed);
+    const Shape shape = random_shape(rng);
+    const ScalarType type = kAllTypes[uniform(rng, 0, std::size(kAllTypes) - 1)];
+    const ScalarType mask_type = chance(rng, 0.6) ? ScalarType::Bool : kAllTypes[uniform(rng, 0, 11)];
+    const ViewLayout in_layout = random_layout(shape, rng, false), mask_layout = random_layout(shape, rng, true);
+    Buffer in(type, in_layout.span), mask(mask_type, mask_layout.span);
+    fill_random(in, rng, false);
+    fill_random(mask, rng, false);
+    const Operand x{in.element(in_layout.offset), type, in_layout.strides};
+    const Operand m{mask.element(mask_layout.offset), mask_type, mask_layout.strides};
+    const int64_t count = count_nonzero(shape, x);
+    ASSERT_EQ(count, count_nonzero_ref(shape, x)) << "seed " << seed;
+    const int64_t cols = std::max(shape.ndim, 1);
+    std::vector<int64_t> coords(static_cast<size_t>(count * cols + 1), -7), want_coords = coords;
+    nonzero(shape, x, coords.data(), cols, 1);
+    nonzero_ref(shape, x, want_coords.data(), cols, 1);
+    ASSERT_EQ(coords, want_coords) << "seed " << seed;
+    const int64_t selected = count_nonzero_ref(shape, m);
+    Buffer got(type, selected + 1);
+    fill_random(got, rng, false);
+    Buffer want = got;
+    masked_select(shape, x, m, Operand{got.data(), type, unit1()});
+    masked_select_ref(shape, x, m, Operand{want.data(), type, unit1()});
+    ASSERT_TRUE(same_buffers(got, want)) << "seed " << seed << " " << describe(shape, in_layout.strides);
+  }
+  set_num_threads(saved);
+}
+
 }  // namespace
 }  // namespace mlu::kernels

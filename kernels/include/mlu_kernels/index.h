@@ -34,6 +34,10 @@ struct IndexCheck {
 
 IndexCheck gather(const Shape& shape, int dim, const Operand& out, const Operand& in, int64_t dim_size,
                   const Operand& index);
+// The scalar reference: position by position (src/index/index_ref.cpp); a bad
+// index leaves its element unwritten.
+IndexCheck gather_ref(const Shape& shape, int dim, const Operand& out, const Operand& in, int64_t dim_size,
+                      const Operand& index);
 
 enum class ScatterOp : uint8_t { Assign, Add, Mul, Max, Min };
 

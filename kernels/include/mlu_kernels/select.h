@@ -19,4 +19,9 @@ int64_t count_nonzero(const Shape& shape, const Operand& in);
 void nonzero(const Shape& shape, const Operand& in, int64_t* out, int64_t out_row, int64_t out_col);
 void masked_select(const Shape& shape, const Operand& in, const Operand& mask, const Operand& out);
 
+// The scalar references: one serial pass in row-major order (src/select/select_ref.cpp).
+int64_t count_nonzero_ref(const Shape& shape, const Operand& in);
+void nonzero_ref(const Shape& shape, const Operand& in, int64_t* out, int64_t out_row, int64_t out_col);
+void masked_select_ref(const Shape& shape, const Operand& in, const Operand& mask, const Operand& out);
+
 }  // namespace mlu::kernels

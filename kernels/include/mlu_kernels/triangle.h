@@ -15,5 +15,7 @@
 namespace mlu::kernels {
 
 void triangle(const Shape& shape, const Operand& out, const Operand& in, int64_t diagonal, bool lower);
+// The scalar reference: element by element (src/triangle/triangle_ref.cpp).
+void triangle_ref(const Shape& shape, const Operand& out, const Operand& in, int64_t diagonal, bool lower);
 
 }  // namespace mlu::kernels

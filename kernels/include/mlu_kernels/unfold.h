@@ -18,5 +18,9 @@ namespace mlu::kernels {
 
 void unfold_backward(ScalarType type, void* grad_in, const void* grad, int64_t outer, int64_t length, int64_t inner,
                      int64_t windows, int64_t size, int64_t step);
+// The scalar reference: each position of grad_in on its own, the same sums in
+// the same order (src/unfold/unfold_ref.cpp).
+void unfold_backward_ref(ScalarType type, void* grad_in, const void* grad, int64_t outer, int64_t length, int64_t inner,
+                         int64_t windows, int64_t size, int64_t step);
 
 }  // namespace mlu::kernels
