@@ -19,10 +19,25 @@ An entry is one of:
       impl: max_pool3d_mlu                  # returns what the op returns
       native_if: has_pool_kernel(self)
 
+A structured TensorIterator group on one pointwise kernel names it instead of an impl:
+
+    - structured: round.decimals
+      pointwise: Op::RoundDecimals          # the PointwiseOp (an expression over the arguments)
+      params: make_params({decimals})       # optional: its OpParams (default {})
+
+(csrc/aten/StructuredPointwise.h: the meta function builds the iterator; a dtype the kernel library
+lacks takes the CPU fallback then.)
+A section's `defaults` (e.g. `{device_guard: false}`) apply to each of its entries. `symint: true`
+gives a `func` entry's impl the SymInt forms of SymInt parameters (c10::SymIntArrayRef; `impl: shared`
+takes the form its kernel has).
 `impl` is a function name, called with the op's arguments in schema order (for a structured group:
 the functional form's arguments, then one `const at::Tensor&` per output, named as the out= form
-names them), or a C++ expression over those names. `native_if` is a C++ bool expression over the
-argument names. The wrappers do what torchgen's wrapper for a device backend does and what the
+names them), or a C++ expression over those names. Two values name PyTorch's own device-generic
+code, checked to be the one kernel native_functions.yaml gives both the CPU and the CUDA key (for an
+entry of `key: NestedTensorPrivateUse1`, NestedTensorCPU and NestedTensorCUDA): `impl: shared`, an
+op's at::native function, and for a structured group `impl: native`, its meta and impl class
+(at::native::structured_<kernel>). An entry registers for PrivateUse1 unless its `key` says
+otherwise. `native_if` is a C++ bool expression over the argument names. The wrappers do what torchgen's wrapper for a device backend does and what the
 hand-written registrations did before them: the CPU fallback when `native_if` is false, then a
 device guard on the first tensor argument (`device_guard: false` leaves it out), then for a
 structured group PyTorch's meta function (at::meta::structured_<name>) through Structured.h's
@@ -43,11 +58,19 @@ import pathlib
 import sys
 
 import yaml
+from torchgen.model import DispatchKey
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OPS_YAML = ROOT / "csrc" / "aten" / "mlu_functions.yaml"
 FORMS = ("functional", "inplace", "out")
-ENTRY_KEYS = {"structured", "func", "impl", "native_if", "forms", "device_guard"}
+# The dispatch keys a section may register for, and the CPU and CUDA keys whose shared kernel `impl: shared`
+# names.
+SHARED_WITH = {
+    "PrivateUse1": ("CPU", "CUDA"),
+    "NestedTensorPrivateUse1": ("NestedTensorCPU", "NestedTensorCUDA"),
+}
+ENTRY_KEYS = {"structured", "func", "impl", "native_if", "forms", "device_guard", "key", "symint", "pointwise",
+              "params"}
 
 
 class YamlError(Exception):
@@ -58,16 +81,24 @@ def load_sections(path=OPS_YAML):
     sections = yaml.safe_load(path.read_text())
     if not isinstance(sections, list):
         raise YamlError(f"{path}: expected a list of sections")
+    files = [section.get("file") for section in sections]
+    if len(set(files)) != len(files):
+        raise YamlError(f"{path}: a file has two sections")
     for section in sections:
-        if set(section) != {"file", "ops"}:
-            raise YamlError(f"{path}: a section has the keys file and ops, not {sorted(section)}")
+        if not {"file", "ops"} <= set(section) <= {"file", "ops", "defaults"}:
+            raise YamlError(f"{path}: a section has the keys file, ops and defaults, not {sorted(section)}")
+        section["ops"] = [{"key": "PrivateUse1", **section.get("defaults", {}), **entry} for entry in section["ops"]]
         if not (ROOT / section["file"]).is_file():
             raise YamlError(f"{path}: {section['file']} does not exist")
         for entry in section["ops"]:
             unknown = set(entry) - ENTRY_KEYS
-            if unknown or ("structured" in entry) == ("func" in entry) or "impl" not in entry:
-                raise YamlError(f"{path}: entry {entry}: needs exactly one of structured/func, and impl "
-                                f"(unknown keys: {sorted(unknown)})")
+            kernel_keys = [k for k in ("impl", "pointwise") if k in entry]
+            if unknown or ("structured" in entry) == ("func" in entry) or len(kernel_keys) != 1 or \
+                    ("pointwise" in entry and "structured" not in entry):
+                raise YamlError(f"{path}: entry {entry}: needs exactly one of structured/func, and one of impl "
+                                f"and pointwise (a structured group's) (unknown keys: {sorted(unknown)})")
+            if entry["key"] not in SHARED_WITH:
+                raise YamlError(f"{path}: entry {entry}: key {entry['key']} is not one of {sorted(SHARED_WITH)}")
     return sections
 
 
@@ -87,9 +118,17 @@ class Native:
         native = pathlib.Path(torchgen.__file__).parent / "packaged" / "ATen" / "native"
         parsed = parse_native_yaml(str(native / "native_functions.yaml"), str(native / "tags.yaml"))
         self.functions = {str(f.func.name): f for f in parsed.native_functions}
+        self.indices = parsed.backend_indices
         self.groups = {str(g.functional.func.name): g
                        for g in get_grouped_native_functions(parsed.native_functions)
                        if isinstance(g, NativeFunctionsGroup)}
+        self.key = "PrivateUse1"  # the key of the entry being rendered
+
+    def shared_kernel(self, f):
+        """The kernel native_functions.yaml names for both the CPU and the CUDA key of self.key, or None."""
+        cpu_key, cuda_key = (getattr(DispatchKey, k) for k in SHARED_WITH[self.key])
+        cpu, cuda = self.indices[cpu_key].get_kernel(f), self.indices[cuda_key].get_kernel(f)
+        return cpu if cpu is not None and cuda is not None and cpu.kernel == cuda.kernel else None
 
     def function(self, name):
         if name not in self.functions:
@@ -103,14 +142,14 @@ class Native:
         return g
 
 
-def signature(f):
-    """(return type, [(type, name)]) of a native function's unboxed C++ signature."""
+def signature(f, symint=False):
+    """(return type, [(type, name)]) of a native function's unboxed C++ signature (SymInt forms with symint)."""
     from torchgen import local
     from torchgen.api.types import NativeSignature
 
     with local.parametrize(use_const_ref_for_mutable_tensors=f.use_const_ref_for_mutable_tensors,
                            use_ilistref_for_tensor_lists=f.part_of_structured_group):
-        sig = NativeSignature(f.func, symint=False)
+        sig = NativeSignature(f.func, symint=symint)
         return sig.returns_type().cpp_type(), [(b.type, b.name) for b in sig.arguments()]
 
 
@@ -134,8 +173,8 @@ def call(impl, names):
     return impl if "(" in impl else f"{impl}({', '.join(names)})"
 
 
-def wrapper_name(f):
-    return f"wrapper_PrivateUse1_{f.func.name.unambiguous_name()}"
+def wrapper_name(key, f):
+    return f"wrapper_{key}_{f.func.name.unambiguous_name()}"
 
 
 def guard_lines(entry, args):
@@ -151,18 +190,62 @@ def fallback_lines(entry, f, args):
     if "native_if" not in entry:
         return []
     names = ", ".join(name for _, name in args)
-    return [f"  if (!({entry['native_if']})) return cpu_fallback<{op_struct(f)}>({names});"]
+    fallback = "cpu_fallback_symint" if entry.get("symint") else "cpu_fallback"
+    return [f"  if (!({entry['native_if']})) return {fallback}<{op_struct(f)}>({names});"]
 
 
-def plain_wrapper(entry, f):
-    returns, args = signature(f)
+def plain_wrapper(entry, f, native):
+    if entry["impl"] == "shared":
+        kernel = native.shared_kernel(f)
+        if kernel is None:
+            raise YamlError(f"{f.func.name}: impl: shared, but the CPU and CUDA keys of {native.key} share no kernel")
+        entry = {**entry, "impl": f"at::native::{kernel.kernel}", "symint": kernel.supports_symint()}
+    returns, args = signature(f, entry.get("symint", False))
     names = [name for _, name in args]
     body = fallback_lines(entry, f, args) + guard_lines(entry, args)
     body.append(f"  return {call(entry['impl'], names)};")
-    return wrapper(returns, f, args, body)
+    return wrapper(entry["key"], returns, f, args, body)
 
 
-def structured_wrapper(entry, g, form):
+def shared_structured_class(g, native):
+    """at::native::structured_<kernel> of a group whose CPU and CUDA impls are one device-generic kernel."""
+    kernel = native.shared_kernel(g.out)
+    if kernel is None or not kernel.structured:
+        raise YamlError(f"{g.functional.func.name}: impl: native needs one structured kernel for CPU and CUDA")
+    if g.out.precomputed:
+        raise YamlError(f"{g.functional.func.name}: impl: native with precomputed meta values is not supported")
+    return f"at::native::structured_{kernel.kernel}"
+
+
+def native_impl_lines(cls, form, inputs, outputs, out_names):
+    """The body of a structured wrapper running PyTorch's own meta and impl (Structured.h's MLU* classes)."""
+    n = len(outputs)
+    if form == "functional":
+        lines = [f"  MLUFunctional<{cls}, {n}> op;", f"  op.meta({', '.join(inputs)});",
+                 f"  op.impl({', '.join(inputs + [f'op.output({i})' for i in range(n)])});"]
+        results = [f"std::move(op.output({i}))" for i in range(n)]
+        return lines + [f"  return {results[0]};" if n == 1 else f"  return std::make_tuple({', '.join(results)});"]
+    if form == "out":
+        lines = [f"  MLUOut<{cls}, {n}> op({', '.join(out_names)});", f"  op.meta({', '.join(inputs)});",
+                 f"  op.impl({', '.join(inputs + [f'op.maybe_get_output({i})' for i in range(n)])});",
+                 "  op.finish();"]
+        return lines + [f"  return {out_names[0]};" if n == 1 else
+                        f"  return std::forward_as_tuple({', '.join(out_names)});"]
+    raise YamlError(f"{cls}: impl: native registers the functional and out= forms only")
+
+
+def pointwise_lines(entry, f, form, meta_class, inputs, args):
+    """A structured TensorIterator op on one pointwise kernel (csrc/aten/StructuredPointwise.h)."""
+    names = ", ".join(name for _, name in args)
+    returns = "at::Tensor" if form == "functional" else "at::Tensor&"
+    fallback = f"[&]() -> {returns} {{ return cpu_fallback<{op_struct(f)}>({names}); }}"
+    head = f"{entry['pointwise']}, {entry.get('params', '{}')}, {fallback}"
+    if form == "out":
+        return [f"  return pointwise_out<{meta_class}>({head}, {args[-1][1]}, {', '.join(inputs)});"]
+    return [f"  return pointwise_{form}<{meta_class}>({head}, {', '.join(inputs)});"]
+
+
+def structured_wrapper(entry, g, form, native):
     from torchgen.api import meta
 
     f = getattr(g, form)
@@ -172,10 +255,16 @@ def structured_wrapper(entry, g, form):
     outputs = [a.name for a in g.out.func.arguments.out]
     n = len(outputs)
     meta_class = f"at::meta::structured_{meta.name(g)}"
+    if "pointwise" in entry:  # the helpers choose the device, and the fallback after the meta function
+        return wrapper(entry["key"], returns, f, args, pointwise_lines(entry, f, form, meta_class, inputs, args))
     params = ", ".join(f"const at::Tensor& {name}" for name in outputs)
     launch = f"[&]({params}) {{ {call(entry['impl'], inputs + outputs)}; }}"
     body = fallback_lines(entry, f, args) + guard_lines(entry, args)
     arg_list = ", ".join(inputs)
+    if entry["impl"] == "native":
+        out_names = [name for _, name in args[len(args) - n:]]
+        cls = shared_structured_class(g, native)
+        return wrapper(entry["key"], returns, f, args, body + native_impl_lines(cls, form, inputs, outputs, out_names))
     if form == "functional":
         body.append(f"  return run_functional<{meta_class}, {n}>({launch}, {arg_list});")
     elif form == "inplace":
@@ -187,50 +276,59 @@ def structured_wrapper(entry, g, form):
                     f"{arg_list});")
         body.append(f"  return {out_names[0]};" if n == 1 else
                     f"  return std::forward_as_tuple({', '.join(out_names)});")
-    return wrapper(returns, f, args, body)
+    return wrapper(entry["key"], returns, f, args, body)
 
 
-def wrapper(returns, f, args, body):
+def wrapper(key, returns, f, args, body):
     params = ", ".join(f"{cpp_type} {name}" for cpp_type, name in args)
-    return "\n".join([f"{returns} {wrapper_name(f)}({params}) {{", *body, "}"])
+    return "\n".join([f"{returns} {wrapper_name(key, f)}({params}) {{", *body, "}"])
 
 
 def entry_functions(entry, native):
     """[(native function, C++ wrapper)] an entry registers."""
+    native.key = entry["key"]
     if "func" in entry:
         f = native.function(entry["func"])
-        return [(f, plain_wrapper(entry, f))]
+        return [(f, plain_wrapper(entry, f, native))]
     g = native.group(entry["structured"])
     forms = entry.get("forms", [form for form in FORMS if getattr(g, form) is not None])
     for form in forms:
         if form not in FORMS or getattr(g, form) is None:
             raise YamlError(f"{entry['structured']}: the group has no {form} form")
-    return [(getattr(g, form), structured_wrapper(entry, g, form)) for form in forms]
+    return [(getattr(g, form), structured_wrapper(entry, g, form, native)) for form in forms]
 
 
 def render_section(section, native):
-    functions = [item for entry in section["ops"] for item in entry_functions(entry, native)]
-    headers = sorted({op_header(f) for f, _ in functions} |
-                     {f"<ATen/ops/{f.root_name}_meta.h>" for f, _ in functions if f.part_of_structured_group})
+    functions = [(entry["key"], *item) for entry in section["ops"] for item in entry_functions(entry, native)]
+    headers = sorted({op_header(f) for _, f, _ in functions} |
+                     {f"<ATen/ops/{f.root_name}_meta.h>" for _, f, _ in functions if f.part_of_structured_group})
     lines = [f"// Generated by tools/gen_mlu_ops.py from csrc/aten/mlu_functions.yaml (section {section['file']}).",
              "// Do not edit: change the yaml. Included at the end of the section's source file.",
              "#include <ATen/DeviceGuard.h>"]
     lines += [f"#include {h}" for h in headers]
     lines += ['#include "csrc/aten/DeviceCheck.h"', '#include "csrc/aten/Fallback.h"',
-              '#include "csrc/aten/Structured.h"', "", "namespace torch_mlu {", "namespace {", ""]
-    for _, text in functions:
+              '#include "csrc/aten/Structured.h"', '#include "csrc/aten/StructuredPointwise.h"', "",
+              "namespace torch_mlu {", "namespace {", ""]
+    for _, _, text in functions:
         lines += [text, ""]
-    lines += ["}  // namespace", "", "TORCH_MLU_ATEN_IMPL(m) {"]
-    lines += [f'  m.impl("{f.func.name}", TORCH_FN({wrapper_name(f)}));' for f, _ in functions]
-    lines += ["}", "", "}  // namespace torch_mlu", ""]
+    lines += ["}  // namespace", ""]
+    for key in sorted({key for key, _, _ in functions}, key=lambda k: k != "PrivateUse1"):
+        # PrivateUse1: through MLULibrary, which adds CUDA's device checks (csrc/aten/DeviceCheck.h).
+        lines.append("TORCH_MLU_ATEN_IMPL(m) {" if key == "PrivateUse1" else f"TORCH_LIBRARY_IMPL(aten, {key}, m) {{")
+        lines += [f'  m.impl("{f.func.name}", TORCH_FN({wrapper_name(k, f)}));' for k, f, _ in functions if k == key]
+        lines += ["}", ""]
+    lines += ["}  // namespace torch_mlu", ""]
     return "\n".join(lines)
 
 
 def registered_ops(sections, native):
     """{file: [schema names]}: what each section registers."""
-    return {section["file"]: [str(f.func.name) for entry in section["ops"]
-                              for f, _ in entry_functions(entry, native)]
-            for section in sections}
+    result = {}
+    for section in sections:
+        per_key = result.setdefault(section["file"], {})
+        for entry in section["ops"]:
+            per_key.setdefault(entry["key"], []).extend(str(f.func.name) for f, _ in entry_functions(entry, native))
+    return result
 
 
 def write_if_changed(path, text):

@@ -465,20 +465,23 @@ def scan_sources(root):
             scans[path.relative_to(root).as_posix()] = scan
     for rel, entries in declared_ops().items():  # registered by the generated .inc the file includes
         scan = scans.setdefault(rel, FileScan())
-        scan.impls += [("PrivateUse1", f"aten::{name}", None, name) for entry in entries for name in entry["ops"]]
-        scan.declared = entries
+        scan.impls += [(entry["key"], f"aten::{name}", None, name) for entry in entries for name in entry["ops"]]
+        scan.declared += entries
     return scans
 
 
 def declared_ops():
-    """{file: [{ops, native_if}]}: the entries of csrc/aten/mlu_functions.yaml (tools/gen_mlu_ops.py)."""
+    """{file: [{key, ops, native_if}]}: the entries of csrc/aten/mlu_functions.yaml (tools/gen_mlu_ops.py)."""
     sys.path.insert(0, str(ROOT / "tools"))
     import gen_mlu_ops
 
     native = gen_mlu_ops.Native()
-    return {section["file"]: [{"ops": [str(f.func.name) for f, _ in gen_mlu_ops.entry_functions(entry, native)],
-                               "native_if": entry.get("native_if")} for entry in section["ops"]]
-            for section in gen_mlu_ops.load_sections()}
+    declared = collections.defaultdict(list)
+    for section in gen_mlu_ops.load_sections():
+        declared[section["file"]] += [{"key": entry["key"], "native_if": entry.get("native_if"),
+                                       "ops": [str(f.func.name) for f, _ in gen_mlu_ops.entry_functions(entry, native)]}
+                                      for entry in section["ops"]]
+    return declared
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -636,7 +639,8 @@ def render(runtime, scans, registry, by_site, unattributed):
                     "serves a call when the condition is false):", ""]
             for entry in declared:
                 condition = f" — native if `{entry['native_if']}`" if entry["native_if"] else ""
-                out.append("- " + ", ".join(f"`{o}`" for o in entry["ops"]) + condition)
+                key = "" if entry["key"] == "PrivateUse1" else f" ({entry['key']})"
+                out.append("- " + ", ".join(f"`{o}`" for o in entry["ops"]) + key + condition)
         if by_site.get(rel):
             out += ["", f"({by_site[rel]} of these come from macros this scan does not see into, such as",
                     "PyTorch's AT_FORALL_* lists: they are placed by the registration site the dispatcher records.)"]

@@ -442,280 +442,34 @@ at::Tensor& cholesky_inverse_out(T input, bool upper, at::Tensor& result) {
 
 namespace {
 
-using S = std::string_view;
-template <class Impl, int N = 1>
-using Functional = MLUFunctional<Impl, N>;
-template <class Impl, int N = 1>
-using Out = MLUOut<Impl, N>;
-namespace n = at::native;
+// linalg_cholesky_ex: PyTorch's meta and impl, unless the fused path takes the call.
+std::tuple<at::Tensor, at::Tensor> linalg_cholesky_ex_mlu(T A, bool upper, bool check_errors) {
+  MLUFunctional<at::native::structured_linalg_cholesky_ex_out, 2> op;
+  op.meta(A, upper, check_errors);
+  if (!cholesky_ex_fused(A, upper, check_errors, op.output(0), op.output(1))) {
+    op.impl(A, upper, check_errors, op.output(0), op.output(1));
+  }
+  return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
+}
+
+std::tuple<at::Tensor&, at::Tensor&> linalg_cholesky_ex_out_mlu(T A, bool upper, bool check_errors, at::Tensor& L,
+                                                                at::Tensor& info) {
+  MLUOut<at::native::structured_linalg_cholesky_ex_out, 2> op(L, info);
+  op.meta(A, upper, check_errors);
+  if (!cholesky_ex_fused(A, upper, check_errors, op.maybe_get_output(0), op.maybe_get_output(1))) {
+    op.impl(A, upper, check_errors, op.maybe_get_output(0), op.maybe_get_output(1));
+  }
+  op.finish();
+  return std::forward_as_tuple(L, info);
+}
+
+at::Tensor cholesky_inverse_mlu(T input, bool upper) {
+  at::Tensor result = at::empty({0}, input.options());
+  cholesky_inverse_out(input, upper, result);
+  return result;
+}
 
 }  // namespace
-
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("linalg_cholesky_ex", [](T A, bool upper, bool check_errors) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured_linalg_cholesky_ex_out, 2> op;
-    op.meta(A, upper, check_errors);
-    if (!cholesky_ex_fused(A, upper, check_errors, op.output(0), op.output(1))) {
-      op.impl(A, upper, check_errors, op.output(0), op.output(1));
-    }
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
-  });
-  m.impl("linalg_cholesky_ex.L", [](T A, bool upper, bool check_errors, at::Tensor& L, at::Tensor& info) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured_linalg_cholesky_ex_out, 2> op(L, info);
-    op.meta(A, upper, check_errors);
-    if (!cholesky_ex_fused(A, upper, check_errors, op.maybe_get_output(0), op.maybe_get_output(1))) {
-      op.impl(A, upper, check_errors, op.maybe_get_output(0), op.maybe_get_output(1));
-    }
-    op.finish();
-    return std::forward_as_tuple(L, info);
-  });
-  m.impl("linalg_lu_factor_ex", [](T A, bool pivot, bool check_errors) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured_linalg_lu_factor_ex_out, 3> op;
-    op.meta(A, pivot, check_errors);
-    op.impl(A, pivot, check_errors, op.output(0), op.output(1), op.output(2));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
-  });
-  m.impl("linalg_lu_factor_ex.out", [](T A, bool pivot, bool check_errors, at::Tensor& LU, at::Tensor& pivots,
-                                       at::Tensor& info) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured_linalg_lu_factor_ex_out, 3> op(LU, pivots, info);
-    op.meta(A, pivot, check_errors);
-    op.impl(A, pivot, check_errors, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2));
-    op.finish();
-    return std::forward_as_tuple(LU, pivots, info);
-  });
-  m.impl("linalg_lu_solve", [](T LU, T pivots, T B, bool left, bool adjoint) {
-    c10::DeviceGuard guard(LU.device());
-    Functional<n::structured_linalg_lu_solve_out> op;
-    op.meta(LU, pivots, B, left, adjoint);
-    op.impl(LU, pivots, B, left, adjoint, op.output(0));
-    return std::move(op.output(0));
-  });
-  m.impl("linalg_lu_solve.out", [](T LU, T pivots, T B, bool left, bool adjoint, at::Tensor& out) -> at::Tensor& {
-    c10::DeviceGuard guard(LU.device());
-    Out<n::structured_linalg_lu_solve_out> op(out);
-    op.meta(LU, pivots, B, left, adjoint);
-    op.impl(LU, pivots, B, left, adjoint, op.maybe_get_output(0));
-    op.finish();
-    return out;
-  });
-  m.impl("_linalg_solve_ex", [](T A, T B, bool left, bool check_errors) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured__linalg_solve_ex_out, 4> op;
-    op.meta(A, B, left, check_errors);
-    op.impl(A, B, left, check_errors, op.output(0), op.output(1), op.output(2), op.output(3));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)),
-                           std::move(op.output(3)));
-  });
-  m.impl("_linalg_solve_ex.result", [](T A, T B, bool left, bool check_errors, at::Tensor& result, at::Tensor& LU,
-                                       at::Tensor& pivots, at::Tensor& info) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured__linalg_solve_ex_out, 4> op(result, LU, pivots, info);
-    op.meta(A, B, left, check_errors);
-    op.impl(A, B, left, check_errors, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2),
-            op.maybe_get_output(3));
-    op.finish();
-    return std::forward_as_tuple(result, LU, pivots, info);
-  });
-  m.impl("linalg_inv_ex", [](T A, bool check_errors) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured_linalg_inv_ex_out, 2> op;
-    op.meta(A, check_errors);
-    op.impl(A, check_errors, op.output(0), op.output(1));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
-  });
-  m.impl("linalg_inv_ex.inverse", [](T A, bool check_errors, at::Tensor& inverse, at::Tensor& info) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured_linalg_inv_ex_out, 2> op(inverse, info);
-    op.meta(A, check_errors);
-    op.impl(A, check_errors, op.maybe_get_output(0), op.maybe_get_output(1));
-    op.finish();
-    return std::forward_as_tuple(inverse, info);
-  });
-  m.impl("_linalg_det", [](T A) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured__linalg_det_out, 3> op;
-    op.meta(A);
-    op.impl(A, op.output(0), op.output(1), op.output(2));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
-  });
-  m.impl("_linalg_det.result", [](T A, at::Tensor& result, at::Tensor& LU, at::Tensor& pivots) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured__linalg_det_out, 3> op(result, LU, pivots);
-    op.meta(A);
-    op.impl(A, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2));
-    op.finish();
-    return std::forward_as_tuple(result, LU, pivots);
-  });
-  m.impl("_linalg_slogdet", [](T A) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured__linalg_slogdet_out, 4> op;
-    op.meta(A);
-    op.impl(A, op.output(0), op.output(1), op.output(2), op.output(3));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)),
-                           std::move(op.output(3)));
-  });
-  m.impl("_linalg_slogdet.sign", [](T A, at::Tensor& sign, at::Tensor& logabsdet, at::Tensor& LU,
-                                    at::Tensor& pivots) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured__linalg_slogdet_out, 4> op(sign, logabsdet, LU, pivots);
-    op.meta(A);
-    op.impl(A, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2), op.maybe_get_output(3));
-    op.finish();
-    return std::forward_as_tuple(sign, logabsdet, LU, pivots);
-  });
-  m.impl("_linalg_svd", [](T A, bool full_matrices, bool compute_uv, std::optional<S> driver) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured__linalg_svd_out, 3> op;
-    op.meta(A, full_matrices, compute_uv, driver);
-    op.impl(A, full_matrices, compute_uv, driver, op.output(0), op.output(1), op.output(2));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
-  });
-  m.impl("_linalg_svd.U", [](T A, bool full_matrices, bool compute_uv, std::optional<S> driver, at::Tensor& U,
-                             at::Tensor& S_, at::Tensor& Vh) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured__linalg_svd_out, 3> op(U, S_, Vh);
-    op.meta(A, full_matrices, compute_uv, driver);
-    op.impl(A, full_matrices, compute_uv, driver, op.maybe_get_output(0), op.maybe_get_output(1),
-            op.maybe_get_output(2));
-    op.finish();
-    return std::forward_as_tuple(U, S_, Vh);
-  });
-  m.impl("_linalg_eigh", [](T A, S uplo, bool compute_v) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured__linalg_eigh_out, 2> op;
-    op.meta(A, uplo, compute_v);
-    op.impl(A, uplo, compute_v, op.output(0), op.output(1));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
-  });
-  m.impl("_linalg_eigh.eigenvalues", [](T A, S uplo, bool compute_v, at::Tensor& L, at::Tensor& V) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured__linalg_eigh_out, 2> op(L, V);
-    op.meta(A, uplo, compute_v);
-    op.impl(A, uplo, compute_v, op.maybe_get_output(0), op.maybe_get_output(1));
-    op.finish();
-    return std::forward_as_tuple(L, V);
-  });
-  m.impl("linalg_qr", [](T A, S mode) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured_linalg_qr_out, 2> op;
-    op.meta(A, mode);
-    op.impl(A, mode, op.output(0), op.output(1));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
-  });
-  m.impl("linalg_qr.out", [](T A, S mode, at::Tensor& Q, at::Tensor& R) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured_linalg_qr_out, 2> op(Q, R);
-    op.meta(A, mode);
-    op.impl(A, mode, op.maybe_get_output(0), op.maybe_get_output(1));
-    op.finish();
-    return std::forward_as_tuple(Q, R);
-  });
-  m.impl("triangular_solve", [](T self, T A, bool upper, bool transpose, bool unitriangular) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured_triangular_solve_out, 2> op;
-    op.meta(self, A, upper, transpose, unitriangular);
-    op.impl(self, A, upper, transpose, unitriangular, op.output(0), op.output(1));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
-  });
-  m.impl("triangular_solve.X", [](T self, T A, bool upper, bool transpose, bool unitriangular, at::Tensor& X,
-                                  at::Tensor& M) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured_triangular_solve_out, 2> op(X, M);
-    op.meta(self, A, upper, transpose, unitriangular);
-    op.impl(self, A, upper, transpose, unitriangular, op.maybe_get_output(0), op.maybe_get_output(1));
-    op.finish();
-    return std::forward_as_tuple(X, M);
-  });
-  // Generic (non-structured) functions PyTorch registers for CPU and CUDA alike.
-  m.impl("linalg_solve_triangular", TORCH_FN(n::linalg_solve_triangular));
-  m.impl("linalg_solve_triangular.out", TORCH_FN(n::linalg_solve_triangular_out));
-  m.impl("geqrf", TORCH_FN(n::geqrf));
-  m.impl("geqrf.a", TORCH_FN(n::geqrf_out));
-  m.impl("ormqr", TORCH_FN(n::ormqr));
-  m.impl("ormqr.out", TORCH_FN(n::ormqr_out));
-  m.impl("linalg_householder_product", TORCH_FN(n::linalg_householder_product));
-  m.impl("linalg_householder_product.out", TORCH_FN(n::linalg_householder_product_out));
-  m.impl("cholesky", TORCH_FN(n::cholesky));
-  m.impl("cholesky.out", TORCH_FN(n::cholesky_out));
-  m.impl("cholesky_inverse", [](T input, bool upper) {
-    at::Tensor result = at::empty({0}, input.options());
-    cholesky_inverse_out(input, upper, result);
-    return result;
-  });
-  m.impl("cholesky_inverse.out", TORCH_FN(cholesky_inverse_out));
-  m.impl("_cholesky_solve_helper", TORCH_FN(cholesky_solve_helper));
-  m.impl("linalg_eig", TORCH_FN(n::linalg_eig));
-  m.impl("linalg_eig.out", TORCH_FN(n::linalg_eig_out));
-  m.impl("_linalg_eigvals", TORCH_FN(n::_linalg_eigvals));
-  m.impl("linalg_eigvals.out", TORCH_FN(n::linalg_eigvals_out));
-  m.impl("lu_unpack", [](T LU, T pivots, bool unpack_data, bool unpack_pivots) {
-    c10::DeviceGuard guard(LU.device());
-    Functional<n::structured_lu_unpack_out, 3> op;
-    op.meta(LU, pivots, unpack_data, unpack_pivots);
-    op.impl(LU, pivots, unpack_data, unpack_pivots, op.output(0), op.output(1), op.output(2));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
-  });
-  m.impl("lu_unpack.out", [](T LU, T pivots, bool unpack_data, bool unpack_pivots, at::Tensor& P, at::Tensor& L,
-                             at::Tensor& U) {
-    c10::DeviceGuard guard(LU.device());
-    Out<n::structured_lu_unpack_out, 3> op(P, L, U);
-    op.meta(LU, pivots, unpack_data, unpack_pivots);
-    op.impl(LU, pivots, unpack_data, unpack_pivots, op.maybe_get_output(0), op.maybe_get_output(1),
-            op.maybe_get_output(2));
-    op.finish();
-    return std::forward_as_tuple(P, L, U);
-  });
-  m.impl("linalg_ldl_factor_ex", [](T A, bool hermitian, bool check_errors) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured_linalg_ldl_factor_ex_out, 3> op;
-    op.meta(A, hermitian, check_errors);
-    op.impl(A, hermitian, check_errors, op.output(0), op.output(1), op.output(2));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
-  });
-  m.impl("linalg_ldl_factor_ex.out", [](T A, bool hermitian, bool check_errors, at::Tensor& LD, at::Tensor& pivots,
-                                        at::Tensor& info) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured_linalg_ldl_factor_ex_out, 3> op(LD, pivots, info);
-    op.meta(A, hermitian, check_errors);
-    op.impl(A, hermitian, check_errors, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2));
-    op.finish();
-    return std::forward_as_tuple(LD, pivots, info);
-  });
-  m.impl("linalg_ldl_solve", [](T LD, T pivots, T B, bool hermitian) {
-    c10::DeviceGuard guard(LD.device());
-    Functional<n::structured_linalg_ldl_solve_out> op;
-    op.meta(LD, pivots, B, hermitian);
-    op.impl(LD, pivots, B, hermitian, op.output(0));
-    return std::move(op.output(0));
-  });
-  m.impl("linalg_ldl_solve.out", [](T LD, T pivots, T B, bool hermitian, at::Tensor& out) -> at::Tensor& {
-    c10::DeviceGuard guard(LD.device());
-    Out<n::structured_linalg_ldl_solve_out> op(out);
-    op.meta(LD, pivots, B, hermitian);
-    op.impl(LD, pivots, B, hermitian, op.maybe_get_output(0));
-    op.finish();
-    return out;
-  });
-  m.impl("linalg_lu", [](T A, bool pivot) {
-    c10::DeviceGuard guard(A.device());
-    Functional<n::structured_linalg_lu_out, 3> op;
-    op.meta(A, pivot);
-    op.impl(A, pivot, op.output(0), op.output(1), op.output(2));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)), std::move(op.output(2)));
-  });
-  m.impl("linalg_lu.out", [](T A, bool pivot, at::Tensor& P, at::Tensor& L, at::Tensor& U) {
-    c10::DeviceGuard guard(A.device());
-    Out<n::structured_linalg_lu_out, 3> op(P, L, U);
-    op.meta(A, pivot);
-    op.impl(A, pivot, op.maybe_get_output(0), op.maybe_get_output(1), op.maybe_get_output(2));
-    op.finish();
-    return std::forward_as_tuple(P, L, U);
-  });
-}
 
 }  // namespace torch_mlu
 
@@ -736,3 +490,6 @@ REGISTER_PRIVATEUSE1_DISPATCH(ldl_solve_stub, &torch_mlu::ldl_solve_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(linalg_eig_stub, &torch_mlu::eig_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(linalg_eig_make_complex_eigenvectors_stub, &torch_mlu::eig_complex_vectors_mlu)
 }  // namespace at::native
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/LinalgOps.inc"

@@ -5,12 +5,12 @@
 // components' sizes, strides and offsets (CPU tensors, read on the host).
 // Most of PyTorch's nested kernels only call ATen ops on the buffer and read
 // that metadata: they run on any device, and CUDA registers the same
-// functions. Those are registered here unchanged (the list below is every
-// NestedTensorCPU kernel that NestedTensorCUDA shares, plus the CPU-only ones
+// functions. Those are registered unchanged (csrc/aten/mlu_functions.yaml lists
+// every NestedTensorCPU kernel that NestedTensorCUDA shares, plus the CPU-only ones
 // whose bodies only dispatch: bmm_nested, to_padded_tensor, the nested softmax
 // and multi-head attention). Kernels that loop over the buffer's memory on the
 // host (layer norm and its backward, sum over the last dim and its backward)
-// would read device memory out of queue order: they are rewritten below on
+// would read device memory out of queue order: they are rewritten here on
 // dense ops over the buffer, as are the jagged layout's padding conversions
 // (dense PrivateUse1 ops whose CPU kernels read offsets with .item()). tests/test_nested.py checks that every kernel
 // the CPU and CUDA share is registered.
@@ -267,113 +267,7 @@ at::Tensor padded_dense_to_jagged(const at::Tensor& padded, at::TensorList offse
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_jagged_to_padded_dense_forward", TORCH_FN(jagged_to_padded_dense));
-  m.impl("_padded_dense_to_jagged_forward", TORCH_FN(padded_dense_to_jagged));
-}
-
-TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
-  // Note [Nested kernels shared with the CPU]
-  m.impl("native_dropout", TORCH_FN(at::native::native_dropout_nested));
-  m.impl("native_dropout_backward", TORCH_FN(at::native::native_dropout_backward));
-  m.impl("abs", TORCH_FN(at::native::NestedTensor_abs));
-  m.impl("abs_", TORCH_FN(at::native::NestedTensor_abs_));
-  m.impl("sgn", TORCH_FN(at::native::NestedTensor_sgn));
-  m.impl("sgn_", TORCH_FN(at::native::NestedTensor_sgn_));
-  m.impl("add.Tensor", TORCH_FN(at::native::NestedTensor_add_Tensor));
-  m.impl("add_.Tensor", TORCH_FN(at::native::NestedTensor_add__Tensor));
-  m.impl("all.dim", TORCH_FN(at::native::NestedTensor_all));
-  m.impl("logical_not", TORCH_FN(at::native::NestedTensor_logical_not));
-  m.impl("logical_not_", TORCH_FN(at::native::NestedTensor_logical_not_));
-  m.impl("bmm", TORCH_FN(at::native::bmm_nested));
-  m.impl("cat", TORCH_FN(at::native::cat_nested));
-  m.impl("chunk", TORCH_FN(at::native::chunk_nested_tensor));
-  m.impl("copy_", TORCH_FN(at::native::copy_nested_));
-  m.impl("cos", TORCH_FN(at::native::NestedTensor_cos));
-  m.impl("div.Tensor", TORCH_FN(at::native::NestedTensor_div_Tensor));
-  m.impl("div.Scalar", TORCH_FN(at::native::NestedTensor_div_Scalar));
-  m.impl("embedding", TORCH_FN(at::native::NestedTensor_embedding));
-  m.impl("empty_like", TORCH_FN(at::native::empty_like_nested));
-  m.impl("fill_.Scalar",
-         TORCH_FN(static_cast<at::Tensor& (*)(at::Tensor&, const at::Scalar&)>(at::native::fill_nested_)));
-  m.impl("fill_.Tensor",
-         TORCH_FN(static_cast<at::Tensor& (*)(at::Tensor&, const at::Tensor&)>(at::native::fill_nested_)));
-  m.impl("isnan", TORCH_FN(at::native::NestedTensor_isnan));
-  m.impl("is_same_size", TORCH_FN(at::native::nested_is_same_size));
-  m.impl("linear", TORCH_FN(at::native::nested_linear));
-  m.impl("linear_backward", TORCH_FN(at::native::nested_linear_backward));
-  m.impl("matmul", TORCH_FN(at::native::matmul_nested));
-  m.impl("matmul_backward", TORCH_FN(at::native::matmul_backward_nested));
-  m.impl("matmul.out", TORCH_FN(at::native::matmul_out_nested));
-  m.impl("value_selecting_reduction_backward", TORCH_FN(at::native::value_selecting_reduction_backward_nested_symint));
-  m.impl("mul.Tensor", TORCH_FN(at::native::NestedTensor_mul_Tensor));
-  m.impl("mul_.Tensor", TORCH_FN(at::native::NestedTensor_mul__Tensor));
-  m.impl("mul.Scalar", TORCH_FN(at::native::NestedTensor_mul_Scalar));
-  m.impl("mul_.Scalar", TORCH_FN(at::native::NestedTensor_mul__Scalar));
-  m.impl("narrow", TORCH_FN(at::native::narrow_nested_symint));
-  m.impl("ones_like", TORCH_FN(at::native::ones_like));
-  m.impl("neg", TORCH_FN(at::native::NestedTensor_neg));
-  m.impl("neg_", TORCH_FN(at::native::NestedTensor_neg_));
-  m.impl("relu", TORCH_FN(at::native::NestedTensor_relu));
-  m.impl("relu_", TORCH_FN(at::native::NestedTensor_relu_));
-  m.impl("gelu_", TORCH_FN(at::native::NestedTensor_gelu_));
-  m.impl("gelu", TORCH_FN(at::native::NestedTensor_gelu));
-  m.impl("gelu_backward", TORCH_FN(at::native::gelu_backwards_nested));
-  m.impl("select.int", TORCH_FN(at::native::select_nested));
-  m.impl("_nested_select_backward", TORCH_FN(at::native::_nested_select_backward_symint));
-  m.impl("silu", TORCH_FN(at::native::NestedTensor_silu));
-  m.impl("silu_", TORCH_FN(at::native::NestedTensor_silu_));
-  m.impl("silu_backward", TORCH_FN(at::native::silu_backward_nested));
-  m.impl("sin", TORCH_FN(at::native::NestedTensor_sin));
-  m.impl("detach", TORCH_FN(at::native::detach));
-  m.impl("_softmax", TORCH_FN(at::native::softmax_nested));
-  m.impl("_softmax_backward_data", TORCH_FN(at::native::nested_softmax_backward));
-  m.impl("split_with_sizes", TORCH_FN(at::native::split_with_sizes_nested));
-  m.impl("squeeze", TORCH_FN(at::native::squeeze_nested));
-  m.impl("squeeze.dim", TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor&, int64_t)>(at::native::squeeze_dim_nested)));
-  m.impl("squeeze.dims",
-         TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor&, at::IntArrayRef)>(at::native::squeeze_dim_nested)));
-  m.impl("sqrt", TORCH_FN(at::native::NestedTensor_sqrt));
-  m.impl("tanh", TORCH_FN(at::native::NestedTensor_tanh));
-  m.impl("tanh_", TORCH_FN(at::native::NestedTensor_tanh_));
-  m.impl("threshold_backward", TORCH_FN(at::native::threshold_backwards_nested));
-  m.impl("transpose.int", TORCH_FN(at::native::transpose_nested));
-  m.impl("_nested_tensor_size", TORCH_FN(at::native::_nested_tensor_size));
-  m.impl("_nested_tensor_strides", TORCH_FN(at::native::_nested_tensor_strides));
-  m.impl("_nested_tensor_storage_offsets", TORCH_FN(at::native::_nested_tensor_storage_offsets));
-  m.impl("_nested_from_padded_and_nested_example", TORCH_FN(at::native::NestedTensor_from_padded_and_nested_example));
-  m.impl("unsqueeze", TORCH_FN(at::native::unsqueeze_nested));
-  m.impl("where.self", TORCH_FN(at::native::NestedTensor_where));
-  m.impl("where.self_out", TORCH_FN(at::native::NestedTensor_where_out));
-  m.impl("clone", TORCH_FN(at::native::clone_nested));
-  m.impl("zero_", TORCH_FN(at::native::zero_nested_));
-  m.impl("sub.Tensor", TORCH_FN(at::native::NestedTensor_sub_Tensor));
-  m.impl("values", TORCH_FN(at::native::values_nested));
-  m.impl("unbind.int", TORCH_FN(at::native::NestedTensor_unbind));
-  m.impl("_to_copy", TORCH_FN(at::native::_to_copy_nested));
-  m.impl("masked_fill.Scalar", TORCH_FN(at::native::NestedTensor_masked_fill));
-  m.impl("view", TORCH_FN(at::native::view_nested));
-  m.impl("eq.Scalar", TORCH_FN(at::native::eq_scalar_nested));
-  m.impl("eq.Tensor", TORCH_FN(at::native::eq_tensor_nested));
-  m.impl("ge.Scalar", TORCH_FN(at::native::ge_scalar_nested));
-  m.impl("gt.Scalar", TORCH_FN(at::native::gt_scalar_nested));
-  m.impl("normal_", TORCH_FN(at::native::normal_nested_));
-  m.impl("alias", TORCH_FN(at::native::alias_nested));
-  m.impl("isinf", TORCH_FN(at::native::NestedTensor_isinf));
-  m.impl("isposinf", TORCH_FN(at::native::NestedTensor_isposinf));
-  m.impl("isneginf", TORCH_FN(at::native::NestedTensor_isneginf));
-  m.impl("_test_autograd_multiple_dispatch.fullcoverage", TORCH_FN(at::native::_test_autograd_multiple_dispatch_fullcoverage));
-  m.impl("_test_autograd_multiple_dispatch.ntonly", TORCH_FN(at::native::_test_autograd_multiple_dispatch_ntonly));
-  m.impl("to_padded_tensor", TORCH_FN(at::native::NestedTensor_to_padded_tensor_generic));
-  m.impl("_nested_tensor_softmax_with_shape", TORCH_FN(at::native::NestedTensor_softmax_dropout));
-  m.impl("_safe_softmax", TORCH_FN(at::native::_safe_softmax));
-  m.impl("_transformer_encoder_layer_fwd", TORCH_FN(at::native::transformer_encoder_layer_forward));
-  m.impl("_native_multi_head_attention", TORCH_FN(at::native::native_multi_head_attention_cpu));
-  // Rewritten for a device buffer (see the Note).
-  m.impl("native_layer_norm", TORCH_FN(nested_layer_norm));
-  m.impl("native_layer_norm_backward", TORCH_FN(nested_layer_norm_backward));
-  m.impl("sum.dim_IntList", TORCH_FN(nested_sum_dim));
-  m.impl("_nested_sum_backward", TORCH_FN(nested_sum_backward));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/NestedOps.inc"

@@ -190,57 +190,7 @@ OpParams pow_scalar_params(const at::Tensor& self, const at::Scalar& exponent) {
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  MLU_REGISTER_UNARY(m, acos, Op::Acos);
-  MLU_REGISTER_UNARY(m, acosh, Op::Acosh);
-  MLU_REGISTER_UNARY(m, asin, Op::Asin);
-  MLU_REGISTER_UNARY(m, asinh, Op::Asinh);
-  MLU_REGISTER_UNARY(m, atan, Op::Atan);
-  MLU_REGISTER_UNARY(m, atanh, Op::Atanh);
-  MLU_REGISTER_UNARY(m, bitwise_not, Op::BitwiseNot);
-  MLU_REGISTER_UNARY(m, ceil, Op::Ceil);
-  MLU_REGISTER_UNARY(m, cos, Op::Cos);
-  MLU_REGISTER_UNARY(m, cosh, Op::Cosh);
-  MLU_REGISTER_UNARY(m, digamma, Op::Digamma);
-  MLU_REGISTER_UNARY(m, erf, Op::Erf);
-  MLU_REGISTER_UNARY(m, erfc, Op::Erfc);
-  MLU_REGISTER_UNARY(m, erfinv, Op::Erfinv);
-  MLU_REGISTER_UNARY(m, exp, Op::Exp);
-  MLU_REGISTER_UNARY(m, exp2, Op::Exp2);
-  MLU_REGISTER_UNARY(m, expm1, Op::Expm1);
-  MLU_REGISTER_UNARY(m, floor, Op::Floor);
-  MLU_REGISTER_UNARY(m, frac, Op::Frac);
-  MLU_REGISTER_UNARY(m, lgamma, Op::Lgamma);
-  MLU_REGISTER_UNARY(m, log, Op::Log);
-  MLU_REGISTER_UNARY(m, log10, Op::Log10);
-  MLU_REGISTER_UNARY(m, log1p, Op::Log1p);
-  MLU_REGISTER_UNARY(m, log2, Op::Log2);
-  MLU_REGISTER_UNARY(m, neg, Op::Neg);
-  MLU_REGISTER_UNARY(m, reciprocal, Op::Reciprocal);
-  MLU_REGISTER_UNARY(m, round, Op::Round);
-  MLU_REGISTER_UNARY(m, rsqrt, Op::Rsqrt);
-  MLU_REGISTER_UNARY(m, sgn, (self.is_complex() ? Op::Sgn : Op::Sign));
-  MLU_REGISTER_UNARY(m, sigmoid, Op::Sigmoid);
-  MLU_REGISTER_UNARY(m, sign, Op::Sign);
-  MLU_REGISTER_UNARY(m, sin, Op::Sin);
-  MLU_REGISTER_UNARY(m, sinc, Op::Sinc);
-  MLU_REGISTER_UNARY(m, sinh, Op::Sinh);
-  MLU_REGISTER_UNARY(m, sqrt, Op::Sqrt);
-  MLU_REGISTER_UNARY(m, tan, Op::Tan);
-  MLU_REGISTER_UNARY(m, tanh, Op::Tanh);
-  MLU_REGISTER_UNARY(m, trunc, Op::Trunc);
-  MLU_REGISTER_POINTWISE(m, round_decimals, round_decimals, round__decimals, round_decimals_out,
-                         Op::RoundDecimals, (make_params({decimals})), (int64_t decimals), (decimals));
-  MLU_REGISTER_POINTWISE(m, pow_Tensor_Scalar, pow_Tensor_Scalar, pow__Scalar, pow_Tensor_Scalar_out,
-                         Op::PowScalar, (pow_scalar_params(self, exponent)), (const at::Scalar& exponent), (exponent));
-  // No in-place variants:
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, signbit, signbit, signbit_out, Op::Signbit, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, isposinf, isposinf, isposinf_out, Op::IsPosInf, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, isneginf, isneginf, isneginf_out, Op::IsNegInf, {}, (), ());
-  m.impl("abs.out", TORCH_FN(abs_out_mlu));
-  m.impl("logical_not.out", TORCH_FN(logical_not_out_mlu));
-  m.impl("isnan", TORCH_FN(isnan_mlu));
-  m.impl("nan_to_num.out", TORCH_FN(nan_to_num_out_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/UnaryOps.inc"
