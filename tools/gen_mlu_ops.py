@@ -38,8 +38,9 @@ entry of `key: NestedTensorPrivateUse1`, NestedTensorCPU and NestedTensorCUDA): 
 op's at::native function, and for a structured group `impl: native`, its meta and impl class
 (at::native::structured_<kernel>). An entry registers for PrivateUse1 unless its `key` says
 otherwise. `native_if` is a C++ bool expression over the argument names. The wrappers do what
-torchgen's wrapper for a device backend does and what the hand-written registrations did before them: the CPU fallback when `native_if` is false, then a
-device guard on the first tensor argument (`device_guard: false` leaves it out), then for a
+torchgen's wrapper for a device backend does and what the hand-written registrations did before them:
+the CPU fallback when `native_if` is false, then a device guard on the first tensor argument
+(`device_guard: false` leaves it out), then for a
 structured group PyTorch's meta function (at::meta::structured_<name>) through Structured.h's
 run_functional / run_inplace / run_out, which size and check the outputs as PyTorch's own
 structured wrappers do. Registration goes through TORCH_MLU_ATEN_IMPL, so the device checks of
