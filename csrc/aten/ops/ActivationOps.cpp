@@ -4,61 +4,13 @@
 #include <ATen/ops/mul.h>
 #include <ATen/ops/sigmoid.h>
 #include <ATen/ops/clamp_min.h>
-#include <ATen/ops/elu_backward_meta.h>
-#include <ATen/ops/elu_backward_ops.h>
-#include <ATen/ops/elu_meta.h>
-#include <ATen/ops/elu_ops.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <ATen/ops/gelu_backward_meta.h>
-#include <ATen/ops/gelu_backward_ops.h>
-#include <ATen/ops/gelu_meta.h>
-#include <ATen/ops/gelu_ops.h>
-#include <ATen/ops/hardshrink_backward_meta.h>
-#include <ATen/ops/hardshrink_backward_ops.h>
-#include <ATen/ops/hardshrink_meta.h>
-#include <ATen/ops/hardshrink_ops.h>
-#include <ATen/ops/glu_meta.h>
-#include <ATen/ops/glu_ops.h>
-#include <ATen/ops/hardsigmoid_backward_meta.h>
-#include <ATen/ops/hardsigmoid_backward_ops.h>
-#include <ATen/ops/hardsigmoid_meta.h>
-#include <ATen/ops/hardsigmoid_ops.h>
-#include <ATen/ops/hardswish_backward_ops.h>
 #include <ATen/ops/hardswish_ops.h>
 #include <ATen/ops/hardtanh_backward_ops.h>
 #include <ATen/ops/hardtanh_ops.h>
-#include <ATen/ops/leaky_relu_backward_meta.h>
-#include <ATen/ops/leaky_relu_backward_ops.h>
-#include <ATen/ops/leaky_relu_meta.h>
-#include <ATen/ops/leaky_relu_ops.h>
-#include <ATen/ops/logit_backward_meta.h>
-#include <ATen/ops/logit_backward_ops.h>
 #include <ATen/ops/logit_ops.h>
-#include <ATen/ops/mish_backward_ops.h>
-#include <ATen/ops/mish_meta.h>
-#include <ATen/ops/mish_ops.h>
-#include <ATen/ops/sigmoid_backward_meta.h>
-#include <ATen/ops/sigmoid_backward_ops.h>
-#include <ATen/ops/silu_backward_meta.h>
-#include <ATen/ops/silu_backward_ops.h>
-#include <ATen/ops/silu_meta.h>
-#include <ATen/ops/silu_ops.h>
 #include <ATen/ops/softplus.h>
-#include <ATen/ops/softplus_backward_meta.h>
-#include <ATen/ops/softplus_backward_ops.h>
-#include <ATen/ops/softplus_meta.h>
-#include <ATen/ops/softplus_ops.h>
-#include <ATen/ops/softshrink_backward_meta.h>
-#include <ATen/ops/softshrink_backward_ops.h>
-#include <ATen/ops/softshrink_meta.h>
-#include <ATen/ops/softshrink_ops.h>
-#include <ATen/ops/tanh_backward_meta.h>
-#include <ATen/ops/tanh_backward_ops.h>
-#include <ATen/ops/threshold_backward_meta.h>
-#include <ATen/ops/threshold_backward_ops.h>
-#include <ATen/ops/threshold_meta.h>
-#include <ATen/ops/threshold_ops.h>
 
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/StructuredPointwise.h"
@@ -219,7 +171,7 @@ at::Tensor log_sigmoid_backward_mlu(const at::Tensor& grad, const at::Tensor& se
 }
 
 // ---- glu: first half * sigmoid(second half) along dim (the forward is the
-// fused Glu kernel over PyTorch's structured meta, registered below) ----
+// fused Glu kernel over PyTorch's structured meta, registered in the yaml) ----
 
 void check_glu(T self, int64_t dim) {
   TORCH_CHECK(self.dim() > 0, "glu does not support scalars because halving size must be even");
@@ -239,95 +191,7 @@ at::Tensor glu_backward_mlu(T grad_output, T self, int64_t dim) {
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  MLU_REGISTER_UNARY(m, silu, Op::Silu);
-  MLU_REGISTER_UNARY(m, mish, Op::Mish);
-  MLU_REGISTER_UNARY(m, hardsigmoid, Op::Hardsigmoid);
-  MLU_REGISTER_POINTWISE(m, gelu, gelu, gelu_, gelu_out, gelu_op(approximate), {},
-                         (c10::string_view approximate), (approximate));
-  MLU_REGISTER_POINTWISE(m, elu, elu, elu_, elu_out, Op::Elu, (make_params({alpha, scale, input_scale})),
-                         (const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale),
-                         (alpha, scale, input_scale));
-  MLU_REGISTER_POINTWISE(m, leaky_relu, leaky_relu, leaky_relu_, leaky_relu_out, Op::LeakyRelu,
-                         (make_params({negative_slope})), (const at::Scalar& negative_slope), (negative_slope));
-  MLU_REGISTER_POINTWISE(m, threshold, threshold, threshold_, threshold_out, Op::Threshold,
-                         (make_params({threshold, value})), (const at::Scalar& threshold, const at::Scalar& value),
-                         (threshold, value));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softplus, softplus, softplus_out, Op::Softplus,
-                                    (make_params({beta, threshold})),
-                                    (const at::Scalar& beta, const at::Scalar& threshold), (beta, threshold));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardshrink, hardshrink, hardshrink_out, Op::Hardshrink,
-                                    (make_params({lambd})), (const at::Scalar& lambd), (lambd));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softshrink, softshrink, softshrink_out, Op::Softshrink,
-                                    (make_params({lambd})), (const at::Scalar& lambd), (lambd));
-
-  // Backward ops: functional and .grad_input (out=) only.
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, threshold_backward, threshold_backward, threshold_backward_grad_input,
-                                    Op::ThresholdBackward, (make_params({threshold})),
-                                    (const at::Tensor& input, const at::Scalar& threshold), (input, threshold));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, sigmoid_backward, sigmoid_backward, sigmoid_backward_grad_input,
-                                    Op::SigmoidBackward, {}, (const at::Tensor& output), (output));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, tanh_backward, tanh_backward, tanh_backward_grad_input,
-                                    Op::TanhBackward, {}, (const at::Tensor& output), (output));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, logit_backward, logit_backward, logit_backward_grad_input,
-                                    Op::LogitBackward, (eps_params(eps)),
-                                    (const at::Tensor& input, std::optional<double> eps), (input, eps));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, gelu_backward, gelu_backward, gelu_backward_grad_input,
-                                    gelu_backward_op(approximate), {},
-                                    (const at::Tensor& input, c10::string_view approximate), (input, approximate));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, silu_backward, silu_backward, silu_backward_grad_input,
-                                    Op::SiluBackward, {}, (const at::Tensor& input), (input));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(
-      m, elu_backward, elu_backward, elu_backward_grad_input, Op::EluBackward,
-      (make_params({alpha, scale, input_scale, is_result})),
-      (const at::Scalar& alpha, const at::Scalar& scale, const at::Scalar& input_scale, bool is_result,
-       const at::Tensor& self_or_result),
-      (alpha, scale, input_scale, is_result, self_or_result));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, leaky_relu_backward, leaky_relu_backward,
-                                    leaky_relu_backward_grad_input, Op::LeakyReluBackward,
-                                    (make_params({negative_slope})),
-                                    (const at::Tensor& input, const at::Scalar& negative_slope, bool self_is_result),
-                                    (input, negative_slope, self_is_result));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardsigmoid_backward, hardsigmoid_backward,
-                                    hardsigmoid_backward_grad_input, Op::HardsigmoidBackward, {},
-                                    (const at::Tensor& input), (input));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softplus_backward, softplus_backward, softplus_backward_grad_input,
-                                    Op::SoftplusBackward, (make_params({beta, threshold})),
-                                    (const at::Tensor& input, const at::Scalar& beta, const at::Scalar& threshold),
-                                    (input, beta, threshold));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, hardshrink_backward, hardshrink_backward, hardshrink_backward_grad_input,
-                                    Op::ShrinkBackward, (make_params({lambd})),
-                                    (const at::Tensor& input, const at::Scalar& lambd), (input, lambd));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, softshrink_backward, softshrink_backward, softshrink_backward_grad_input,
-                                    Op::ShrinkBackward, (make_params({lambd})),
-                                    (const at::Tensor& input, const at::Scalar& lambd), (input, lambd));
-
-  m.impl("relu", TORCH_FN(relu_mlu));
-  m.impl("relu_", TORCH_FN(relu__mlu));
-  m.impl("hardtanh", TORCH_FN(hardtanh_mlu));
-  m.impl("hardtanh_", TORCH_FN(hardtanh__mlu));
-  m.impl("hardtanh.out", TORCH_FN(hardtanh_out_mlu));
-  m.impl("hardtanh_backward", TORCH_FN(hardtanh_backward_mlu));
-  m.impl("hardtanh_backward.grad_input", TORCH_FN(hardtanh_backward_out_mlu));
-  m.impl("hardswish", TORCH_FN(hardswish_mlu));
-  m.impl("hardswish_", TORCH_FN(hardswish__mlu));
-  m.impl("hardswish.out", TORCH_FN(hardswish_out_mlu));
-  m.impl("hardswish_backward", [](const at::Tensor& grad, const at::Tensor& self) {
-    return binary_backward<Op::HardswishBackward, ATEN_OP(hardswish_backward)>(grad, self);
-  });
-  m.impl("mish_backward", [](const at::Tensor& grad, const at::Tensor& self) {
-    return binary_backward<Op::MishBackward, ATEN_OP(mish_backward)>(grad, self);
-  });
-  m.impl("log_sigmoid_forward", TORCH_FN(log_sigmoid_forward_mlu));
-  m.impl("log_sigmoid_backward", TORCH_FN(log_sigmoid_backward_mlu));
-  m.impl("logit", TORCH_FN(logit_mlu));
-  m.impl("logit_", TORCH_FN(logit__mlu));
-  m.impl("logit.out", TORCH_FN(logit_out_mlu));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, glu, glu, glu_out, Op::Glu, {}, (int64_t dim), (dim));
-  m.impl("glu_backward", TORCH_FN(glu_backward_mlu));
-  m.impl("glu_backward.grad_input", [](T grad_output, T self, int64_t dim, at::Tensor& grad_input) -> at::Tensor& {
-    return copy_into(grad_input, glu_backward_mlu(grad_output, self, dim));
-  });
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/ActivationOps.inc"

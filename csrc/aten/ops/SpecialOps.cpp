@@ -6,80 +6,10 @@
 #include <utility>
 #include <vector>
 
-#include <ATen/ops/i0_meta.h>
-#include <ATen/ops/i0_ops.h>
-#include <ATen/ops/igamma_meta.h>
-#include <ATen/ops/igamma_ops.h>
-#include <ATen/ops/igammac_meta.h>
-#include <ATen/ops/igammac_ops.h>
 #include <ATen/ops/polygamma_meta.h>
 #include <ATen/ops/polygamma_ops.h>
-#include <ATen/ops/special_airy_ai_meta.h>
-#include <ATen/ops/special_airy_ai_ops.h>
-#include <ATen/ops/special_bessel_j0_meta.h>
-#include <ATen/ops/special_bessel_j0_ops.h>
-#include <ATen/ops/special_bessel_j1_meta.h>
-#include <ATen/ops/special_bessel_j1_ops.h>
-#include <ATen/ops/special_bessel_y0_meta.h>
-#include <ATen/ops/special_bessel_y0_ops.h>
-#include <ATen/ops/special_bessel_y1_meta.h>
-#include <ATen/ops/special_bessel_y1_ops.h>
-#include <ATen/ops/special_chebyshev_polynomial_t_meta.h>
-#include <ATen/ops/special_chebyshev_polynomial_t_ops.h>
-#include <ATen/ops/special_chebyshev_polynomial_u_meta.h>
-#include <ATen/ops/special_chebyshev_polynomial_u_ops.h>
-#include <ATen/ops/special_chebyshev_polynomial_v_meta.h>
-#include <ATen/ops/special_chebyshev_polynomial_v_ops.h>
-#include <ATen/ops/special_chebyshev_polynomial_w_meta.h>
-#include <ATen/ops/special_chebyshev_polynomial_w_ops.h>
-#include <ATen/ops/special_entr_meta.h>
-#include <ATen/ops/special_entr_ops.h>
-#include <ATen/ops/special_erfcx_meta.h>
-#include <ATen/ops/special_erfcx_ops.h>
-#include <ATen/ops/special_hermite_polynomial_h_meta.h>
-#include <ATen/ops/special_hermite_polynomial_h_ops.h>
-#include <ATen/ops/special_hermite_polynomial_he_meta.h>
-#include <ATen/ops/special_hermite_polynomial_he_ops.h>
 #include <ATen/ops/special_i0e_meta.h>
 #include <ATen/ops/special_i0e_ops.h>
-#include <ATen/ops/special_i1_meta.h>
-#include <ATen/ops/special_i1_ops.h>
-#include <ATen/ops/special_i1e_meta.h>
-#include <ATen/ops/special_i1e_ops.h>
-#include <ATen/ops/special_laguerre_polynomial_l_meta.h>
-#include <ATen/ops/special_laguerre_polynomial_l_ops.h>
-#include <ATen/ops/special_legendre_polynomial_p_meta.h>
-#include <ATen/ops/special_legendre_polynomial_p_ops.h>
-#include <ATen/ops/special_log_ndtr_meta.h>
-#include <ATen/ops/special_log_ndtr_ops.h>
-#include <ATen/ops/special_modified_bessel_i0_meta.h>
-#include <ATen/ops/special_modified_bessel_i0_ops.h>
-#include <ATen/ops/special_modified_bessel_i1_meta.h>
-#include <ATen/ops/special_modified_bessel_i1_ops.h>
-#include <ATen/ops/special_modified_bessel_k0_meta.h>
-#include <ATen/ops/special_modified_bessel_k0_ops.h>
-#include <ATen/ops/special_modified_bessel_k1_meta.h>
-#include <ATen/ops/special_modified_bessel_k1_ops.h>
-#include <ATen/ops/special_ndtri_meta.h>
-#include <ATen/ops/special_ndtri_ops.h>
-#include <ATen/ops/special_scaled_modified_bessel_k0_meta.h>
-#include <ATen/ops/special_scaled_modified_bessel_k0_ops.h>
-#include <ATen/ops/special_scaled_modified_bessel_k1_meta.h>
-#include <ATen/ops/special_scaled_modified_bessel_k1_ops.h>
-#include <ATen/ops/special_shifted_chebyshev_polynomial_t_meta.h>
-#include <ATen/ops/special_shifted_chebyshev_polynomial_t_ops.h>
-#include <ATen/ops/special_shifted_chebyshev_polynomial_u_meta.h>
-#include <ATen/ops/special_shifted_chebyshev_polynomial_u_ops.h>
-#include <ATen/ops/special_shifted_chebyshev_polynomial_v_meta.h>
-#include <ATen/ops/special_shifted_chebyshev_polynomial_v_ops.h>
-#include <ATen/ops/special_shifted_chebyshev_polynomial_w_meta.h>
-#include <ATen/ops/special_shifted_chebyshev_polynomial_w_ops.h>
-#include <ATen/ops/special_spherical_bessel_j0_meta.h>
-#include <ATen/ops/special_spherical_bessel_j0_ops.h>
-#include <ATen/ops/special_xlog1py_meta.h>
-#include <ATen/ops/special_xlog1py_ops.h>
-#include <ATen/ops/special_zeta_meta.h>
-#include <ATen/ops/special_zeta_ops.h>
 #include <ATen/ops/result_type.h>
 
 #include "csrc/aten/DeviceCheck.h"
@@ -243,61 +173,7 @@ at::Tensor& polygamma_out_mlu(int64_t n, const at::Tensor& self, at::Tensor& out
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  MLU_REGISTER_UNARY(m, i0, Op::I0);
-  m.impl("special_i0e", TORCH_FN(special_i0e_mlu));  // Note [i0e's scalar loop]
-  m.impl("special_i0e.out", TORCH_FN(special_i0e_out_mlu));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_i1, special_i1, special_i1_out, Op::I1, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_i1e, special_i1e, special_i1e_out, Op::I1e, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_ndtri, special_ndtri, special_ndtri_out, Op::Ndtri, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_log_ndtr, special_log_ndtr, special_log_ndtr_out, Op::LogNdtr, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_erfcx, special_erfcx, special_erfcx_out, Op::Erfcx, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_entr, special_entr, special_entr_out, Op::Entr,
-                                    (storage_params(self)), (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_airy_ai, special_airy_ai, special_airy_ai_out, Op::AiryAi, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_bessel_j0, special_bessel_j0, special_bessel_j0_out, Op::BesselJ0, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_bessel_j1, special_bessel_j1, special_bessel_j1_out, Op::BesselJ1, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_bessel_y0, special_bessel_y0, special_bessel_y0_out, Op::BesselY0, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_bessel_y1, special_bessel_y1, special_bessel_y1_out, Op::BesselY1, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_modified_bessel_i0, special_modified_bessel_i0, special_modified_bessel_i0_out, Op::ModifiedBesselI0, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_modified_bessel_i1, special_modified_bessel_i1, special_modified_bessel_i1_out, Op::ModifiedBesselI1, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_modified_bessel_k0, special_modified_bessel_k0, special_modified_bessel_k0_out, Op::ModifiedBesselK0, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_modified_bessel_k1, special_modified_bessel_k1, special_modified_bessel_k1_out, Op::ModifiedBesselK1, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_scaled_modified_bessel_k0, special_scaled_modified_bessel_k0, special_scaled_modified_bessel_k0_out, Op::ScaledModifiedBesselK0, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_scaled_modified_bessel_k1, special_scaled_modified_bessel_k1, special_scaled_modified_bessel_k1_out, Op::ScaledModifiedBesselK1, {}, (), ());
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_spherical_bessel_j0, special_spherical_bessel_j0, special_spherical_bessel_j0_out, Op::SphericalBesselJ0, {}, (), ());
-  MLU_REGISTER_BINARY(m, igamma, igamma, igamma_, igamma_out, Op::Igamma);
-  MLU_REGISTER_BINARY(m, igammac, igammac, igammac_, igammac_out, Op::Igammac);
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_zeta, special_zeta, special_zeta_out, Op::Zeta, {},
-                                    (const at::Tensor& other), (other));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_xlog1py, special_xlog1py, special_xlog1py_out, Op::Xlog1py,
-                                    (storage_params(self, other)), (const at::Tensor& other), (other));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_chebyshev_polynomial_t, special_chebyshev_polynomial_t, special_chebyshev_polynomial_t_out, Op::ChebyshevT, {},
-                                    (const at::Tensor& n), (n));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_chebyshev_polynomial_u, special_chebyshev_polynomial_u, special_chebyshev_polynomial_u_out, Op::ChebyshevU, {},
-                                    (const at::Tensor& n), (n));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_chebyshev_polynomial_v, special_chebyshev_polynomial_v, special_chebyshev_polynomial_v_out, Op::ChebyshevV, {},
-                                    (const at::Tensor& n), (n));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_chebyshev_polynomial_w, special_chebyshev_polynomial_w, special_chebyshev_polynomial_w_out, Op::ChebyshevW, {},
-                                    (const at::Tensor& n), (n));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_shifted_chebyshev_polynomial_t, special_shifted_chebyshev_polynomial_t, special_shifted_chebyshev_polynomial_t_out, Op::ShiftedChebyshevT, {},
-                                    (const at::Tensor& n), (n));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_shifted_chebyshev_polynomial_u, special_shifted_chebyshev_polynomial_u, special_shifted_chebyshev_polynomial_u_out, Op::ShiftedChebyshevU, {},
-                                    (const at::Tensor& n), (n));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_shifted_chebyshev_polynomial_v, special_shifted_chebyshev_polynomial_v, special_shifted_chebyshev_polynomial_v_out, Op::ShiftedChebyshevV, {},
-                                    (const at::Tensor& n), (n));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_shifted_chebyshev_polynomial_w, special_shifted_chebyshev_polynomial_w, special_shifted_chebyshev_polynomial_w_out, Op::ShiftedChebyshevW, {},
-                                    (const at::Tensor& n), (n));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_hermite_polynomial_h, special_hermite_polynomial_h, special_hermite_polynomial_h_out, Op::HermiteH, {},
-                                    (const at::Tensor& n), (n));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_hermite_polynomial_he, special_hermite_polynomial_he, special_hermite_polynomial_he_out, Op::HermiteHe, {},
-                                    (const at::Tensor& n), (n));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_laguerre_polynomial_l, special_laguerre_polynomial_l, special_laguerre_polynomial_l_out, Op::LaguerreL, {},
-                                    (const at::Tensor& n), (n));
-  MLU_REGISTER_POINTWISE_NO_INPLACE(m, special_legendre_polynomial_p, special_legendre_polynomial_p, special_legendre_polynomial_p_out, Op::LegendreP, {},
-                                    (const at::Tensor& n), (n));
-  m.impl("polygamma", TORCH_FN(polygamma_mlu));
-  m.impl("polygamma.out", TORCH_FN(polygamma_out_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/SpecialOps.inc"

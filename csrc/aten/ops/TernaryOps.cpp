@@ -1,19 +1,9 @@
 // clamp (scalar and tensor bounds), lerp, addcmul, addcdiv and where on mlu.
 #include <ATen/ExpandUtils.h>
 #include <ATen/native/TypeProperties.h>
-#include <ATen/ops/addcdiv_meta.h>
-#include <ATen/ops/addcdiv_ops.h>
-#include <ATen/ops/addcmul_meta.h>
-#include <ATen/ops/addcmul_ops.h>
-#include <ATen/ops/clamp_max_meta.h>
-#include <ATen/ops/clamp_max_ops.h>
 #include <ATen/ops/clamp_meta.h>
-#include <ATen/ops/clamp_min_meta.h>
-#include <ATen/ops/clamp_min_ops.h>
 #include <ATen/ops/clamp_ops.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/lerp_meta.h>
-#include <ATen/ops/lerp_ops.h>
 #include <ATen/ops/where_ops.h>
 
 #include "csrc/aten/DeviceCheck.h"
@@ -172,33 +162,7 @@ at::Tensor where_mlu(const at::Tensor& condition, const at::Tensor& self, const 
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("clamp", TORCH_FN(clamp_mlu));
-  m.impl("clamp_", TORCH_FN(clamp__mlu));
-  m.impl("clamp.out", TORCH_FN(clamp_out_mlu));
-  m.impl("clamp.Tensor", TORCH_FN(clamp_tensor_mlu));
-  m.impl("clamp_.Tensor", TORCH_FN(clamp_tensor__mlu));
-  m.impl("clamp.Tensor_out", TORCH_FN(clamp_tensor_out_mlu));
-  MLU_REGISTER_POINTWISE(m, clamp_min, clamp_min, clamp_min_, clamp_min_out, Op::ClampMin,
-                         (make_params({min})), (const at::Scalar& min), (min));
-  MLU_REGISTER_POINTWISE(m, clamp_max, clamp_max, clamp_max_, clamp_max_out, Op::ClampMax,
-                         (make_params({max})), (const at::Scalar& max), (max));
-  MLU_REGISTER_BINARY(m, clamp_min_Tensor, clamp_min_Tensor, clamp_min__Tensor, clamp_min_Tensor_out,
-                      Op::ClampMinTensor);
-  MLU_REGISTER_BINARY(m, clamp_max_Tensor, clamp_max_Tensor, clamp_max__Tensor, clamp_max_Tensor_out,
-                      Op::ClampMaxTensor);
-  MLU_REGISTER_POINTWISE(m, lerp_Scalar, lerp_Scalar, lerp__Scalar, lerp_Scalar_out, Op::LerpScalar,
-                         (make_params({weight})), (const at::Tensor& end, const at::Scalar& weight), (end, weight));
-  MLU_REGISTER_POINTWISE(m, lerp_Tensor, lerp_Tensor, lerp__Tensor, lerp_Tensor_out, Op::LerpTensor, {},
-                         (const at::Tensor& end, const at::Tensor& weight), (end, weight));
-  MLU_REGISTER_POINTWISE(m, addcmul, addcmul, addcmul_, addcmul_out, Op::Addcmul, (make_params({value})),
-                         (const at::Tensor& tensor1, const at::Tensor& tensor2, const at::Scalar& value),
-                         (tensor1, tensor2, value));
-  MLU_REGISTER_POINTWISE(m, addcdiv, addcdiv, addcdiv_, addcdiv_out, Op::Addcdiv, (make_params({value})),
-                         (const at::Tensor& tensor1, const at::Tensor& tensor2, const at::Scalar& value),
-                         (tensor1, tensor2, value));
-  m.impl("where.self", TORCH_FN(where_mlu));
-  m.impl("where.self_out", TORCH_FN(where_out_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/TernaryOps.inc"
