@@ -8,16 +8,16 @@ again; the difference (new entries, or entries whose registration site changed) 
 registers. torch's own PrivateUse1 kernels (the c10d collectives) are thereby left out.
 
 Where each op is registered comes from a scan of csrc/: every `.impl(NAME, ...)` call, after
-expanding the macros that csrc's headers and the file itself define (MLU_REGISTER_UNARY,
-MLU_REGISTER_POINTWISE, ... of csrc/aten/StructuredPointwise.h, a file's local helpers), with its
-dispatch key taken from the enclosing TORCH_MLU_ATEN_IMPL / TORCH_LIBRARY_IMPL block. NAME is a
-schema name ("add.Tensor", "aten::add.Tensor") or an at::_ops identifier (`add__Tensor` in
-schema_name<ATEN_OP(add__Tensor)>()), which the dispatcher's own op list turns into its schema
-name ("add_.Tensor"), so no underscore guessing is involved. An op the scan cannot name (the
-AutocastPrivateUse1 lists expanded from PyTorch's headers) is placed by the registration site the
-dispatcher recorded (its file name), else by the one block of its dispatch key, else listed as
-unattributed. Registrations the scan finds but the library lacks are reported on stderr (a build
-older than the sources).
+expanding the macros that csrc's headers and the file itself define (ForeachOps.cpp's
+MLU_REGISTER_BINARY, a file's local helpers), with its dispatch key taken from the enclosing
+TORCH_MLU_ATEN_IMPL / TORCH_LIBRARY_IMPL block, and the entries of csrc/aten/mlu_functions.yaml,
+placed in their section's file. NAME is a schema name ("add.Tensor", "aten::add.Tensor") or an
+at::_ops identifier (`add__Tensor` in schema_name<ATEN_OP(add__Tensor)>()), which the dispatcher's
+own op list turns into its schema name ("add_.Tensor"), so no underscore guessing is involved.
+An op the scan cannot name (the AutocastPrivateUse1 lists expanded from PyTorch's headers) is
+placed by the registration site the dispatcher recorded (its file name), else by the one block of
+its dispatch key, else listed as unattributed. Registrations the scan finds but the library lacks
+are reported on stderr (a build older than the sources).
 
     python tools/gen_op_registry.py           # rewrite docs/op_registry.md
     python tools/gen_op_registry.py --check   # exit 1 if it is stale (tests/test_op_registry.py)
