@@ -69,7 +69,6 @@
 #include <ATen/ops/empty_like.h>
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/reduce.h>
-#include <torch/library.h>
 
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
@@ -459,12 +458,12 @@ MLU_FOREACH_UNARY_OPS(MLU_FOREACH_UNARY)
 
 const at::Scalar kZero = 0;
 
-void zero_(TL self) {
+void zero_list_(TL self) {
   at::native::check_foreach_api_restrictions(self);
   apply_({"_foreach_zero_", PointwiseOp::Copy, {}, {{kZero}}}, self, [&] { at::native::foreach_tensor_zero_slow_(self); });
 }
 
-void copy_(TL self, TL src, bool non_blocking) {
+void copy_list_(TL self, TL src, bool non_blocking) {
   at::native::check_foreach_api_restrictions(self, src);
   apply_({"_foreach_copy_", PointwiseOp::Copy, {src}}, self,
          [&] { at::native::foreach_tensor_copy_list_kernel_slow_(self, src, non_blocking); });
@@ -493,7 +492,7 @@ struct NormTask {
   }
 };
 
-Tensors norm(TL self, const at::Scalar& ord, std::optional<at::ScalarType> dtype) {
+Tensors norm_list(TL self, const at::Scalar& ord, std::optional<at::ScalarType> dtype) {
   at::native::check_foreach_api_restrictions(self);
   const double p = ord.to<double>();
   const bool fast = self[0].device().type() == c10::DeviceType::PrivateUse1 &&
@@ -531,58 +530,7 @@ Tensors norm(TL self, const at::Scalar& ord, std::optional<at::ScalarType> dtype
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-#define MLU_REGISTER_BINARY(name, form, fn)     \
-  m.impl("_foreach_" #name "." #form, TORCH_FN(fn)); \
-  m.impl("_foreach_" #name "_." #form, TORCH_FN(fn##_));
-  MLU_REGISTER_BINARY(add, List, add_list)
-  MLU_REGISTER_BINARY(add, Scalar, add_scalar)
-  MLU_REGISTER_BINARY(add, ScalarList, add_scalarlist)
-  MLU_REGISTER_BINARY(add, Tensor, add_tensor)
-  MLU_REGISTER_BINARY(sub, List, sub_list)
-  MLU_REGISTER_BINARY(sub, Scalar, sub_scalar)
-  MLU_REGISTER_BINARY(sub, ScalarList, sub_scalarlist)
-  MLU_REGISTER_BINARY(mul, List, mul_list)
-  MLU_REGISTER_BINARY(mul, Scalar, mul_scalar)
-  MLU_REGISTER_BINARY(mul, ScalarList, mul_scalarlist)
-  MLU_REGISTER_BINARY(mul, Tensor, mul_tensor)
-  MLU_REGISTER_BINARY(div, List, div_list)
-  MLU_REGISTER_BINARY(div, Scalar, div_scalar)
-  MLU_REGISTER_BINARY(div, ScalarList, div_scalarlist)
-  MLU_REGISTER_BINARY(div, Tensor, div_tensor)
-  MLU_REGISTER_BINARY(maximum, List, maximum_list)
-  MLU_REGISTER_BINARY(maximum, Scalar, maximum_scalar)
-  MLU_REGISTER_BINARY(maximum, ScalarList, maximum_scalarlist)
-  MLU_REGISTER_BINARY(minimum, List, minimum_list)
-  MLU_REGISTER_BINARY(minimum, Scalar, minimum_scalar)
-  MLU_REGISTER_BINARY(minimum, ScalarList, minimum_scalarlist)
-  MLU_REGISTER_BINARY(clamp_min, List, clamp_min_list)
-  MLU_REGISTER_BINARY(clamp_min, Scalar, clamp_min_scalar)
-  MLU_REGISTER_BINARY(clamp_min, ScalarList, clamp_min_scalarlist)
-  MLU_REGISTER_BINARY(clamp_max, List, clamp_max_list)
-  MLU_REGISTER_BINARY(clamp_max, Scalar, clamp_max_scalar)
-  MLU_REGISTER_BINARY(clamp_max, ScalarList, clamp_max_scalarlist)
-  MLU_REGISTER_BINARY(pow, List, pow_list)
-  MLU_REGISTER_BINARY(pow, Scalar, pow_scalar)
-  MLU_REGISTER_BINARY(pow, ScalarList, pow_scalarlist)
-  MLU_REGISTER_BINARY(addcmul, Scalar, addcmul_scalar)
-  MLU_REGISTER_BINARY(addcmul, ScalarList, addcmul_scalarlist)
-  MLU_REGISTER_BINARY(addcmul, Tensor, addcmul_tensor)
-  MLU_REGISTER_BINARY(addcdiv, Scalar, addcdiv_scalar)
-  MLU_REGISTER_BINARY(addcdiv, ScalarList, addcdiv_scalarlist)
-  MLU_REGISTER_BINARY(addcdiv, Tensor, addcdiv_tensor)
-  MLU_REGISTER_BINARY(lerp, List, lerp_list)
-  MLU_REGISTER_BINARY(lerp, Scalar, lerp_scalar)
-  MLU_REGISTER_BINARY(lerp, ScalarList, lerp_scalarlist)
-#undef MLU_REGISTER_BINARY
-#define MLU_REGISTER_UNARY(fname, OP, PROMOTES)      \
-  m.impl("_foreach_" #fname, TORCH_FN(fname##_unary)); \
-  m.impl("_foreach_" #fname "_", TORCH_FN(fname##_unary_));
-  MLU_FOREACH_UNARY_OPS(MLU_REGISTER_UNARY)
-#undef MLU_REGISTER_UNARY
-  m.impl("_foreach_zero_", TORCH_FN(zero_));
-  m.impl("_foreach_copy_", TORCH_FN(copy_));
-  m.impl("_foreach_norm.Scalar", TORCH_FN(norm));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/ForeachOps.inc"

@@ -158,23 +158,6 @@ void fused_adam(const char* op, bool decoupled, TL params, TL grads, TL exp_avgs
   });
 }
 
-// The op entry points of Adam (kDecoupled false) and AdamW (true).
-template <bool kDecoupled>
-void fused_adam_float_lr(TL self, TL grads, TL exp_avgs, TL exp_avg_sqs, TL max_sqs, TL steps, double lr,
-                         double beta1, double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
-                         OptT grad_scale, OptT found_inf) {
-  fused_adam(kDecoupled ? "_fused_adamw_" : "_fused_adam_", kDecoupled, self, grads, exp_avgs, exp_avg_sqs, max_sqs,
-             steps, lr, nullptr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
-}
-
-template <bool kDecoupled>
-void fused_adam_tensor_lr(TL self, TL grads, TL exp_avgs, TL exp_avg_sqs, TL max_sqs, TL steps, const at::Tensor& lr,
-                          double beta1, double beta2, double weight_decay, double eps, bool amsgrad, bool maximize,
-                          OptT grad_scale, OptT found_inf) {
-  fused_adam(kDecoupled ? "_fused_adamw_" : "_fused_adam_", kDecoupled, self, grads, exp_avgs, exp_avg_sqs, max_sqs,
-             steps, 0.0, &lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, grad_scale, found_inf);
-}
-
 // Note [DeepSpeed's fused_adam]: torch.ops.torch_mlu.fused_adam, the entry point DeepSpeed's FusedAdam calls on
 // mlu (op_builder/mlu: fused_adam(noop_flag, grads, params, exp_avgs, exp_avg_sqs, lr, beta1, beta2, eps, step,
 // adam_w_mode, bias_correction, weight_decay)), computing what its multi_tensor_adam computes: adam_w_mode 1 is
@@ -251,36 +234,6 @@ void fused_adagrad(TL params, TL grads, TL state_sums, TL steps, double lr, cons
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_fused_adam_", TORCH_FN(fused_adam_float_lr<false>));
-  m.impl("_fused_adam_.tensor_lr", TORCH_FN(fused_adam_tensor_lr<false>));
-  m.impl("_fused_adamw_", TORCH_FN(fused_adam_float_lr<true>));
-  m.impl("_fused_adamw_.tensor_lr", TORCH_FN(fused_adam_tensor_lr<true>));
-  m.impl("_fused_sgd_", [](TL self, TL grads, TL buffers, double weight_decay, double momentum, double lr,
-                           double dampening, bool nesterov, bool maximize, bool is_first_step, OptT grad_scale,
-                           OptT found_inf) {
-    fused_sgd(self, grads, buffers, weight_decay, momentum, lr, nullptr, dampening, nesterov, maximize, is_first_step,
-              grad_scale, found_inf);
-  });
-  m.impl("_fused_sgd_.tensor_lr", [](TL self, TL grads, TL buffers, double weight_decay, double momentum,
-                                     const at::Tensor& lr, double dampening, bool nesterov, bool maximize,
-                                     bool is_first_step, OptT grad_scale, OptT found_inf) {
-    fused_sgd(self, grads, buffers, weight_decay, momentum, 0.0, &lr, dampening, nesterov, maximize, is_first_step,
-              grad_scale, found_inf);
-  });
-  m.impl("_fused_adagrad_", [](TL self, TL grads, TL state_sums, TL steps, double lr, double lr_decay,
-                               double weight_decay, double eps, bool maximize, OptT grad_scale, OptT found_inf) {
-    fused_adagrad(self, grads, state_sums, steps, lr, nullptr, lr_decay, weight_decay, eps, maximize, grad_scale,
-                  found_inf);
-  });
-  m.impl("_fused_adagrad_.tensor_lr", [](TL self, TL grads, TL state_sums, TL steps, const at::Tensor& lr,
-                                         double lr_decay, double weight_decay, double eps, bool maximize,
-                                         OptT grad_scale, OptT found_inf) {
-    fused_adagrad(self, grads, state_sums, steps, 0.0, &lr, lr_decay, weight_decay, eps, maximize, grad_scale,
-                  found_inf);
-  });
-}
-
 TORCH_LIBRARY(torch_mlu, m) {
   m.def(
       "fused_adam(Tensor noop_flag, Tensor[] grads, Tensor(a!)[] params, Tensor(b!)[] exp_avgs, "
@@ -291,3 +244,6 @@ TORCH_LIBRARY(torch_mlu, m) {
 TORCH_LIBRARY_IMPL(torch_mlu, PrivateUse1, m) { m.impl("fused_adam", TORCH_FN(deepspeed_fused_adam)); }
 
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/FusedOptimizerOps.inc"
