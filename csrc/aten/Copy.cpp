@@ -250,10 +250,7 @@ TORCH_LIBRARY_IMPL(aten, Negative, m) {
   m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_copy_from", TORCH_FN(copy_from_mlu));
-  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize_mlu));
-  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/Copy.inc"

@@ -1,7 +1,6 @@
 // empty / empty_strided on mlu: storage from the mlu device allocator.
 #include <ATen/EmptyTensor.h>
 #include <c10/core/DeviceGuard.h>
-#include <torch/library.h>
 
 #include "csrc/aten/TensorFactories.h"
 #include "csrc/aten/DeviceCheck.h"
@@ -51,9 +50,7 @@ at::Tensor empty_for_kernel_output(at::IntArrayRef sizes, at::IntArrayRef stride
                                            options.dtype().toScalarType());
 }
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("empty.memory_format", TORCH_FN(empty_mlu));
-  m.impl("empty_strided", TORCH_FN(empty_strided_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/TensorFactories.inc"

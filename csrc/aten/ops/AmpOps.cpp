@@ -15,7 +15,6 @@
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros_like.h>
-#include <torch/library.h>
 
 #include "csrc/aten/DeviceCheck.h"
 
@@ -60,9 +59,7 @@ at::Tensor& update_scale(at::Tensor& scale, at::Tensor& growth_tracker, const at
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_amp_foreach_non_finite_check_and_unscale_", TORCH_FN(non_finite_check_and_unscale));
-  m.impl("_amp_update_scale_", TORCH_FN(update_scale));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/AmpOps.inc"

@@ -6,7 +6,6 @@
 #include <string>
 
 #include <ATen/ops/_to_copy.h>
-#include <torch/library.h>
 
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
@@ -28,10 +27,7 @@ void assert_async(const at::Tensor& self, std::string message) {
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_assert_async", [](const at::Tensor& self) { assert_async(self, ""); });
-  m.impl("_assert_async.msg",
-         [](const at::Tensor& self, c10::string_view message) { assert_async(self, std::string(message)); });
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/AssertOps.inc"

@@ -5,11 +5,8 @@
 // in kernels/src/pointwise/complex.cpp); the checks and messages are the
 // CPU's (UnaryOps.cpp, TensorFactories.cpp in aten/src/ATen/native).
 #include <ATen/ops/angle_ops.h>
-#include <ATen/ops/complex_ops.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/polar_ops.h>
 #include <c10/core/DeviceGuard.h>
-#include <torch/library.h>
 
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/Fallback.h"
@@ -21,7 +18,7 @@ namespace {
 using Op = PointwiseOp;
 using T = const at::Tensor&;
 
-at::Tensor& angle_out(T self, at::Tensor& result) {
+at::Tensor& angle_out_mlu(T self, at::Tensor& result) {
   c10::OptionalDeviceGuard guard(self.device());
   if (self.is_complex() && !result.is_complex()) {
     if (!launch_complex_to_real(self, result, Op::Angle)) return cpu_fallback<ATEN_OP2(angle, out)>(self, result);
@@ -33,11 +30,11 @@ at::Tensor& angle_out(T self, at::Tensor& result) {
   return result;
 }
 
-at::Tensor angle(T self) {
+at::Tensor angle_mlu(T self) {
   c10::OptionalDeviceGuard guard(self.device());
   if (self.is_complex()) {
     at::Tensor result = at::empty({0}, self.options().dtype(c10::toRealValueType(self.scalar_type())));
-    return angle_out(self, result);
+    return angle_out_mlu(self, result);
   }
   at::Tensor result;
   auto iter = at::TensorIterator::unary_float_op(result, self);
@@ -45,7 +42,7 @@ at::Tensor angle(T self) {
   return iter.output();
 }
 
-at::Tensor& conj_physical_out(T self, at::Tensor& result) {
+at::Tensor& conj_physical_out_mlu(T self, at::Tensor& result) {
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::unary_op(result, self);
   TORCH_CHECK(launch_pointwise(iter, self.is_complex() ? Op::Conj : Op::Copy),
@@ -67,9 +64,10 @@ void check_complex_parts(T result, T a, T b) {
 }
 
 // torch.complex (op MakeComplex) and torch.polar: two real tensors into a
-// complex one; complex32 (from Half) has no kernel and falls back.
-template <class Fallback>
-at::Tensor& complex_from_parts(T a, T b, at::Tensor& result, Op op, Fallback&& fallback) {
+// complex one; complex32 (from Half) has no kernel and falls back to AtenOp
+// (at::_ops::complex_out, polar_out) on the CPU.
+template <class AtenOp>
+at::Tensor& complex_from_parts(Op op, T a, T b, at::Tensor& result) {
   c10::OptionalDeviceGuard guard(a.device());
   check_complex_parts(result, a, b);
   auto iter = at::TensorIteratorConfig()
@@ -78,24 +76,13 @@ at::Tensor& complex_from_parts(T a, T b, at::Tensor& result, Op op, Fallback&& f
                   .add_const_input(b)
                   .check_all_same_dtype(false)
                   .build();
-  if (!launch_pointwise(iter, op, {}, result.scalar_type())) return fallback();
+  if (!launch_pointwise(iter, op, {}, result.scalar_type())) return cpu_fallback<AtenOp>(a, b, result);
   return result;
 }
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("angle", TORCH_FN(angle));
-  m.impl("angle.out", TORCH_FN(angle_out));
-  m.impl("conj_physical.out", TORCH_FN(conj_physical_out));
-  m.impl("complex.out", [](T real, T imag, at::Tensor& result) -> at::Tensor& {
-    return complex_from_parts(real, imag, result, Op::MakeComplex,
-                              [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(complex, out)>(real, imag, result); });
-  });
-  m.impl("polar.out", [](T abs, T angle, at::Tensor& result) -> at::Tensor& {
-    return complex_from_parts(abs, angle, result, Op::Polar,
-                              [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(polar, out)>(abs, angle, result); });
-  });
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/ComplexOps.inc"

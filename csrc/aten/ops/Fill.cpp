@@ -14,7 +14,6 @@
 #include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/fill.h>
-#include <torch/library.h>
 
 #include "csrc/aten/Copy.h"
 #include "csrc/aten/DeviceCheck.h"
@@ -80,10 +79,7 @@ at::Tensor& zero_mlu_(at::Tensor& self) { return fill_scalar_mlu_(self, 0); }
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("fill_.Scalar", TORCH_FN(fill_scalar_mlu_));
-  m.impl("fill_.Tensor", TORCH_FN(fill_tensor_mlu_));
-  m.impl("zero_", TORCH_FN(zero_mlu_));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/Fill.inc"

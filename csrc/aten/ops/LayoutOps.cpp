@@ -25,9 +25,7 @@ at::Tensor pixel_unshuffle_mlu(const at::Tensor& self, int64_t downscale_factor)
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("pixel_shuffle", TORCH_FN(pixel_shuffle_mlu));
-  m.impl("pixel_unshuffle", TORCH_FN(pixel_unshuffle_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/LayoutOps.inc"

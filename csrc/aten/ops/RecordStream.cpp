@@ -1,6 +1,5 @@
 // Tensor.record_stream(s) on mlu: tells the caching allocator that the
 // tensor's memory is in use on `s`. See Note [Stream-ordered reuse].
-#include <torch/library.h>
 
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/core/MLUCachingAllocator.h"
@@ -16,6 +15,7 @@ void record_stream_mlu(at::Tensor& self, c10::Stream stream) {
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) { m.impl("record_stream", TORCH_FN(record_stream_mlu)); }
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/RecordStream.inc"

@@ -22,7 +22,6 @@
 #include <c10/util/accumulate.h>
 #include <mlu_kernels/fft.h>
 #include <mlu_kernels/parallel.h>
-#include <torch/library.h>
 
 #include <algorithm>
 #include <cmath>
@@ -239,17 +238,11 @@ void fft_fill_with_conjugate_symmetry_mlu(at::ScalarType dtype, IntArrayRef mirr
                 });
 }
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_fft_c2c", TORCH_FN(fft_c2c));
-  m.impl("_fft_c2c.out", TORCH_FN(fft_c2c_out));
-  m.impl("_fft_r2c", TORCH_FN(fft_r2c));
-  m.impl("_fft_r2c.out", TORCH_FN(fft_r2c_out));
-  m.impl("_fft_c2r", TORCH_FN(fft_c2r));
-  m.impl("_fft_c2r.out", TORCH_FN(fft_c2r_out));
-}
-
 }  // namespace torch_mlu
 
 namespace at::native {
 REGISTER_PRIVATEUSE1_DISPATCH(fft_fill_with_conjugate_symmetry_stub, &torch_mlu::fft_fill_with_conjugate_symmetry_mlu)
 }  // namespace at::native
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/SpectralOps.inc"
