@@ -85,8 +85,7 @@ def test_pointwise_macros_expand_to_schema_names(tmp_path):
     all_ops = ["aten::expm1", "aten::expm1_", "aten::expm1.out", "aten::add.Tensor", "aten::add_.Tensor",
                "aten::add.out", "aten::fmax", "aten::fmax.out", "aten::eq.Tensor", "aten::eq_.Tensor",
                "aten::eq.Tensor_out"]
-    # The headers only define macros (the yaml's sections, read from the repository, join every scan).
-    assert "csrc/aten/Registration.h" not in scans and "csrc/aten/Fallback.h" not in scans
+    assert list(scans) == ["csrc/aten/ops/Made.cpp"]  # the headers only define macros; the tree has no yaml
     found = names(tool, scans["csrc/aten/ops/Made.cpp"], all_ops)
     assert found == sorted([("PrivateUse1", op) for op in all_ops] + [("PrivateUse1", "aten::softmax.int")])
 

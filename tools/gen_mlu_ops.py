@@ -89,7 +89,7 @@ def load_sections(path=OPS_YAML):
         if not {"file", "ops"} <= set(section) <= {"file", "ops", "defaults"}:
             raise YamlError(f"{path}: a section has the keys file, ops and defaults, not {sorted(section)}")
         section["ops"] = [{"key": "PrivateUse1", **section.get("defaults", {}), **entry} for entry in section["ops"]]
-        if not (ROOT / section["file"]).is_file():
+        if not (path.parents[2] / section["file"]).is_file():
             raise YamlError(f"{path}: {section['file']} does not exist")
         for entry in section["ops"]:
             unknown = set(entry) - ENTRY_KEYS

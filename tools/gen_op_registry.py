@@ -463,21 +463,24 @@ def scan_sources(root):
             continue  # a header that only defines registration macros (expanded where they are used)
         if scan.impls or scan.blocks or scan.stubs:
             scans[path.relative_to(root).as_posix()] = scan
-    for rel, entries in declared_ops().items():  # registered by the generated .inc the file includes
+    for rel, entries in declared_ops(root).items():  # registered by the generated .inc the file includes
         scan = scans.setdefault(rel, FileScan())
         scan.impls += [(entry["key"], f"aten::{name}", None, name) for entry in entries for name in entry["ops"]]
         scan.declared += entries
     return scans
 
 
-def declared_ops():
-    """{file: [{key, ops, native_if}]}: the entries of csrc/aten/mlu_functions.yaml (tools/gen_mlu_ops.py)."""
+def declared_ops(root):
+    """{file: [{key, ops, native_if}]}: the entries of root's csrc/aten/mlu_functions.yaml (tools/gen_mlu_ops.py)."""
     sys.path.insert(0, str(ROOT / "tools"))
     import gen_mlu_ops
 
+    path = root / gen_mlu_ops.OPS_YAML.relative_to(ROOT)
+    if not path.is_file():
+        return {}
     native = gen_mlu_ops.Native()
     declared = collections.defaultdict(list)
-    for section in gen_mlu_ops.load_sections():
+    for section in gen_mlu_ops.load_sections(path):
         declared[section["file"]] += [{"key": entry["key"], "native_if": entry.get("native_if"),
                                        "ops": [str(f.func.name) for f, _ in gen_mlu_ops.entry_functions(entry, native)]}
                                       for entry in section["ops"]]
