@@ -66,8 +66,8 @@ std::string label_message(const char* op, int64_t bad, int64_t labels) {
          std::to_string(labels) + " labels (expected a value in [0, " + std::to_string(labels) + "))";
 }
 
-std::tuple<at::Tensor, at::Tensor> ctc_loss(T log_probs, T targets, at::IntArrayRef input_lengths,
-                                            at::IntArrayRef target_lengths, int64_t blank, bool zero_infinity) {
+std::tuple<at::Tensor, at::Tensor> ctc_loss_mlu(T log_probs, T targets, at::IntArrayRef input_lengths,
+                                                at::IntArrayRef target_lengths, int64_t blank, bool zero_infinity) {
   check_dtype(log_probs);
   check_same_device(log_probs, targets, "targets");
   // (Before the meta kernel, whose message would name the meta copy's type.)
@@ -95,9 +95,9 @@ std::tuple<at::Tensor, at::Tensor> ctc_loss(T log_probs, T targets, at::IntArray
   return {nll, log_alpha};
 }
 
-at::Tensor ctc_loss_backward(T grad, T log_probs, T targets, at::IntArrayRef input_lengths,
-                             at::IntArrayRef target_lengths, T neg_log_likelihood, T log_alpha_, int64_t blank,
-                             bool zero_infinity) {
+at::Tensor ctc_loss_backward_mlu(T grad, T log_probs, T targets, at::IntArrayRef input_lengths,
+                                 at::IntArrayRef target_lengths, T neg_log_likelihood, T log_alpha_, int64_t blank,
+                                 bool zero_infinity) {
   check_dtype(log_probs);
   for (const auto& [t, name] : {std::pair<T, const char*>{targets, "targets"}, {grad, "grad"},
                                 {neg_log_likelihood, "neg_log_likelihood"}, {log_alpha_, "log_alpha"}}) {
@@ -152,23 +152,23 @@ std::vector<int64_t> host_lengths(T lengths, const char* name) {
   return std::vector<int64_t>(host.const_data_ptr<int64_t>(), host.const_data_ptr<int64_t>() + host.numel());
 }
 
-}  // namespace
-
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_ctc_loss", TORCH_FN(ctc_loss));
-  m.impl("_ctc_loss.Tensor", [](T log_probs, T targets, T input_lengths, T target_lengths, int64_t blank,
-                                bool zero_infinity) {
-    const std::vector<int64_t> il = host_lengths(input_lengths, "input_lengths");
-    const std::vector<int64_t> tl = host_lengths(target_lengths, "target_lengths");
-    return ctc_loss(log_probs, targets, il, tl, blank, zero_infinity);
-  });
-  m.impl("_ctc_loss_backward", TORCH_FN(ctc_loss_backward));
-  m.impl("_ctc_loss_backward.Tensor", [](T grad, T log_probs, T targets, T input_lengths, T target_lengths,
-                                         T neg_log_likelihood, T log_alpha, int64_t blank, bool zero_infinity) {
-    const std::vector<int64_t> il = host_lengths(input_lengths, "input_lengths");
-    const std::vector<int64_t> tl = host_lengths(target_lengths, "target_lengths");
-    return ctc_loss_backward(grad, log_probs, targets, il, tl, neg_log_likelihood, log_alpha, blank, zero_infinity);
-  });
+std::tuple<at::Tensor, at::Tensor> ctc_loss_tensor_mlu(T log_probs, T targets, T input_lengths, T target_lengths,
+                                                       int64_t blank, bool zero_infinity) {
+  const std::vector<int64_t> il = host_lengths(input_lengths, "input_lengths");
+  const std::vector<int64_t> tl = host_lengths(target_lengths, "target_lengths");
+  return ctc_loss_mlu(log_probs, targets, il, tl, blank, zero_infinity);
 }
 
+at::Tensor ctc_loss_backward_tensor_mlu(T grad, T log_probs, T targets, T input_lengths, T target_lengths,
+                                        T neg_log_likelihood, T log_alpha, int64_t blank, bool zero_infinity) {
+  const std::vector<int64_t> il = host_lengths(input_lengths, "input_lengths");
+  const std::vector<int64_t> tl = host_lengths(target_lengths, "target_lengths");
+  return ctc_loss_backward_mlu(grad, log_probs, targets, il, tl, neg_log_likelihood, log_alpha, blank, zero_infinity);
+}
+
+}  // namespace
+
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/CtcLossOps.inc"

@@ -22,7 +22,6 @@
 #include <torch/library.h>
 
 #include "csrc/aten/DeviceCheck.h"
-#include "csrc/aten/Structured.h"
 
 namespace torch_mlu {
 namespace {
@@ -116,45 +115,7 @@ at::Tensor bce_backward_mlu(T grad_output, T self, T target, const std::optional
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("mse_loss", TORCH_FN(mse));
-  m.impl("mse_loss.out", [](T self, T target, int64_t reduction, at::Tensor& out) -> at::Tensor& {
-    return copy_into(out, mse(self, target, reduction));
-  });
-  m.impl("mse_loss_backward", TORCH_FN(mse_backward));
-  m.impl("mse_loss_backward.grad_input", [](T grad_output, T self, T target, int64_t reduction,
-                                            at::Tensor& grad_input) -> at::Tensor& {
-    return copy_into(grad_input, mse_backward(grad_output, self, target, reduction));
-  });
-  m.impl("smooth_l1_loss", TORCH_FN(smooth_l1));
-  m.impl("smooth_l1_loss.out", [](T self, T target, int64_t reduction, double beta, at::Tensor& out) -> at::Tensor& {
-    return copy_into(out, smooth_l1(self, target, reduction, beta));
-  });
-  m.impl("smooth_l1_loss_backward", TORCH_FN(smooth_l1_backward));
-  m.impl("smooth_l1_loss_backward.grad_input", [](T grad_output, T self, T target, int64_t reduction, double beta,
-                                                  at::Tensor& grad_input) -> at::Tensor& {
-    return copy_into(grad_input, smooth_l1_backward(grad_output, self, target, reduction, beta));
-  });
-  m.impl("huber_loss", TORCH_FN(huber));
-  m.impl("huber_loss.out", [](T self, T target, int64_t reduction, double delta, at::Tensor& out) -> at::Tensor& {
-    return copy_into(out, huber(self, target, reduction, delta));
-  });
-  m.impl("huber_loss_backward", TORCH_FN(huber_backward));
-  m.impl("huber_loss_backward.out", [](T grad_output, T self, T target, int64_t reduction, double delta,
-                                       at::Tensor& grad_input) -> at::Tensor& {
-    return copy_into(grad_input, huber_backward(grad_output, self, target, reduction, delta));
-  });
-  m.impl("binary_cross_entropy", TORCH_FN(bce_mlu));
-  m.impl("binary_cross_entropy.out", [](T self, T target, const std::optional<at::Tensor>& weight, int64_t reduction,
-                                        at::Tensor& out) -> at::Tensor& {
-    return copy_into(out, bce_mlu(self, target, weight, reduction));
-  });
-  m.impl("binary_cross_entropy_backward", TORCH_FN(bce_backward_mlu));
-  m.impl("binary_cross_entropy_backward.grad_input",
-         [](T grad_output, T self, T target, const std::optional<at::Tensor>& weight, int64_t reduction,
-            at::Tensor& grad_input) -> at::Tensor& {
-           return copy_into(grad_input, bce_backward_mlu(grad_output, self, target, weight, reduction));
-         });
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/ElementwiseLossOps.inc"

@@ -8,16 +8,13 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/nll_loss_backward.h>
 #include <ATen/ops/nll_loss_backward_meta.h>
-#include <ATen/ops/nll_loss_backward_ops.h>
 #include <ATen/ops/nll_loss_forward.h>
 #include <ATen/ops/nll_loss_forward_meta.h>
-#include <ATen/ops/nll_loss_forward_ops.h>
 #include <mlu_kernels/loss.h>
 
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/Structured.h"
-#include "csrc/aten/StructuredPointwise.h"
 
 namespace torch_mlu {
 namespace {
@@ -111,75 +108,66 @@ at::Tensor spatial_nll_loss_backward(T grad_output, T self, T target, W weight, 
   return grad.reshape({self.size(0), self.size(2), self.size(3), self.size(1)}).movedim(-1, 1).contiguous();
 }
 
-}  // namespace
-
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("nll_loss2d_forward", TORCH_FN(spatial_nll_loss));
-  m.impl("nll_loss2d_forward.output", [](T self, T target, W weight, int64_t reduction, int64_t ignore_index,
-                                         at::Tensor& output, at::Tensor& total_weight) {
-    auto [out, tw] = spatial_nll_loss(self, target, weight, reduction, ignore_index);
-    at::native::resize_output(output, out.sizes());
-    at::native::resize_output(total_weight, tw.sizes());
-    output.copy_(out);
-    total_weight.copy_(tw);
-    return std::tuple<at::Tensor&, at::Tensor&>(output, total_weight);
-  });
-  m.impl("nll_loss2d_backward", TORCH_FN(spatial_nll_loss_backward));
-  m.impl("nll_loss2d_backward.grad_input", [](T grad_output, T self, T target, W weight, int64_t reduction,
-                                              int64_t ignore_index, T total_weight, at::Tensor& grad_input)
-                                               -> at::Tensor& {
-    const at::Tensor grad = spatial_nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index,
-                                                total_weight);
-    at::native::resize_output(grad_input, grad.sizes());
-    return grad_input.copy_(grad);
-  });
-  m.impl("nll_loss_forward", [](T self, T target, W weight, int64_t reduction, int64_t ignore_index) {
-    if (!has_loss_kernel(self, weight)) {
-      return cpu_fallback<ATEN_OP(nll_loss_forward)>(self, target, weight, reduction, ignore_index);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUFunctional<at::meta::structured_nll_loss_forward, 2> meta;
-    meta.meta(self, target, optional_ref(weight), reduction, ignore_index);
-    launch_forward(self, target, weight, reduction, ignore_index, meta.output(0), meta.output(1));
-    return std::make_tuple(std::move(meta.output(0)), std::move(meta.output(1)));
-  });
-  m.impl("nll_loss_forward.output", [](T self, T target, W weight, int64_t reduction, int64_t ignore_index,
-                                       at::Tensor& output, at::Tensor& total_weight) {
-    if (!has_loss_kernel(self, weight)) {
-      return cpu_fallback<ATEN_OP2(nll_loss_forward, output)>(self, target, weight, reduction, ignore_index, output, total_weight);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUOut<at::meta::structured_nll_loss_forward, 2> meta(output, total_weight);
-    meta.meta(self, target, optional_ref(weight), reduction, ignore_index);
-    launch_forward(self, target, weight, reduction, ignore_index, meta.maybe_get_output(0), meta.maybe_get_output(1));
-    meta.finish();
-    return std::tuple<at::Tensor&, at::Tensor&>(output, total_weight);
-  });
-  m.impl("nll_loss_backward", [](T grad_output, T self, T target, W weight, int64_t reduction,
-                                 int64_t ignore_index, T total_weight) {
-    if (!has_loss_kernel(self, weight)) {
-      return cpu_fallback<ATEN_OP(nll_loss_backward)>(grad_output, self, target, weight, reduction, ignore_index, total_weight);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUFunctional<at::meta::structured_nll_loss_backward> meta;
-    meta.meta(grad_output, self, target, optional_ref(weight), reduction, ignore_index, total_weight);
-    launch_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight, meta.output());
-    return std::move(meta.output());
-  });
-  m.impl("nll_loss_backward.grad_input", [](T grad_output, T self, T target, W weight, int64_t reduction,
-                                            int64_t ignore_index, T total_weight, at::Tensor& grad_input) -> at::Tensor& {
-    if (!has_loss_kernel(self, weight)) {
-      return cpu_fallback<ATEN_OP2(nll_loss_backward, grad_input)>(grad_output, self, target, weight, reduction, ignore_index,
-          total_weight, grad_input);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUOut<at::meta::structured_nll_loss_backward> meta(grad_input);
-    meta.meta(grad_output, self, target, optional_ref(weight), reduction, ignore_index, total_weight);
-    launch_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight,
-                    meta.maybe_get_output(0));
-    meta.finish();
-    return grad_input;
-  });
+// The out= forms of nll_loss2d: resized (PyTorch's resize_output) and copied into.
+std::tuple<at::Tensor&, at::Tensor&> nll_loss2d_forward_out_mlu(T self, T target, W weight, int64_t reduction,
+                                                                int64_t ignore_index, at::Tensor& output,
+                                                                at::Tensor& total_weight) {
+  auto [out, tw] = spatial_nll_loss(self, target, weight, reduction, ignore_index);
+  at::native::resize_output(output, out.sizes());
+  at::native::resize_output(total_weight, tw.sizes());
+  output.copy_(out);
+  total_weight.copy_(tw);
+  return std::tuple<at::Tensor&, at::Tensor&>(output, total_weight);
 }
 
+at::Tensor& nll_loss2d_backward_out_mlu(T grad_output, T self, T target, W weight, int64_t reduction,
+                                        int64_t ignore_index, T total_weight, at::Tensor& grad_input) {
+  const at::Tensor grad =
+      spatial_nll_loss_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight);
+  at::native::resize_output(grad_input, grad.sizes());
+  return grad_input.copy_(grad);
+}
+
+// nll_loss and its backward, after the CPU fallback's condition and the device guard (the yaml): PyTorch's meta
+// function sizes the results (its weight is an OptionalTensorRef), the kernel fills them.
+std::tuple<at::Tensor, at::Tensor> nll_loss_forward_mlu(T self, T target, W weight, int64_t reduction,
+                                                        int64_t ignore_index) {
+  MLUFunctional<at::meta::structured_nll_loss_forward, 2> meta;
+  meta.meta(self, target, optional_ref(weight), reduction, ignore_index);
+  launch_forward(self, target, weight, reduction, ignore_index, meta.output(0), meta.output(1));
+  return std::make_tuple(std::move(meta.output(0)), std::move(meta.output(1)));
+}
+
+std::tuple<at::Tensor&, at::Tensor&> nll_loss_forward_out_mlu(T self, T target, W weight, int64_t reduction,
+                                                              int64_t ignore_index, at::Tensor& output,
+                                                              at::Tensor& total_weight) {
+  MLUOut<at::meta::structured_nll_loss_forward, 2> meta(output, total_weight);
+  meta.meta(self, target, optional_ref(weight), reduction, ignore_index);
+  launch_forward(self, target, weight, reduction, ignore_index, meta.maybe_get_output(0), meta.maybe_get_output(1));
+  meta.finish();
+  return std::tuple<at::Tensor&, at::Tensor&>(output, total_weight);
+}
+
+at::Tensor nll_loss_backward_mlu(T grad_output, T self, T target, W weight, int64_t reduction, int64_t ignore_index,
+                                 T total_weight) {
+  MLUFunctional<at::meta::structured_nll_loss_backward> meta;
+  meta.meta(grad_output, self, target, optional_ref(weight), reduction, ignore_index, total_weight);
+  launch_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight, meta.output());
+  return std::move(meta.output());
+}
+
+at::Tensor& nll_loss_backward_out_mlu(T grad_output, T self, T target, W weight, int64_t reduction,
+                                      int64_t ignore_index, T total_weight, at::Tensor& grad_input) {
+  MLUOut<at::meta::structured_nll_loss_backward> meta(grad_input);
+  meta.meta(grad_output, self, target, optional_ref(weight), reduction, ignore_index, total_weight);
+  launch_backward(grad_output, self, target, weight, reduction, ignore_index, total_weight, meta.maybe_get_output(0));
+  meta.finish();
+  return grad_input;
+}
+
+}  // namespace
+
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/LossOps.inc"

@@ -66,8 +66,8 @@ MultiMargin multi_margin_setup(T self, T target, const at::Scalar& p, const at::
   return m;
 }
 
-at::Tensor multi_margin_loss(T self, T target, const at::Scalar& p, const at::Scalar& margin, const OptTensor& weight,
-                             int64_t reduction) {
+at::Tensor multi_margin_loss_mlu(T self, T target, const at::Scalar& p, const at::Scalar& margin,
+                                 const OptTensor& weight, int64_t reduction) {
   MultiMargin m = multi_margin_setup(self, target, p, margin, weight);
   const at::Tensor& z = m.margin_terms;
   at::Tensor h = at::where(at::logical_and(z > 0, m.not_target), p.toDouble() == 1 ? z : z * z, 0);
@@ -76,8 +76,8 @@ at::Tensor multi_margin_loss(T self, T target, const at::Scalar& p, const at::Sc
   return reduce(per_frame, reduction, target.dim() > 0).to(self.scalar_type());
 }
 
-at::Tensor multi_margin_loss_backward(T grad_output, T self, T target, const at::Scalar& p, const at::Scalar& margin,
-                                      const OptTensor& weight, int64_t reduction) {
+at::Tensor multi_margin_loss_backward_mlu(T grad_output, T self, T target, const at::Scalar& p,
+                                          const at::Scalar& margin, const OptTensor& weight, int64_t reduction) {
   MultiMargin m = multi_margin_setup(self, target, p, margin, weight);
   const double g = reduction == at::Reduction::Mean ? 1.0 / static_cast<double>(m.frames * m.classes)
                                                     : 1.0 / static_cast<double>(m.classes);
@@ -117,14 +117,14 @@ MultiLabel multilabel_setup(T self, T target) {
   return m;
 }
 
-std::tuple<at::Tensor, at::Tensor> multilabel_margin_loss_forward(T self, T target, int64_t reduction) {
+std::tuple<at::Tensor, at::Tensor> multilabel_margin_loss_forward_mlu(T self, T target, int64_t reduction) {
   MultiLabel m = multilabel_setup(self, target);
   const at::Tensor per_frame = at::where(m.active, m.terms, 0).sum({1, 2}) / static_cast<double>(m.classes);
   at::Tensor loss = reduce(per_frame, reduction, target.dim() > 1).to(self.scalar_type());
   return {loss, m.is_target.to(self.scalar_type()).reshape(target.sizes())};
 }
 
-at::Tensor multilabel_margin_loss_backward(T grad_output, T self, T target, int64_t reduction, T is_target) {
+at::Tensor multilabel_margin_loss_backward_mlu(T grad_output, T self, T target, int64_t reduction, T is_target) {
   (void)is_target;  // recomputed from target: same values, and no trust in a caller-made tensor
   MultiLabel m = multilabel_setup(self, target);
   const double g = reduction == at::Reduction::Mean ? 1.0 / static_cast<double>(m.frames * m.classes)
@@ -138,11 +138,7 @@ at::Tensor multilabel_margin_loss_backward(T grad_output, T self, T target, int6
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("multi_margin_loss", TORCH_FN(multi_margin_loss));
-  m.impl("multi_margin_loss_backward", TORCH_FN(multi_margin_loss_backward));
-  m.impl("multilabel_margin_loss_forward", TORCH_FN(multilabel_margin_loss_forward));
-  m.impl("multilabel_margin_loss_backward", TORCH_FN(multilabel_margin_loss_backward));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/MarginLossOps.inc"
