@@ -94,11 +94,7 @@ at::Tensor pdist_backward(T grad, T self, double p, T pdist) {
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_cdist_forward", TORCH_FN(cdist_forward));
-  m.impl("_cdist_backward", TORCH_FN(cdist_backward));
-  m.impl("_pdist_forward", TORCH_FN(pdist_forward));
-  m.impl("_pdist_backward", TORCH_FN(pdist_backward));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/DistanceOps.inc"

@@ -48,9 +48,10 @@ at::Tensor in_accumulate_type(const at::Tensor& t, at::ScalarType acc) {
   return t.defined() ? t.to(acc).contiguous() : at::Tensor();
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& input_, at::IntArrayRef normalized_shape,
-                                                          const std::optional<at::Tensor>& weight_opt,
-                                                          const std::optional<at::Tensor>& bias_opt, double eps) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_mlu(const at::Tensor& input_,
+                                                              at::IntArrayRef normalized_shape,
+                                                              const std::optional<at::Tensor>& weight_opt,
+                                                              const std::optional<at::Tensor>& bias_opt, double eps) {
   const at::Tensor weight_ = weight_opt.value_or(at::Tensor()), bias_ = bias_opt.value_or(at::Tensor());
   check_layer_norm_dtype(input_);
   const auto [rows, cols] = at::native::_check_layer_norm_inputs(input_, normalized_shape, weight_, bias_);
@@ -79,7 +80,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm(const at::Tensor& inpu
   return {output, mean.to(stats), rstd.to(stats)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward(
+std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_backward_mlu(
     const at::Tensor& grad_out_, const at::Tensor& input_, at::IntArrayRef normalized_shape, const at::Tensor& mean_,
     const at::Tensor& rstd_, const std::optional<at::Tensor>& weight_opt, const std::optional<at::Tensor>& bias_opt,
     std::array<bool, 3> mask) {
@@ -148,10 +149,12 @@ int cpu_lanes_16bit(const at::Tensor& input, std::initializer_list<const at::Ten
   return lanes;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
-    const at::Tensor& input_, const std::optional<at::Tensor>& weight_opt, const std::optional<at::Tensor>& bias_opt,
-    const std::optional<at::Tensor>& running_mean_opt, const std::optional<at::Tensor>& running_var_opt,
-    bool training, double momentum, double eps) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_mlu(const at::Tensor& input_,
+                                                              const std::optional<at::Tensor>& weight_opt,
+                                                              const std::optional<at::Tensor>& bias_opt,
+                                                              const std::optional<at::Tensor>& running_mean_opt,
+                                                              const std::optional<at::Tensor>& running_var_opt,
+                                                              bool training, double momentum, double eps) {
   const at::Tensor weight_ = optional(weight_opt), bias_ = optional(bias_opt);
   const at::Tensor running_mean = optional(running_mean_opt), running_var = optional(running_var_opt);
   TORCH_CHECK(training || (running_mean.defined() && running_var.defined()),
@@ -218,7 +221,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm(
   return {output, mean.to(stats), invstd.to(stats)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
+std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward_mlu(
     const at::Tensor& grad_out_, const at::Tensor& input_, const std::optional<at::Tensor>& weight_opt,
     const std::optional<at::Tensor>& running_mean_opt, const std::optional<at::Tensor>& running_var_opt,
     const std::optional<at::Tensor>& save_mean_opt, const std::optional<at::Tensor>& save_invstd_opt, bool training,
@@ -269,10 +272,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_backward(
 // statistics of each (sample, group) row and the normalisation. The output
 // has the input's suggested memory format, as on the CPU (CUDA returns
 // contiguous), so channels-last models keep their layout through GroupNorm.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& input_,
-                                                          const std::optional<at::Tensor>& weight_opt,
-                                                          const std::optional<at::Tensor>& bias_opt, int64_t n,
-                                                          int64_t c, int64_t hxw, int64_t group, double eps) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_mlu(const at::Tensor& input_,
+                                                              const std::optional<at::Tensor>& weight_opt,
+                                                              const std::optional<at::Tensor>& bias_opt, int64_t n,
+                                                              int64_t c, int64_t hxw, int64_t group, double eps) {
   const at::Tensor weight_ = optional(weight_opt), bias_ = optional(bias_opt);
   TORCH_CHECK(group > 0, "Expected num groups to be greater than 0, got ", group);
   TORCH_CHECK(c % group == 0, "Expected number of channels in input to be divisible by num_groups, but got input of "
@@ -318,10 +321,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm(const at::Tensor& inpu
 // The CPU's formulas (mlu_kernels/norm.h group_norm_backward) in one kernel
 // on contiguous operands; gradients in the input's layout and the
 // parameters' dtype, as on the CPU.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward(T grad_out, T input, T mean, T rstd,
-                                                                   const std::optional<at::Tensor>& weight,
-                                                                   int64_t n, int64_t c, int64_t hxw, int64_t group,
-                                                                   std::array<bool, 3> mask) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_mlu(T grad_out, T input, T mean, T rstd,
+                                                                       const std::optional<at::Tensor>& weight,
+                                                                       int64_t n, int64_t c, int64_t hxw, int64_t group,
+                                                                       std::array<bool, 3> mask) {
   TORCH_CHECK(group > 0 && c % group == 0, "native_group_norm_backward: ", c, " channels are not a multiple of ",
               group, " groups");
   const bool has_weight = weight.has_value() && weight->defined();
@@ -362,21 +365,21 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit(T input, const s
                                                                 const std::optional<at::Tensor>& bias,
                                                                 at::Tensor& running_mean, at::Tensor& running_var,
                                                                 bool training, double momentum, double eps) {
-  return batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+  return batch_norm_mlu(input, weight, bias, running_mean, running_var, training, momentum, eps);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_legit_no_stats(T input,
                                                                          const std::optional<at::Tensor>& weight,
                                                                          const std::optional<at::Tensor>& bias,
                                                                          bool training, double momentum, double eps) {
-  return batch_norm(input, weight, bias, at::Tensor(), at::Tensor(), training, momentum, eps);
+  return batch_norm_mlu(input, weight, bias, at::Tensor(), at::Tensor(), training, momentum, eps);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> batch_norm_with_update(
     T input, const std::optional<at::Tensor>& weight, const std::optional<at::Tensor>& bias, at::Tensor& running_mean,
     at::Tensor& running_var, double momentum, double eps) {
   auto [output, save_mean, save_invstd] =
-      batch_norm(input, weight, bias, running_mean, running_var, /*training=*/true, momentum, eps);
+      batch_norm_mlu(input, weight, bias, running_mean, running_var, /*training=*/true, momentum, eps);
   at::Tensor reserve = at::empty({0}, input.options().dtype(at::kByte));
   return {output, save_mean, save_invstd, reserve};
 }
@@ -385,23 +388,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> new_batch_norm_backward(
     T grad_out, T input, T weight, const std::optional<at::Tensor>& running_mean,
     const std::optional<at::Tensor>& running_var, const std::optional<at::Tensor>& save_mean,
     const std::optional<at::Tensor>& save_var, bool update, double eps, std::array<bool, 3> mask, T /*reserve*/) {
-  return batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_var, update, eps,
-                             mask);
+  return batch_norm_backward_mlu(grad_out, input, weight, running_mean, running_var, save_mean, save_var, update, eps,
+                                 mask);
 }
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_native_batch_norm_legit", TORCH_FN(batch_norm_legit));
-  m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(batch_norm_legit_no_stats));
-  m.impl("_batch_norm_with_update", TORCH_FN(batch_norm_with_update));
-  m.impl("batch_norm_backward", TORCH_FN(new_batch_norm_backward));
-  m.impl("native_group_norm", TORCH_FN(group_norm));
-  m.impl("native_layer_norm", TORCH_FN(layer_norm));
-  m.impl("native_layer_norm_backward", TORCH_FN(layer_norm_backward));
-  m.impl("native_batch_norm", TORCH_FN(batch_norm));
-  m.impl("native_batch_norm_backward", TORCH_FN(batch_norm_backward));
-  m.impl("native_group_norm_backward", TORCH_FN(group_norm_backward));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/NormalizationOps.inc"

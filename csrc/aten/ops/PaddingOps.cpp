@@ -100,16 +100,16 @@ at::Tensor pad_backward(const at::Tensor& grad_output, const at::Tensor& self, a
 }
 
 // Each op checks its arguments with PyTorch's meta function (same errors as the CPU), then computes.
-#define MLU_PADDING(name, MODE)                                                                           \
-  at::Tensor name(const at::Tensor& self, at::IntArrayRef padding) {                                      \
-    const at::Tensor expected = at::name(on_meta(self), padding);                                         \
-    at::Tensor out = pad_forward(self, padding, MODE);                                                    \
-    TORCH_INTERNAL_ASSERT(out.sizes() == expected.sizes(), #name ": output size mismatch");               \
-    return out.contiguous(self.suggest_memory_format());                                                  \
-  }                                                                                                       \
-  at::Tensor name##_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) { \
-    at::name##_backward(on_meta(grad_output), on_meta(self), padding);                                    \
-    return pad_backward(grad_output, self, padding, MODE).contiguous(self.suggest_memory_format());       \
+#define MLU_PADDING(name, MODE)                                                                                    \
+  at::Tensor name##_mlu(const at::Tensor& self, at::IntArrayRef padding) {                                         \
+    const at::Tensor expected = at::name(on_meta(self), padding);                                                  \
+    at::Tensor out = pad_forward(self, padding, MODE);                                                             \
+    TORCH_INTERNAL_ASSERT(out.sizes() == expected.sizes(), #name ": output size mismatch");                        \
+    return out.contiguous(self.suggest_memory_format());                                                           \
+  }                                                                                                                \
+  at::Tensor name##_backward_mlu(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding) { \
+    at::name##_backward(on_meta(grad_output), on_meta(self), padding);                                             \
+    return pad_backward(grad_output, self, padding, MODE).contiguous(self.suggest_memory_format());                \
   }
 
 MLU_PADDING(reflection_pad1d, Pad::Reflect)
@@ -135,21 +135,7 @@ std::tuple<at::Tensor, at::Tensor> prelu_kernel_backward(const at::Tensor& grad_
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("reflection_pad1d", TORCH_FN(reflection_pad1d));
-  m.impl("reflection_pad2d", TORCH_FN(reflection_pad2d));
-  m.impl("reflection_pad3d", TORCH_FN(reflection_pad3d));
-  m.impl("replication_pad1d", TORCH_FN(replication_pad1d));
-  m.impl("replication_pad2d", TORCH_FN(replication_pad2d));
-  m.impl("replication_pad3d", TORCH_FN(replication_pad3d));
-  m.impl("reflection_pad1d_backward", TORCH_FN(reflection_pad1d_backward));
-  m.impl("reflection_pad2d_backward", TORCH_FN(reflection_pad2d_backward));
-  m.impl("reflection_pad3d_backward", TORCH_FN(reflection_pad3d_backward));
-  m.impl("replication_pad1d_backward", TORCH_FN(replication_pad1d_backward));
-  m.impl("replication_pad2d_backward", TORCH_FN(replication_pad2d_backward));
-  m.impl("replication_pad3d_backward", TORCH_FN(replication_pad3d_backward));
-  m.impl("_prelu_kernel", TORCH_FN(prelu_kernel));
-  m.impl("_prelu_kernel_backward", TORCH_FN(prelu_kernel_backward));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/PaddingOps.inc"

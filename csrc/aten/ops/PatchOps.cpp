@@ -15,7 +15,6 @@
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/Fallback.h"
 #include "csrc/aten/KernelArgs.h"
-#include "csrc/aten/Structured.h"
 
 namespace torch_mlu {
 namespace {
@@ -104,16 +103,7 @@ at::Tensor col2im_mlu(T self, A output_size, A kernel, A dilation, A padding, A 
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("im2col", TORCH_FN(im2col_mlu));
-  m.impl("im2col.out", [](T self, A kernel, A dilation, A padding, A stride, at::Tensor& out) -> at::Tensor& {
-    return copy_into(out, im2col_mlu(self, kernel, dilation, padding, stride));
-  });
-  m.impl("col2im", TORCH_FN(col2im_mlu));
-  m.impl("col2im.out",
-         [](T self, A output_size, A kernel, A dilation, A padding, A stride, at::Tensor& out) -> at::Tensor& {
-           return copy_into(out, col2im_mlu(self, output_size, kernel, dilation, padding, stride));
-         });
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/PatchOps.inc"

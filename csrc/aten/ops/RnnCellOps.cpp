@@ -114,11 +114,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_thnn_fused_lstm_cell", TORCH_FN(fused_lstm_cell));
-  m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(fused_lstm_cell_backward));
-  m.impl("_thnn_fused_gru_cell", TORCH_FN(fused_gru_cell));
-  m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(fused_gru_cell_backward));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/RnnCellOps.inc"

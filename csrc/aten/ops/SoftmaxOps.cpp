@@ -3,20 +3,11 @@
 // fused row kernel runs on the current stream. Unlike the CPU (and like
 // CUDA), half_to_float is supported: Float16 in, float out.
 #include <ATen/WrapDimUtils.h>
-#include <ATen/ops/_log_softmax_backward_data_meta.h>
-#include <ATen/ops/_log_softmax_backward_data_ops.h>
-#include <ATen/ops/_log_softmax_meta.h>
-#include <ATen/ops/_log_softmax_ops.h>
-#include <ATen/ops/_softmax_backward_data_meta.h>
-#include <ATen/ops/_softmax_backward_data_ops.h>
-#include <ATen/ops/_softmax_meta.h>
-#include <ATen/ops/_softmax_ops.h>
 #include <ATen/ops/empty_like.h>
 #include <mlu_kernels/softmax.h>
 
 #include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
-#include "csrc/aten/StructuredPointwise.h"
 
 namespace torch_mlu {
 namespace {
@@ -82,97 +73,9 @@ void launch_backward(const char* name, const at::Tensor& grad, const at::Tensor&
   launch_kernel(output.device().index(), name, [=] { k::softmax_backward(shape, kd, gi, g, o, log); });
 }
 
-// The functional and out= forms of _softmax / _log_softmax.
-template <class Meta, bool kLog, class AtenOp>  // AtenOp: what falls back (Fallback.h)
-at::Tensor forward(const char* name, T self, int64_t dim, bool half_to_float) {
-  if (!has_softmax_kernel(self)) {
-    return cpu_fallback<AtenOp>(self, dim, half_to_float);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUFunctional<Meta> meta;
-  meta.meta(self, dim, half_to_float);
-  launch_forward(name, self, dim, meta.output(), kLog);
-  return std::move(meta.output());
-}
-
-template <class Meta, bool kLog, class AtenOp>  // AtenOp: what falls back (Fallback.h)
-at::Tensor& forward_out(const char* name, T self, int64_t dim, bool half_to_float,
-                        at::Tensor& out) {
-  if (!has_softmax_kernel(self) || !has_softmax_kernel(out)) {
-    return cpu_fallback<AtenOp>(self, dim, half_to_float, out);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUOut<Meta> meta(out);
-  meta.meta(self, dim, half_to_float);
-  launch_forward(name, self, dim, meta.maybe_get_output(0), kLog);
-  meta.finish();
-  return out;
-}
-
-template <class Meta, bool kLog, class AtenOp>  // AtenOp: what falls back (Fallback.h)
-at::Tensor backward(const char* name, T grad, T output, int64_t dim, at::ScalarType input_dtype) {
-  if (!has_softmax_kernel(grad) || !has_softmax_kernel(output) || !at::isFloatingType(input_dtype)) {
-    return cpu_fallback<AtenOp>(grad, output, dim, input_dtype);
-  }
-  c10::OptionalDeviceGuard guard(grad.device());
-  MLUFunctional<Meta> meta;
-  meta.meta(grad, output, dim, input_dtype);
-  launch_backward(name, grad, output, dim, meta.output(), kLog);
-  return std::move(meta.output());
-}
-
-template <class Meta, bool kLog, class AtenOp>  // AtenOp: what falls back (Fallback.h)
-at::Tensor& backward_out(const char* name, T grad, T output, int64_t dim,
-                         at::ScalarType input_dtype, at::Tensor& out) {
-  if (!has_softmax_kernel(grad) || !has_softmax_kernel(output) || !has_softmax_kernel(out) ||
-      !at::isFloatingType(input_dtype)) {
-    return cpu_fallback<AtenOp>(grad, output, dim,
-                                                                                 input_dtype, out);
-  }
-  c10::OptionalDeviceGuard guard(grad.device());
-  MLUOut<Meta> meta(out);
-  meta.meta(grad, output, dim, input_dtype);
-  launch_backward(name, grad, output, dim, meta.maybe_get_output(0), kLog);
-  meta.finish();
-  return out;
-}
-
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_softmax", [](T self, int64_t dim, bool half_to_float) {
-    return forward<at::meta::structured__softmax, false, ATEN_OP(_softmax)>("softmax", self, dim, half_to_float);
-  });
-  m.impl("_softmax.out", [](T self, int64_t dim, bool half_to_float, at::Tensor& out) -> at::Tensor& {
-    return forward_out<at::meta::structured__softmax, false, ATEN_OP2(_softmax, out)>("softmax", self, dim,
-                                                             half_to_float, out);
-  });
-  m.impl("_log_softmax", [](T self, int64_t dim, bool half_to_float) {
-    return forward<at::meta::structured__log_softmax, true, ATEN_OP(_log_softmax)>("log_softmax", self, dim,
-                                                            half_to_float);
-  });
-  m.impl("_log_softmax.out", [](T self, int64_t dim, bool half_to_float, at::Tensor& out) -> at::Tensor& {
-    return forward_out<at::meta::structured__log_softmax, true, ATEN_OP2(_log_softmax, out)>("log_softmax", self, dim,
-                                                                half_to_float, out);
-  });
-  m.impl("_softmax_backward_data", [](T grad, T output, int64_t dim, at::ScalarType input_dtype) {
-    return backward<at::meta::structured__softmax_backward_data, false, ATEN_OP(_softmax_backward_data)>(
-        "softmax_backward", grad, output, dim, input_dtype);
-  });
-  m.impl("_softmax_backward_data.out",
-         [](T grad, T output, int64_t dim, at::ScalarType input_dtype, at::Tensor& out) -> at::Tensor& {
-           return backward_out<at::meta::structured__softmax_backward_data, false, ATEN_OP2(_softmax_backward_data, out)>(
-               "softmax_backward", grad, output, dim, input_dtype, out);
-         });
-  m.impl("_log_softmax_backward_data", [](T grad, T output, int64_t dim, at::ScalarType input_dtype) {
-    return backward<at::meta::structured__log_softmax_backward_data, true, ATEN_OP(_log_softmax_backward_data)>(
-        "log_softmax_backward", grad, output, dim, input_dtype);
-  });
-  m.impl("_log_softmax_backward_data.out",
-         [](T grad, T output, int64_t dim, at::ScalarType input_dtype, at::Tensor& out) -> at::Tensor& {
-           return backward_out<at::meta::structured__log_softmax_backward_data, true, ATEN_OP2(_log_softmax_backward_data, out)>(
-               "log_softmax_backward", grad, output, dim, input_dtype, out);
-         });
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/SoftmaxOps.inc"
