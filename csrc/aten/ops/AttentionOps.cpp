@@ -367,16 +367,11 @@ bool mask_left_aligned(T /*t*/, T mask) {
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(sdpa_fused_mlu));
-  m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(sdpa_fused_backward_mlu));
-  m.impl("_nested_tensor_from_mask_left_aligned", TORCH_FN(mask_left_aligned));
-  // The op form of the stub's choice (native multi-head attention asks it).
-  m.impl("_fused_sdp_choice", TORCH_FN(choose_sdp_backend));
-}
-
 }  // namespace torch_mlu
 
 namespace at::native {
 REGISTER_PRIVATEUSE1_DISPATCH(_fused_sdp_choice_stub, &torch_mlu::choose_sdp_backend)
 }  // namespace at::native
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/AttentionOps.inc"

@@ -137,9 +137,9 @@ k::TransposedSums16 cpu_transposed_sums(const k::ConvShape& s, at::ScalarType ty
   return k::TransposedSums16::slow;
 }
 
-at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, const std::optional<at::Tensor>& bias_,
-                       at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
-                       at::IntArrayRef output_padding, int64_t groups) {
+at::Tensor convolution_mlu(const at::Tensor& input_, const at::Tensor& weight_, const std::optional<at::Tensor>& bias_,
+                           at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed,
+                           at::IntArrayRef output_padding, int64_t groups) {
   const at::Tensor bias_given = bias_.has_value() ? *bias_ : at::Tensor();
   check_devices(input_, weight_, &bias_given);
   const k::ScalarType type = conv_dtype(input_, /*integers_allowed=*/true);
@@ -202,10 +202,10 @@ at::Tensor convolution(const at::Tensor& input_, const at::Tensor& weight_, cons
   return output;
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
+std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_mlu(
     const at::Tensor& grad_output_, const at::Tensor& input_, const at::Tensor& weight_, at::IntArrayRef stride,
-    at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding,
-    int64_t groups, std::array<bool, 3> mask) {
+    at::IntArrayRef padding, at::IntArrayRef dilation, bool transposed, at::IntArrayRef output_padding, int64_t groups,
+    std::array<bool, 3> mask) {
   check_devices(input_, weight_, &grad_output_);
   const k::ScalarType type = conv_dtype(input_, /*integers_allowed=*/false);
   c10::DeviceGuard guard(input_.device());
@@ -281,9 +281,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward(
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("convolution_overrideable", TORCH_FN(convolution));
-  m.impl("convolution_backward_overrideable", TORCH_FN(convolution_backward));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/ConvolutionOps.inc"

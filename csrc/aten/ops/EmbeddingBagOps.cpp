@@ -191,12 +191,7 @@ at::Tensor backward_mlu(T grad, T indices, T offsets, T offset2bag, T bag_size, 
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_embedding_bag", TORCH_FN(embedding_bag_mlu));
-  m.impl("_embedding_bag_forward_only", TORCH_FN(embedding_bag_mlu));
-  m.impl("_embedding_bag_backward", TORCH_FN(backward_mlu));
-  m.impl("_embedding_bag_dense_backward", TORCH_FN(dense_backward_mlu));
-  m.impl("_embedding_bag_per_sample_weights_backward", TORCH_FN(per_sample_weights_backward_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/EmbeddingBagOps.inc"

@@ -105,7 +105,7 @@ at::Tensor masked_softmax_backward(T grad, T output, T mask, std::optional<int64
 
 // torch.equal: same shape and equal elements (after type promotion, NaN
 // unequal); the answer is a host bool, so it waits for the queue.
-bool equal(T self, T other) {
+bool equal_mlu(T self, T other) {
   TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
               self.device(), " and ", other.device());
   if (!self.is_same_size(other)) return false;
@@ -115,20 +115,7 @@ bool equal(T self, T other) {
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_transform_bias_rescale_qkv", TORCH_FN(transform_bias_rescale_qkv));
-  m.impl("_masked_softmax", TORCH_FN(masked_softmax));
-  m.impl("_masked_softmax_backward", TORCH_FN(masked_softmax_backward));
-  m.impl("equal", TORCH_FN(equal));
-  m.impl("_native_multi_head_attention", TORCH_FN(at::native::native_multi_head_attention_cpu));
-  m.impl("_transformer_encoder_layer_fwd", TORCH_FN(at::native::transformer_encoder_layer_forward));
-  m.impl("_nested_tensor_from_mask", TORCH_FN(at::native::NestedTensor_nested_tensor_from_mask));
-  m.impl("_nested_from_padded", TORCH_FN(at::native::nested_from_padded_generic));
-  m.impl("_nested_view_from_buffer", TORCH_FN(at::native::_nested_view_from_buffer));
-}
-
-TORCH_LIBRARY_IMPL(aten, NestedTensorPrivateUse1, m) {
-  m.impl("_transform_bias_rescale_qkv", TORCH_FN(transform_bias_rescale_qkv));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/TransformerOps.inc"
