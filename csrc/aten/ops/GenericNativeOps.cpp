@@ -11,22 +11,5 @@
 #include <ATen/ops/remainder_native.h>
 #include <ATen/ops/rsub_native.h>
 
-#include "csrc/aten/DeviceCheck.h"
-
-namespace torch_mlu {
-
-TORCH_MLU_ATEN_IMPL(m) {
-  // at::sub(other, self, alpha).
-  m.impl("rsub.Tensor",
-         TORCH_FN(static_cast<at::Tensor (*)(const at::Tensor&, const at::Tensor&, const at::Scalar&)>(
-             at::native::rsub)));
-  // at::remainder(wrapped_scalar_tensor(self), other).
-  m.impl("remainder.Scalar_Tensor",
-         TORCH_FN(static_cast<at::Tensor (*)(const at::Scalar&, const at::Tensor&)>(at::native::remainder)));
-  // (self != 0).sum(dims): CUDA's implementation, compiled into the CPU library.
-  m.impl("count_nonzero.dim_IntList", TORCH_FN(at::native::count_nonzero_cuda));
-  // self.mvlgamma(p) copied into out.
-  m.impl("mvlgamma.out", TORCH_FN(at::native::mvlgamma_out));
-}
-
-}  // namespace torch_mlu
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/GenericNativeOps.inc"

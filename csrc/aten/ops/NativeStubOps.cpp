@@ -34,7 +34,6 @@
 #include <ATen/ops/take_native.h>
 #include <ATen/ops/where.h>
 
-#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/Structured.h"
 
 namespace torch_mlu {
@@ -138,6 +137,14 @@ void isin_default_mlu(const at::Tensor& elements, const at::Tensor& test_element
   out.copy_(invert ? found.logical_not() : found);
 }
 
+// renorm_: PyTorch's meta and impl into self (impl: native registers the functional and out= forms).
+at::Tensor& renorm_inplace_mlu(at::Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) {
+  MLUInplace<at::native::structured_renorm_out> op(self);
+  op.meta(self, p, dim, maxnorm);
+  op.impl(self, p, dim, maxnorm, self);
+  return self;
+}
+
 }  // namespace
 }  // namespace torch_mlu
 
@@ -152,91 +159,5 @@ REGISTER_PRIVATEUSE1_DISPATCH(aminmax_allreduce_stub, &torch_mlu::aminmax_allred
 REGISTER_PRIVATEUSE1_DISPATCH(isin_default_stub, &torch_mlu::isin_default_mlu)
 }  // namespace at::native
 
-namespace torch_mlu {
-namespace {
-
-using T = const at::Tensor&;
-
-template <class Impl, class... Args>
-at::Tensor structured_functional(T self, const Args&... args) {
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUFunctional<Impl> op;
-  op.meta(self, args...);
-  op.impl(self, args..., op.output());
-  return std::move(op.output());
-}
-
-template <class Impl, class... Args>
-at::Tensor& structured_inplace(at::Tensor& self, const Args&... args) {
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUInplace<Impl> op(self);
-  op.meta(self, args...);
-  op.impl(self, args..., self);
-  return self;
-}
-
-template <class Impl, class... Args>
-at::Tensor& structured_out(at::Tensor& out, T self, const Args&... args) {
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUOut<Impl> op(out);
-  op.meta(self, args...);
-  op.impl(self, args..., op.maybe_get_output(0));
-  op.finish();
-  return out;
-}
-
-}  // namespace
-
-TORCH_MLU_ATEN_IMPL(m) {
-  using S = const at::Scalar&;
-  m.impl("index_fill_.int_Scalar",
-         TORCH_FN(static_cast<at::Tensor& (*)(at::Tensor&, int64_t, T, S)>(at::native::index_fill_)));
-  // value.item(), then the Scalar form (a synchronisation, as on every device).
-  m.impl("index_fill_.int_Tensor",
-         TORCH_FN(static_cast<at::Tensor& (*)(at::Tensor&, int64_t, T, T)>(at::native::index_fill_)));
-  m.impl("take", TORCH_FN(at::native::take));
-  m.impl("take.out", TORCH_FN(at::native::take_out));
-  m.impl("put_", TORCH_FN(at::native::put_));
-  m.impl("linalg_cross", [](T self, T other, int64_t dim) {
-    return structured_functional<at::native::structured_linalg_cross_out>(self, other, dim);
-  });
-  m.impl("linalg_cross.out", [](T self, T other, int64_t dim, at::Tensor& out) -> at::Tensor& {
-    return structured_out<at::native::structured_linalg_cross_out>(out, self, other, dim);
-  });
-  m.impl("renorm", [](T self, S p, int64_t dim, S maxnorm) {
-    return structured_functional<at::native::structured_renorm_out>(self, p, dim, maxnorm);
-  });
-  m.impl("renorm_", [](at::Tensor& self, S p, int64_t dim, S maxnorm) -> at::Tensor& {
-    return structured_inplace<at::native::structured_renorm_out>(self, p, dim, maxnorm);
-  });
-  m.impl("renorm.out", [](T self, S p, int64_t dim, S maxnorm, at::Tensor& out) -> at::Tensor& {
-    return structured_out<at::native::structured_renorm_out>(out, self, p, dim, maxnorm);
-  });
-  m.impl("isin.Tensor_Tensor", [](T elements, T test_elements, bool assume_unique, bool invert) {
-    return structured_functional<at::native::structured_isin_Tensor_Tensor_out>(elements, test_elements,
-                                                                                 assume_unique, invert);
-  });
-  m.impl("isin.Tensor_Tensor_out", [](T elements, T test_elements, bool assume_unique, bool invert,
-                                      at::Tensor& out) -> at::Tensor& {
-    return structured_out<at::native::structured_isin_Tensor_Tensor_out>(out, elements, test_elements, assume_unique,
-                                                                          invert);
-  });
-  m.impl("aminmax", [](T self, std::optional<int64_t> dim, bool keepdim) {
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUFunctional<at::native::structured_aminmax_out, 2> op;
-    op.meta(self, dim, keepdim);
-    op.impl(self, dim, keepdim, op.output(0), op.output(1));
-    return std::make_tuple(std::move(op.output(0)), std::move(op.output(1)));
-  });
-  m.impl("aminmax.out", [](T self, std::optional<int64_t> dim, bool keepdim, at::Tensor& min,
-                           at::Tensor& max) -> std::tuple<at::Tensor&, at::Tensor&> {
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUOut<at::native::structured_aminmax_out, 2> op(min, max);
-    op.meta(self, dim, keepdim);
-    op.impl(self, dim, keepdim, op.maybe_get_output(0), op.maybe_get_output(1));
-    op.finish();
-    return {min, max};
-  });
-}
-
-}  // namespace torch_mlu
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/NativeStubOps.inc"

@@ -17,10 +17,8 @@
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/random.h>
 #include <mlu_kernels/sampling.h>
-#include <torch/library.h>
 
 #include "csrc/aten/Copy.h"
-#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/core/MLUGeneratorImpl.h"
 
@@ -295,30 +293,7 @@ std::tuple<at::Tensor, at::Tensor> native_dropout_mlu(const at::Tensor& input, d
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("uniform_", TORCH_FN(uniform_mlu_));
-  m.impl("normal_", TORCH_FN(normal_mlu_));
-  m.impl("normal.Tensor_float", TORCH_FN(normal_tensor_float_mlu));
-  m.impl("normal.float_Tensor", TORCH_FN(normal_float_tensor_mlu));
-  m.impl("normal.Tensor_Tensor", TORCH_FN(normal_tensor_tensor_mlu));
-  m.impl("bernoulli_.float", TORCH_FN(bernoulli_scalar_mlu_));
-  m.impl("bernoulli_.Tensor", TORCH_FN(bernoulli_tensor_mlu_));
-  m.impl("bernoulli", TORCH_FN(bernoulli_mlu));
-  m.impl("random_", TORCH_FN(random_mlu_));
-  m.impl("random_.from", TORCH_FN(random_from_mlu_));
-  m.impl("random_.to", TORCH_FN(random_to_mlu_));
-  m.impl("exponential_", TORCH_FN(exponential_mlu_));
-  m.impl("geometric_", TORCH_FN(geometric_mlu_));
-  m.impl("log_normal_", TORCH_FN(log_normal_mlu_));
-  m.impl("cauchy_", TORCH_FN(cauchy_mlu_));
-  m.impl("randperm.generator_out", TORCH_FN(randperm_out_mlu));
-  m.impl("multinomial", TORCH_FN(multinomial_mlu));
-  m.impl("multinomial.out", TORCH_FN(multinomial_out_mlu));
-  m.impl("native_dropout", TORCH_FN(native_dropout_mlu));
-  // The CPU's definition, grad * mask * scale, on the native element-wise ops.
-  m.impl("native_dropout_backward", [](const at::Tensor& grad, const at::Tensor& mask, double scale) {
-    return at::mul(at::mul(grad, mask), scale);
-  });
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/Random.inc"

@@ -11,9 +11,7 @@
 #include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
-#include <torch/library.h>
 
-#include "csrc/aten/DeviceCheck.h"
 #include "csrc/core/MLUCachingAllocator.h"
 #include "csrc/core/MLUStorage.h"
 
@@ -70,19 +68,7 @@ bool has_compatible_shallow_copy_type_mlu(const at::Tensor& self, const at::Tens
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type_mlu));
-  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
-  m.impl("view", TORCH_FN(at::native::view));
-  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
-  m.impl("unfold", TORCH_FN(at::native::unfold));
-  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
-  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
-  m.impl("resize_", TORCH_FN(resize_mlu_));
-  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage_mlu_));
-  m.impl("set_.source_Storage", TORCH_FN(at::native::set_));
-  m.impl("set_.source_Tensor", TORCH_FN(at::native::set_tensor_));
-  m.impl("set_", TORCH_FN(set_empty_mlu_));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/Views.inc"
