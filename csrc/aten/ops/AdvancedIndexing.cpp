@@ -22,15 +22,12 @@
 #include <ATen/native/IndexingUtils.h>
 #include <ATen/native/TensorAdvancedIndexing.h>
 #include <ATen/ops/_index_put_impl_native.h>
-#include <ATen/ops/_index_put_impl_ops.h>
 #include <ATen/ops/index_meta.h>
-#include <ATen/ops/index_ops.h>
 #include <ATen/ops/masked_fill.h>
 #include <ATen/ops/masked_select.h>
 #include <c10/core/DeviceGuard.h>
 #include <mlu_kernels/advanced_index.h>
 
-#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/Structured.h"
 #include "csrc/aten/StructuredPointwise.h"
@@ -191,10 +188,6 @@ bool is_full_mask(const at::Tensor& self, const IndexList& indices) {
 }
 
 at::Tensor index_mlu(const at::Tensor& self, const IndexList& indices) {
-  if (!has_move_kernel(self)) {
-    return cpu_fallback<ATEN_OP2(index, Tensor)>(self, indices);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
   if (is_full_mask(self, indices)) return at::masked_select(self, *indices[0]);
   MLUFunctional<at::meta::structured_index_Tensor> op;
   const auto info = op.meta(self, at::IOptTensorListRef(indices));
@@ -211,11 +204,6 @@ at::Tensor index_mlu(const at::Tensor& self, const IndexList& indices) {
 
 at::Tensor& index_put_impl_mlu(at::Tensor& self, const IndexList& indices, const at::Tensor& values, bool accumulate,
                                bool unsafe) {
-  // The accumulating kernel adds complex elements too.
-  if (!has_move_kernel(self) || !has_move_kernel(values)) {
-    return cpu_fallback<ATEN_OP(_index_put_impl_)>(self, indices, values, accumulate, unsafe);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
   if (!accumulate && values.numel() == 1 && values.device() == self.device() && is_full_mask(self, indices)) {
     return self.masked_fill_(*indices[0], values.reshape({}));  // no .item(): stays asynchronous
   }
@@ -224,14 +212,12 @@ at::Tensor& index_put_impl_mlu(at::Tensor& self, const IndexList& indices, const
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("index.Tensor", TORCH_FN(index_mlu));
-  m.impl("_index_put_impl_", TORCH_FN(index_put_impl_mlu));
-}
-
 }  // namespace torch_mlu
 
 namespace at::native {
 REGISTER_PRIVATEUSE1_DISPATCH(index_put_stub, &torch_mlu::index_put_kernel_mlu)
 REGISTER_PRIVATEUSE1_DISPATCH(index_put_with_sort_stub, &torch_mlu::index_put_with_sort_mlu)
 }  // namespace at::native
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/AdvancedIndexing.inc"

@@ -5,17 +5,8 @@
 // out-of-range index is a device-side error naming the op, stored on the
 // stream's queue and raised at the next synchronisation that covers it (Note
 // [Errors belong to queues] in mlu_runtime/queue.h); the device keeps working.
-#include <ATen/ops/embedding_dense_backward_ops.h>
-
-#include <ATen/ops/gather_ops.h>
-#include <ATen/ops/index_add_ops.h>
-#include <ATen/ops/index_copy_ops.h>
-#include <ATen/ops/index_reduce_ops.h>
 #include <ATen/ops/index_select_ops.h>
 #include <ATen/ops/masked_fill_ops.h>
-#include <ATen/ops/scatter_add_ops.h>
-#include <ATen/ops/scatter_ops.h>
-#include <ATen/ops/scatter_reduce_ops.h>
 #include <limits>
 
 #include <ATen/Dispatch.h>
@@ -24,25 +15,17 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/cat_meta.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/gather_meta.h>
-#include <ATen/ops/index_add_meta.h>
-#include <ATen/ops/index_copy_meta.h>
-#include <ATen/ops/index_reduce_meta.h>
 #include <ATen/ops/imag.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/real.h>
 #include <ATen/ops/view_as_complex.h>
 #include <ATen/ops/view_as_real.h>
 #include <ATen/ops/scalar_tensor.h>
-#include <ATen/ops/scatter_add_meta.h>
-#include <ATen/ops/scatter_meta.h>
-#include <ATen/ops/scatter_reduce_meta.h>
 #include <ATen/ops/zeros.h>
 #include <ATen/ops/zeros_like.h>
 #include <mlu_kernels/index.h>
 
 #include "csrc/aten/Copy.h"
-#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/StructuredPointwise.h"
 
@@ -135,37 +118,11 @@ at::Tensor index_select_mlu(const at::Tensor& self, int64_t dim, const at::Tenso
 
 // ---- gather / scatter through their meta functions ----
 
-template <class Impl>
-void gather_impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& out, Impl&&) {
+void gather_impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& out) {
   if (index.numel() == 0) return;
   dim = at::maybe_wrap_dim(dim, self.dim());
   launch_gather("gather", shape_of(index), static_cast<int>(dim), kernel_operand(out, "gather"), kernel_operand(self, "gather"),
                 self.dim() == 0 ? 1 : self.size(dim), kernel_operand(index, "gather"), self.device());
-}
-
-at::Tensor gather_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad) {
-  if (!has_move_kernel(self)) {
-    return cpu_fallback<ATEN_OP(gather)>(self, dim,
-                                                                                          index, sparse_grad);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUFunctional<at::meta::structured_gather> op;
-  op.meta(self, dim, index, sparse_grad);
-  gather_impl(self, dim, index, op.output(), 0);
-  return std::move(op.output());
-}
-
-at::Tensor& gather_out_mlu(const at::Tensor& self, int64_t dim, const at::Tensor& index, bool sparse_grad,
-                           at::Tensor& out) {
-  if (!has_move_kernel(self)) {
-    return cpu_fallback<ATEN_OP2(gather, out)>(self, dim, index, sparse_grad, out);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUOut<at::meta::structured_gather> op(out);
-  op.meta(self, dim, index, sparse_grad);
-  gather_impl(self, dim, index, op.maybe_get_output(0), 0);
-  op.finish();
-  return out;
 }
 
 k::ScatterOp scatter_kind(c10::string_view reduce) {
@@ -210,43 +167,6 @@ void scatter_impl(const char* op, k::ScatterOp kind, const at::Tensor& self, con
     return;
   }
   launch(result, source);
-}
-
-template <class Meta, class Fallback, class... A>
-at::Tensor scatter_fn(const char* op, k::ScatterOp kind, const at::Tensor& src, const at::Scalar& value,
-                      Fallback&& fallback, const at::Tensor& self, int64_t dim, const at::Tensor& index,
-                      const A&... rest) {
-  if (!scatter_takes(kind, self)) return fallback();
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUFunctional<Meta> meta;
-  meta.meta(self, dim, index, rest...);
-  scatter_impl(op, kind, self, meta.output(), dim, index, src, value);
-  return std::move(meta.output());
-}
-
-template <class Meta, class Fallback, class... A>
-at::Tensor& scatter_inplace(const char* op, k::ScatterOp kind, const at::Tensor& src, const at::Scalar& value,
-                            Fallback&& fallback, at::Tensor& self, int64_t dim, const at::Tensor& index,
-                            const A&... rest) {
-  if (!scatter_takes(kind, self)) return fallback();
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUInplace<Meta> meta(self);
-  meta.meta(self, dim, index, rest...);
-  scatter_impl(op, kind, self, self, dim, index, src, value);
-  return self;
-}
-
-template <class Meta, class Fallback, class... A>
-at::Tensor& scatter_out(const char* op, k::ScatterOp kind, const at::Tensor& src, const at::Scalar& value,
-                        Fallback&& fallback, at::Tensor& out, const at::Tensor& self, int64_t dim,
-                        const at::Tensor& index, const A&... rest) {
-  if (!scatter_takes(kind, self) || !scatter_takes(kind, out)) return fallback();
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUOut<Meta> meta(out);
-  meta.meta(self, dim, index, rest...);
-  scatter_impl(op, kind, self, meta.maybe_get_output(0), dim, index, src, value);
-  meta.finish();
-  return out;
 }
 
 // scatter_reduce.two, as on the CPU: with include_self=False the positions
@@ -440,11 +360,7 @@ at::Tensor& cat_out_mlu(const at::ITensorListRef& tensors, int64_t dim, at::Tens
 // embedding's backward: index_add of the gradient rows (padding_idx rows
 // dropped); scale_grad_by_freq falls back to the CPU.
 at::Tensor embedding_dense_backward_mlu(const at::Tensor& grad, const at::Tensor& indices, c10::SymInt num_weights,
-                                       c10::SymInt padding_idx, bool scale_grad_by_freq) {
-  if (scale_grad_by_freq || !has_kernel(grad)) {
-    return cpu_fallback_symint<ATEN_OP(embedding_dense_backward)>(grad, indices, num_weights, padding_idx, scale_grad_by_freq);
-  }
-  c10::OptionalDeviceGuard guard(grad.device());
+                                        c10::SymInt padding_idx) {
   const int64_t n = num_weights.expect_int();
   const int64_t pad = padding_idx.expect_int();
   const int64_t embedding_dim = grad.size(-1);
@@ -461,221 +377,7 @@ at::Tensor embedding_dense_backward_mlu(const at::Tensor& grad, const at::Tensor
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("index_select", TORCH_FN(index_select_mlu));
-  m.impl("index_select.out", TORCH_FN(index_select_out_mlu));
-  m.impl("gather", TORCH_FN(gather_mlu));
-  m.impl("gather.out", TORCH_FN(gather_out_mlu));
-  using T = const at::Tensor&;
-  // scatter.src / scatter.value and their in-place and out= forms.
-  m.impl("scatter.src", [](T self, int64_t dim, T index, T src) {
-    return scatter_fn<at::meta::structured_scatter_src>("scatter", k::ScatterOp::Assign, src, 0, [&] {
-      return cpu_fallback<ATEN_OP2(scatter, src)>(self, dim, index, src);
-    }, self, dim, index, src);
-  });
-  m.impl("scatter_.src", [](at::Tensor& self, int64_t dim, T index, T src) -> at::Tensor& {
-    return scatter_inplace<at::meta::structured_scatter_src>("scatter", k::ScatterOp::Assign, src, 0,
-        [&]() -> at::Tensor& {
-          return cpu_fallback<ATEN_OP2(scatter_, src)>(self, dim, index, src);
-        }, self, dim, index, src);
-  });
-  m.impl("scatter.src_out", [](T self, int64_t dim, T index, T src, at::Tensor& out) -> at::Tensor& {
-    return scatter_out<at::meta::structured_scatter_src>("scatter", k::ScatterOp::Assign, src, 0,
-        [&]() -> at::Tensor& {
-          return cpu_fallback<ATEN_OP2(scatter, src_out)>(self, dim, index,
-                                                                         src, out);
-        }, out, self, dim, index, src);
-  });
-  m.impl("scatter.value", [](T self, int64_t dim, T index, const at::Scalar& value) {
-    return scatter_fn<at::meta::structured_scatter_value>("scatter", k::ScatterOp::Assign, at::Tensor(), value, [&] {
-      return cpu_fallback<ATEN_OP2(scatter, value)>(self, dim, index, value);
-    }, self, dim, index, value);
-  });
-  m.impl("scatter_.value", [](at::Tensor& self, int64_t dim, T index, const at::Scalar& value) -> at::Tensor& {
-    return scatter_inplace<at::meta::structured_scatter_value>("scatter", k::ScatterOp::Assign, at::Tensor(), value,
-        [&]() -> at::Tensor& {
-          return cpu_fallback<ATEN_OP2(scatter_, value)>(self,
-                                                                                      dim, index, value);
-        }, self, dim, index, value);
-  });
-  m.impl("scatter.value_out", [](T self, int64_t dim, T index, const at::Scalar& value, at::Tensor& out) -> at::Tensor& {
-    return scatter_out<at::meta::structured_scatter_value>("scatter", k::ScatterOp::Assign, at::Tensor(), value,
-        [&]() -> at::Tensor& {
-          return cpu_fallback<ATEN_OP2(scatter, value_out)>(self, dim, index, value, out);
-        }, out, self, dim, index, value);
-  });
-  m.impl("scatter.reduce", [](T self, int64_t dim, T index, T src, c10::string_view reduce) {
-    return scatter_fn<at::meta::structured_scatter_reduce>("scatter", scatter_kind(reduce), src, 0, [&] {
-      return cpu_fallback<ATEN_OP2(scatter, reduce)>(self, dim, index,
-                                                                           src, reduce);
-    }, self, dim, index, src, reduce);
-  });
-  m.impl("scatter_.reduce", [](at::Tensor& self, int64_t dim, T index, T src, c10::string_view reduce) -> at::Tensor& {
-    return scatter_inplace<at::meta::structured_scatter_reduce>("scatter", scatter_kind(reduce), src, 0,
-        [&]() -> at::Tensor& {
-          return cpu_fallback<ATEN_OP2(scatter_, reduce)>(self, dim, index, src, reduce);
-        }, self, dim, index, src, reduce);
-  });
-  m.impl("scatter.reduce_out", [](T self, int64_t dim, T index, T src, c10::string_view reduce,
-                                  at::Tensor& out) -> at::Tensor& {
-    return scatter_out<at::meta::structured_scatter_reduce>("scatter", scatter_kind(reduce), src, 0,
-        [&]() -> at::Tensor& {
-          return cpu_fallback<ATEN_OP2(scatter, reduce_out)>(self, dim, index, src, reduce, out);
-        }, out, self, dim, index, src, reduce);
-  });
-  m.impl("scatter.value_reduce", [](T self, int64_t dim, T index, const at::Scalar& value, c10::string_view reduce) {
-    return scatter_fn<at::meta::structured_scatter_value_reduce>("scatter", scatter_kind(reduce), at::Tensor(), value,
-        [&] { return cpu_fallback<ATEN_OP2(scatter, value_reduce)>(self, dim, index, value, reduce); },
-        self, dim, index, value, reduce);
-  });
-  m.impl("scatter_.value_reduce", [](at::Tensor& self, int64_t dim, T index, const at::Scalar& value,
-                                     c10::string_view reduce) -> at::Tensor& {
-    return scatter_inplace<at::meta::structured_scatter_value_reduce>("scatter", scatter_kind(reduce), at::Tensor(),
-        value, [&]() -> at::Tensor& {
-          return cpu_fallback<ATEN_OP2(scatter_, value_reduce)>(self, dim, index, value, reduce);
-        }, self, dim, index, value, reduce);
-  });
-  m.impl("scatter.value_reduce_out", [](T self, int64_t dim, T index, const at::Scalar& value, c10::string_view reduce,
-                                        at::Tensor& out) -> at::Tensor& {
-    return scatter_out<at::meta::structured_scatter_value_reduce>("scatter", scatter_kind(reduce), at::Tensor(), value,
-        [&]() -> at::Tensor& {
-          return cpu_fallback<ATEN_OP2(scatter, value_reduce_out)>(self, dim, index, value, reduce, out);
-        }, out, self, dim, index, value, reduce);
-  });
-  m.impl("scatter_add", [](T self, int64_t dim, T index, T src) {
-    return scatter_fn<at::meta::structured_scatter_add>("scatter_add", k::ScatterOp::Add, src, 0, [&] {
-      return cpu_fallback<ATEN_OP(scatter_add)>(self, dim, index, src);
-    }, self, dim, index, src);
-  });
-  m.impl("scatter_add_", [](at::Tensor& self, int64_t dim, T index, T src) -> at::Tensor& {
-    return scatter_inplace<at::meta::structured_scatter_add>("scatter_add", k::ScatterOp::Add, src, 0,
-        [&]() -> at::Tensor& {
-          return cpu_fallback<ATEN_OP(scatter_add_)>(self, dim, index, src);
-        }, self, dim, index, src);
-  });
-  m.impl("scatter_add.out", [](T self, int64_t dim, T index, T src, at::Tensor& out) -> at::Tensor& {
-    return scatter_out<at::meta::structured_scatter_add>("scatter_add", k::ScatterOp::Add, src, 0,
-        [&]() -> at::Tensor& {
-          return cpu_fallback<ATEN_OP2(scatter_add, out)>(self, dim, index,
-                                                                         src, out);
-        }, out, self, dim, index, src);
-  });
-  m.impl("scatter_reduce.two", [](T self, int64_t dim, T index, T src, c10::string_view reduce, bool include_self) {
-    if (!has_kernel(self)) {
-      return cpu_fallback<ATEN_OP2(scatter_reduce, two)>(self, dim,
-                                                                               index, src, reduce, include_self);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUFunctional<at::meta::structured_scatter_reduce_two> meta;
-    meta.meta(self, dim, index, src, reduce, include_self);
-    scatter_reduce_two_impl(self, meta.output(), dim, index, src, reduce, include_self);
-    return std::move(meta.output());
-  });
-  m.impl("scatter_reduce_.two", [](at::Tensor& self, int64_t dim, T index, T src, c10::string_view reduce,
-                                   bool include_self) -> at::Tensor& {
-    if (!has_kernel(self)) {
-      return cpu_fallback<ATEN_OP2(scatter_reduce_, two)>(self, dim, index, src, reduce, include_self);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUInplace<at::meta::structured_scatter_reduce_two> meta(self);
-    meta.meta(self, dim, index, src, reduce, include_self);
-    scatter_reduce_two_impl(self, self, dim, index, src, reduce, include_self);
-    return self;
-  });
-  m.impl("scatter_reduce.two_out", [](T self, int64_t dim, T index, T src, c10::string_view reduce, bool include_self,
-                                      at::Tensor& out) -> at::Tensor& {
-    if (!has_kernel(self) || !has_kernel(out)) {
-      return cpu_fallback<ATEN_OP2(scatter_reduce, two_out)>(self, dim, index, src, reduce, include_self, out);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUOut<at::meta::structured_scatter_reduce_two> meta(out);
-    meta.meta(self, dim, index, src, reduce, include_self);
-    scatter_reduce_two_impl(self, meta.maybe_get_output(0), dim, index, src, reduce, include_self);
-    meta.finish();
-    return out;
-  });
-  m.impl("index_add", [](T self, int64_t dim, T index, T source, const at::Scalar& alpha) {
-    if (!index_scatter_takes(self, alpha)) {
-      return cpu_fallback<ATEN_OP(index_add)>(self, dim, index,
-                                                                          source, alpha);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUFunctional<at::meta::structured_index_add> meta;
-    const auto pre = meta.meta(self, dim, index, source, alpha);
-    index_scatter_impl("index_add", k::ScatterOp::Add, self, pre.dim, index, source, alpha, meta.output(),
-                       index_add_rounds_each_update(meta.output()));
-    return std::move(meta.output());
-  });
-  m.impl("index_add_", [](at::Tensor& self, int64_t dim, T index, T source, const at::Scalar& alpha) -> at::Tensor& {
-    if (!index_scatter_takes(self, alpha)) {
-      return cpu_fallback<ATEN_OP(index_add_)>(self, dim,
-                                                                                      index, source, alpha);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUInplace<at::meta::structured_index_add> meta(self);
-    const auto pre = meta.meta(self, dim, index, source, alpha);
-    return index_scatter_impl("index_add", k::ScatterOp::Add, self, pre.dim, index, source, alpha, self,
-                              index_add_rounds_each_update(self));
-  });
-  m.impl("index_copy", [](T self, int64_t dim, T index, T source) {
-    if (!index_scatter_takes(self, 1)) {
-      return cpu_fallback<ATEN_OP(index_copy)>(self, dim, index, source);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUFunctional<at::meta::structured_index_copy> meta;
-    const auto pre = meta.meta(self, dim, index, source);
-    index_scatter_impl("index_copy", k::ScatterOp::Assign, self, pre.dim, index, source, 1, meta.output(),
-                       index_add_rounds_each_update(meta.output()));
-    return std::move(meta.output());
-  });
-  m.impl("index_copy_", [](at::Tensor& self, int64_t dim, T index, T source) -> at::Tensor& {
-    if (!index_scatter_takes(self, 1)) {
-      return cpu_fallback<ATEN_OP(index_copy_)>(self, dim, index, source);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUInplace<at::meta::structured_index_copy> meta(self);
-    const auto pre = meta.meta(self, dim, index, source);
-    return index_scatter_impl("index_copy", k::ScatterOp::Assign, self, pre.dim, index, source, 1, self,
-                              index_add_rounds_each_update(self));
-  });
-  m.impl("index_reduce", [](T self, int64_t dim, T index, T source, c10::string_view reduce, bool include_self) {
-    if (!has_kernel(self)) {
-      return cpu_fallback<ATEN_OP(index_reduce)>(self, dim, index, source, reduce, include_self);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUFunctional<at::meta::structured_index_reduce> meta;
-    const auto pre = meta.meta(self, dim, index, source, reduce, include_self);
-    index_reduce_impl(self, pre.dim, index, source, reduce, include_self, meta.output());
-    return std::move(meta.output());
-  });
-  m.impl("index_reduce_", [](at::Tensor& self, int64_t dim, T index, T source, c10::string_view reduce,
-                             bool include_self) -> at::Tensor& {
-    if (!has_kernel(self)) {
-      return cpu_fallback<ATEN_OP(index_reduce_)>(self, dim, index, source, reduce, include_self);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUInplace<at::meta::structured_index_reduce> meta(self);
-    const auto pre = meta.meta(self, dim, index, source, reduce, include_self);
-    index_reduce_impl(self, pre.dim, index, source, reduce, include_self, self);
-    return self;
-  });
-  m.impl("index_reduce.out", [](T self, int64_t dim, T index, T source, c10::string_view reduce, bool include_self,
-                                at::Tensor& out) -> at::Tensor& {
-    if (!has_kernel(self) || !has_kernel(out)) {
-      return cpu_fallback<ATEN_OP2(index_reduce, out)>(self, dim, index, source, reduce, include_self, out);
-    }
-    c10::OptionalDeviceGuard guard(self.device());
-    MLUOut<at::meta::structured_index_reduce> meta(out);
-    const auto pre = meta.meta(self, dim, index, source, reduce, include_self);
-    index_reduce_impl(self, pre.dim, index, source, reduce, include_self, meta.maybe_get_output(0));
-    meta.finish();
-    return out;
-  });
-  m.impl("masked_fill_.Scalar", TORCH_FN(masked_fill_scalar_mlu));
-  m.impl("masked_fill_.Tensor", TORCH_FN(masked_fill_tensor_mlu));
-  m.impl("cat", TORCH_FN(cat_mlu));
-  m.impl("cat.out", TORCH_FN(cat_out_mlu));
-  m.impl("embedding_dense_backward", TORCH_FN(embedding_dense_backward_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/IndexOps.inc"

@@ -2,14 +2,6 @@
 // torch.unique / unique_consecutive. The size is computed on
 // the device and read back (a synchronisation, as on CUDA), then one kernel
 // writes the result in queue order.
-#include <ATen/ops/_unique2_ops.h>
-
-#include <ATen/ops/_unique_ops.h>
-#include <ATen/ops/masked_select_ops.h>
-#include <ATen/ops/nonzero_ops.h>
-#include <ATen/ops/unique_consecutive_ops.h>
-#include <ATen/ops/unique_dim_consecutive_ops.h>
-#include <ATen/ops/unique_dim_ops.h>
 #include <algorithm>
 
 #include <ATen/ExpandUtils.h>
@@ -21,6 +13,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/full.h>
+#include <ATen/ops/masked_select_ops.h>
 #include <ATen/ops/ne.h>
 #include <mlu_kernels/select.h>
 
@@ -34,11 +27,6 @@ namespace {
 namespace k = mlu::kernels;
 
 at::Tensor nonzero_mlu(const at::Tensor& self) {
-  // Coordinates are per dim, so a deep input cannot be collapsed (Note [Collapsed dims]).
-  if (!has_move_kernel(self) || self.dim() > k::kMaxDims) {
-    return cpu_fallback<ATEN_OP(nonzero)>(self);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
   const k::Shape shape = kernel_shape(self);
   const k::Operand in = kernel_operand(self, "select");
   // The count by the kernel library's own pass (no self != 0 temporary).
@@ -191,59 +179,20 @@ UniqueResult unique_dim_impl(const at::Tensor& self, int64_t dim, bool consecuti
   return {unique.view(unique_sizes).transpose(0, dim), inverse, counts};
 }
 
-UniqueResult unique2_mlu(const at::Tensor& self, bool sorted, bool return_inverse, bool return_counts) {
-  if (!has_kernel(self)) {
-    return cpu_fallback<ATEN_OP(_unique2)>(self, sorted,
-                                                                           return_inverse, return_counts);
-  }
-  return unique_flat(self, /*consecutive=*/false, return_inverse, return_counts);
-}
-
-std::tuple<at::Tensor, at::Tensor> unique_mlu(const at::Tensor& self, bool sorted, bool return_inverse) {
-  if (!has_kernel(self)) {
-    return cpu_fallback<ATEN_OP(_unique)>(self,
-                                                                                             sorted, return_inverse);
-  }
+std::tuple<at::Tensor, at::Tensor> unique_mlu(const at::Tensor& self, bool return_inverse) {
   auto [unique, inverse, counts] = unique_flat(self, /*consecutive=*/false, return_inverse, false);
   return {unique, inverse};
 }
 
 UniqueResult unique_consecutive_mlu(const at::Tensor& self, bool return_inverse, bool return_counts,
                                     std::optional<int64_t> dim) {
-  if (!has_kernel(self)) {
-    return cpu_fallback<ATEN_OP(unique_consecutive)>(self, return_inverse, return_counts, dim);
-  }
   if (dim.has_value()) return unique_dim_impl(self, *dim, /*consecutive=*/true, return_inverse, return_counts);
   return unique_flat(self, /*consecutive=*/true, return_inverse, return_counts);
 }
 
-UniqueResult unique_dim_mlu(const at::Tensor& self, int64_t dim, bool sorted, bool return_inverse,
-                            bool return_counts) {
-  if (!has_kernel(self)) {
-    return cpu_fallback<ATEN_OP(unique_dim)>(self, dim, sorted, return_inverse, return_counts);
-  }
-  return unique_dim_impl(self, dim, /*consecutive=*/false, return_inverse, return_counts);
-}
-
-UniqueResult unique_dim_consecutive_mlu(const at::Tensor& self, int64_t dim, bool return_inverse,
-                                        bool return_counts) {
-  if (!has_kernel(self)) {
-    return cpu_fallback<ATEN_OP(unique_dim_consecutive)>(self, dim, return_inverse, return_counts);
-  }
-  return unique_dim_impl(self, dim, /*consecutive=*/true, return_inverse, return_counts);
-}
-
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("nonzero", TORCH_FN(nonzero_mlu));
-  m.impl("masked_select", TORCH_FN(masked_select_mlu));
-  m.impl("masked_select.out", TORCH_FN(masked_select_out_mlu));
-  m.impl("_unique", TORCH_FN(unique_mlu));
-  m.impl("_unique2", TORCH_FN(unique2_mlu));
-  m.impl("unique_consecutive", TORCH_FN(unique_consecutive_mlu));
-  m.impl("unique_dim", TORCH_FN(unique_dim_mlu));
-  m.impl("unique_dim_consecutive", TORCH_FN(unique_dim_consecutive_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/SelectOps.inc"

@@ -6,15 +6,8 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/SortingUtils.h>
-#include <ATen/ops/kthvalue_ops.h>
-#include <ATen/ops/sort_meta.h>
-#include <ATen/ops/sort_ops.h>
-#include <ATen/ops/topk_meta.h>
-#include <ATen/ops/topk_ops.h>
 #include <mlu_kernels/sort.h>
 
-#include "csrc/aten/DeviceCheck.h"
-#include "csrc/aten/Fallback.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/StructuredPointwise.h"
 
@@ -67,33 +60,6 @@ void launch_sort(const at::Tensor& self, int64_t dim, bool descending, bool stab
   launch_kernel(self.device().index(), "sort", [=] { k::sort(shape, v, x, in, descending, stable); });
 }
 
-std::tuple<at::Tensor, at::Tensor> sort_mlu(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
-                                            bool descending) {
-  if (!has_kernel(self)) {
-    return cpu_fallback<ATEN_OP2(sort, stable)>(self, stable, dim, descending);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUFunctional<at::meta::structured_sort_stable, 2> meta;
-  meta.meta(self, stable, dim, descending);
-  launch_sort(self, dim, descending, cpu_sort_is_stable(meta.output(0), stable, descending), meta.output(0),
-              meta.output(1));
-  return {std::move(meta.output(0)), std::move(meta.output(1))};
-}
-
-std::tuple<at::Tensor&, at::Tensor&> sort_out_mlu(const at::Tensor& self, std::optional<bool> stable, int64_t dim,
-                                                  bool descending, at::Tensor& values, at::Tensor& indices) {
-  if (!has_kernel(self)) {
-    return cpu_fallback<ATEN_OP2(sort, values_stable)>(self, stable, dim, descending, values, indices);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUOut<at::meta::structured_sort_stable, 2> meta(values, indices);
-  meta.meta(self, stable, dim, descending);
-  launch_sort(self, dim, descending, cpu_sort_is_stable(meta.maybe_get_output(0), stable, descending),
-              meta.maybe_get_output(0), meta.maybe_get_output(1));
-  meta.finish();
-  return {values, indices};
-}
-
 void launch_topk(const at::Tensor& self, int64_t k_count, int64_t dim, bool largest, bool sorted,
                  const at::Tensor& values, const at::Tensor& indices) {
   if (self.numel() == 0 || k_count == 0) return;
@@ -106,27 +72,10 @@ void launch_topk(const at::Tensor& self, int64_t k_count, int64_t dim, bool larg
   launch_kernel(self.device().index(), "topk", [=] { k::topk(shape, k_count, v, x, in, largest, sorted); });
 }
 
-std::tuple<at::Tensor, at::Tensor> topk_mlu(const at::Tensor& self, c10::SymInt k_sym, int64_t dim, bool largest,
-                                            bool sorted) {
-  const int64_t k_count = k_sym.expect_int();
-  if (!has_kernel(self)) {
-    return cpu_fallback_symint<ATEN_OP(topk)>(self, k_sym, dim, largest, sorted);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUFunctional<at::meta::structured_topk, 2> meta;
-  meta.meta(self, k_count, dim, largest, sorted);
-  launch_topk(self, k_count, dim, largest, sorted, meta.output(0), meta.output(1));
-  return {std::move(meta.output(0)), std::move(meta.output(1))};
-}
-
 // kthvalue_out_impl_cpu's checks and outputs (the reduced dim kept until the
 // end); the element from the CPU's own quickselect (kernels::kth_smallest).
-// Bool and complex go to the fallback for the CPU's errors.
 std::tuple<at::Tensor&, at::Tensor&> kthvalue_values_mlu(const at::Tensor& self, int64_t k_th, int64_t dim_,
                                                          bool keepdim, at::Tensor& values, at::Tensor& indices) {
-  if (!has_kernel(self) || self.is_complex() || self.scalar_type() == at::kBool) {
-    return cpu_fallback<ATEN_OP2(kthvalue, values)>(self, k_th, dim_, keepdim, values, indices);
-  }
   const int64_t dim = at::maybe_wrap_dim(dim_, self.dim(), /*wrap_scalar=*/true);
   const int64_t n = self.dim() == 0 ? 1 : self.size(dim);
   at::native::zero_numel_check_dims(self, dim, "kthvalue()");
@@ -153,11 +102,7 @@ std::tuple<at::Tensor&, at::Tensor&> kthvalue_values_mlu(const at::Tensor& self,
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("sort.stable", TORCH_FN(sort_mlu));
-  m.impl("sort.values_stable", TORCH_FN(sort_out_mlu));
-  m.impl("topk", TORCH_FN(topk_mlu));
-  m.impl("kthvalue.values", TORCH_FN(kthvalue_values_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/SortOps.inc"
