@@ -22,24 +22,15 @@
 #include <ATen/ops/addbmm_native.h>
 #include <ATen/ops/addmm.h>
 #include <ATen/ops/addmm_meta.h>
-#include <ATen/ops/addmm_ops.h>
 #include <ATen/ops/addmv_meta.h>
-#include <ATen/ops/addmv_ops.h>
 #include <ATen/ops/addr.h>
 #include <ATen/ops/addr_native.h>
 #include <ATen/ops/baddbmm_meta.h>
-#include <ATen/ops/baddbmm_ops.h>
-#include <ATen/ops/bmm_meta.h>
-#include <ATen/ops/bmm_ops.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/gelu.h>
 #include <ATen/ops/relu.h>
-#include <ATen/ops/dot_ops.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/mm_meta.h>
-#include <ATen/ops/mm_ops.h>
 #include <ATen/ops/mul.h>
-#include <ATen/ops/vdot_ops.h>
 #include <mlu_kernels/gemm.h>
 
 #include <string_view>
@@ -206,9 +197,11 @@ void add_product(const char* name, const at::Tensor& result, const at::Tensor& s
 }
 
 // Functional, in-place and out= forms of a structured op whose impl is
-// add_product(name, result, self, m1, m2, beta, alpha).
+// add_product(name, result, self, m1, m2, beta, alpha); the functional and
+// out= forms check the devices first (the in-place ones' callers do).
 template <class Meta>
 at::Tensor product(const char* name, T self, T m1, T m2, S beta, S alpha) {
+  check_same_device(name, {self, m1, m2});
   c10::OptionalDeviceGuard guard(m1.device());
   MLUFunctional<Meta> meta;
   meta.meta(self, m1, m2, beta, alpha);
@@ -225,8 +218,21 @@ at::Tensor& product_(const char* name, at::Tensor& self, T m1, T m2, S beta, S a
   return self;
 }
 
+// addmm_ / baddbmm_: the device check names the in-place op.
+at::Tensor& addmm_inplace_mlu(at::Tensor& self, T mat1, T mat2, S beta, S alpha) {
+  check_same_device("addmm_", {self, mat1, mat2});
+  at::assert_no_internal_overlap(self);  // the CPU's addmm_ refuses it too (baddbmm_ does not)
+  return product_<at::meta::structured_addmm>("addmm", self, mat1, mat2, beta, alpha);
+}
+
+at::Tensor& baddbmm_inplace_mlu(at::Tensor& self, T batch1, T batch2, S beta, S alpha) {
+  check_same_device("baddbmm_", {self, batch1, batch2});
+  return product_<at::meta::structured_baddbmm>("baddbmm", self, batch1, batch2, beta, alpha);
+}
+
 template <class Meta>
 at::Tensor& product_out(const char* name, T self, T m1, T m2, S beta, S alpha, at::Tensor& out) {
+  check_same_device(name, {self, m1, m2, out});
   c10::OptionalDeviceGuard guard(m1.device());
   MLUOut<Meta> meta(out);
   meta.meta(self, m1, m2, beta, alpha);
@@ -239,6 +245,7 @@ at::Tensor& product_out(const char* name, T self, T m1, T m2, S beta, S alpha, a
 // mm / bmm: the product alone (beta = 0: the result is not read).
 template <class Meta>
 at::Tensor plain_product(const char* name, T self, T mat2) {
+  check_same_device(name, {self, mat2});
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> meta;
   meta.meta(self, mat2);
@@ -248,6 +255,7 @@ at::Tensor plain_product(const char* name, T self, T mat2) {
 
 template <class Meta>
 at::Tensor& plain_product_out(const char* name, T self, T mat2, at::Tensor& out) {
+  check_same_device(name, {self, mat2, out});
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> meta(out);
   meta.meta(self, mat2);
@@ -354,8 +362,36 @@ void add_matrix_vector(const at::Tensor& result, const at::Tensor& self, const a
               beta, alpha, result.is_same(self));
 }
 
+at::Tensor addmv_mlu(T self, T mat, T vec, S beta, S alpha) {
+  check_same_device("addmv", {self, mat, vec});
+  c10::OptionalDeviceGuard guard(mat.device());
+  MLUFunctional<at::meta::structured_addmv> meta;
+  meta.meta(self, mat, vec, beta, alpha);
+  add_matrix_vector(meta.output(), self, mat, vec, beta, alpha);
+  return std::move(meta.output());
+}
+
+at::Tensor& addmv_inplace_mlu(at::Tensor& self, T mat, T vec, S beta, S alpha) {
+  check_same_device("addmv_", {self, mat, vec});
+  c10::OptionalDeviceGuard guard(mat.device());
+  MLUInplace<at::meta::structured_addmv> meta(self);
+  meta.meta(self, mat, vec, beta, alpha);
+  add_matrix_vector(self, self, mat, vec, beta, alpha);
+  return self;
+}
+
+at::Tensor& addmv_out_mlu(T self, T mat, T vec, S beta, S alpha, at::Tensor& out) {
+  check_same_device("addmv", {self, mat, vec, out});
+  c10::OptionalDeviceGuard guard(mat.device());
+  MLUOut<at::meta::structured_addmv> meta(out);
+  meta.meta(self, mat, vec, beta, alpha);
+  add_matrix_vector(meta.maybe_get_output(0), self, mat, vec, beta, alpha);
+  meta.finish();
+  return out;
+}
+
 // dot / vdot: a 1 x 1 GEMM, checked as on the CPU.
-at::Tensor dot(const char* name, T self, T other) {
+at::Tensor dot_mlu(const char* name, T self, T other) {
   TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
               other.dim(), "D tensors");
   TORCH_CHECK(self.scalar_type() == other.scalar_type(), name,
@@ -422,7 +458,7 @@ bool launch_addr(const at::TensorIterator& iter, S beta, S alpha) {
   return true;
 }
 
-at::Tensor addr(T self, T vec1, T vec2, S beta, S alpha) {
+at::Tensor addr_mlu(T self, T vec1, T vec2, S beta, S alpha) {
   c10::OptionalDeviceGuard guard(self.device());
   at::Tensor result;
   auto iter = addr_iter(result, self, vec1, vec2, false);
@@ -430,142 +466,27 @@ at::Tensor addr(T self, T vec1, T vec2, S beta, S alpha) {
   return iter.output();
 }
 
-at::Tensor& addr_out(T self, T vec1, T vec2, S beta, S alpha, at::Tensor& out) {
+at::Tensor& addr_out_mlu(T self, T vec1, T vec2, S beta, S alpha, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = addr_iter(out, self, vec1, vec2, out.is_same(self));
   if (!launch_addr(iter, beta, alpha)) return at::native::math_addr_out(self, vec1, vec2, beta, alpha, out);
   return out;
 }
 
-}  // namespace
-
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("mm", [](T self, T mat2) {
-    if (!all_have_gemm(self, mat2)) return cpu_fallback<ATEN_OP(mm)>(self, mat2);
-    check_same_device("mm", {self, mat2});
-    return plain_product<at::meta::structured_mm>("mm", self, mat2);
-  });
-  m.impl("mm.out", [](T self, T mat2, at::Tensor& out) -> at::Tensor& {
-    if (!all_have_gemm(self, mat2, out)) return cpu_fallback<ATEN_OP2(mm, out)>(self, mat2, out);
-    check_same_device("mm", {self, mat2, out});
-    return plain_product_out<at::meta::structured_mm>("mm", self, mat2, out);
-  });
-  m.impl("bmm", [](T self, T mat2) {
-    if (!all_have_gemm(self, mat2)) return cpu_fallback<ATEN_OP(bmm)>(self, mat2);
-    check_same_device("bmm", {self, mat2});
-    return plain_product<at::meta::structured_bmm>("bmm", self, mat2);
-  });
-  m.impl("bmm.out", [](T self, T mat2, at::Tensor& out) -> at::Tensor& {
-    if (!all_have_gemm(self, mat2, out)) return cpu_fallback<ATEN_OP2(bmm, out)>(self, mat2, out);
-    check_same_device("bmm", {self, mat2, out});
-    return plain_product_out<at::meta::structured_bmm>("bmm", self, mat2, out);
-  });
-  m.impl("addmm", [](T self, T m1, T m2, S beta, S alpha) {
-    if (!all_have_gemm(self, m1, m2, beta, alpha)) {
-      return cpu_fallback<ATEN_OP(addmm)>(self, m1, m2, beta, alpha);
-    }
-    check_same_device("addmm", {self, m1, m2});
-    return product<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha);
-  });
-  m.impl("addmm_", [](at::Tensor& self, T m1, T m2, S beta, S alpha) -> at::Tensor& {
-    if (!all_have_gemm(self, m1, m2, beta, alpha)) {
-      return cpu_fallback<ATEN_OP(addmm_)>(self, m1, m2, beta, alpha);
-    }
-    check_same_device("addmm_", {self, m1, m2});
-    at::assert_no_internal_overlap(self);  // the CPU's addmm_ refuses it too (baddbmm_ does not)
-    return product_<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha);
-  });
-  m.impl("addmm.out", [](T self, T m1, T m2, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
-    if (!all_have_gemm(self, m1, m2, beta, alpha, out)) {
-      return cpu_fallback<ATEN_OP2(addmm, out)>(self, m1, m2, beta, alpha, out);
-    }
-    check_same_device("addmm", {self, m1, m2, out});
-    return product_out<at::meta::structured_addmm>("addmm", self, m1, m2, beta, alpha, out);
-  });
-  // The fused FFN of the Transformer fast path: addmm, then relu or (exact) gelu in place, as the CPU does.
-  m.impl("_addmm_activation", [](T self, T m1, T m2, S beta, S alpha, bool use_gelu) {
-    at::Tensor out = at::addmm(self, m1, m2, beta, alpha);
-    return use_gelu ? at::gelu_(out) : at::relu_(out);
-  });
-  m.impl("_addmm_activation.out",
-         [](T self, T m1, T m2, S beta, S alpha, bool use_gelu, at::Tensor& out) -> at::Tensor& {
-           at::addmm_out(out, self, m1, m2, beta, alpha);
-           return use_gelu ? at::gelu_(out) : at::relu_(out);
-         });
-  m.impl("baddbmm", [](T self, T b1, T b2, S beta, S alpha) {
-    if (!all_have_gemm(self, b1, b2, beta, alpha)) {
-      return cpu_fallback<ATEN_OP(baddbmm)>(self, b1, b2, beta, alpha);
-    }
-    check_same_device("baddbmm", {self, b1, b2});
-    return product<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha);
-  });
-  m.impl("baddbmm_", [](at::Tensor& self, T b1, T b2, S beta, S alpha) -> at::Tensor& {
-    if (!all_have_gemm(self, b1, b2, beta, alpha)) {
-      return cpu_fallback<ATEN_OP(baddbmm_)>(self, b1, b2, beta, alpha);
-    }
-    check_same_device("baddbmm_", {self, b1, b2});
-    return product_<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha);
-  });
-  m.impl("baddbmm.out", [](T self, T b1, T b2, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
-    if (!all_have_gemm(self, b1, b2, beta, alpha, out)) {
-      return cpu_fallback<ATEN_OP2(baddbmm, out)>(self, b1, b2, beta, alpha,
-                                                                   out);
-    }
-    check_same_device("baddbmm", {self, b1, b2, out});
-    return product_out<at::meta::structured_baddbmm>("baddbmm", self, b1, b2, beta, alpha, out);
-  });
-  m.impl("addr", TORCH_FN(addr));
-  m.impl("addr_", [](at::Tensor& self, T vec1, T vec2, S beta, S alpha) -> at::Tensor& {
-    return addr_out(self, vec1, vec2, beta, alpha, self);
-  });
-  m.impl("addr.out", TORCH_FN(addr_out));
-  m.impl("addmv", [](T self, T mat, T vec, S beta, S alpha) {
-    if (!all_have_gemm(self, mat, vec, beta, alpha)) {
-      return cpu_fallback<ATEN_OP(addmv)>(self, mat, vec, beta, alpha);
-    }
-    check_same_device("addmv", {self, mat, vec});
-    c10::OptionalDeviceGuard guard(mat.device());
-    MLUFunctional<at::meta::structured_addmv> meta;
-    meta.meta(self, mat, vec, beta, alpha);
-    add_matrix_vector(meta.output(), self, mat, vec, beta, alpha);
-    return std::move(meta.output());
-  });
-  m.impl("addmv_", [](at::Tensor& self, T mat, T vec, S beta, S alpha) -> at::Tensor& {
-    if (!all_have_gemm(self, mat, vec, beta, alpha)) {
-      return cpu_fallback<ATEN_OP(addmv_)>(self, mat, vec, beta, alpha);
-    }
-    check_same_device("addmv_", {self, mat, vec});
-    c10::OptionalDeviceGuard guard(mat.device());
-    MLUInplace<at::meta::structured_addmv> meta(self);
-    meta.meta(self, mat, vec, beta, alpha);
-    add_matrix_vector(self, self, mat, vec, beta, alpha);
-    return self;
-  });
-  m.impl("addmv.out", [](T self, T mat, T vec, S beta, S alpha, at::Tensor& out) -> at::Tensor& {
-    if (!all_have_gemm(self, mat, vec, beta, alpha, out)) {
-      return cpu_fallback<ATEN_OP2(addmv, out)>(self, mat, vec, beta, alpha, out);
-    }
-    check_same_device("addmv", {self, mat, vec, out});
-    c10::OptionalDeviceGuard guard(mat.device());
-    MLUOut<at::meta::structured_addmv> meta(out);
-    meta.meta(self, mat, vec, beta, alpha);
-    add_matrix_vector(meta.maybe_get_output(0), self, mat, vec, beta, alpha);
-    meta.finish();
-    return out;
-  });
-  // addbmm: PyTorch's device-generic implementation (beta * self, then one
-  // addmm_ per batch, which lands on the native addmm_ above).
-  m.impl("addbmm", TORCH_FN(at::native::addbmm));
-  m.impl("addbmm_", TORCH_FN(at::native::addbmm_));
-  m.impl("addbmm.out", TORCH_FN(at::native::addbmm_out));
-  m.impl("dot", [](T self, T other) {
-    if (!all_have_gemm(self, other)) return cpu_fallback<ATEN_OP(dot)>(self, other);
-    return dot("dot", self, other);
-  });
-  m.impl("vdot", [](T self, T other) {
-    if (!all_have_gemm(self, other)) return cpu_fallback<ATEN_OP(vdot)>(self, other);
-    return dot("vdot", self, other);
-  });
+// The fused FFN of the Transformer fast path: addmm, then relu or (exact) gelu in place, as the CPU does.
+at::Tensor addmm_activation_mlu(T self, T mat1, T mat2, S beta, S alpha, bool use_gelu) {
+  at::Tensor out = at::addmm(self, mat1, mat2, beta, alpha);
+  return use_gelu ? at::gelu_(out) : at::relu_(out);
 }
 
+at::Tensor& addmm_activation_out_mlu(T self, T mat1, T mat2, S beta, S alpha, bool use_gelu, at::Tensor& out) {
+  at::addmm_out(out, self, mat1, mat2, beta, alpha);
+  return use_gelu ? at::gelu_(out) : at::relu_(out);
+}
+
+}  // namespace
+
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/BlasOps.inc"

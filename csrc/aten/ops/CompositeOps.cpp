@@ -20,8 +20,6 @@
 #include <ATen/native/ReduceOpsUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/arange.h>
-#include <ATen/ops/_cummax_helper_ops.h>
-#include <ATen/ops/_cummin_helper_ops.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
@@ -29,8 +27,6 @@
 #include <ATen/ops/maximum.h>
 #include <ATen/ops/minimum.h>
 #include <ATen/ops/logspace_ops.h>
-#include <ATen/ops/median_ops.h>
-#include <ATen/ops/nanmedian_ops.h>
 #include <ATen/ops/sort.h>
 #include <ATen/ops/masked_scatter_ops.h>
 #include <ATen/ops/nonzero.h>
@@ -38,11 +34,9 @@
 #include <ATen/ops/pow.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <ATen/ops/sum.h>
-#include <ATen/ops/trace_ops.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 
-#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/Fallback.h"
 #include "csrc/aten/KernelArgs.h"
 
@@ -164,11 +158,14 @@ at::Tensor nansum_mlu(T self, at::OptionalIntArrayRef dim, bool keepdim, std::op
 // The CPU's trace_cpu sums the diagonal in its accumulate type (double for
 // float, int64 for integers) and defines no Half / BFloat16 / Bool kernel:
 // those go to the CPU fallback, which raises its error.
+bool trace_native(T self) {
+  const at::ScalarType type = self.scalar_type();
+  return !(type == at::kHalf || type == at::kBFloat16 || type == at::kBool ||
+           (!has_kernel(self) && !self.is_complex()));
+}
+
 at::Tensor trace_mlu(T self) {
   const at::ScalarType type = self.scalar_type();
-  if (type == at::kHalf || type == at::kBFloat16 || type == at::kBool || (!has_kernel(self) && !self.is_complex())) {
-    return cpu_fallback<ATEN_OP(trace)>(self);
-  }
   TORCH_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
   const at::ScalarType out_type = c10::isIntegralType(type, /*includeBool=*/false) ? at::kLong : type;
   const at::ScalarType acc = at::toAccumulateType(out_type, /*is_cuda=*/false);
@@ -424,17 +421,6 @@ void cumulative_extreme(T self, at::Tensor& values, at::Tensor& indices, int64_t
   indices.copy_(running_extreme(candidate, dim, /*is_max=*/true));
 }
 
-// Complex inputs: the CPU fallback raises the CPU's error.
-void cummax_helper_mlu(T self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
-  if (self.is_complex() || !has_kernel(self)) return cpu_fallback<ATEN_OP(_cummax_helper)>(self, values, indices, dim);
-  cumulative_extreme(self, values, indices, dim, /*is_max=*/true);
-}
-
-void cummin_helper_mlu(T self, at::Tensor& values, at::Tensor& indices, int64_t dim) {
-  if (self.is_complex() || !has_kernel(self)) return cpu_fallback<ATEN_OP(_cummin_helper)>(self, values, indices, dim);
-  cumulative_extreme(self, values, indices, dim, /*is_max=*/false);
-}
-
 // ---- median / nanmedian ----
 
 // The CPU's median_impl and median_with_indices_impl select with
@@ -495,51 +481,9 @@ std::tuple<at::Tensor&, at::Tensor&> median_dim_out(T self, int64_t dim, bool ke
   return {values, indices};
 }
 
-at::Tensor median_mlu(T self) {
-  return median_native(self) ? median_all(self, false) : cpu_fallback<ATEN_OP(median)>(self);
-}
-
-at::Tensor nanmedian_mlu(T self) {
-  return median_native(self) ? median_all(self, true) : cpu_fallback<ATEN_OP(nanmedian)>(self);
-}
-
-std::tuple<at::Tensor&, at::Tensor&> median_dim_values_mlu(T self, int64_t dim, bool keepdim, at::Tensor& values,
-                                                           at::Tensor& indices) {
-  if (!median_native(self)) {
-    return cpu_fallback<ATEN_OP2(median, dim_values)>(self, dim, keepdim, values, indices);
-  }
-  return median_dim_out(self, dim, keepdim, values, indices, /*ignore_nan=*/false);
-}
-
-std::tuple<at::Tensor&, at::Tensor&> nanmedian_dim_values_mlu(T self, int64_t dim, bool keepdim, at::Tensor& values,
-                                                              at::Tensor& indices) {
-  if (!median_native(self)) {
-    return cpu_fallback<ATEN_OP2(nanmedian, dim_values)>(self, dim, keepdim, values, indices);
-  }
-  return median_dim_out(self, dim, keepdim, values, indices, /*ignore_nan=*/true);
-}
-
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("median", TORCH_FN(median_mlu));
-  m.impl("nanmedian", TORCH_FN(nanmedian_mlu));
-  m.impl("median.dim_values", TORCH_FN(median_dim_values_mlu));
-  m.impl("nanmedian.dim_values", TORCH_FN(nanmedian_dim_values_mlu));
-  m.impl("_cummax_helper", TORCH_FN(cummax_helper_mlu));
-  m.impl("_cummin_helper", TORCH_FN(cummin_helper_mlu));
-  m.impl("nansum", TORCH_FN(nansum_mlu));
-  m.impl("nansum.out", TORCH_FN(nansum_out_mlu));
-  m.impl("trace", TORCH_FN(trace_mlu));
-  m.impl("logspace.out", TORCH_FN(logspace_out_mlu));
-  m.impl("max_unpool2d", TORCH_FN(max_unpool2d_mlu));
-  m.impl("max_unpool2d.out", TORCH_FN(max_unpool2d_out_mlu));
-  m.impl("max_unpool3d", TORCH_FN(max_unpool3d_mlu));
-  m.impl("max_unpool3d.out", TORCH_FN(max_unpool3d_out_mlu));
-  m.impl("masked_scatter_", TORCH_FN(masked_scatter_mlu));
-  m.impl("nonzero_static", TORCH_FN(nonzero_static_mlu));
-  m.impl("nonzero_static.out", TORCH_FN(nonzero_static_out_mlu));
-  m.impl("repeat_interleave.Tensor", TORCH_FN(repeat_interleave_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/CompositeOps.inc"

@@ -15,15 +15,12 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/linspace.h>
 #include <ATen/ops/linspace_ops.h>
-#include <ATen/ops/tril_meta.h>
-#include <ATen/ops/triu_meta.h>
 #include <mlu_kernels/copy.h>
 #include <mlu_kernels/sequence.h>
 #include <mlu_kernels/triangle.h>
 #include <mlu_kernels/unfold.h>
 
 #include "csrc/aten/Copy.h"
-#include "csrc/aten/DeviceCheck.h"
 #include "csrc/aten/Fallback.h"
 #include "csrc/aten/KernelArgs.h"
 #include "csrc/aten/StructuredPointwise.h"
@@ -92,8 +89,11 @@ at::Tensor roll_mlu(const at::Tensor& self, c10::SymIntArrayRef shifts_sym, at::
 }
 
 // tril / triu on the last two dims (mlu_kernels/triangle.h). PyTorch's meta
-// checks the rank and sizes the output.
-void launch_triangle(bool lower, const at::Tensor& self, int64_t diagonal, const at::Tensor& out) {
+// checks the rank and sizes the output. In place (tril_) works element by
+// element; an out= sharing memory with self in any other way reads a copy.
+void launch_triangle(bool lower, const at::Tensor& self_in, int64_t diagonal, const at::Tensor& out) {
+  const bool other_alias = !out.is_same(self_in) && out.is_alias_of(self_in);
+  const at::Tensor self = other_alias ? self_in.clone() : self_in;
   if (out.numel() == 0) return;
   TORCH_CHECK(self.dim() <= k::kMaxDims, lower ? "tril" : "triu", ": mlu supports at most ", k::kMaxDims, " dims");
   const char* name = lower ? "tril" : "triu";
@@ -101,18 +101,6 @@ void launch_triangle(bool lower, const at::Tensor& self, int64_t diagonal, const
   const k::Operand dst{device_ptr(out), require_kernel_dtype(out.scalar_type(), name), kernel_strides(out)};
   const k::Operand src{const_cast<void*>(device_ptr<const void>(self)), dst.dtype, kernel_strides(self)};
   launch_kernel(self.device().index(), name, [=] { k::triangle(shape, dst, src, diagonal, lower); });
-}
-
-template <class Meta>
-at::Tensor triangle_mlu(bool lower, const at::Tensor& self, int64_t diagonal) {
-  if (!kernel_dtype(self.scalar_type())) {  // complex32 and the like
-    return lower ? cpu_fallback<ATEN_OP(tril)>(self, diagonal) : cpu_fallback<ATEN_OP(triu)>(self, diagonal);
-  }
-  c10::OptionalDeviceGuard guard(self.device());
-  MLUFunctional<Meta> meta;
-  meta.meta(self, diagonal);
-  launch_triangle(lower, self, diagonal, meta.output());
-  return std::move(meta.output());
 }
 
 template <class Meta>
@@ -124,11 +112,7 @@ at::Tensor& triangle_out_mlu(bool lower, const at::Tensor& self, int64_t diagona
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> meta(result);
   meta.meta(self, diagonal);
-  const at::Tensor& out = meta.maybe_get_output(0);
-  // In place (tril_) works element by element; an out= sharing memory with
-  // self in any other way reads a copy.
-  const bool other_alias = !out.is_same(self) && out.is_alias_of(self);
-  launch_triangle(lower, other_alias ? self.clone() : self, diagonal, out);
+  launch_triangle(lower, self, diagonal, meta.maybe_get_output(0));
   meta.finish();
   return result;
 }
@@ -265,36 +249,11 @@ void unfold_backward_mlu(at::Tensor& grad_in, const at::Tensor& grad, int64_t di
                 [=] { k::unfold_backward(type, out, in, outer, length, inner, windows, size, step); });
 }
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("unfold_backward", TORCH_FN(at::native::unfold_backward));
-  m.impl("flip", TORCH_FN(flip_mlu));
-  m.impl("roll", TORCH_FN(roll_mlu));
-  m.impl("tril", [](const at::Tensor& self, int64_t diagonal) {
-    return triangle_mlu<at::meta::structured_tril>(true, self, diagonal);
-  });
-  m.impl("triu", [](const at::Tensor& self, int64_t diagonal) {
-    return triangle_mlu<at::meta::structured_triu>(false, self, diagonal);
-  });
-  m.impl("tril.out", [](const at::Tensor& self, int64_t diagonal, at::Tensor& out) -> at::Tensor& {
-    return triangle_out_mlu<at::meta::structured_tril>(true, self, diagonal, out);
-  });
-  m.impl("triu.out", [](const at::Tensor& self, int64_t diagonal, at::Tensor& out) -> at::Tensor& {
-    return triangle_out_mlu<at::meta::structured_triu>(false, self, diagonal, out);
-  });
-  m.impl("tril_", [](at::Tensor& self, int64_t diagonal) -> at::Tensor& {
-    return triangle_out_mlu<at::meta::structured_tril>(true, self, diagonal, self);
-  });
-  m.impl("triu_", [](at::Tensor& self, int64_t diagonal) -> at::Tensor& {
-    return triangle_out_mlu<at::meta::structured_triu>(false, self, diagonal, self);
-  });
-  m.impl("arange.start_out", TORCH_FN(arange_out_mlu));
-  m.impl("linspace.out", TORCH_FN(linspace_out_mlu));
-  m.impl("eye.m_out", TORCH_FN(eye_out_mlu));
-  m.impl("eye.out", [](c10::SymInt n, at::Tensor& out) -> at::Tensor& { return eye_out_mlu(n, n, out); });
-}
-
 }  // namespace torch_mlu
 
 namespace at::native {
 REGISTER_PRIVATEUSE1_DISPATCH(unfold_backward_stub, &torch_mlu::unfold_backward_mlu)
 }  // namespace at::native
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/ShapeOps.inc"
