@@ -63,7 +63,7 @@ def write_yaml(tmp_path, text):
     ("{func: no_such_op, impl: f}", "no such op"),
     ("{func: abs, impl: f, colour: red}", "unknown keys: ['colour']"),
     ("{func: abs}", "needs exactly one of"),
-    ("{func: abs, impl: f, key: SparsePrivateUse1}", "key SparsePrivateUse1"),
+    ("{func: abs, impl: f, key: QuantizedPrivateUse1}", "key QuantizedPrivateUse1"),
     ("{structured: abs.out, impl: f}", "not the functional op of a structured group"),
     ("{structured: upsample_nearest1d, impl: f, forms: [inplace]}", "has no inplace form"),
     ("{func: bmm, impl: shared, key: NestedTensorPrivateUse1}", "share no kernel"),

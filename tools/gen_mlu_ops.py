@@ -36,8 +36,9 @@ names them), or a C++ expression over those names. Two values name PyTorch's own
 code, checked to be the one kernel native_functions.yaml gives both the CPU and the CUDA key (for an
 entry of `key: NestedTensorPrivateUse1`, NestedTensorCPU and NestedTensorCUDA): `impl: shared`, an
 op's at::native function, and for a structured group `impl: native`, its meta and impl class
-(at::native::structured_<kernel>). An entry registers for PrivateUse1 unless its `key` says
-otherwise. `native_if` is a C++ bool expression over the argument names. The wrappers do what
+(at::native::structured_<kernel>). An entry registers for PrivateUse1 unless its `key` says otherwise
+(NestedTensorPrivateUse1, SparsePrivateUse1, SparseCsrPrivateUse1). `native_if` is a C++ bool expression
+over the argument names. The wrappers do what
 torchgen's wrapper for a device backend does and what the hand-written registrations did before them:
 the CPU fallback when `native_if` is false, then a device guard on the first tensor argument
 (`device_guard: false` leaves it out), then for a
@@ -69,6 +70,8 @@ FORMS = ("functional", "inplace", "out")
 SHARED_WITH = {
     "PrivateUse1": ("CPU", "CUDA"),
     "NestedTensorPrivateUse1": ("NestedTensorCPU", "NestedTensorCUDA"),
+    "SparsePrivateUse1": ("SparseCPU", "SparseCUDA"),
+    "SparseCsrPrivateUse1": ("SparseCsrCPU", "SparseCsrCUDA"),
 }
 ENTRY_KEYS = {"structured", "func", "impl", "native_if", "forms", "device_guard", "key", "symint", "pointwise",
               "params"}

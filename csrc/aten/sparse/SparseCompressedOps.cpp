@@ -87,15 +87,7 @@ at::Tensor& addmm_out_csr_mlu(T self, T csr, T dense, const at::Scalar& beta, co
 
 }  // namespace
 
-TORCH_MLU_ATEN_IMPL(m) {
-  m.impl("_convert_indices_from_coo_to_csr", TORCH_FN(coo_to_csr_mlu));
-  m.impl("_convert_indices_from_coo_to_csr.out", TORCH_FN(coo_to_csr_out_mlu));
-  m.impl("_convert_indices_from_csr_to_coo", TORCH_FN(csr_to_coo_mlu));
-  m.impl("_convert_indices_from_csr_to_coo.out", TORCH_FN(csr_to_coo_out_mlu));
-}
-
-TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
-  m.impl("addmm.out", TORCH_FN(addmm_out_csr_mlu));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/SparseCompressedOps.inc"

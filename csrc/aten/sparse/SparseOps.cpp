@@ -219,19 +219,7 @@ at::Tensor copy_from_and_resize_sparse(T self, T dst) {
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(aten, SparsePrivateUse1, m) {
-  m.impl("_coalesce", TORCH_FN(coalesce_mlu));
-  m.impl("add.out", TORCH_FN(add_out_sparse_mlu));
-  m.impl("mul.out", TORCH_FN(mul_out_sparse_mlu));
-  m.impl("addmm.out", TORCH_FN(addmm_out_sparse_mlu));
-  m.impl("addmm", TORCH_FN(addmm_sparse_mlu));
-  m.impl("addmm_", TORCH_FN(addmm_sparse_mlu_));
-  m.impl("sparse_mask", TORCH_FN(sparse_mask_mlu));
-  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize_sparse));
-}
-
-TORCH_LIBRARY_IMPL(aten, SparseCsrPrivateUse1, m) {
-  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize_sparse));
-}
-
 }  // namespace torch_mlu
+
+// The registrations: csrc/aten/mlu_functions.yaml.
+#include "generated/ops/SparseOps.inc"
