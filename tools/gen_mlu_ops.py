@@ -27,25 +27,26 @@ A structured TensorIterator group on one pointwise kernel names it instead of an
 
 (csrc/aten/StructuredPointwise.h: the meta function builds the iterator; a dtype the kernel library
 lacks takes the CPU fallback then.)
-A section's `defaults` (e.g. `{device_guard: false}`) apply to each of its entries. `symint: true`
-gives a `func` entry's impl the SymInt forms of SymInt parameters (c10::SymIntArrayRef; `impl: shared`
-takes the form its kernel has).
+
 `impl` is a function name, called with the op's arguments in schema order (for a structured group:
 the functional form's arguments, then one `const at::Tensor&` per output, named as the out= form
 names them), or a C++ expression over those names. Two values name PyTorch's own device-generic
-code, checked to be the one kernel native_functions.yaml gives both the CPU and the CUDA key (for an
-entry of `key: NestedTensorPrivateUse1`, NestedTensorCPU and NestedTensorCUDA): `impl: shared`, an
-op's at::native function, and for a structured group `impl: native`, its meta and impl class
-(at::native::structured_<kernel>). An entry registers for PrivateUse1 unless its `key` says otherwise
-(NestedTensorPrivateUse1, SparsePrivateUse1, SparseCsrPrivateUse1). `native_if` is a C++ bool expression
-over the argument names. The wrappers do what
-torchgen's wrapper for a device backend does and what the hand-written registrations did before them:
-the CPU fallback when `native_if` is false, then a device guard on the first tensor argument
-(`device_guard: false` leaves it out), then for a
-structured group PyTorch's meta function (at::meta::structured_<name>) through Structured.h's
-run_functional / run_inplace / run_out, which size and check the outputs as PyTorch's own
-structured wrappers do. Registration goes through TORCH_MLU_ATEN_IMPL, so the device checks of
-csrc/aten/DeviceCheck.h apply as to every other kernel.
+code, checked to be the one kernel native_functions.yaml gives both the CPU and the CUDA key of the
+entry's dispatch key: `impl: shared`, an op's at::native function, and for a structured group
+`impl: native`, its meta and impl class (at::native::structured_<kernel>).
+
+Other keys: `native_if`, a C++ bool expression over the argument names; `device_guard: false`;
+`key`, the dispatch key when it is not PrivateUse1 (NestedTensorPrivateUse1, SparsePrivateUse1,
+SparseCsrPrivateUse1); `symint: true`, the SymInt forms of SymInt parameters for a `func` entry's
+impl (`impl: shared` takes the form its kernel has). A section's `defaults` apply to each entry.
+
+The wrappers do what torchgen's wrapper for a device backend does and what the hand-written
+registrations did before them: the CPU fallback when `native_if` is false, then a device guard on
+the first tensor argument, then for a structured group PyTorch's meta function
+(at::meta::structured_<name>) through Structured.h's run_functional / run_inplace / run_out, which
+size and check the outputs as PyTorch's own structured wrappers do. PrivateUse1 registrations go
+through TORCH_MLU_ATEN_IMPL, so the device checks of csrc/aten/DeviceCheck.h apply as to every
+other kernel.
 
     python tools/gen_mlu_ops.py --out-dir DIR     # write DIR/<stem>.inc for every section
     python tools/gen_mlu_ops.py --list-outputs    # the .inc names (CMake reads them at configure time)

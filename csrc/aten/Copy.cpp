@@ -26,8 +26,8 @@ bool is_mlu(const at::Tensor& t) { return t.device().type() == c10::DeviceType::
 
 // True when a and b can cross as one byte copy: same dtype, same dense layout.
 bool same_dense_layout(const at::Tensor& a, const at::Tensor& b) {
-  return a.scalar_type() == b.scalar_type() && a.is_non_overlapping_and_dense() &&
-         b.is_non_overlapping_and_dense() && a.strides() == b.strides();
+  return a.scalar_type() == b.scalar_type() && a.is_non_overlapping_and_dense() && b.is_non_overlapping_and_dense() &&
+         a.strides() == b.strides();
 }
 
 size_t nbytes(const at::Tensor& t) { return static_cast<size_t>(t.numel()) * t.element_size(); }
@@ -103,7 +103,8 @@ void copy_between_devices(const at::Tensor& dst, const at::Tensor& src) {
     source = contiguous_like(src, dst.scalar_type(), src.device());
     copy_on_device(source, src);
   }
-  at::Tensor target = same_dense_layout(dst, source) ? dst : at::empty_strided(source.sizes(), source.strides(), dst.options());
+  at::Tensor target =
+      same_dense_layout(dst, source) ? dst : at::empty_strided(source.sizes(), source.strides(), dst.options());
   MLUStream src_stream = getCurrentMLUStream(src.device().index());
   MLUStream dst_stream = getCurrentMLUStream(dst.device().index());
   stream_wait_stream(dst_stream, src_stream);
@@ -120,8 +121,8 @@ void copy_between_devices(const at::Tensor& dst, const at::Tensor& src) {
 // fallback hands written tensors whose elements share memory to the CPU
 // kernel in place, Note [Zero-copy fallback]): its copy back is already done.
 bool is_view_of_device_memory(const at::Tensor& src, const at::Tensor& dst) {
-  return src.const_data_ptr() == dst.const_data_ptr() && src.sizes() == dst.sizes() &&
-         src.strides() == dst.strides() && src.scalar_type() == dst.scalar_type();
+  return src.const_data_ptr() == dst.const_data_ptr() && src.sizes() == dst.sizes() && src.strides() == dst.strides() &&
+         src.scalar_type() == dst.scalar_type();
 }
 
 at::Tensor copy_from_mlu(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
@@ -222,9 +223,9 @@ void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
   }
   mlu::kernels::ScalarType dst_type = require_kernel_dtype(dst.scalar_type(), "copy_");
   mlu::kernels::ScalarType src_type = require_kernel_dtype(src.scalar_type(), "copy_");
-  const std::optional<Collapsed> collapsed =
-      dst.dim() > mlu::kernels::kMaxDims ? try_collapse_dims(dst.sizes(), dst.strides(), src.strides())
-                                         : std::optional<Collapsed>(kernel_layout(dst, src));
+  const std::optional<Collapsed> collapsed = dst.dim() > mlu::kernels::kMaxDims
+                                                 ? try_collapse_dims(dst.sizes(), dst.strides(), src.strides())
+                                                 : std::optional<Collapsed>(kernel_layout(dst, src));
   if (!collapsed) {
     // Too many unmergeable dims (Note [Collapsed dims]): one copy per slice of the outermost dim.
     for (int64_t i = 0; i < dst.size(0); ++i) copy_on_device(dst.select(0, i), src.select(0, i));
@@ -235,9 +236,8 @@ void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
   const mlu::kernels::Strides dst_strides = layout.first, src_strides = layout.second;
   void* out = device_ptr(dst);
   const void* in = device_ptr<const void>(src);
-  launch_kernel(dst.device().index(), "copy_", [=] {
-    mlu::kernels::copy(out, dst_type, dst_strides, in, src_type, src_strides, shape);
-  });
+  launch_kernel(dst.device().index(), "copy_",
+                [=] { mlu::kernels::copy(out, dst_type, dst_strides, in, src_type, src_strides, shape); });
 }
 
 // See Note [Conjugate and negative views in copies].

@@ -9,19 +9,32 @@ namespace torch_mlu {
 std::optional<mlu::kernels::ScalarType> kernel_dtype(at::ScalarType type) {
   using K = mlu::kernels::ScalarType;
   switch (type) {
-    case at::kBool: return K::Bool;
-    case at::kByte: return K::UInt8;
-    case at::kChar: return K::Int8;
-    case at::kShort: return K::Int16;
-    case at::kInt: return K::Int32;
-    case at::kLong: return K::Int64;
-    case at::kHalf: return K::Float16;
-    case at::kBFloat16: return K::BFloat16;
-    case at::kFloat: return K::Float32;
-    case at::kDouble: return K::Float64;
-    case at::kComplexFloat: return K::ComplexFloat;
-    case at::kComplexDouble: return K::ComplexDouble;
-    default: return std::nullopt;
+    case at::kBool:
+      return K::Bool;
+    case at::kByte:
+      return K::UInt8;
+    case at::kChar:
+      return K::Int8;
+    case at::kShort:
+      return K::Int16;
+    case at::kInt:
+      return K::Int32;
+    case at::kLong:
+      return K::Int64;
+    case at::kHalf:
+      return K::Float16;
+    case at::kBFloat16:
+      return K::BFloat16;
+    case at::kFloat:
+      return K::Float32;
+    case at::kDouble:
+      return K::Float64;
+    case at::kComplexFloat:
+      return K::ComplexFloat;
+    case at::kComplexDouble:
+      return K::ComplexDouble;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -59,7 +72,8 @@ mlu::kernels::Operand kernel_operand(const at::Tensor& t, const mlu::kernels::St
 Collapsed collapse_dims(at::IntArrayRef sizes, at::IntArrayRef first, at::IntArrayRef second) {
   std::optional<Collapsed> collapsed = try_collapse_dims(sizes, first, second);
   TORCH_CHECK(collapsed.has_value(), "mlu kernels support up to ", mlu::kernels::kMaxDims,
-              " dimensions that cannot be merged, got more (of ", sizes.size(), "); move the tensor to the CPU for "
+              " dimensions that cannot be merged, got more (of ", sizes.size(),
+              "); move the tensor to the CPU for "
               "this op");
   return *collapsed;
 }

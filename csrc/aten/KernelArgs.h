@@ -25,9 +25,7 @@ namespace torch_mlu {
 // The kernel library's dtype for `type`, if it has one.
 std::optional<mlu::kernels::ScalarType> kernel_dtype(at::ScalarType type);
 // Whether the element-wise/indexing kernels take t's dtype (not complex).
-inline bool has_kernel(const at::Tensor& t) {
-  return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value();
-}
+inline bool has_kernel(const at::Tensor& t) { return !t.is_complex() && kernel_dtype(t.scalar_type()).has_value(); }
 // Note [Complex elements moved as bits]
 // Kernels that only move elements (gathers, index_put without accumulation,
 // masked_select, nonzero's test against zero) copy them by their size or
@@ -35,9 +33,7 @@ inline bool has_kernel(const at::Tensor& t) {
 // arithmetic kernels do not (has_kernel). Ops that add or fill complex
 // elements work on the real and imaginary planes (at::real / at::imag
 // views, or view_as_real) with the real kernels.
-inline bool has_move_kernel(const at::Tensor& t) {
-  return kernel_dtype(t.scalar_type()).has_value();
-}
+inline bool has_move_kernel(const at::Tensor& t) { return kernel_dtype(t.scalar_type()).has_value(); }
 // Like kernel_dtype, but throws a clear error naming `op` when unsupported.
 mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* op);
 

@@ -24,8 +24,8 @@ namespace k = mlu::kernels;
 // before the kernel runs, and a zero makes the task fail: a device-side error
 // raised at the next synchronisation, the output left unwritten.
 bool divides_integers(PointwiseOp op, k::ScalarType compute) {
-  const bool division = op == PointwiseOp::DivTrunc || op == PointwiseOp::DivFloor ||
-                        op == PointwiseOp::Remainder || op == PointwiseOp::Fmod;
+  const bool division = op == PointwiseOp::DivTrunc || op == PointwiseOp::DivFloor || op == PointwiseOp::Remainder ||
+                        op == PointwiseOp::Fmod;
   return division && compute != k::ScalarType::Float16 && compute != k::ScalarType::BFloat16 &&
          compute != k::ScalarType::Float32 && compute != k::ScalarType::Float64;
 }
@@ -89,8 +89,8 @@ struct PointwiseTask {
       for (int d = 0; d < ndim; ++d) operands[i].strides.v[d] = scalar ? 0 : strides[i][d];
     }
     if (divides_integers(op, compute) && k::count_nonzero(shape, operands[2]) < k::numel(shape)) {
-      context.fail(std::string(kZeroDivision) + ": integer division or remainder by zero (" +
-                   k::pointwise_name(op) + ")");
+      context.fail(std::string(kZeroDivision) + ": integer division or remainder by zero (" + k::pointwise_name(op) +
+                   ")");
       return;
     }
     k::pointwise(op, compute, shape, operands, params);
@@ -121,8 +121,8 @@ void fill_and_launch(const at::TensorIteratorBase& iter, PointwiseOp op, k::Scal
       task.scalar_mask |= static_cast<uint8_t>(1u << i);
       std::memcpy(task.scalars[i], iter.data_ptr(i), static_cast<size_t>(element));
       const at::ScalarType common = iter.maybe_common_dtype().value_or(iter.dtype(i));
-      if ((common == at::kHalf || common == at::kBFloat16) && iter.dtype(i) != common &&
-          i >= iter.noutputs() && !at::isComplexType(iter.dtype(i)) && narrows_scalar(op, i)) {
+      if ((common == at::kHalf || common == at::kBFloat16) && iter.dtype(i) != common && i >= iter.noutputs() &&
+          !at::isComplexType(iter.dtype(i)) && narrows_scalar(op, i)) {
         narrow_scalar(task.scalars[i], iter.dtype(i), common);
         task.dtypes[i] = require_kernel_dtype(common, "pointwise");
       }
@@ -149,17 +149,15 @@ void fill_and_launch(const at::TensorIteratorBase& iter, PointwiseOp op, k::Scal
 
 bool launch_pointwise(const at::TensorIteratorBase& iter, PointwiseOp op, const OpParams& params,
                       std::optional<at::ScalarType> compute) {
-  const at::ScalarType compute_type =
-      compute.value_or(iter.maybe_common_dtype().value_or(iter.dtype(iter.noutputs() < iter.ntensors()
-                                                                          ? iter.noutputs()
-                                                                          : 0)));
+  const at::ScalarType compute_type = compute.value_or(
+      iter.maybe_common_dtype().value_or(iter.dtype(iter.noutputs() < iter.ntensors() ? iter.noutputs() : 0)));
   const std::optional<k::ScalarType> kernel_compute = kernel_dtype(compute_type);
   if (!kernel_compute || !k::pointwise_supports(op, *kernel_compute)) return false;
   for (int i = 0; i < iter.ntensors(); ++i) {
     if (!kernel_dtype(iter.dtype(i))) return false;
   }
-  TORCH_INTERNAL_ASSERT(iter.ntensors() == k::arity(op) + 1, "pointwise op ", k::pointwise_name(op),
-                        " expects ", k::arity(op) + 1, " operands, the iterator has ", iter.ntensors());
+  TORCH_INTERNAL_ASSERT(iter.ntensors() == k::arity(op) + 1, "pointwise op ", k::pointwise_name(op), " expects ",
+                        k::arity(op) + 1, " operands, the iterator has ", iter.ntensors());
   if (iter.numel() == 0) return true;
   TORCH_CHECK(iter.ndim() <= k::kMaxDims, "mlu pointwise kernels support at most ", k::kMaxDims,
               " dimensions after coalescing, got ", iter.ndim());

@@ -49,7 +49,8 @@ void resize_out(const at::Tensor& out, at::IntArrayRef sizes, at::IntArrayRef st
 template <class Meta, int N = 1>
 class MLUFunctional final : public Meta {
  public:
-  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::TensorOptions options) override {
     set(i, sizes, strides, options);
   }
   void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
@@ -74,7 +75,8 @@ class MLUInplace final : public Meta {
  public:
   template <class... T>
   explicit MLUInplace(T&... selves) : outputs_{std::ref(selves)...} {}
-  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::TensorOptions options) override {
     set(i, sizes, strides, options);
   }
   void set_output_raw_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
@@ -98,7 +100,8 @@ class MLUOut final : public Meta {
  public:
   template <class... T>
   explicit MLUOut(const T&... outs) : outputs_{std::cref(outs)...} {}
-  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides, at::TensorOptions options) override {
+  void set_output_strided(int64_t i, at::IntArrayRef sizes, at::IntArrayRef strides,
+                          at::TensorOptions options) override {
     const at::Tensor& out = outputs_[i].get();
     detail::resize_out(out, sizes, strides, options);
     if (!strides.empty() && out.strides() != strides) proxies_[i] = at::empty_strided(sizes, strides, options);

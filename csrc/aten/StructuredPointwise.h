@@ -18,8 +18,8 @@
 namespace torch_mlu {
 
 template <class Meta, class Fallback, class... Args>
-at::Tensor pointwise_functional(PointwiseOp op, const OpParams& params, Fallback&& fallback,
-                                const at::Tensor& self, const Args&... rest) {
+at::Tensor pointwise_functional(PointwiseOp op, const OpParams& params, Fallback&& fallback, const at::Tensor& self,
+                                const Args&... rest) {
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> iter;
   iter.meta(self, rest...);

@@ -192,13 +192,11 @@ ProcessGroupCNCL::Call in_place_reduction(const char* name, Fingerprint fingerpr
 template <class Outs, class Ins, class Start>
 ProcessGroupCNCL::Call scatter_reduction(const char* name, Fingerprint fingerprint, Outs outs, Ins ins, Reduction r,
                                          int size, Start start) {
-  return ProcessGroupCNCL::Call{name, fingerprint,
-                                [outs, ins, r, start](c10d::Backend& gloo) mutable {
-                                  return start(gloo, outs, ins, r);
-                                },
-                                [outs, r, size] {
-                                  for (const auto& o : outs) r.finish(o, size);
-                                }};
+  return ProcessGroupCNCL::Call{
+      name, fingerprint, [outs, ins, r, start](c10d::Backend& gloo) mutable { return start(gloo, outs, ins, r); },
+      [outs, r, size] {
+        for (const auto& o : outs) r.finish(o, size);
+      }};
 }
 
 }  // namespace
@@ -245,8 +243,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allreduce_coalesced(std::vector
                                    gloo_opts.reduceOp = op;
                                    return gloo.allreduce_coalesced(hosts, gloo_opts);
                                  });
-  return run(std::move(call), c10d::OpType::ALLREDUCE_COALESCED, with_factor(tensors, r), tensors,
-             kCollectiveStream);
+  return run(std::move(call), c10d::OpType::ALLREDUCE_COALESCED, with_factor(tensors, r), tensors, kCollectiveStream);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::reduce(std::vector<at::Tensor>& tensors,
@@ -306,8 +303,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allgather_into_tensor_coalesced
                                                                                  std::vector<at::Tensor>& inputs,
                                                                                  const c10d::AllgatherOptions& opts) {
   const auto& t = first("all_gather_into_tensor_coalesced", inputs);
-  Call call{"all_gather_into_tensor",
-            Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(inputs), -1, -1},
+  Call call{"all_gather_into_tensor", Fingerprint{static_cast<int64_t>(t.scalar_type()), total_numel(inputs), -1, -1},
             [outs = host_aliases(outputs), ins = host_aliases(inputs), opts](c10d::Backend& gloo) mutable {
               return gloo.allgather_into_tensor_coalesced(outs, ins, opts);
             },
@@ -348,16 +344,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::reduce_scatter(std::vector<at::
                                                                 const c10d::ReduceScatterOptions& opts) {
   const auto& t = first("reduce_scatter", outputs);
   Reduction r = plan_reduction("reduce_scatter", opts.reduceOp, t.scalar_type());
-  Call call = scatter_reduction(
-      "reduce_scatter", reduce_fingerprint(t, total_numel(outputs), -1, opts.reduceOp), host_aliases(outputs),
-      host_aliases(inputs), r, getSize(),
-      [](c10d::Backend& gloo, std::vector<at::Tensor>& outs, std::vector<std::vector<at::Tensor>>& ins,
-         const Reduction& r) {
-        if (r.premul) {
-          for (auto& list : ins) list = scaled_copies(list, r);
-        }
-        return gloo.reduce_scatter(outs, ins, gloo_options(r));
-      });
+  Call call = scatter_reduction("reduce_scatter", reduce_fingerprint(t, total_numel(outputs), -1, opts.reduceOp),
+                                host_aliases(outputs), host_aliases(inputs), r, getSize(),
+                                [](c10d::Backend& gloo, std::vector<at::Tensor>& outs,
+                                   std::vector<std::vector<at::Tensor>>& ins, const Reduction& r) {
+                                  if (r.premul) {
+                                    for (auto& list : ins) list = scaled_copies(list, r);
+                                  }
+                                  return gloo.reduce_scatter(outs, ins, gloo_options(r));
+                                });
   return run(std::move(call), c10d::OpType::REDUCE_SCATTER, with_factor(flatten(inputs), r), outputs,
              kCollectiveStream);
 }
@@ -365,8 +360,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::reduce_scatter(std::vector<at::
 c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                       const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK_VALUE(input.numel() == output.numel() * getSize(), "cncl reduce_scatter_tensor: the input has ",
-                    input.numel(), " elements; it needs world_size (", getSize(), ") x the output's ",
-                    output.numel());
+                    input.numel(), " elements; it needs world_size (", getSize(), ") x the output's ", output.numel());
   TORCH_CHECK_VALUE(output.scalar_type() == input.scalar_type(), "cncl reduce_scatter_tensor: output dtype ",
                     output.scalar_type(), " differs from input dtype ", input.scalar_type());
   Reduction r = plan_reduction("reduce_scatter_tensor", opts.reduceOp, input.scalar_type());
@@ -377,8 +371,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::_reduce_scatter_base(at::Tensor
         if (r.premul) ins = scaled_copies(ins, r);
         return gloo._reduce_scatter_base(outs[0], ins[0], gloo_options(r));
       });
-  return run(std::move(call), c10d::OpType::_REDUCE_SCATTER_BASE, with_factor({input}, r), {output},
-             kCollectiveStream);
+  return run(std::move(call), c10d::OpType::_REDUCE_SCATTER_BASE, with_factor({input}, r), {output}, kCollectiveStream);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::reduce_scatter_tensor_coalesced(
@@ -447,11 +440,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::recv(std::vector<at::Tensor>& t
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
-  Call call{"recv", std::nullopt,
-            [hosts = host_aliases(tensors), tag](c10d::Backend& gloo) mutable {
-              return gloo.recvAnysource(hosts, tag);
-            },
-            nullptr};
+  Call call{
+      "recv", std::nullopt,
+      [hosts = host_aliases(tensors), tag](c10d::Backend& gloo) mutable { return gloo.recvAnysource(hosts, tag); },
+      nullptr};
   return run(std::move(call), c10d::OpType::RECVANYSOURCE, {}, tensors, recv_stream(getSize()));
 }
 

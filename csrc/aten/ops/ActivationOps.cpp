@@ -63,9 +63,8 @@ at::Tensor& hardtanh_out_mlu(const at::Tensor& self, const at::Scalar& min, cons
   TORCH_CHECK(self.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::unary_op(out, self);
-  return launch_or(iter, Op::Clamp, make_params({min, max}), out, [&]() -> at::Tensor& {
-    return cpu_fallback<ATEN_OP2(hardtanh, out)>(self, min, max, out);
-  });
+  return launch_or(iter, Op::Clamp, make_params({min, max}), out,
+                   [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(hardtanh, out)>(self, min, max, out); });
 }
 
 at::Tensor hardtanh_mlu(const at::Tensor& self, const at::Scalar& min, const at::Scalar& max) {
@@ -78,17 +77,16 @@ at::Tensor& hardtanh__mlu(at::Tensor& self, const at::Scalar& min, const at::Sca
 }
 
 at::Tensor& hardtanh_backward_out_mlu(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& min,
-                                  const at::Scalar& max, at::Tensor& grad_input) {
+                                      const at::Scalar& max, at::Tensor& grad_input) {
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
   return launch_or(iter, Op::HardtanhBackward, make_params({min, max}), grad_input, [&]() -> at::Tensor& {
-    return cpu_fallback<ATEN_OP2(hardtanh_backward, grad_input)>(grad, self, min, max,
-                                                  grad_input);
+    return cpu_fallback<ATEN_OP2(hardtanh_backward, grad_input)>(grad, self, min, max, grad_input);
   });
 }
 
 at::Tensor hardtanh_backward_mlu(const at::Tensor& grad, const at::Tensor& self, const at::Scalar& min,
-                             const at::Scalar& max) {
+                                 const at::Scalar& max) {
   at::Tensor grad_input;
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::borrowing_binary_op(grad_input, grad, self);
@@ -101,9 +99,8 @@ at::Tensor hardtanh_backward_mlu(const at::Tensor& grad, const at::Tensor& self,
 at::Tensor& hardswish_out_mlu(const at::Tensor& self, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::unary_op(out, self);
-  return launch_or(iter, Op::Hardswish, {}, out, [&]() -> at::Tensor& {
-    return cpu_fallback<ATEN_OP2(hardswish, out)>(self, out);
-  });
+  return launch_or(iter, Op::Hardswish, {}, out,
+                   [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(hardswish, out)>(self, out); });
 }
 
 at::Tensor hardswish_mlu(const at::Tensor& self) {
@@ -176,8 +173,7 @@ at::Tensor log_sigmoid_backward_mlu(const at::Tensor& grad, const at::Tensor& se
 void check_glu(T self, int64_t dim) {
   TORCH_CHECK(self.dim() > 0, "glu does not support scalars because halving size must be even");
   const int64_t d = c10::maybe_wrap_dim(dim, self.dim());
-  TORCH_CHECK(self.size(d) % 2 == 0, "Halving dimension must be even, but dimension ", d, " is size ",
-              self.size(d));
+  TORCH_CHECK(self.size(d) % 2 == 0, "Halving dimension must be even, but dimension ", d, " is size ", self.size(d));
 }
 
 at::Tensor glu_backward_mlu(T grad_output, T self, int64_t dim) {

@@ -118,7 +118,8 @@ IndexLayout index_layout(at::Tensor self, const IndexList& orig) {
                       shapes.str());
   }
   while (indices.size() < static_cast<size_t>(self.dim())) indices.emplace_back();
-  if (!at::native::hasContiguousSubspace(indices)) std::tie(self, indices) = at::native::transposeToFront(self, indices);
+  if (!at::native::hasContiguousSubspace(indices))
+    std::tie(self, indices) = at::native::transposeToFront(self, indices);
 
   IndexLayout layout;
   int64_t before = 0, after = 0, indexed = 0;
@@ -171,8 +172,8 @@ at::TensorIterator put_iterator(const IndexLayout& layout, const at::Tensor& val
 
 void index_put_with_sort_mlu(at::Tensor& self, const IndexList& indices, const at::Tensor& value, bool accumulate,
                              bool /*unsafe*/) {
-  TORCH_CHECK(value.device() == self.device(), "expected device ", self.device(), " but got device ",
-              value.device(), " for value tensor");
+  TORCH_CHECK(value.device() == self.device(), "expected device ", self.device(), " but got device ", value.device(),
+              " for value tensor");
   const IndexLayout layout = index_layout(self, indices);
   at::TensorIterator iter = put_iterator(layout, value);
   index_put_kernel_mlu(iter, layout.indexed_sizes, layout.indexed_strides, accumulate);
@@ -194,8 +195,8 @@ at::Tensor index_mlu(const at::Tensor& self, const IndexList& indices) {
   if (op.numel() > 0) {
     const IndexLaunch launch = index_launch(op, info.sizes, info.strides, "index");
     launch_kernel(self.device().index(), "index", [launch](mlu::TaskContext& context) {
-      const k::AdvancedIndexCheck check = k::index_gather(launch.shape, launch.operands[0], launch.operands[1],
-                                                          launch.operands + 2, launch.dims);
+      const k::AdvancedIndexCheck check =
+          k::index_gather(launch.shape, launch.operands[0], launch.operands[1], launch.operands + 2, launch.dims);
       if (!check.ok) context.fail(bounds_message("index", check, launch.dims));
     });
   }

@@ -30,10 +30,14 @@ void non_finite_check_and_unscale(at::TensorList self, at::Tensor& found_inf, co
   check_scalar_float(inv_scale, "inv_scale");
   check_scalar_float(found_inf, "found_inf");
   for (const at::Tensor& t : self) {
-    TORCH_CHECK(t.device() == inv_scale.device(), "_amp_foreach_non_finite_check_and_unscale_: all tensors must be "
-                "on ", inv_scale.device(), ", got one on ", t.device());
-    TORCH_CHECK(at::isFloatingType(t.scalar_type()), "_amp_foreach_non_finite_check_and_unscale_: expected floating "
-                "point gradients, got ", t.scalar_type());
+    TORCH_CHECK(t.device() == inv_scale.device(),
+                "_amp_foreach_non_finite_check_and_unscale_: all tensors must be "
+                "on ",
+                inv_scale.device(), ", got one on ", t.device());
+    TORCH_CHECK(at::isFloatingType(t.scalar_type()),
+                "_amp_foreach_non_finite_check_and_unscale_: expected floating "
+                "point gradients, got ",
+                t.scalar_type());
     if (t.numel() == 0) continue;
     const at::Tensor non_finite = at::any(at::logical_not(at::isfinite(t))).to(at::kFloat).reshape(found_inf.sizes());
     found_inf.copy_(at::maximum(found_inf, non_finite));

@@ -75,8 +75,8 @@ bool cpu_takes_fused_kernel(const at::Tensor& query, const at::Tensor& key, cons
     if (t->sym_stride(-1) != 1) return false;
   }
   const c10::SymInt heads = query.sym_size(1), kv_heads = key.sym_size(1);
-  if (key.sym_size(0) != query.sym_size(0) || value.sym_size(0) != query.sym_size(0) ||
-      value.sym_size(1) != kv_heads || (heads != kv_heads && !(enable_gqa && heads % kv_heads == 0))) {
+  if (key.sym_size(0) != query.sym_size(0) || value.sym_size(0) != query.sym_size(0) || value.sym_size(1) != kv_heads ||
+      (heads != kv_heads && !(enable_gqa && heads % kv_heads == 0))) {
     return false;
   }
   if (!attn_mask.has_value() || !attn_mask->defined()) return true;
@@ -125,8 +125,8 @@ int64_t choose_sdp_backend(const at::Tensor& query, const at::Tensor& key, const
 void check_operands(const at::Tensor& query, std::initializer_list<const at::Tensor*> others) {
   for (const at::Tensor* t : others) {
     if (!t->defined()) continue;
-    TORCH_CHECK(t->device() == query.device(), "scaled_dot_product_attention: expected all tensors on ",
-                query.device(), ", got one on ", t->device());
+    TORCH_CHECK(t->device() == query.device(), "scaled_dot_product_attention: expected all tensors on ", query.device(),
+                ", got one on ", t->device());
     TORCH_CHECK(t->scalar_type() == query.scalar_type(), "scaled_dot_product_attention: expected all tensors to be ",
                 query.scalar_type(), ", got ", t->scalar_type());
   }
@@ -216,8 +216,7 @@ k::AttentionArgs attention_args(const at::Tensor& q, const at::Tensor& k, const 
 }
 
 // The bias as [batch, heads, q_len, kv_len] (broadcast dims stride 0).
-at::Tensor bias_as_heads(const std::optional<at::Tensor>& bias, const at::Tensor& q4, int64_t kv_len,
-                         bool three_d) {
+at::Tensor bias_as_heads(const std::optional<at::Tensor>& bias, const at::Tensor& q4, int64_t kv_len, bool three_d) {
   if (!bias.has_value() || !bias->defined()) return {};
   if (three_d) return bias->expand({q4.size(1), q4.size(2), kv_len}).unsqueeze(0);
   return bias->expand({q4.size(0), q4.size(1), q4.size(2), kv_len});
@@ -297,8 +296,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
     const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
     const at::Tensor& attn_bias, std::array<bool, 4> grad_input_mask, const at::Tensor& out,
     const at::Tensor& logsumexp, const at::Tensor& /*cum_seq_q*/, const at::Tensor& /*cum_seq_k*/, int64_t /*max_q*/,
-    int64_t /*max_k*/, double dropout_p, bool is_causal, const at::Tensor& philox_seed,
-    const at::Tensor& philox_offset, std::optional<double> scale) {
+    int64_t /*max_k*/, double dropout_p, bool is_causal, const at::Tensor& philox_seed, const at::Tensor& philox_offset,
+    std::optional<double> scale) {
   check_operands(query, {&key, &value, &attn_bias, &grad_out, &out});
   TORCH_CHECK(logsumexp.device() == query.device() && logsumexp.scalar_type() == at::kFloat,
               "scaled_dot_product_attention backward: expected a float logsumexp on ", query.device());
@@ -320,7 +319,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
     TORCH_CHECK(philox_seed.device() == query.device() && philox_offset.device() == query.device() &&
                     philox_seed.scalar_type() == at::kLong && philox_offset.scalar_type() == at::kLong,
                 "scaled_dot_product_attention backward: philox_seed and philox_offset must be int64 scalars on the "
-                "CPU or on ", query.device());
+                "CPU or on ",
+                query.device());
     seed_slot = device_ptr<const int64_t>(philox_seed);
     offset_slot = device_ptr<const int64_t>(philox_offset);
   }
@@ -335,15 +335,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> sdpa_fused_backward_m
   const at::Tensor dout = as_heads(grad_out);
   k::AttentionGradients grads{heads_view(dout), heads_view(grad_q.heads), heads_view(grad_k.heads),
                               heads_view(grad_v.heads), device_ptr(grad_bias)};
-  launch_kernel(query.device().index(), "scaled_dot_product_attention backward",
-                [args, grads, seed_slot, offset_slot] {
-                  k::AttentionArgs resolved = args;
-                  if (seed_slot != nullptr) {
-                    resolved.seed = static_cast<uint64_t>(*seed_slot);
-                    resolved.offset = static_cast<uint64_t>(*offset_slot);
-                  }
-                  k::attention_backward(resolved, grads);
-                });
+  launch_kernel(query.device().index(), "scaled_dot_product_attention backward", [args, grads, seed_slot, offset_slot] {
+    k::AttentionArgs resolved = args;
+    if (seed_slot != nullptr) {
+      resolved.seed = static_cast<uint64_t>(*seed_slot);
+      resolved.offset = static_cast<uint64_t>(*offset_slot);
+    }
+    k::attention_backward(resolved, grads);
+  });
   if (grad_bias.defined()) {
     grad_bias = at::sum_to(three_d ? grad_bias.squeeze(0) : grad_bias, attn_bias.sizes());
     at::Tensor declared = at::empty_like(attn_bias);

@@ -93,8 +93,8 @@ CpuLoop cpu_loop(const at::Tensor& self, const at::Tensor& other, const at::Tens
   const int64_t element = static_cast<int64_t>(c10::elementSize(type));
   const int64_t inner[3] = {iter.strides(0)[0], iter.strides(1)[0], iter.strides(2)[0]};
   const bool dense = inner[0] == element && inner[1] == element && inner[2] == element;
-  const bool one_broadcast = inner[0] == element && ((inner[1] == 0 && inner[2] == element) ||
-                                                     (inner[1] == element && inner[2] == 0));
+  const bool one_broadcast =
+      inner[0] == element && ((inner[1] == 0 && inner[2] == element) || (inner[1] == element && inner[2] == 0));
   if (!dense && !one_broadcast) return CpuLoop::AllScalar;
   return iter.ndim() == 1 ? CpuLoop::Coalesced : CpuLoop::Other;
 }
@@ -111,7 +111,7 @@ std::optional<ScalarLoopPatch> scalar_loop_patch(const at::Tensor& self, const a
   }
   if (out != nullptr && out->defined() && out->scalar_type() != type) return std::nullopt;
   const double a = (negate ? -1.0 : 1.0) * (type == at::kHalf ? static_cast<double>(alpha.to<at::Half>())
-                                                                : static_cast<double>(alpha.to<at::BFloat16>()));
+                                                              : static_cast<double>(alpha.to<at::BFloat16>()));
   if (a == 0 || a == 1 || a == -1) return std::nullopt;
   const std::vector<int64_t> shape = at::infer_size(self.sizes(), other.sizes());
   if (out != nullptr && out->defined() && out->sizes().vec() != shape) return std::nullopt;  // resized: a new layout
@@ -132,8 +132,7 @@ std::optional<ScalarLoopPatch> scalar_loop_patch(const at::Tensor& self, const a
   };
   patch.ranges = cpu_scalar_loop_ranges(c10::multiply_integers(shape));  // PointwiseLaunch.h
   for (const auto& [begin, end] : patch.ranges) {
-    patch.values.push_back(
-        at::add(slice(typed_self, begin, end), at::mul(slice(typed_other, begin, end), factor)));
+    patch.values.push_back(at::add(slice(typed_self, begin, end), at::mul(slice(typed_other, begin, end), factor)));
   }
   return patch;
 }

@@ -97,11 +97,11 @@ void check_dtypes(const at::Tensor& result, const at::Tensor& m1, const at::Tens
     TORCH_CHECK(m1.scalar_type() == m2.scalar_type(), "expected scalar type ", m1.scalar_type(), " but found ",
                 m2.scalar_type());
   } else {
-    TORCH_CHECK(m1.scalar_type() == m2.scalar_type(), "expected m1 and m2 to have the same dtype, but got: ",
-                m1.dtype(), " != ", m2.dtype());
+    TORCH_CHECK(m1.scalar_type() == m2.scalar_type(),
+                "expected m1 and m2 to have the same dtype, but got: ", m1.dtype(), " != ", m2.dtype());
   }
-  TORCH_CHECK(result.scalar_type() == m1.scalar_type(), "Expected out tensor to have dtype ", m1.dtype(),
-              ", but got ", result.dtype(), " instead");
+  TORCH_CHECK(result.scalar_type() == m1.scalar_type(), "Expected out tensor to have dtype ", m1.dtype(), ", but got ",
+              result.dtype(), " instead");
 }
 
 // Whether writing `out` may change what `in` reads (one storage, and the
@@ -117,7 +117,8 @@ void launch_gemm(const char* name, const at::Tensor& result, const at::Tensor& m
   // The products are fallthroughs of the Conjugate and Negative keys (as on
   // the CPU, whose BLAS takes conjugation flags): a lazily conjugated or
   // negated operand arrives with its bit set, and is materialised here.
-  TORCH_CHECK(!result.is_conj() && !result.is_neg(), name, ": an out= tensor with the conjugate or negative bit set "
+  TORCH_CHECK(!result.is_conj() && !result.is_neg(), name,
+              ": an out= tensor with the conjugate or negative bit set "
               "is not supported on mlu; pass a resolved tensor (resolve_conj(), resolve_neg())");
   const at::Tensor m1 = m1_in.resolve_conj().resolve_neg();
   const at::Tensor m2 = m2_in.resolve_conj().resolve_neg();
@@ -125,8 +126,8 @@ void launch_gemm(const char* name, const at::Tensor& result, const at::Tensor& m
   if (may_overlap(result, m1) || may_overlap(result, m2)) {
     // The kernels' C must not overlap A or B (x.addmm_(x, x)): the product
     // goes to a scratch result, copied back in queue order.
-    at::Tensor scratch = beta != 0 ? result.clone(at::MemoryFormat::Contiguous)
-                                   : at::empty(result.sizes(), result.options());
+    at::Tensor scratch =
+        beta != 0 ? result.clone(at::MemoryFormat::Contiguous) : at::empty(result.sizes(), result.options());
     launch_gemm(name, scratch, m1, m2, beta, alpha, bias);
     result.copy_(scratch);
     return;
@@ -355,11 +356,11 @@ bool add_matrix_vector_16bit(const at::Tensor& result, const at::Tensor& self, c
 // addmv: result (n) = beta * self + alpha * mat (n x m) @ vec (m), as a GEMM
 // with one column (16-bit products as the CPU rounds them: Note [addmv in 16
 // bits]).
-void add_matrix_vector(const at::Tensor& result, const at::Tensor& self, const at::Tensor& mat,
-                       const at::Tensor& vec, S beta, S alpha) {
+void add_matrix_vector(const at::Tensor& result, const at::Tensor& self, const at::Tensor& mat, const at::Tensor& vec,
+                       S beta, S alpha) {
   if (add_matrix_vector_16bit(result, self, mat, vec, beta, alpha)) return;
-  add_product("addmv", result.unsqueeze(1), self.dim() == 1 ? self.unsqueeze(1) : self, mat, vec.unsqueeze(1),
-              beta, alpha, result.is_same(self));
+  add_product("addmv", result.unsqueeze(1), self.dim() == 1 ? self.unsqueeze(1) : self, mat, vec.unsqueeze(1), beta,
+              alpha, result.is_same(self));
 }
 
 at::Tensor addmv_mlu(T self, T mat, T vec, S beta, S alpha) {
@@ -392,14 +393,14 @@ at::Tensor& addmv_out_mlu(T self, T mat, T vec, S beta, S alpha, at::Tensor& out
 
 // dot / vdot: a 1 x 1 GEMM, checked as on the CPU.
 at::Tensor dot_mlu(const char* name, T self, T other) {
-  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ",
-              other.dim(), "D tensors");
+  TORCH_CHECK(self.dim() == 1 && other.dim() == 1, "1D tensors expected, but got ", self.dim(), "D and ", other.dim(),
+              "D tensors");
   TORCH_CHECK(self.scalar_type() == other.scalar_type(), name,
               " : expected both vectors to have same dtype, but found ", self.scalar_type(), " and ",
               other.scalar_type());
-  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(),
-              "] and src [", other.numel(), "] to have the same number of elements, but got ", self.numel(),
-              " and ", other.numel(), " elements respectively");
+  TORCH_CHECK(self.numel() == other.numel(), "inconsistent tensor size, expected tensor [", self.numel(), "] and src [",
+              other.numel(), "] to have the same number of elements, but got ", self.numel(), " and ", other.numel(),
+              " elements respectively");
   check_same_device(name, {self, other});
   c10::OptionalDeviceGuard guard(self.device());
   at::Tensor result = at::empty({}, self.options());

@@ -24,8 +24,8 @@ at::Tensor& angle_out_mlu(T self, at::Tensor& result) {
     if (!launch_complex_to_real(self, result, Op::Angle)) return cpu_fallback<ATEN_OP2(angle, out)>(self, result);
     return result;
   }
-  auto iter = self.is_complex() ? at::TensorIterator::unary_op(result, self)
-                                : at::TensorIterator::unary_float_op(result, self);
+  auto iter =
+      self.is_complex() ? at::TensorIterator::unary_op(result, self) : at::TensorIterator::unary_float_op(result, self);
   if (!launch_pointwise(iter, Op::Angle)) return cpu_fallback<ATEN_OP2(angle, out)>(self, result);
   return result;
 }
@@ -45,8 +45,8 @@ at::Tensor angle_mlu(T self) {
 at::Tensor& conj_physical_out_mlu(T self, at::Tensor& result) {
   c10::OptionalDeviceGuard guard(self.device());
   auto iter = at::TensorIterator::unary_op(result, self);
-  TORCH_CHECK(launch_pointwise(iter, self.is_complex() ? Op::Conj : Op::Copy),
-              "conj_physical on mlu: no kernel for ", self.scalar_type());
+  TORCH_CHECK(launch_pointwise(iter, self.is_complex() ? Op::Conj : Op::Copy), "conj_physical on mlu: no kernel for ",
+              self.scalar_type());
   return result;
 }
 

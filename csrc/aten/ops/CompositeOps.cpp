@@ -232,16 +232,15 @@ void unpool_into(at::Tensor& out, T self, T indices, int64_t spatial_dims) {
 
 void check_unpool_input(const char* fn, T self) {
   for (int64_t i = 1; i < self.dim(); ++i) {
-    TORCH_CHECK(self.size(i) > 0, fn,
-                "Expected input to have non-zero size for non-batch dimensions, but got ", self.sizes(),
-                " with dimension ", i, " being empty.");
+    TORCH_CHECK(self.size(i) > 0, fn, "Expected input to have non-zero size for non-batch dimensions, but got ",
+                self.sizes(), " with dimension ", i, " being empty.");
   }
 }
 
 at::Tensor& max_unpool2d_out_mlu(T self, T indices, at::IntArrayRef output_size, at::Tensor& out) {
   at::globalContext().alertNotDeterministic("max_unpooling2d_forward_out");
-  TORCH_CHECK(indices.scalar_type() == at::kLong, "elements in indices should be type int64 but got: ",
-              indices.scalar_type());
+  TORCH_CHECK(indices.scalar_type() == at::kLong,
+              "elements in indices should be type int64 but got: ", indices.scalar_type());
   TORCH_CHECK(self.dim() == 3 || self.dim() == 4, "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a ",
               "tensor with ", self.dim(), " dimensions.");
   TORCH_CHECK(output_size.size() == 2, "There should be exactly two elements (height, width) in output_size, but got ",
@@ -272,23 +271,24 @@ at::Tensor& max_unpool3d_out_mlu(T self, T indices, at::IntArrayRef output_size,
                                  at::IntArrayRef padding, at::Tensor& out) {
   at::globalContext().alertNotDeterministic("max_unpooling3d_forward_out");
   TORCH_CHECK(out.is_contiguous(), "output must be contiguous");
-  TORCH_CHECK(indices.scalar_type() == at::kLong, "elements in indices should be type int64 but got: ",
-              indices.scalar_type());
+  TORCH_CHECK(indices.scalar_type() == at::kLong,
+              "elements in indices should be type int64 but got: ", indices.scalar_type());
   TORCH_CHECK(self.dim() == 4 || self.dim() == 5, "Input to max_unpooling3d should be a 4d or 5d Tensor, but got a ",
               "tensor with ", self.dim(), " dimensions.");
   TORCH_CHECK(output_size.size() == 3,
               "There should be exactly three elements (depth, height, width) in output_size, but got ",
               output_size.size(), " elements.");
-  TORCH_CHECK(stride.size() == 3, "There should be exactly three elements (depth, height, width) in stride, but got: ",
-              stride.size(), " elements.");
+  TORCH_CHECK(stride.size() == 3,
+              "There should be exactly three elements (depth, height, width) in stride, but got: ", stride.size(),
+              " elements.");
   TORCH_CHECK(padding.size() == 3,
               "There should be exactly three elements (depth, height, width) in padding, but got: ", padding.size(),
               " elements.");
   TORCH_CHECK(self.sizes() == indices.sizes(), "Expected shape of indices to be same as that of the input tensor (",
               self.sizes(), ") but got indices tensor with shape: ", indices.sizes());
   check_unpool_input("max_unpooling3d_forward_out_cpu(): ", self);
-  TORCH_CHECK(stride[0] > 0 && stride[1] > 0 && stride[2] > 0, "strides should be greater than zero, but got stride: ",
-              stride);
+  TORCH_CHECK(stride[0] > 0 && stride[1] > 0 && stride[2] > 0,
+              "strides should be greater than zero, but got stride: ", stride);
   TORCH_CHECK(output_size[0] >= 0 && output_size[1] >= 0 && output_size[2] >= 0,
               "max_unpooling3d(): output_size must contain non-negative spatial dimensions, but got output_size=(",
               output_size[0], ", ", output_size[1], ", ", output_size[2], ")");
@@ -317,8 +317,8 @@ at::Tensor& masked_scatter_mlu(at::Tensor& self, T mask, T source) {
   TORCH_CHECK(self.scalar_type() == source.scalar_type(),
               "masked_scatter: expected self and source to have same dtypes but got", self.scalar_type(), " and ",
               source.scalar_type());
-  TORCH_CHECK(mask.dtype() == at::ScalarType::Bool, "masked_scatter_ only supports boolean masks, but got mask with dtype ",
-              mask.scalar_type());
+  TORCH_CHECK(mask.dtype() == at::ScalarType::Bool,
+              "masked_scatter_ only supports boolean masks, but got mask with dtype ", mask.scalar_type());
   if (!has_move_kernel(self)) return cpu_fallback<ATEN_OP(masked_scatter_)>(self, mask, source);
   c10::MaybeOwned<at::Tensor> b_mask = at::expand_inplace(self, mask, "masked_scatter_");
   if (b_mask->numel() == 0) return self;
@@ -428,9 +428,7 @@ void cumulative_extreme(T self, at::Tensor& values, at::Tensor& indices, int64_t
 // puts at position k. median: k = (n - 1) / 2, or the first NaN when there is
 // one; nanmedian: k = (n - nans - 1) / 2 (0 when all are NaN). Bool and
 // complex, which the CPU does not define, go to the fallback for its error.
-bool median_native(T self) {
-  return has_kernel(self) && !self.is_complex() && self.scalar_type() != at::kBool;
-}
+bool median_native(T self) { return has_kernel(self) && !self.is_complex() && self.scalar_type() != at::kBool; }
 
 // Position k of the median along dim, one per slice (dim kept, size 1).
 at::Tensor median_position(T values, int64_t dim, int64_t n, bool ignore_nan) {

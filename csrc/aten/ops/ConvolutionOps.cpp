@@ -49,8 +49,10 @@ k::ScalarType conv_dtype(const at::Tensor& t, bool integers_allowed) {
 void check_devices(const at::Tensor& a, const at::Tensor& b, const at::Tensor* c = nullptr) {
   for (const at::Tensor* t : {&b, c}) {
     if (t == nullptr || !t->defined()) continue;
-    TORCH_CHECK(t->device() == a.device(), "Expected all tensors to be on the same device, but found at least two "
-                "devices, ", a.device(), " and ", t->device(), "! (when checking arguments for convolution)");
+    TORCH_CHECK(t->device() == a.device(),
+                "Expected all tensors to be on the same device, but found at least two "
+                "devices, ",
+                a.device(), " and ", t->device(), "! (when checking arguments for convolution)");
   }
   TORCH_CHECK(a.scalar_type() == b.scalar_type(), "Input type (", a.scalar_type(), ") and weight type (",
               b.scalar_type(), ") should be the same");
@@ -163,8 +165,8 @@ at::Tensor convolution_mlu(const at::Tensor& input_, const at::Tensor& weight_, 
     // Note [Channels-last convolution] (conv_nhwc.cpp): no NCHW copies.
     at::Tensor output = at::empty(out_sizes, input.options().memory_format(layout));
     if (output.numel() > 0) {
-      const k::ConvShape s = conv_shape(input, weight, at::IntArrayRef(out_sizes).slice(2), stride, padding, dilation,
-                                        groups);
+      const k::ConvShape s =
+          conv_shape(input, weight, at::IntArrayRef(out_sizes).slice(2), stride, padding, dilation, groups);
       const void *in = device_ptr<const void>(input), *w = device_ptr<const void>(weight),
                  *b = device_ptr<const void>(bias);
       void* out = device_ptr(output);
@@ -176,8 +178,8 @@ at::Tensor convolution_mlu(const at::Tensor& input_, const at::Tensor& weight_, 
   at::Tensor output = at::empty(out_sizes, input.options());
   if (output.numel() > 0) {
     if (!transposed) {
-      const k::ConvShape s = conv_shape(input, weight, at::IntArrayRef(out_sizes).slice(2), stride, padding, dilation,
-                                        groups);
+      const k::ConvShape s =
+          conv_shape(input, weight, at::IntArrayRef(out_sizes).slice(2), stride, padding, dilation, groups);
       const void *in = device_ptr<const void>(input), *w = device_ptr<const void>(weight),
                  *b = device_ptr<const void>(bias);
       void* out = device_ptr(output);
@@ -240,13 +242,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_mlu(
                *w = device_ptr<const void>(weight);
     if (mask[0] && !empty) {
       void* gi = device_ptr(grad_input);
-      launch_kernel(device, "convolution_backward_input",
-                    [=] { k::conv_backward_input(s, type, go, w, nullptr, gi); });
+      launch_kernel(device, "convolution_backward_input", [=] { k::conv_backward_input(s, type, go, w, nullptr, gi); });
     }
     if (mask[1] && !empty) {
       void *gw = device_ptr(grad_weight), *gb = mask[2] ? device_ptr(grad_bias) : nullptr;
-      launch_kernel(device, "convolution_backward_weight",
-                    [=] { k::conv_backward_weight(s, type, go, in, gw, gb); });
+      launch_kernel(device, "convolution_backward_weight", [=] { k::conv_backward_weight(s, type, go, in, gw, gb); });
     }
   } else {
     // input -> grad_output is the backward-input op of the regular

@@ -99,8 +99,10 @@ at::Tensor ctc_loss_backward_mlu(T grad, T log_probs, T targets, at::IntArrayRef
                                  at::IntArrayRef target_lengths, T neg_log_likelihood, T log_alpha_, int64_t blank,
                                  bool zero_infinity) {
   check_dtype(log_probs);
-  for (const auto& [t, name] : {std::pair<T, const char*>{targets, "targets"}, {grad, "grad"},
-                                {neg_log_likelihood, "neg_log_likelihood"}, {log_alpha_, "log_alpha"}}) {
+  for (const auto& [t, name] : {std::pair<T, const char*>{targets, "targets"},
+                                {grad, "grad"},
+                                {neg_log_likelihood, "neg_log_likelihood"},
+                                {log_alpha_, "log_alpha"}}) {
     check_same_device(log_probs, t, name);
   }
   // The forward's results of this very problem (the kernel trusts their sizes).

@@ -26,7 +26,6 @@
 namespace torch_mlu {
 namespace {
 
-
 using T = const at::Tensor&;
 
 at::Tensor reduce(const at::Tensor& loss, int64_t reduction) {
@@ -107,7 +106,7 @@ at::Tensor bce_mlu(T self, T target, const std::optional<at::Tensor>& weight, in
 
 // grad w (x - t) / max(x (1 - x), 1e-12), / numel for the mean.
 at::Tensor bce_backward_mlu(T grad_output, T self, T target, const std::optional<at::Tensor>& weight,
-                                         int64_t reduction) {
+                            int64_t reduction) {
   at::Tensor grad = grad_output * (self - target) / at::clamp_min((1 - self) * self, 1e-12);
   if (weight.has_value() && weight->defined()) grad = grad * *weight;
   return laid_out_like(reduction == at::Reduction::Mean ? grad / static_cast<double>(self.numel()) : grad, self);

@@ -33,13 +33,15 @@ std::string bag_message(const k::BagCheck& c, int64_t num_indices) {
       return "embedding_bag: Expected idx >= 0 && idx < num_embeddings but found idx to be " + std::to_string(c.value);
     case k::BagCheck::FirstOffsetNotZero:
       return "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0. "
-             "However, got " + std::to_string(c.value);
+             "However, got " +
+             std::to_string(c.value);
     case k::BagCheck::OffsetsDecrease:
       return "embedding_bag: offsets have to be non-decreasing, got " + std::to_string(c.value) + " after a larger one";
     case k::BagCheck::OffsetPastEnd:
       return "offsets[-1] can not be greater than input's length " + std::to_string(num_indices) +
              " but got offsets[-1] of " + std::to_string(c.value);
-    case k::BagCheck::Ok: break;
+    case k::BagCheck::Ok:
+      break;
   }
   return {};
 }
@@ -153,9 +155,8 @@ at::Tensor dense_backward_mlu(T grad, T indices, T offset2bag, T bag_size, T max
   const auto* best_p = static_cast<const int64_t*>(device_ptr<const void>(best));
   void* gw = device_ptr(grad_weight);
   // The memory the pointers refer to stays valid until the kernel ran (Note [Stream-ordered reuse]).
-  launch_kernel(grad.device().index(), "embedding_bag_backward", [=] {
-    k::embedding_bag_backward(a, gp, o2b_p, sizes_p, best_p, scale_grad_by_freq, gw);
-  });
+  launch_kernel(grad.device().index(), "embedding_bag_backward",
+                [=] { k::embedding_bag_backward(a, gp, o2b_p, sizes_p, best_p, scale_grad_by_freq, gw); });
   return grad_weight;
 }
 
@@ -179,8 +180,7 @@ at::Tensor per_sample_weights_backward_mlu(T grad, T weight, T indices, T offset
 // one (a sparse COO tensor on mlu, built from mlu's index_select and the
 // embedding's sparse backward).
 at::Tensor backward_mlu(T grad, T indices, T offsets, T offset2bag, T bag_size, T max_indices, int64_t num_weights,
-                        bool scale_grad_by_freq, int64_t mode, bool sparse, W per_sample_weights,
-                        int64_t padding_idx) {
+                        bool scale_grad_by_freq, int64_t mode, bool sparse, W per_sample_weights, int64_t padding_idx) {
   if (sparse) {
     return at::_embedding_bag_sparse_backward(grad, indices, offsets, offset2bag, bag_size, num_weights,
                                               scale_grad_by_freq, mode, per_sample_weights, padding_idx);

@@ -67,8 +67,10 @@ at::Tensor& fill_tensor_mlu_(at::Tensor& self, const at::Tensor& value) {
               " dimensions.");
   at::assert_no_internal_overlap(self);  // the CPU's fill_ with a tensor value refuses it (unlike a scalar's)
   if (value.is_cpu() || self.is_alias_of(value)) return fill_scalar_mlu_(self, value.item());
-  TORCH_CHECK(value.device() == self.device(), "Expected all tensors to be on the same device, but found at least "
-              "two devices, ", self.device(), " and ", value.device(), "!");
+  TORCH_CHECK(value.device() == self.device(),
+              "Expected all tensors to be on the same device, but found at least "
+              "two devices, ",
+              self.device(), " and ", value.device(), "!");
   if (self.numel() == 0) return self;
   c10::DeviceGuard guard(self.device());
   copy_on_device(self, value.expand_as(self));  // stays on the device: no host sync

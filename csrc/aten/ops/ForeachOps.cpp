@@ -150,8 +150,8 @@ bool eligible(const ListOp& op, TL self) {
       (op.op == PointwiseOp::Pow || op.op == PointwiseOp::PowScalar)) {
     return false;  // negative integer exponents raise, one tensor at a time
   }
-  if (op.op == PointwiseOp::Sub && std::any_of(op.scalar.host.begin(), op.scalar.host.end(),
-                                                [](const at::Scalar& s) { return s.isBoolean(); })) {
+  if (op.op == PointwiseOp::Sub &&
+      std::any_of(op.scalar.host.begin(), op.scalar.host.end(), [](const at::Scalar& s) { return s.isBoolean(); })) {
     return false;  // subtracting a bool raises, one tensor at a time
   }
   std::vector<TL> lists{self};
@@ -235,78 +235,78 @@ void apply_(const ListOp& op, TL self, Slow slow) {
 // Each MLU_FOREACH_* macro defines the out-of-place and in-place kernels of one overload (at::native::SLOW is
 // PyTorch's per-tensor loop for it).
 
-#define MLU_FOREACH_LIST_ALPHA(fname, SLOW, OP)                                                                 \
-  Tensors fname##_list(TL self, TL other, const at::Scalar& alpha) {                                            \
-    at::native::check_foreach_api_restrictions(self, other);                                                   \
-    return apply({"_foreach_" #fname, OP, {self, other}, {}, {alpha}}, self,                                    \
-                 [&] { return at::native::SLOW(self, other, alpha); });                                         \
-  }                                                                                                             \
-  void fname##_list_(TL self, TL other, const at::Scalar& alpha) {                                              \
-    at::native::check_foreach_api_restrictions(self, other);                                                   \
-    apply_({"_foreach_" #fname "_", OP, {self, other}, {}, {alpha}}, self,                                      \
-           [&] { at::native::SLOW##_(self, other, alpha); });                                                   \
+#define MLU_FOREACH_LIST_ALPHA(fname, SLOW, OP)                              \
+  Tensors fname##_list(TL self, TL other, const at::Scalar& alpha) {         \
+    at::native::check_foreach_api_restrictions(self, other);                 \
+    return apply({"_foreach_" #fname, OP, {self, other}, {}, {alpha}}, self, \
+                 [&] { return at::native::SLOW(self, other, alpha); });      \
+  }                                                                          \
+  void fname##_list_(TL self, TL other, const at::Scalar& alpha) {           \
+    at::native::check_foreach_api_restrictions(self, other);                 \
+    apply_({"_foreach_" #fname "_", OP, {self, other}, {}, {alpha}}, self,   \
+           [&] { at::native::SLOW##_(self, other, alpha); });                \
   }
 
-#define MLU_FOREACH_LIST(fname, SLOW, OP, PROMOTES)                                                              \
-  Tensors fname##_list(TL self, TL other) {                                                                      \
-    at::native::check_foreach_api_restrictions(self, other);                                                    \
-    return apply({"_foreach_" #fname, OP, {self, other}, {}, {}, PROMOTES}, self,                                \
-                 [&] { return at::native::SLOW(self, other); });                                                 \
-  }                                                                                                              \
-  void fname##_list_(TL self, TL other) {                                                                        \
-    at::native::check_foreach_api_restrictions(self, other);                                                    \
-    apply_({"_foreach_" #fname "_", OP, {self, other}, {}, {}, PROMOTES}, self,                                  \
-           [&] { at::native::SLOW##_(self, other); });                                                           \
+#define MLU_FOREACH_LIST(fname, SLOW, OP, PROMOTES)                               \
+  Tensors fname##_list(TL self, TL other) {                                       \
+    at::native::check_foreach_api_restrictions(self, other);                      \
+    return apply({"_foreach_" #fname, OP, {self, other}, {}, {}, PROMOTES}, self, \
+                 [&] { return at::native::SLOW(self, other); });                  \
+  }                                                                               \
+  void fname##_list_(TL self, TL other) {                                         \
+    at::native::check_foreach_api_restrictions(self, other);                      \
+    apply_({"_foreach_" #fname "_", OP, {self, other}, {}, {}, PROMOTES}, self,   \
+           [&] { at::native::SLOW##_(self, other); });                            \
   }
 
 // A host scalar as the second operand (parameter 0, alpha where the op has one, is 1).
-#define MLU_FOREACH_SCALAR(fname, SLOW, OP, PROMOTES)                                                            \
-  Tensors fname##_scalar(TL self, const at::Scalar& scalar) {                                                    \
-    at::native::check_foreach_api_restrictions(self);                                                           \
-    return apply({"_foreach_" #fname, OP, {self}, {{scalar}}, {kOne}, PROMOTES}, self,                           \
-                 [&] { return at::native::SLOW(self, scalar); });                                                \
-  }                                                                                                              \
-  void fname##_scalar_(TL self, const at::Scalar& scalar) {                                                      \
-    at::native::check_foreach_api_restrictions(self);                                                           \
-    apply_({"_foreach_" #fname "_", OP, {self}, {{scalar}}, {kOne}, PROMOTES}, self,                             \
-           [&] { at::native::SLOW##_(self, scalar); });                                                          \
+#define MLU_FOREACH_SCALAR(fname, SLOW, OP, PROMOTES)                                  \
+  Tensors fname##_scalar(TL self, const at::Scalar& scalar) {                          \
+    at::native::check_foreach_api_restrictions(self);                                  \
+    return apply({"_foreach_" #fname, OP, {self}, {{scalar}}, {kOne}, PROMOTES}, self, \
+                 [&] { return at::native::SLOW(self, scalar); });                      \
+  }                                                                                    \
+  void fname##_scalar_(TL self, const at::Scalar& scalar) {                            \
+    at::native::check_foreach_api_restrictions(self);                                  \
+    apply_({"_foreach_" #fname "_", OP, {self}, {{scalar}}, {kOne}, PROMOTES}, self,   \
+           [&] { at::native::SLOW##_(self, scalar); });                                \
   }
 
-#define MLU_FOREACH_SCALARLIST(fname, SLOW, OP, PROMOTES)                                                        \
-  Tensors fname##_scalarlist(TL self, Scalars scalars) {                                                         \
-    at::native::check_foreach_api_restrictions(self, scalars);                                                  \
-    return apply({"_foreach_" #fname, OP, {self}, {scalars}, {kOne}, PROMOTES}, self,                            \
-                 [&] { return at::native::SLOW(self, scalars); });                                               \
-  }                                                                                                              \
-  void fname##_scalarlist_(TL self, Scalars scalars) {                                                           \
-    at::native::check_foreach_api_restrictions(self, scalars);                                                  \
-    apply_({"_foreach_" #fname "_", OP, {self}, {scalars}, {kOne}, PROMOTES}, self,                              \
-           [&] { at::native::SLOW##_(self, scalars); });                                                         \
+#define MLU_FOREACH_SCALARLIST(fname, SLOW, OP, PROMOTES)                             \
+  Tensors fname##_scalarlist(TL self, Scalars scalars) {                              \
+    at::native::check_foreach_api_restrictions(self, scalars);                        \
+    return apply({"_foreach_" #fname, OP, {self}, {scalars}, {kOne}, PROMOTES}, self, \
+                 [&] { return at::native::SLOW(self, scalars); });                    \
+  }                                                                                   \
+  void fname##_scalarlist_(TL self, Scalars scalars) {                                \
+    at::native::check_foreach_api_restrictions(self, scalars);                        \
+    apply_({"_foreach_" #fname "_", OP, {self}, {scalars}, {kOne}, PROMOTES}, self,   \
+           [&] { at::native::SLOW##_(self, scalars); });                              \
   }
 
 // A one-element mlu tensor as the second operand (clip_grad_norm_'s coefficient, a tensor lr).
-#define MLU_FOREACH_TENSOR_ALPHA(fname, SLOW, OP)                                                                \
-  Tensors fname##_tensor(TL self, const at::Tensor& other, const at::Scalar& alpha) {                            \
-    at::native::check_foreach_api_restrictions(self);                                                           \
-    return apply({"_foreach_" #fname, OP, {self}, {{}, &other}, {alpha}}, self,                                  \
-                 [&] { return at::native::SLOW(self, other, alpha); });                                          \
-  }                                                                                                              \
-  void fname##_tensor_(TL self, const at::Tensor& other, const at::Scalar& alpha) {                              \
-    at::native::check_foreach_api_restrictions(self);                                                           \
-    apply_({"_foreach_" #fname "_", OP, {self}, {{}, &other}, {alpha}}, self,                                    \
-           [&] { at::native::SLOW##_(self, other, alpha); });                                                    \
+#define MLU_FOREACH_TENSOR_ALPHA(fname, SLOW, OP)                                     \
+  Tensors fname##_tensor(TL self, const at::Tensor& other, const at::Scalar& alpha) { \
+    at::native::check_foreach_api_restrictions(self);                                 \
+    return apply({"_foreach_" #fname, OP, {self}, {{}, &other}, {alpha}}, self,       \
+                 [&] { return at::native::SLOW(self, other, alpha); });               \
+  }                                                                                   \
+  void fname##_tensor_(TL self, const at::Tensor& other, const at::Scalar& alpha) {   \
+    at::native::check_foreach_api_restrictions(self);                                 \
+    apply_({"_foreach_" #fname "_", OP, {self}, {{}, &other}, {alpha}}, self,         \
+           [&] { at::native::SLOW##_(self, other, alpha); });                         \
   }
 
-#define MLU_FOREACH_TENSOR(fname, SLOW, OP, PROMOTES)                                                            \
-  Tensors fname##_tensor(TL self, const at::Tensor& other) {                                                     \
-    at::native::check_foreach_api_restrictions(self);                                                           \
-    return apply({"_foreach_" #fname, OP, {self}, {{}, &other}, {}, PROMOTES}, self,                             \
-                 [&] { return at::native::SLOW(self, other); });                                                 \
-  }                                                                                                              \
-  void fname##_tensor_(TL self, const at::Tensor& other) {                                                       \
-    at::native::check_foreach_api_restrictions(self);                                                           \
-    apply_({"_foreach_" #fname "_", OP, {self}, {{}, &other}, {}, PROMOTES}, self,                               \
-           [&] { at::native::SLOW##_(self, other); });                                                           \
+#define MLU_FOREACH_TENSOR(fname, SLOW, OP, PROMOTES)                                \
+  Tensors fname##_tensor(TL self, const at::Tensor& other) {                         \
+    at::native::check_foreach_api_restrictions(self);                                \
+    return apply({"_foreach_" #fname, OP, {self}, {{}, &other}, {}, PROMOTES}, self, \
+                 [&] { return at::native::SLOW(self, other); });                     \
+  }                                                                                  \
+  void fname##_tensor_(TL self, const at::Tensor& other) {                           \
+    at::native::check_foreach_api_restrictions(self);                                \
+    apply_({"_foreach_" #fname "_", OP, {self}, {{}, &other}, {}, PROMOTES}, self,   \
+           [&] { at::native::SLOW##_(self, other); });                               \
   }
 
 const at::Scalar kOne = 1;
@@ -341,7 +341,7 @@ MLU_FOREACH_SCALAR(clamp_max, foreach_tensor_clamp_max_scalar_kernel_slow, Point
 MLU_FOREACH_SCALARLIST(clamp_max, foreach_tensor_clamp_max_scalarlist_kernel_slow, PointwiseOp::ClampMaxTensor, false)
 MLU_FOREACH_LIST(pow, foreach_tensor_pow_list_kernel_slow, PointwiseOp::Pow, false)
 
-// ---- pow with a scalar exponent: PowScalar (PyTorch's special-cased exponents) as parameter 0 ------------------------
+// ---- pow with a scalar exponent: PowScalar (PyTorch's special-cased exponents) as parameter 0 ----
 
 Tensors pow_scalar(TL self, const at::Scalar& exponent) {
   at::native::check_foreach_api_restrictions(self);
@@ -366,38 +366,38 @@ void pow_scalarlist_(TL self, Scalars exponents) {
 
 // ---- addcmul / addcdiv: value as parameter 0 (one, one per tensor, or a CPU tensor of them) -------------------------
 
-#define MLU_FOREACH_POINTWISE(fname, OP)                                                                          \
-  Tensors fname##_scalar(TL self, TL t1, TL t2, const at::Scalar& value) {                                       \
-    at::native::check_foreach_api_restrictions(self, t1, t2);                                                    \
-    return apply({"_foreach_" #fname, OP, {self, t1, t2}, {}, {value}}, self,                                    \
-                 [&] { return at::native::foreach_tensor_##fname##_scalar_slow(self, t1, t2, value); });          \
-  }                                                                                                              \
-  void fname##_scalar_(TL self, TL t1, TL t2, const at::Scalar& value) {                                         \
-    at::native::check_foreach_api_restrictions(self, t1, t2);                                                    \
-    apply_({"_foreach_" #fname "_", OP, {self, t1, t2}, {}, {value}}, self,                                      \
-           [&] { at::native::foreach_tensor_##fname##_scalar_slow_(self, t1, t2, value); });                      \
-  }                                                                                                              \
-  Tensors fname##_scalarlist(TL self, TL t1, TL t2, Scalars values) {                                            \
-    at::native::check_foreach_api_restrictions(self, t1, t2, values);                                            \
-    return apply({"_foreach_" #fname, OP, {self, t1, t2}, {}, values}, self,                                     \
-                 [&] { return at::native::foreach_tensor_##fname##_scalarlist_slow(self, t1, t2, values); });     \
-  }                                                                                                              \
-  void fname##_scalarlist_(TL self, TL t1, TL t2, Scalars values) {                                              \
-    at::native::check_foreach_api_restrictions(self, t1, t2, values);                                            \
-    apply_({"_foreach_" #fname "_", OP, {self, t1, t2}, {}, values}, self,                                       \
-           [&] { at::native::foreach_tensor_##fname##_scalarlist_slow_(self, t1, t2, values); });                 \
-  }                                                                                                              \
-  Tensors fname##_tensor(TL self, TL t1, TL t2, const at::Tensor& values) {                                      \
-    return fname##_scalarlist(self, t1, t2, at::native::convert_tensor_to_scalar_list(values, self.size()));     \
-  }                                                                                                              \
-  void fname##_tensor_(TL self, TL t1, TL t2, const at::Tensor& values) {                                        \
-    fname##_scalarlist_(self, t1, t2, at::native::convert_tensor_to_scalar_list(values, self.size()));           \
+#define MLU_FOREACH_POINTWISE(fname, OP)                                                                      \
+  Tensors fname##_scalar(TL self, TL t1, TL t2, const at::Scalar& value) {                                    \
+    at::native::check_foreach_api_restrictions(self, t1, t2);                                                 \
+    return apply({"_foreach_" #fname, OP, {self, t1, t2}, {}, {value}}, self,                                 \
+                 [&] { return at::native::foreach_tensor_##fname##_scalar_slow(self, t1, t2, value); });      \
+  }                                                                                                           \
+  void fname##_scalar_(TL self, TL t1, TL t2, const at::Scalar& value) {                                      \
+    at::native::check_foreach_api_restrictions(self, t1, t2);                                                 \
+    apply_({"_foreach_" #fname "_", OP, {self, t1, t2}, {}, {value}}, self,                                   \
+           [&] { at::native::foreach_tensor_##fname##_scalar_slow_(self, t1, t2, value); });                  \
+  }                                                                                                           \
+  Tensors fname##_scalarlist(TL self, TL t1, TL t2, Scalars values) {                                         \
+    at::native::check_foreach_api_restrictions(self, t1, t2, values);                                         \
+    return apply({"_foreach_" #fname, OP, {self, t1, t2}, {}, values}, self,                                  \
+                 [&] { return at::native::foreach_tensor_##fname##_scalarlist_slow(self, t1, t2, values); }); \
+  }                                                                                                           \
+  void fname##_scalarlist_(TL self, TL t1, TL t2, Scalars values) {                                           \
+    at::native::check_foreach_api_restrictions(self, t1, t2, values);                                         \
+    apply_({"_foreach_" #fname "_", OP, {self, t1, t2}, {}, values}, self,                                    \
+           [&] { at::native::foreach_tensor_##fname##_scalarlist_slow_(self, t1, t2, values); });             \
+  }                                                                                                           \
+  Tensors fname##_tensor(TL self, TL t1, TL t2, const at::Tensor& values) {                                   \
+    return fname##_scalarlist(self, t1, t2, at::native::convert_tensor_to_scalar_list(values, self.size()));  \
+  }                                                                                                           \
+  void fname##_tensor_(TL self, TL t1, TL t2, const at::Tensor& values) {                                     \
+    fname##_scalarlist_(self, t1, t2, at::native::convert_tensor_to_scalar_list(values, self.size()));        \
   }
 
 MLU_FOREACH_POINTWISE(addcmul, PointwiseOp::Addcmul)
 MLU_FOREACH_POINTWISE(addcdiv, PointwiseOp::Addcdiv)
 
-// ---- lerp: a weight list (LerpTensor), one weight or one per tensor (LerpScalar's parameter 0) -----------------------
+// ---- lerp: a weight list (LerpTensor), one weight or one per tensor (LerpScalar's parameter 0) ----
 
 Tensors lerp_list(TL self, TL end, TL weight) {
   at::native::check_foreach_api_restrictions(self, end, weight);
@@ -430,8 +430,9 @@ void lerp_scalarlist_(TL self, TL end, Scalars weights) {
          [&] { at::native::foreach_tensor_lerp_scalarlist_kernel_slow_(self, end, weights); });
 }
 
-// ---- unary ops; floating-only ones promote integer lists (slow path) -------------------------------------------------
+// ---- unary ops; floating-only ones promote integer lists (slow path) ----
 
+// clang-format off
 #define MLU_FOREACH_UNARY_OPS(X)                                                                             \
   X(sqrt, Sqrt, true) X(rsqrt, Rsqrt, true) X(exp, Exp, true) X(expm1, Expm1, true) X(log, Log, true)        \
   X(log1p, Log1p, true) X(log2, Log2, true) X(log10, Log10, true) X(sin, Sin, true) X(cos, Cos, true)        \
@@ -440,27 +441,29 @@ void lerp_scalarlist_(TL self, TL end, Scalars weights) {
   X(lgamma, Lgamma, true) X(reciprocal, Reciprocal, true) X(frac, Frac, true) X(neg, Neg, false)             \
   X(abs, Abs, false) X(sign, Sign, false) X(floor, Floor, false) X(ceil, Ceil, false)                        \
   X(round, Round, false) X(trunc, Trunc, false)
+// clang-format on
 
-#define MLU_FOREACH_UNARY(fname, OP, PROMOTES)                                                              \
-  Tensors fname##_unary(TL self) {                                                                          \
-    at::native::check_foreach_api_restrictions(self);                                                       \
-    return apply({"_foreach_" #fname, PointwiseOp::OP, {self}, {}, {}, PROMOTES}, self,                     \
-                 [&] { return at::native::foreach_tensor_##fname##_slow(self); });                          \
-  }                                                                                                         \
-  void fname##_unary_(TL self) {                                                                            \
-    at::native::check_foreach_api_restrictions(self);                                                       \
-    apply_({"_foreach_" #fname "_", PointwiseOp::OP, {self}, {}, {}, PROMOTES}, self,                       \
-           [&] { at::native::foreach_tensor_##fname##_slow_(self); });                                      \
+#define MLU_FOREACH_UNARY(fname, OP, PROMOTES)                                          \
+  Tensors fname##_unary(TL self) {                                                      \
+    at::native::check_foreach_api_restrictions(self);                                   \
+    return apply({"_foreach_" #fname, PointwiseOp::OP, {self}, {}, {}, PROMOTES}, self, \
+                 [&] { return at::native::foreach_tensor_##fname##_slow(self); });      \
+  }                                                                                     \
+  void fname##_unary_(TL self) {                                                        \
+    at::native::check_foreach_api_restrictions(self);                                   \
+    apply_({"_foreach_" #fname "_", PointwiseOp::OP, {self}, {}, {}, PROMOTES}, self,   \
+           [&] { at::native::foreach_tensor_##fname##_slow_(self); });                  \
   }
 MLU_FOREACH_UNARY_OPS(MLU_FOREACH_UNARY)
 
-// ---- zero_ and copy_: Copy from a zero scalar, Copy from the source list ---------------------------------------------
+// ---- zero_ and copy_: Copy from a zero scalar, Copy from the source list ----
 
 const at::Scalar kZero = 0;
 
 void zero_list_(TL self) {
   at::native::check_foreach_api_restrictions(self);
-  apply_({"_foreach_zero_", PointwiseOp::Copy, {}, {{kZero}}}, self, [&] { at::native::foreach_tensor_zero_slow_(self); });
+  apply_({"_foreach_zero_", PointwiseOp::Copy, {}, {{kZero}}}, self,
+         [&] { at::native::foreach_tensor_zero_slow_(self); });
 }
 
 void copy_list_(TL self, TL src, bool non_blocking) {
@@ -469,7 +472,7 @@ void copy_list_(TL self, TL src, bool non_blocking) {
          [&] { at::native::foreach_tensor_copy_list_kernel_slow_(self, src, non_blocking); });
 }
 
-// ---- norm: one reduction per tensor in one task ----------------------------------------------------------------------
+// ---- norm: one reduction per tensor in one task ----
 
 struct NormTask {
   k::ReduceOp op;
@@ -500,12 +503,14 @@ Tensors norm_list(TL self, const at::Scalar& ord, std::optional<at::ScalarType> 
                     at::native::can_use_fast_route({self}) && (!dtype || at::isFloatingType(*dtype)) &&
                     kernel_dtype(dtype.value_or(self[0].scalar_type())).has_value() && p > 0 &&
                     !(std::isinf(p) && std::any_of(self.begin(), self.end(), [](const at::Tensor& t) {
-                      return t.numel() == 0;  // no identity: PyTorch's loop raises
-                    }));
+                        return t.numel() == 0;  // no identity: PyTorch's loop raises
+                      }));
   if (!fast) return at::native::foreach_tensor_norm_slow(self, ord, dtype);
   NormTask task{};
-  task.op = p == 1 ? k::ReduceOp::Norm1 : p == 2 ? k::ReduceOp::Norm2 : std::isinf(p) ? k::ReduceOp::AbsMax
-                                                                                       : k::ReduceOp::NormP;
+  task.op = p == 1          ? k::ReduceOp::Norm1
+            : p == 2        ? k::ReduceOp::Norm2
+            : std::isinf(p) ? k::ReduceOp::AbsMax
+                            : k::ReduceOp::NormP;
   task.p = p;
   task.in_dtype = *kernel_dtype(self[0].scalar_type());
   const at::ScalarType out_type = dtype.value_or(self[0].scalar_type());

@@ -30,10 +30,14 @@ struct DeviceScalar {
   at::ScalarType type = at::kFloat;
   double read() const {
     switch (type) {
-      case at::kDouble: return *static_cast<const double*>(data);
-      case at::kLong: return static_cast<double>(*static_cast<const int64_t*>(data));
-      case at::kInt: return static_cast<double>(*static_cast<const int32_t*>(data));
-      default: return static_cast<double>(*static_cast<const float*>(data));
+      case at::kDouble:
+        return *static_cast<const double*>(data);
+      case at::kLong:
+        return static_cast<double>(*static_cast<const int64_t*>(data));
+      case at::kInt:
+        return static_cast<double>(*static_cast<const int32_t*>(data));
+      default:
+        return static_cast<double>(*static_cast<const float*>(data));
     }
   }
 };
@@ -75,7 +79,8 @@ class Batch {
     item.param = operand(param, param);
     item.grad = operand(grad, param);
     int s = 0;
-    for (const at::Tensor* state : states) item.state[s++] = state && state->defined() ? operand(*state, param) : nullptr;
+    for (const at::Tensor* state : states)
+      item.state[s++] = state && state->defined() ? operand(*state, param) : nullptr;
     item.n = param.numel();
     if (step) {
       TORCH_CHECK(step->device() == device_, op_, ": state_steps must be on ", device_, ", got ", step->device());
@@ -151,8 +156,15 @@ void fused_adam(const char* op, bool decoupled, TL params, TL grads, TL exp_avgs
                 maximize, decoupled] {
     if (inf != nullptr && *inf != 0.0f) return;
     for (const Item& it : items) {
-      const k::AdamStep s{lr_value.data ? lr_value.read() : lr, beta1, beta2, weight_decay, eps, amsgrad, maximize,
-                          decoupled, it.step.read()};
+      const k::AdamStep s{lr_value.data ? lr_value.read() : lr,
+                          beta1,
+                          beta2,
+                          weight_decay,
+                          eps,
+                          amsgrad,
+                          maximize,
+                          decoupled,
+                          it.step.read()};
       k::adam_step(s, type, it.n, it.param, it.grad, it.state[0], it.state[1], it.state[2], scale);
     }
   });
@@ -172,17 +184,25 @@ void deepspeed_fused_adam(const at::Tensor& noop_flag, TL grads, TL params, TL e
   check_lists(op, params.size(), {grads.size(), exp_avgs.size(), exp_avg_sqs.size()});
   TORCH_CHECK(step >= 1, op, ": step counts the step being taken, from 1; got ", step);
   Batch batch(op, params);
-  TORCH_CHECK(noop_flag.numel() == 1 && noop_flag.scalar_type() == at::kInt && noop_flag.device() == batch.device(),
-              op, ": noop_flag must be a one-element int tensor on ", batch.device());
+  TORCH_CHECK(noop_flag.numel() == 1 && noop_flag.scalar_type() == at::kInt && noop_flag.device() == batch.device(), op,
+              ": noop_flag must be a one-element int tensor on ", batch.device());
   for (size_t i = 0; i < params.size(); ++i) batch.add(params[i], grads[i], {&exp_avgs[i], &exp_avg_sqs[i]}, nullptr);
   const int32_t* noop = device_ptr<const int32_t>(noop_flag);
-  k::AdamStep s{lr, beta1, beta2, weight_decay, eps, /*amsgrad=*/false, /*maximize=*/false, adam_w_mode != 0,
+  k::AdamStep s{lr,
+                beta1,
+                beta2,
+                weight_decay,
+                eps,
+                /*amsgrad=*/false,
+                /*maximize=*/false,
+                adam_w_mode != 0,
                 static_cast<double>(step)};
   s.bias_correction = bias_correction != 0;
   const k::ScalarType type = batch.type();
   batch.launch([items = batch.items(), type, noop, s] {
     if (*noop != 0) return;
-    for (const Item& it : items) k::adam_step(s, type, it.n, it.param, it.grad, it.state[0], it.state[1], nullptr, nullptr);
+    for (const Item& it : items)
+      k::adam_step(s, type, it.n, it.param, it.grad, it.state[0], it.state[1], nullptr, nullptr);
   });
 }
 
@@ -205,8 +225,8 @@ void fused_sgd(TL params, TL grads, TL buffers, double weight_decay, double mome
   batch.launch([items = batch.items(), type, scale, inf, lr_value, lr, weight_decay, momentum, dampening, nesterov,
                 maximize, first_step] {
     if (inf != nullptr && *inf != 0.0f) return;
-    const k::SgdStep s{lr_value.data ? lr_value.read() : lr, weight_decay, momentum, dampening, nesterov, maximize,
-                       first_step};
+    const k::SgdStep s{
+        lr_value.data ? lr_value.read() : lr, weight_decay, momentum, dampening, nesterov, maximize, first_step};
     for (const Item& it : items) k::sgd_step(s, type, it.n, it.param, it.grad, it.state[0], scale);
   });
 }
@@ -225,8 +245,8 @@ void fused_adagrad(TL params, TL grads, TL state_sums, TL steps, double lr, cons
   batch.launch([items = batch.items(), type, scale, inf, lr_value, lr, lr_decay, weight_decay, eps, maximize] {
     if (inf != nullptr && *inf != 0.0f) return;
     for (const Item& it : items) {
-      const k::AdagradStep s{lr_value.data ? lr_value.read() : lr, lr_decay, weight_decay, eps, maximize,
-                             it.step.read()};
+      const k::AdagradStep s{
+          lr_value.data ? lr_value.read() : lr, lr_decay, weight_decay, eps, maximize, it.step.read()};
       k::adagrad_step(s, type, it.n, it.param, it.grad, it.state[0], scale);
     }
   });

@@ -59,8 +59,8 @@ void launch_gather(const char* op, const k::Shape& shape, int dim, const k::Oper
 }
 
 void launch_scatter(const char* op, k::ScatterOp kind, const k::Shape& shape, int dim, const k::Operand& self,
-                    int64_t dim_size, const k::Operand& src, const k::Operand& index, double alpha,
-                    c10::Device device, bool round_each_update = false) {
+                    int64_t dim_size, const k::Operand& src, const k::Operand& index, double alpha, c10::Device device,
+                    bool round_each_update = false) {
   c10::DeviceGuard guard(device);
   launch_kernel(device.index(), op, [=](mlu::TaskContext& context) {
     const k::IndexCheck check = k::scatter(kind, shape, dim, self, dim_size, src, index, alpha, round_each_update);
@@ -75,7 +75,8 @@ at::Tensor& index_select_out_mlu(const at::Tensor& self, int64_t dim, const at::
   TORCH_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector");
   TORCH_CHECK(index.scalar_type() == at::kLong || index.scalar_type() == at::kInt,
               "index_select(): Expected dtype int32 or int64 for index");
-  TORCH_CHECK(self.scalar_type() == out.scalar_type(), "index_select(): self and result must have the same scalar "
+  TORCH_CHECK(self.scalar_type() == out.scalar_type(),
+              "index_select(): self and result must have the same scalar "
               "type");
   TORCH_CHECK(self.device() == out.device() && index.device() == self.device(),
               "Expected all tensors to be on the same device, but found index on ", index.device(), " and self on ",
@@ -91,7 +92,8 @@ at::Tensor& index_select_out_mlu(const at::Tensor& self, int64_t dim, const at::
   if (self.dim() > 0) sizes[static_cast<size_t>(dim)] = index.numel();
   at::native::resize_output(out, sizes);
   if (out.numel() == 0) return out;
-  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(dim) > 0, "index_select(): self indexing axis dim should be "
+  TORCH_CHECK_INDEX(self.dim() == 0 || self.size(dim) > 0,
+                    "index_select(): self indexing axis dim should be "
                     "positive");
   k::Operand idx{
       const_cast<void*>(device_ptr<const void>(index)), require_kernel_dtype(index.scalar_type(), "index_select"), {}};
@@ -103,11 +105,12 @@ at::Tensor& index_select_out_mlu(const at::Tensor& self, int64_t dim, const at::
   // then row-major slices, reads whole cache lines and is much faster
   // (timings: docs/bench_kernels.md). The copy is queued before the gather
   // and freed in stream order.
-  const bool strided_slices = self.dim() > 1 && !self.is_contiguous() && self.stride(dim) == 1 &&
-                              self.size(dim) > 1 && index.numel() * 4 >= self.size(dim);
+  const bool strided_slices = self.dim() > 1 && !self.is_contiguous() && self.stride(dim) == 1 && self.size(dim) > 1 &&
+                              index.numel() * 4 >= self.size(dim);
   const at::Tensor source = strided_slices ? self.contiguous() : self;
-  launch_gather("index_select", shape_of(out), static_cast<int>(self.dim() == 0 ? 0 : dim), kernel_operand(out, "index_select"),
-                kernel_operand(source, "index_select"), self.dim() == 0 ? 1 : self.size(dim), idx, self.device());
+  launch_gather("index_select", shape_of(out), static_cast<int>(self.dim() == 0 ? 0 : dim),
+                kernel_operand(out, "index_select"), kernel_operand(source, "index_select"),
+                self.dim() == 0 ? 1 : self.size(dim), idx, self.device());
   return out;
 }
 
@@ -121,8 +124,9 @@ at::Tensor index_select_mlu(const at::Tensor& self, int64_t dim, const at::Tenso
 void gather_impl(const at::Tensor& self, int64_t dim, const at::Tensor& index, const at::Tensor& out) {
   if (index.numel() == 0) return;
   dim = at::maybe_wrap_dim(dim, self.dim());
-  launch_gather("gather", shape_of(index), static_cast<int>(dim), kernel_operand(out, "gather"), kernel_operand(self, "gather"),
-                self.dim() == 0 ? 1 : self.size(dim), kernel_operand(index, "gather"), self.device());
+  launch_gather("gather", shape_of(index), static_cast<int>(dim), kernel_operand(out, "gather"),
+                kernel_operand(self, "gather"), self.dim() == 0 ? 1 : self.size(dim), kernel_operand(index, "gather"),
+                self.device());
 }
 
 k::ScatterOp scatter_kind(c10::string_view reduce) {
@@ -217,8 +221,8 @@ at::Tensor& index_scatter_impl(const char* op, k::ScatterOp kind, const at::Tens
   if (source.dim() > 0) idx.strides.v[dim] = index.dim() == 0 ? 0 : index.stride(0);
   auto launch = [&](const at::Tensor& into, const at::Tensor& from) {
     launch_scatter(op, kind, shape_of(from), static_cast<int>(from.dim() == 0 ? 0 : dim), kernel_operand(into, op),
-                   into.dim() == 0 ? 1 : into.size(dim), kernel_operand(from, op), idx, alpha.toDouble(),
-                   self.device(), round_each_update);
+                   into.dim() == 0 ? 1 : into.size(dim), kernel_operand(from, op), idx, alpha.toDouble(), self.device(),
+                   round_each_update);
   };
   if (result.is_complex()) {  // a real alpha (index_scatter_takes): plane by plane
     launch(at::real(result), at::real(source));
@@ -286,8 +290,8 @@ at::Tensor& masked_fill_impl(at::Tensor& self, const at::Tensor& mask, const at:
                   .add_const_input(value)
                   .add_const_input(self)
                   .build();
-  TORCH_CHECK(launch_pointwise(iter, PointwiseOp::Where, {}, self.scalar_type()),
-              "masked_fill_: dtype ", self.scalar_type(), " has no mlu kernel");
+  TORCH_CHECK(launch_pointwise(iter, PointwiseOp::Where, {}, self.scalar_type()), "masked_fill_: dtype ",
+              self.scalar_type(), " has no mlu kernel");
   return self;
 }
 

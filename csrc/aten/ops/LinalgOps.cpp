@@ -67,8 +67,9 @@ using at::native::TransposeType;
 // process without LAPACK gets a clear error.
 k::ScalarType lapack_dtype(T t, const char* kernel) {
   const at::ScalarType st = t.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(st == at::kFloat || st == at::kDouble || st == at::kComplexFloat || st == at::kComplexDouble, '"',
-              kernel, "\" not implemented for '", c10::toString(st), "'");
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      st == at::kFloat || st == at::kDouble || st == at::kComplexFloat || st == at::kComplexDouble, '"', kernel,
+      "\" not implemented for '", c10::toString(st), "'");
   const k::ScalarType type = require_kernel_dtype(st, kernel);
   TORCH_CHECK(k::lapack_available(type), kernel, ": this process has no LAPACK for ", st,
               " (torch_mlu calls the oneMKL PyTorch's CPU build carries; this PyTorch has none)");
@@ -90,8 +91,8 @@ k::MatrixBatch matrix_batch(T t, bool column_major = true) {
   m.batch = at::native::batchCount(t);
   m.batch_stride = m.rows * m.cols;
   const bool packed = column_major ? t.mT().is_contiguous() : t.is_contiguous() || t.mT().is_contiguous();
-  TORCH_INTERNAL_ASSERT(packed || t.numel() <= 1, "linalg: expected a batch of packed matrices, got sizes ",
-                        t.sizes(), " strides ", t.strides());
+  TORCH_INTERNAL_ASSERT(packed || t.numel() <= 1, "linalg: expected a batch of packed matrices, got sizes ", t.sizes(),
+                        " strides ", t.strides());
   return m;
 }
 
@@ -101,8 +102,8 @@ int32_t* int_data(T t) { return device_ptr<int32_t>(t); }
 // input's type; an out= tensor of another dtype fails there with this
 // message, and must here too (raw pointers would reinterpret it).
 void check_scalar_type(T t, at::ScalarType expected) {
-  TORCH_CHECK(!t.defined() || t.scalar_type() == expected, "expected scalar type ", expected,
-              " but found ", t.scalar_type());
+  TORCH_CHECK(!t.defined() || t.scalar_type() == expected, "expected scalar type ", expected, " but found ",
+              t.scalar_type());
 }
 
 char blas_trans(TransposeType trans) { return at::native::to_blas(trans); }
@@ -160,8 +161,7 @@ void lu_factor_mlu(T input, T pivots, T infos, bool compute_pivots) {
   int32_t* piv = int_data(pivots);
   const int64_t pivot_stride = pivots.size(-1);
   int32_t* info = int_data(infos);
-  launch_kernel(input.device().index(), "lu_factor",
-                [=] { k::lu_factor(type, a, piv, pivot_stride, info); });
+  launch_kernel(input.device().index(), "lu_factor", [=] { k::lu_factor(type, a, piv, pivot_stride, info); });
 }
 
 // The LU matrix each matrix of B's batch uses when LU's batch broadcasts to
@@ -169,7 +169,8 @@ void lu_factor_mlu(T input, T pivots, T infos, bool compute_pivots) {
 std::shared_ptr<std::vector<int64_t>> broadcast_index(at::IntArrayRef from, at::IntArrayRef to) {
   if (from.equals(to)) return nullptr;
   const int64_t count = c10::multiply_integers(from);
-  const at::Tensor index = at::arange(count, at::TensorOptions().dtype(at::kLong)).view(from).broadcast_to(to).contiguous();
+  const at::Tensor index =
+      at::arange(count, at::TensorOptions().dtype(at::kLong)).view(from).broadcast_to(to).contiguous();
   const int64_t* p = index.const_data_ptr<int64_t>();  // on the host
   return std::make_shared<std::vector<int64_t>>(p, p + index.numel());
 }
@@ -192,12 +193,14 @@ void lu_solve_mlu(T LU, T pivots, T B, TransposeType trans) {
   launch_kernel(LU.device().index(), "lu_solve", [=](mlu::TaskContext& context) {
     for (int64_t i = 0; i < pivot_count; ++i) {
       if (piv[i] < 1) {
-        return context.fail("Pivots given to lu_solve must all be greater or equal to 1. Did you properly pass the "
-                            "result of lu_factor?");
+        return context.fail(
+            "Pivots given to lu_solve must all be greater or equal to 1. Did you properly pass the "
+            "result of lu_factor?");
       }
       if (piv[i] > lu.rows) {
-        return context.fail("Pivots given to lu_solve must all be smaller or equal to LU.size(-2). Did you properly "
-                            "pass the result of lu_factor?");
+        return context.fail(
+            "Pivots given to lu_solve must all be smaller or equal to LU.size(-2). Did you properly "
+            "pass the result of lu_factor?");
       }
     }
     k::lu_solve(type, lu, piv, pivot_stride, b, index ? index->data() : nullptr, t);
@@ -246,12 +249,14 @@ void ldl_solve_mlu(T LD, T pivots, T result, bool upper, bool hermitian) {
     for (int64_t i = 0; i < pivot_count; ++i) {
       const int64_t p = piv[i] < 0 ? -static_cast<int64_t>(piv[i]) : piv[i];
       if (p < 1) {
-        return context.fail("Pivots given to ldl_solve must all satisfy |pivot| >= 1. Did you properly pass the "
-                            "result of ldl_factor?");
+        return context.fail(
+            "Pivots given to ldl_solve must all satisfy |pivot| >= 1. Did you properly pass the "
+            "result of ldl_factor?");
       }
       if (p > ld.rows) {
-        return context.fail("Pivots given to ldl_solve must all satisfy |pivot| <= LD.size(-2). Did you properly "
-                            "pass the result of ldl_factor?");
+        return context.fail(
+            "Pivots given to ldl_solve must all satisfy |pivot| <= LD.size(-2). Did you properly "
+            "pass the result of ldl_factor?");
       }
     }
     k::ldl_solve(type, ld, piv, pivot_stride, b, index ? index->data() : nullptr, upper, hermitian);
@@ -289,8 +294,7 @@ void ormqr_mlu(T input, T tau, T other, bool left, bool transpose) {
   const auto c = matrix_batch(other);
   const void* taus = device_ptr<const void>(tau);
   const int64_t tau_stride = tau.size(-1), k = tau.size(-1);
-  launch_kernel(input.device().index(), "ormqr",
-                [=] { k::ormqr(type, a, taus, tau_stride, k, c, left, transpose); });
+  launch_kernel(input.device().index(), "ormqr", [=] { k::ormqr(type, a, taus, tau_stride, k, c, left, transpose); });
 }
 
 void eigh_mlu(T values, T vectors, T infos, bool upper, bool compute_vectors) {
@@ -301,8 +305,7 @@ void eigh_mlu(T values, T vectors, T infos, bool upper, bool compute_vectors) {
   void* w = device_ptr(values);
   const int64_t w_stride = values.size(-1);
   int32_t* info = int_data(infos);
-  launch_kernel(vectors.device().index(), "eigh",
-                [=] { k::eigh(type, a, w, w_stride, info, upper, compute_vectors); });
+  launch_kernel(vectors.device().index(), "eigh", [=] { k::eigh(type, a, w, w_stride, info, upper, compute_vectors); });
 }
 
 void eig_mlu(at::Tensor& values, at::Tensor& vectors, at::Tensor& infos, T input, bool compute_vectors) {
@@ -380,8 +383,9 @@ void unpack_pivots_mlu(at::TensorIterator& iter, const int64_t dim_size, const i
       for (int64_t i = 0; i < dim_size; ++i) {
         const int64_t target = v[i] - 1;
         if (target < 0 || target >= max_pivot) {
-          return context.fail("pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you "
-                              "properly pass the result of lu_factor?");
+          return context.fail(
+              "pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you "
+              "properly pass the result of lu_factor?");
         }
         std::swap(p[i], p[target]);
       }
@@ -403,8 +407,7 @@ at::Tensor cholesky_solve_helper(T self, T A, bool upper) {
   if (b.numel() != 0 && a.numel() != 0) {
     const auto am = matrix_batch(a), bm = matrix_batch(b);
     int32_t* info = int_data(infos);
-    launch_kernel(self.device().index(), "cholesky_solve",
-                  [=] { k::cholesky_solve(type, am, bm, upper, info); });
+    launch_kernel(self.device().index(), "cholesky_solve", [=] { k::cholesky_solve(type, am, bm, upper, info); });
   }
   at::_linalg_check_errors(infos, "cholesky_solve_mlu", self.dim() == 2);
   return b;
@@ -417,16 +420,15 @@ at::Tensor& cholesky_inverse_out(T input, bool upper, at::Tensor& result) {
   at::native::checkSameDevice("cholesky_inverse", result, input);
   at::native::checkLinalgCompatibleDtype("cholesky_inverse", result, input);
   c10::DeviceGuard guard(input.device());
-  at::Tensor infos =
-      at::zeros({std::max<int64_t>(1, at::native::batchCount(input))}, input.options().dtype(at::kInt));
+  at::Tensor infos = at::zeros({std::max<int64_t>(1, at::native::batchCount(input))}, input.options().dtype(at::kInt));
   const bool same_type = result.scalar_type() == input.scalar_type();
   if (result.numel() == 0 && same_type) {
     // As the CPU: an empty result becomes a batch of column-major matrices.
     result.resize_(input.mT().sizes(), at::MemoryFormat::Contiguous);
     result.transpose_(-2, -1);
   }
-  const bool in_place = same_type && result.dim() >= 2 && result.mT().is_contiguous() &&
-                        result.sizes().equals(input.sizes());
+  const bool in_place =
+      same_type && result.dim() >= 2 && result.mT().is_contiguous() && result.sizes().equals(input.sizes());
   at::Tensor work = in_place ? result : at::native::cloneBatchedColumnMajor(input);
   if (in_place) work.copy_(input);
   cholesky_inverse_mlu(work, infos, upper);

@@ -49,10 +49,9 @@ void launch_forward(T self, T target_, W weight_opt, int64_t reduction, int64_t 
   const bool per_sample = reduction == 0 && input.dim() == 2;
   launch_kernel(self.device().index(), "nll_loss", [=](mlu::TaskContext& context) {
     // A 1-D input with reduction None gives a 0-dim loss: the Sum of one sample.
-    const k::IndexCheck check =
-        k::nll_loss_forward(type, n, classes, x, t, w, per_sample ? red : (red == k::LossReduction::None
-                                                                             ? k::LossReduction::Sum : red),
-                            ignore_index, out, tw);
+    const k::IndexCheck check = k::nll_loss_forward(
+        type, n, classes, x, t, w, per_sample ? red : (red == k::LossReduction::None ? k::LossReduction::Sum : red),
+        ignore_index, out, tw);
     if (!check.ok) context.fail(target_message("nll_loss", check.bad_index));
   });
 }
@@ -80,31 +79,32 @@ void launch_backward(T grad_output_, T self, T target_, W weight_opt, int64_t re
 // nll_loss2d: the loss per spatial position, as nll_loss over the positions
 // (input [N, C, *] with the classes moved last, target flattened).
 void check_spatial(T self, T target) {
-  TORCH_CHECK(target.dim() == 3, "only batches of spatial targets supported (3D tensors) but got targets of "
-              "dimension: ", target.dim());
-  TORCH_CHECK(self.dim() == 4, "only batches of spatial inputs supported (4D tensors), but got input of dimension: ",
-              self.dim());
+  TORCH_CHECK(target.dim() == 3,
+              "only batches of spatial targets supported (3D tensors) but got targets of "
+              "dimension: ",
+              target.dim());
+  TORCH_CHECK(self.dim() == 4,
+              "only batches of spatial inputs supported (4D tensors), but got input of dimension: ", self.dim());
   TORCH_CHECK(self.size(0) == target.size(0) && self.size(2) == target.size(1) && self.size(3) == target.size(2),
-              "input and target batch or spatial sizes don't match: target ", target.sizes(), ", input ",
-              self.sizes());
+              "input and target batch or spatial sizes don't match: target ", target.sizes(), ", input ", self.sizes());
 }
 
 at::Tensor positions(T self) { return self.movedim(1, -1).reshape({-1, self.size(1)}); }
 
-std::tuple<at::Tensor, at::Tensor> spatial_nll_loss(T self, T target, W weight, int64_t reduction, int64_t ignore_index) {
+std::tuple<at::Tensor, at::Tensor> spatial_nll_loss(T self, T target, W weight, int64_t reduction,
+                                                    int64_t ignore_index) {
   check_spatial(self, target);
-  auto [output, total_weight] = at::nll_loss_forward(positions(self), target.reshape(-1), weight, reduction,
-                                                     ignore_index);
+  auto [output, total_weight] =
+      at::nll_loss_forward(positions(self), target.reshape(-1), weight, reduction, ignore_index);
   if (reduction == 0) output = output.reshape(target.sizes());
   return {output, total_weight};
 }
 
 at::Tensor spatial_nll_loss_backward(T grad_output, T self, T target, W weight, int64_t reduction, int64_t ignore_index,
-                               T total_weight) {
+                                     T total_weight) {
   check_spatial(self, target);
-  const at::Tensor grad = at::nll_loss_backward(reduction == 0 ? grad_output.reshape(-1) : grad_output,
-                                                positions(self), target.reshape(-1), weight, reduction,
-                                                ignore_index, total_weight);
+  const at::Tensor grad = at::nll_loss_backward(reduction == 0 ? grad_output.reshape(-1) : grad_output, positions(self),
+                                                target.reshape(-1), weight, reduction, ignore_index, total_weight);
   return grad.reshape({self.size(0), self.size(2), self.size(3), self.size(1)}).movedim(-1, 1).contiguous();
 }
 

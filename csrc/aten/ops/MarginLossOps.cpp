@@ -47,7 +47,8 @@ struct MultiMargin {
   at::Tensor x, y, margin_terms, not_target, target_weight;  // [F, C] float, [F] long, [F, C], [F, C] bool, [F, 1]
 };
 
-MultiMargin multi_margin_setup(T self, T target, const at::Scalar& p, const at::Scalar& margin, const OptTensor& weight) {
+MultiMargin multi_margin_setup(T self, T target, const at::Scalar& p, const at::Scalar& margin,
+                               const OptTensor& weight) {
   MultiMargin m;
   at::native::multi_margin_loss_shape_check(m.frames, m.classes, self.dim(), self, target, weight);
   TORCH_CHECK(p.toDouble() == 1 || p.toDouble() == 2, "only p == 1 and p == 2 supported");
@@ -82,7 +83,8 @@ at::Tensor multi_margin_loss_backward_mlu(T grad_output, T self, T target, const
   const double g = reduction == at::Reduction::Mean ? 1.0 / static_cast<double>(m.frames * m.classes)
                                                     : 1.0 / static_cast<double>(m.classes);
   const at::Tensor& z = m.margin_terms;
-  at::Tensor h = at::where(at::logical_and(z > 0, m.not_target), p.toDouble() == 1 ? at::full_like(z, g) : 2 * g * z, 0);
+  at::Tensor h =
+      at::where(at::logical_and(z > 0, m.not_target), p.toDouble() == 1 ? at::full_like(z, g) : 2 * g * z, 0);
   if (m.target_weight.defined()) h = h * m.target_weight;
   // The target class gets minus the sum of the others (its own entry is 0 in h).
   at::Tensor grad = h.scatter(1, m.y.unsqueeze(1), -h.sum(1, /*keepdim=*/true));
@@ -95,7 +97,7 @@ at::Tensor multi_margin_loss_backward_mlu(T grad_output, T self, T target, const
 struct MultiLabel {
   int64_t frames = 0, classes = 0;
   at::Tensor x, y, valid, is_target, active;  // [F, C]; y clamped; active [F, K, C]: the terms that count
-  at::Tensor terms;                            // [F, K, C] 1 - x_{t,y_k} + x_{t,d}
+  at::Tensor terms;                           // [F, K, C] 1 - x_{t,y_k} + x_{t,d}
 };
 
 MultiLabel multilabel_setup(T self, T target) {
@@ -112,8 +114,8 @@ MultiLabel multilabel_setup(T self, T target) {
   m.y = y.clamp(0, m.classes - 1);
   m.is_target = at::zeros({m.frames, m.classes}, m.x.options()).scatter_add(1, m.y, m.valid.to(acc)) > 0;
   m.terms = 1 - m.x.gather(1, m.y).unsqueeze(2) + m.x.unsqueeze(1);
-  m.active = at::logical_and(at::logical_and(m.valid.unsqueeze(2), at::logical_not(m.is_target).unsqueeze(1)),
-                             m.terms > 0);
+  m.active =
+      at::logical_and(at::logical_and(m.valid.unsqueeze(2), at::logical_not(m.is_target).unsqueeze(1)), m.terms > 0);
   return m;
 }
 

@@ -129,11 +129,9 @@ void aminmax_allreduce_mlu(const at::Tensor& self, at::Tensor& min, at::Tensor& 
 // The CPU's isin_default_kernel_cpu, which at::native's isin runs when
 // test_elements is small (numpy's heuristic; larger ones sort, with ops mlu
 // has): each element compared with every test element, in their common type.
-void isin_default_mlu(const at::Tensor& elements, const at::Tensor& test_elements, bool invert,
-                      const at::Tensor& out) {
+void isin_default_mlu(const at::Tensor& elements, const at::Tensor& test_elements, bool invert, const at::Tensor& out) {
   const at::ScalarType common = at::result_type(elements, test_elements);
-  const at::Tensor found =
-      elements.to(common).unsqueeze(-1).eq(test_elements.to(common).reshape(-1)).any(-1);
+  const at::Tensor found = elements.to(common).unsqueeze(-1).eq(test_elements.to(common).reshape(-1)).any(-1);
   out.copy_(invert ? found.logical_not() : found);
 }
 

@@ -128,10 +128,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> nested_layer_norm(const at::Tenso
   TORCH_CHECK(!weight.is_nested(), "NestedTensor weight not supported for layer_norm");
   TORCH_CHECK(!bias.is_nested(), "NestedTensor bias not supported for layer_norm");
   const at::Tensor buffer = contiguous_buffer(input, "layer_norm");
-  const auto [M, N] = at::native::_check_nested_layer_norm_inputs(*get_nested_tensor_impl(input), normalized_shape,
-                                                                   weight, bias);
-  auto [out, mean, rstd] =
-      at::native_layer_norm(buffer.view({M, N}), {N}, weight.reshape({N}), bias.reshape({N}), eps);
+  const auto [M, N] =
+      at::native::_check_nested_layer_norm_inputs(*get_nested_tensor_impl(input), normalized_shape, weight, bias);
+  auto [out, mean, rstd] = at::native_layer_norm(buffer.view({M, N}), {N}, weight.reshape({N}), bias.reshape({N}), eps);
   // The CPU's mean and rstd are [M], one per row.
   return {wrap_buffer(out.view({-1}), get_nested_tensor_impl(input)->get_nested_sizes().clone()), mean.view({M}),
           rstd.view({M})};
@@ -145,10 +144,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> nested_layer_norm_backward(
   const at::Tensor buffer = contiguous_buffer(input, "layer_norm_backward");
   const at::Tensor grad_buffer = contiguous_buffer(grad, "layer_norm_backward");
   const auto [M, N] = at::native::_check_nested_layer_norm_inputs(*get_nested_tensor_impl(input), normalized_shape,
-                                                                   *weight_opt, *bias_opt);
-  auto [grad_input, grad_weight, grad_bias] = at::native_layer_norm_backward(
-      grad_buffer.view({M, N}), buffer.view({M, N}), {N}, mean.view({M, 1}), rstd.view({M, 1}),
-      weight_opt->reshape({N}), bias_opt->reshape({N}), output_mask);
+                                                                  *weight_opt, *bias_opt);
+  auto [grad_input, grad_weight, grad_bias] =
+      at::native_layer_norm_backward(grad_buffer.view({M, N}), buffer.view({M, N}), {N}, mean.view({M, 1}),
+                                     rstd.view({M, 1}), weight_opt->reshape({N}), bias_opt->reshape({N}), output_mask);
   if (grad_input.defined()) {
     grad_input = wrap_buffer(grad_input.view({-1}), get_nested_tensor_impl(input)->get_nested_sizes().clone());
   }
@@ -251,8 +250,8 @@ at::Tensor padded_dense_to_jagged(const at::Tensor& padded, at::TensorList offse
   const int64_t total = total_L.value_or(final_offset);
   TORCH_CHECK(!total_L.has_value() || final_offset == total,
               "_padded_dense_to_jagged_forward(): final offset should match total_L value");
-  TORCH_CHECK(padded.dim() >= 2, "_padded_dense_to_jagged_forward(): expected padded dim >= 2, but padded.dim() == ",
-              padded.dim());
+  TORCH_CHECK(padded.dim() >= 2,
+              "_padded_dense_to_jagged_forward(): expected padded dim >= 2, but padded.dim() == ", padded.dim());
   std::vector<int64_t> shape{total};
   shape.insert(shape.end(), padded.sizes().begin() + 2, padded.sizes().end());
   at::Tensor values = padded.new_empty(shape);

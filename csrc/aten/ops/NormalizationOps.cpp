@@ -70,8 +70,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> layer_norm_mlu(const at::Tensor& 
                *b = device_ptr<const void>(bias);
     void *y = device_ptr(output), *m = device_ptr(mean), *r = device_ptr(rstd);
     const int64_t M = rows, N = cols;
-    launch_kernel(input.device().index(), "layer_norm",
-                  [=] { k::layer_norm(type, M, N, x, w, b, eps, y, m, r); });
+    launch_kernel(input.device().index(), "layer_norm", [=] { k::layer_norm(type, M, N, x, w, b, eps, y, m, r); });
   } else if (rows > 0) {  // rows of no elements: mean 0 and rstd NaN, as on the CPU
     mean.zero_();
     rstd.fill_(std::numeric_limits<double>::quiet_NaN());
@@ -179,8 +178,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_mlu(const at::Tensor& 
     return !t.defined() || (t.scalar_type() == acc && t.is_contiguous() && t.device() == input.device());
   };
   const int cpu_lanes = cpu_lanes_16bit(input_, {&weight_, &bias_, &running_mean, &running_var});
-  TORCH_CHECK(!training || input.numel() != 0, "input tensor must have at least one element, but got input_sizes = ",
-              input.sizes());
+  TORCH_CHECK(!training || input.numel() != 0,
+              "input tensor must have at least one element, but got input_sizes = ", input.sizes());
   if (training) {
     // One kernel: mean, invstd and the running statistics, as the CPU's
     // batch_norm_cpu_update_stats_template.
@@ -191,8 +190,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> batch_norm_mlu(const at::Tensor& 
     const void* x = device_ptr<const void>(input);
     void *m = device_ptr(mean), *is = device_ptr(invstd), *rmp = device_ptr(rm), *rvp = device_ptr(rv);
     launch_kernel(device, "batch_norm_statistics", [=] {
-      k::batch_norm_training_statistics(type, l.n, l.channels, l.spatial, x, eps, momentum, m, is, rmp, rvp,
-                                        cpu_lanes);
+      k::batch_norm_training_statistics(type, l.n, l.channels, l.spatial, x, eps, momentum, m, is, rmp, rvp, cpu_lanes);
     });
     if (!rm.is_same(running_mean)) running_mean.copy_(rm);
     if (!rv.is_same(running_var)) running_var.copy_(rv);
@@ -278,12 +276,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_mlu(const at::Tensor& 
                                                               int64_t c, int64_t hxw, int64_t group, double eps) {
   const at::Tensor weight_ = optional(weight_opt), bias_ = optional(bias_opt);
   TORCH_CHECK(group > 0, "Expected num groups to be greater than 0, got ", group);
-  TORCH_CHECK(c % group == 0, "Expected number of channels in input to be divisible by num_groups, but got input of "
-              "shape ", input_.sizes(), " and num_groups=", group);
+  TORCH_CHECK(c % group == 0,
+              "Expected number of channels in input to be divisible by num_groups, but got input of "
+              "shape ",
+              input_.sizes(), " and num_groups=", group);
   for (const at::Tensor* t : {&weight_, &bias_}) {
-    TORCH_CHECK(!t->defined() || (t->dim() == 1 && t->numel() == c), "Expected weight and bias to be vectors of size "
-                "equal to the number of channels in input, but got ", t->sizes(), " and input of shape ",
-                input_.sizes());
+    TORCH_CHECK(!t->defined() || (t->dim() == 1 && t->numel() == c),
+                "Expected weight and bias to be vectors of size "
+                "equal to the number of channels in input, but got ",
+                t->sizes(), " and input of shape ", input_.sizes());
   }
   TORCH_CHECK(input_.numel() == n * c * hxw, "native_group_norm: input of shape ", input_.sizes(), " is not N=", n,
               " x C=", c, " x HxW=", hxw);
@@ -325,8 +326,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> group_norm_backward_mlu(T grad_ou
                                                                        const std::optional<at::Tensor>& weight,
                                                                        int64_t n, int64_t c, int64_t hxw, int64_t group,
                                                                        std::array<bool, 3> mask) {
-  TORCH_CHECK(group > 0 && c % group == 0, "native_group_norm_backward: ", c, " channels are not a multiple of ",
-              group, " groups");
+  TORCH_CHECK(group > 0 && c % group == 0, "native_group_norm_backward: ", c, " channels are not a multiple of ", group,
+              " groups");
   const bool has_weight = weight.has_value() && weight->defined();
   const at::ScalarType param_type = has_weight ? weight->scalar_type() : input.scalar_type();
   const at::ScalarType acc = accumulate_type(input.scalar_type());

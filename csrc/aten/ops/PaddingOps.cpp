@@ -66,8 +66,9 @@ at::Tensor pad_dim(const at::Tensor& in, int64_t dim, int64_t before, int64_t af
   const int64_t left = std::max<int64_t>(0, before), right = std::max<int64_t>(0, after);
   if (kept > 0) out.narrow(dim, left, kept).copy_(in.narrow(dim, skip_front, kept));
   if (left > 0) {
-    out.narrow(dim, 0, left).copy_(mode == Pad::Reflect ? in.narrow(dim, 1, left).flip(dim)
-                                                         : in.narrow(dim, 0, 1).expand_as(out.narrow(dim, 0, left)));
+    out.narrow(dim, 0, left)
+        .copy_(mode == Pad::Reflect ? in.narrow(dim, 1, left).flip(dim)
+                                    : in.narrow(dim, 0, 1).expand_as(out.narrow(dim, 0, left)));
   }
   if (right > 0) {
     at::Tensor edge = out.narrow(dim, out.size(dim) - right, right);

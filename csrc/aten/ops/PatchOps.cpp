@@ -24,8 +24,8 @@ using T = const at::Tensor&;
 using A = at::IntArrayRef;
 
 // The 2-D patch geometry of image [N, C, H, W] with output positions [out_h, out_w].
-k::ConvShape patch_shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t out_h, int64_t out_w, A kernel,
-                         A dilation, A padding, A stride) {
+k::ConvShape patch_shape(int64_t n, int64_t c, int64_t h, int64_t w, int64_t out_h, int64_t out_w, A kernel, A dilation,
+                         A padding, A stride) {
   k::ConvShape s;
   s.dims = 2;
   s.batch = n;
@@ -74,8 +74,8 @@ at::Tensor im2col_mlu(T self, A kernel, A dilation, A padding, A stride) {
 at::Tensor col2im_mlu(T self, A output_size, A kernel, A dilation, A padding, A stride) {
   TORCH_CHECK(output_size.size() == 2, "It is expected output_size equals to 2, but got size ", output_size.size());
   check_pairs(kernel, dilation, padding, stride, "col2im");
-  at::native::col2im_shape_check(self, at::Tensor(), output_size[0], output_size[1], kernel[0], kernel[1],
-                                 dilation[0], dilation[1], padding[0], padding[1], stride[0], stride[1]);
+  at::native::col2im_shape_check(self, at::Tensor(), output_size[0], output_size[1], kernel[0], kernel[1], dilation[0],
+                                 dilation[1], padding[0], padding[1], stride[0], stride[1]);
   if (self.is_complex() && has_move_kernel(self)) {  // the sums of overlapping patches, plane by plane
     return at::complex(col2im_mlu(at::real(self), output_size, kernel, dilation, padding, stride),
                        col2im_mlu(at::imag(self), output_size, kernel, dilation, padding, stride));

@@ -147,17 +147,17 @@ std::vector<int64_t> max_pool3d_output_size(T input, A kernel, A stride, A paddi
     out3[i] = at::native::pooling_output_shape<int64_t>(in3[i], k3[i], p3[i], s3[i], d3[i], ceil_mode);
   }
   const auto i32 = [](int64_t v) { return static_cast<int>(v); };
-  at::native::pool3d_shape_check(input, input.size(nd - 4), i32(k3[0]), i32(k3[1]), i32(k3[2]), i32(s3[0]),
-                                 i32(s3[1]), i32(s3[2]), i32(p3[0]), i32(p3[1]), i32(p3[2]), i32(d3[0]), i32(d3[1]),
-                                 i32(d3[2]), in3[0], in3[1], in3[2], out3[0], out3[1], out3[2], name);
+  at::native::pool3d_shape_check(input, input.size(nd - 4), i32(k3[0]), i32(k3[1]), i32(k3[2]), i32(s3[0]), i32(s3[1]),
+                                 i32(s3[2]), i32(p3[0]), i32(p3[1]), i32(p3[2]), i32(d3[0]), i32(d3[1]), i32(d3[2]),
+                                 in3[0], in3[1], in3[2], out3[0], out3[1], out3[2], name);
   std::vector<int64_t> sizes(input.sizes().begin(), input.sizes().end() - 3);
   sizes.insert(sizes.end(), out3, out3 + 3);
   return sizes;
 }
 
 std::tuple<at::Tensor, at::Tensor> max_pool3d_mlu(T self, A kernel, A stride, A padding, A dilation, bool ceil_mode) {
-  const auto sizes = max_pool3d_output_size(self, kernel, stride, padding, dilation, ceil_mode,
-                                            "max_pool3d_with_indices()");
+  const auto sizes =
+      max_pool3d_output_size(self, kernel, stride, padding, dilation, ceil_mode, "max_pool3d_with_indices()");
   const auto format = self.suggest_memory_format();
   at::Tensor out = at::empty(sizes, self.options().memory_format(format));
   at::Tensor indices = at::empty(sizes, self.options().dtype(at::kLong).memory_format(format));
@@ -166,9 +166,9 @@ std::tuple<at::Tensor, at::Tensor> max_pool3d_mlu(T self, A kernel, A stride, A 
 }
 
 at::Tensor max_pool3d_backward_mlu(T grad_output, T self, A kernel, A stride, A padding, A dilation, bool ceil_mode,
-                               T indices) {
-  const auto sizes = max_pool3d_output_size(self, kernel, stride, padding, dilation, ceil_mode,
-                                            "max_pool3d_with_indices_backward()");
+                                   T indices) {
+  const auto sizes =
+      max_pool3d_output_size(self, kernel, stride, padding, dilation, ceil_mode, "max_pool3d_with_indices_backward()");
   TORCH_CHECK(grad_output.sizes() == at::IntArrayRef(sizes) && indices.sizes() == at::IntArrayRef(sizes),
               "max_pool3d_with_indices_backward(): expected grad_output and indices of size ", at::IntArrayRef(sizes),
               ", got ", grad_output.sizes(), " and ", indices.sizes());
@@ -198,7 +198,10 @@ at::Tensor fractional_max_pool3d_backward_mlu(T grad_output, T self, A kernel, A
   TORCH_CHECK(output_size.size() == 3, "fractional_max_pool3d_backward(): output_size must have 3 elements");
   for (int i = 0; i < 3; ++i) {
     TORCH_CHECK(grad_output.size(grad_output.dim() - 3 + i) == output_size[static_cast<size_t>(i)],
-                "fractional_max_pool3d_backward_out(): gradOutput ", i == 0 ? "time" : i == 1 ? "height" : "width",
+                "fractional_max_pool3d_backward_out(): gradOutput ",
+                i == 0   ? "time"
+                : i == 1 ? "height"
+                         : "width",
                 " unexpected");
   }
   at::Tensor grad_input = at::empty(self.sizes(), self.options());
@@ -244,8 +247,10 @@ at::Tensor adaptive_avg_pool(int dims, T self, A output_size) {
               "D tensor, but got ", self.sizes());
   for (int64_t i = self.dim() - dims - 1; i < self.dim(); ++i) {
     if (i == 0 && self.dim() == dims + 2) continue;
-    TORCH_CHECK(self.size(i) > 0, name, "(): Expected input to have non-zero size for non-batch dimensions, but "
-                "input has sizes ", self.sizes(), " with dimension ", i, " being empty");
+    TORCH_CHECK(self.size(i) > 0, name,
+                "(): Expected input to have non-zero size for non-batch dimensions, but "
+                "input has sizes ",
+                self.sizes(), " with dimension ", i, " being empty");
   }
   std::vector<int64_t> sizes(self.sizes().begin(), self.sizes().end());
   std::copy(output_size.begin(), output_size.end(), sizes.end() - dims);

@@ -141,17 +141,28 @@ at::Tensor bernoulli_mlu(const at::Tensor& self, std::optional<at::Generator> ge
 // The largest integer that `type` represents exactly (PyTorch's random_ bound).
 uint64_t default_random_range(at::ScalarType type) {
   switch (type) {
-    case at::kBool: return 2;
-    case at::kHalf: return (uint64_t{1} << 11) + 1;
-    case at::kBFloat16: return (uint64_t{1} << 8) + 1;
-    case at::kFloat: return (uint64_t{1} << 24) + 1;
-    case at::kDouble: return (uint64_t{1} << 53) + 1;
-    case at::kByte: return 256;
-    case at::kChar: return 128;
-    case at::kShort: return 1 << 15;
-    case at::kInt: return uint64_t{1} << 31;
-    case at::kLong: return uint64_t{1} << 63;
-    default: TORCH_CHECK_NOT_IMPLEMENTED(false, "random_ is not supported for dtype ", type, " on mlu");
+    case at::kBool:
+      return 2;
+    case at::kHalf:
+      return (uint64_t{1} << 11) + 1;
+    case at::kBFloat16:
+      return (uint64_t{1} << 8) + 1;
+    case at::kFloat:
+      return (uint64_t{1} << 24) + 1;
+    case at::kDouble:
+      return (uint64_t{1} << 53) + 1;
+    case at::kByte:
+      return 256;
+    case at::kChar:
+      return 128;
+    case at::kShort:
+      return 1 << 15;
+    case at::kInt:
+      return uint64_t{1} << 31;
+    case at::kLong:
+      return uint64_t{1} << 63;
+    default:
+      TORCH_CHECK_NOT_IMPLEMENTED(false, "random_ is not supported for dtype ", type, " on mlu");
   }
 }
 
@@ -241,8 +252,8 @@ const char* multinomial_error(mlu::kernels::MultinomialStatus status) {
 at::Tensor multinomial_mlu(const at::Tensor& self, int64_t samples, bool replacement,
                            std::optional<at::Generator> generator) {
   TORCH_CHECK(self.dim() > 0 && self.dim() <= 2, "prob_dist must be 1 or 2 dim");
-  TORCH_CHECK(at::isFloatingType(self.scalar_type()), "multinomial only supports floating-point dtypes for input, got: ",
-              self.scalar_type());
+  TORCH_CHECK(at::isFloatingType(self.scalar_type()),
+              "multinomial only supports floating-point dtypes for input, got: ", self.scalar_type());
   TORCH_CHECK(samples > 0, "cannot sample n_sample <= 0 samples");
   int64_t categories = self.size(-1);
   // As the CPU: float probabilities cannot address more categories exactly.

@@ -86,9 +86,8 @@ Geometry reduce_geometry(const at::Tensor& self, const at::Tensor& result, const
   TORCH_CHECK(ndim <= k::kMaxDims, "mlu reductions support at most ", k::kMaxDims, " dims, got ", ndim);
   std::vector<int64_t> order(static_cast<size_t>(ndim));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return std::abs(self.stride(a)) > std::abs(self.stride(b));
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return std::abs(self.stride(a)) > std::abs(self.stride(b)); });
   // The result's stride for each input dim (0 where reduced).
   std::vector<int64_t> out_stride(static_cast<size_t>(ndim), 0);
   int64_t r = 0;
@@ -222,8 +221,7 @@ at::Tensor reduce_functional(Impl&& impl, Fallback&& fallback, const at::Tensor&
 }
 
 template <class Meta, bool kComplexOk = false, class Impl, class Fallback, class... Args>
-at::Tensor& reduce_out(Impl&& impl, Fallback&& fallback, at::Tensor& out, const at::Tensor& self,
-                       const Args&... args) {
+at::Tensor& reduce_out(Impl&& impl, Fallback&& fallback, at::Tensor& out, const at::Tensor& self, const Args&... args) {
   if (!has_reduce_kernel(self, kComplexOk) || !has_reduce_kernel(out, kComplexOk)) return fallback();
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<Meta> op(out);
@@ -240,46 +238,35 @@ at::Tensor sum_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool kee
                    std::optional<at::ScalarType> dtype) {
   return reduce_functional<at::meta::structured_sum_dim_IntList, true>(
       MLU_REDUCE_IMPL(ReduceOp::Sum, mask_of(self, dim), keepdim, 0),
-      [&] {
-        return cpu_fallback<ATEN_OP2(sum, dim_IntList)>(self, dim, keepdim,
-                                                                       dtype);
-      },
-      self, dim, keepdim, dtype);
+      [&] { return cpu_fallback<ATEN_OP2(sum, dim_IntList)>(self, dim, keepdim, dtype); }, self, dim, keepdim, dtype);
 }
 
 at::Tensor& sum_out_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                         std::optional<at::ScalarType> dtype, at::Tensor& out) {
   return reduce_out<at::meta::structured_sum_dim_IntList, true>(
       MLU_REDUCE_IMPL(ReduceOp::Sum, mask_of(self, dim), keepdim, 0),
-      [&]() -> at::Tensor& {
-        return cpu_fallback<ATEN_OP2(sum, IntList_out)>(self,
-                                                                                     dim, keepdim, dtype, out);
-      },
-      out, self, dim, keepdim, dtype);
+      [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(sum, IntList_out)>(self, dim, keepdim, dtype, out); }, out,
+      self, dim, keepdim, dtype);
 }
 
 at::Tensor mean_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                     std::optional<at::ScalarType> dtype) {
   return reduce_functional<at::meta::structured_mean_dim, true>(
       MLU_REDUCE_IMPL(ReduceOp::Mean, mask_of(self, dim), keepdim, 0),
-      [&] {
-        return cpu_fallback<ATEN_OP2(mean, dim)>(self, dim, keepdim, dtype);
-      },
-      self, dim, keepdim, dtype);
+      [&] { return cpu_fallback<ATEN_OP2(mean, dim)>(self, dim, keepdim, dtype); }, self, dim, keepdim, dtype);
 }
 
 at::Tensor& mean_out_mlu(const at::Tensor& self, at::OptionalIntArrayRef dim, bool keepdim,
                          std::optional<at::ScalarType> dtype, at::Tensor& out) {
   // The CPU computes sum(...).div_(n) in out: an integral out fails the cast.
-  TORCH_CHECK(!c10::isIntegralType(out.scalar_type(), /*includeBool=*/true), "result type Float can't be cast to "
-              "the desired output type ", out.scalar_type());
+  TORCH_CHECK(!c10::isIntegralType(out.scalar_type(), /*includeBool=*/true),
+              "result type Float can't be cast to "
+              "the desired output type ",
+              out.scalar_type());
   return reduce_out<at::meta::structured_mean_dim, true>(
       MLU_REDUCE_IMPL(ReduceOp::Mean, mask_of(self, dim), keepdim, 0),
-      [&]() -> at::Tensor& {
-        return cpu_fallback<ATEN_OP2(mean, out)>(self, dim,
-                                                                                     keepdim, dtype, out);
-      },
-      out, self, dim, keepdim, dtype);
+      [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(mean, out)>(self, dim, keepdim, dtype, out); }, out, self,
+      dim, keepdim, dtype);
 }
 
 // Note [Complex products by pairs]
@@ -329,10 +316,7 @@ at::Tensor prod_dim_mlu(const at::Tensor& self, int64_t dim, bool keepdim, std::
   }
   return reduce_functional<at::meta::structured_prod_dim_int>(
       MLU_REDUCE_IMPL(ReduceOp::Prod, mask_of(self, at::IntArrayRef(dim)), keepdim, 0),
-      [&] {
-        return cpu_fallback<ATEN_OP2(prod, dim_int)>(self, dim, keepdim, dtype);
-      },
-      self, dim, keepdim, dtype);
+      [&] { return cpu_fallback<ATEN_OP2(prod, dim_int)>(self, dim, keepdim, dtype); }, self, dim, keepdim, dtype);
 }
 
 at::Tensor prod_mlu(const at::Tensor& self, std::optional<at::ScalarType> dtype) {
@@ -352,8 +336,7 @@ at::Tensor prod_mlu(const at::Tensor& self, std::optional<at::ScalarType> dtype)
 template <class Meta, class AtenOp>
 at::Tensor amax_like(ReduceOp op, const at::Tensor& self, at::IntArrayRef dim, bool keepdim) {
   return reduce_functional<Meta>(
-      MLU_REDUCE_IMPL(op, mask_of(self, dim), keepdim, 0),
-      [&] { return cpu_fallback<AtenOp>(self, dim, keepdim); },
+      MLU_REDUCE_IMPL(op, mask_of(self, dim), keepdim, 0), [&] { return cpu_fallback<AtenOp>(self, dim, keepdim); },
       self, dim, keepdim);
 }
 
@@ -361,10 +344,7 @@ template <class Meta, class AtenOp>
 at::Tensor& amax_like_out(ReduceOp op, const at::Tensor& self, at::IntArrayRef dim, bool keepdim, at::Tensor& out) {
   return reduce_out<Meta>(
       MLU_REDUCE_IMPL(op, mask_of(self, dim), keepdim, 0),
-      [&]() -> at::Tensor& {
-        return cpu_fallback<AtenOp>(self, dim, keepdim, out);
-      },
-      out, self, dim, keepdim);
+      [&]() -> at::Tensor& { return cpu_fallback<AtenOp>(self, dim, keepdim, out); }, out, self, dim, keepdim);
 }
 
 // max() / min() over every element.
@@ -397,7 +377,8 @@ std::tuple<at::Tensor, at::Tensor> max_dim_mlu(bool is_max, const at::Tensor& se
 template <class Meta>
 at::Tensor argmax_mlu(bool is_max, const at::Tensor& self, std::optional<int64_t> dim, bool keepdim) {
   if (!has_reduce_kernel(self)) {
-    return is_max ? cpu_fallback<ATEN_OP(argmax)>(self, dim, keepdim) : cpu_fallback<ATEN_OP(argmin)>(self, dim, keepdim);
+    return is_max ? cpu_fallback<ATEN_OP(argmax)>(self, dim, keepdim)
+                  : cpu_fallback<ATEN_OP(argmin)>(self, dim, keepdim);
   }
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<Meta> op;
@@ -463,11 +444,8 @@ at::Tensor linalg_vector_norm_mlu(const at::Tensor& self, const at::Scalar& ord,
         const double p = ord.toDouble();
         launch_reduce(norm_op(p), self, result, at::native::make_dim_mask(dim, self.dim()), keepdim, p);
       },
-      [&] {
-        return cpu_fallback<ATEN_OP(linalg_vector_norm)>(self, ord, dim,
-                                                                       keepdim, dtype);
-      },
-      self, ord, dim, keepdim, dtype);
+      [&] { return cpu_fallback<ATEN_OP(linalg_vector_norm)>(self, ord, dim, keepdim, dtype); }, self, ord, dim,
+      keepdim, dtype);
 }
 
 at::Tensor& linalg_vector_norm_out_mlu(const at::Tensor& self, const at::Scalar& ord, at::OptionalIntArrayRef dim,
@@ -491,8 +469,7 @@ at::Tensor& linalg_vector_norm_out_mlu(const at::Tensor& self, const at::Scalar&
 // PyTorch's accumulation; std takes its square root before the one rounding
 // to the 16-bit type, as the CPU's Welford reduction does.
 std::tuple<at::Tensor, at::Tensor> moments(const at::Tensor& self, at::OptionalIntArrayRef dim,
-                                           const std::optional<at::Scalar>& correction, bool keepdim,
-                                           bool take_sqrt) {
+                                           const std::optional<at::Scalar>& correction, bool keepdim, bool take_sqrt) {
   TORCH_CHECK(at::isFloatingType(self.scalar_type()) || self.is_complex(),
               "std and var only support floating point and complex dtypes");
   const bool half = self.scalar_type() == at::kHalf || self.scalar_type() == at::kBFloat16;
@@ -573,8 +550,8 @@ at::Tensor cumulative_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim, std
 }
 
 template <class Meta, class AtenOp>
-at::Tensor& cumulative_out_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim,
-                               std::optional<at::ScalarType> dtype, at::Tensor& out) {
+at::Tensor& cumulative_out_mlu(k::ScanOp op, const at::Tensor& self, int64_t dim, std::optional<at::ScalarType> dtype,
+                               at::Tensor& out) {
   if (!scan_takes(op, self) || !scan_takes(op, out)) {
     return cpu_fallback<AtenOp>(self, dim, dtype, out);
   }

@@ -25,8 +25,8 @@ using OptTensor = std::optional<at::Tensor>;
 
 bool has(const OptTensor& t) { return t.has_value() && t->defined(); }
 
-void check_cell(const char* op, const at::Tensor& input_gates, const at::Tensor& hidden_gates,
-                const at::Tensor& state, int64_t gates, const OptTensor& input_bias, const OptTensor& hidden_bias) {
+void check_cell(const char* op, const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& state,
+                int64_t gates, const OptTensor& input_bias, const OptTensor& hidden_bias) {
   TORCH_CHECK(input_gates.dim() == 2 && input_gates.sizes() == hidden_gates.sizes(), op,
               ": input_gates and hidden_gates must be 2-D of one size, got ", input_gates.sizes(), " and ",
               hidden_gates.sizes());
@@ -68,10 +68,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(const Op
   const at::Tensor ghy = has(grad_hy) ? grad_hy->to(acc) : at::zeros_like(tanh_cy);
   at::Tensor gc = ghy * o * (1 - tanh_cy * tanh_cy);
   if (has(grad_cy)) gc = gc + grad_cy->to(acc);
-  const at::Tensor grad_gates = at::cat({gc * c * i * (1 - i), gc * cx.to(acc) * f * (1 - f), gc * i * (1 - c * c),
-                                         ghy * tanh_cy * o * (1 - o)},
-                                        1)
-                                    .to(type);
+  const at::Tensor grad_gates =
+      at::cat({gc * c * i * (1 - i), gc * cx.to(acc) * f * (1 - f), gc * i * (1 - c * c), ghy * tanh_cy * o * (1 - o)},
+              1)
+          .to(type);
   at::Tensor grad_bias = has_bias ? grad_gates.sum(0) : at::Tensor();
   return {grad_gates, (gc * f).to(cx.scalar_type()), grad_bias};
 }
@@ -108,8 +108,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru
   const at::Tensor grad_hidden_gates = at::cat({gr, gz, gn * r}, 1).to(type);
   at::Tensor grad_input_bias = has_bias ? grad_input_gates.sum(0) : at::Tensor();
   at::Tensor grad_hidden_bias = has_bias ? grad_hidden_gates.sum(0) : at::Tensor();
-  return {grad_input_gates, grad_hidden_gates, (go * z).to(grad_hy.scalar_type()), grad_input_bias,
-          grad_hidden_bias};
+  return {grad_input_gates, grad_hidden_gates, (go * z).to(grad_hy.scalar_type()), grad_input_bias, grad_hidden_bias};
 }
 
 }  // namespace

@@ -137,8 +137,8 @@ UniqueResult restore_bool(UniqueResult r, at::ScalarType dtype) {
 UniqueResult unique_flat(const at::Tensor& self, bool consecutive, bool return_inverse, bool return_counts) {
   c10::OptionalDeviceGuard guard(self.device());
   const at::Tensor flat = as_sortable(self).reshape({-1});
-  if (consecutive) return restore_bool(unique_runs(flat, {}, return_inverse, return_counts, self.sizes()),
-                                       self.scalar_type());
+  if (consecutive)
+    return restore_bool(unique_runs(flat, {}, return_inverse, return_counts, self.sizes()), self.scalar_type());
   auto [values, perm] = flat.sort(/*stable=*/true, 0, /*descending=*/false);
   return restore_bool(unique_runs(values, perm, return_inverse, return_counts, self.sizes()), self.scalar_type());
 }
@@ -174,8 +174,8 @@ UniqueResult unique_dim_impl(const at::Tensor& self, int64_t dim, bool consecuti
     }
     sorted = rows.index_select(0, perm);
   }
-  auto [unique, inverse, counts] = restore_bool(unique_runs(sorted, perm, return_inverse, return_counts, {n}),
-                                                self.scalar_type());
+  auto [unique, inverse, counts] =
+      restore_bool(unique_runs(sorted, perm, return_inverse, return_counts, {n}), self.scalar_type());
   return {unique.view(unique_sizes).transpose(0, dim), inverse, counts};
 }
 

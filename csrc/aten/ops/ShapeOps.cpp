@@ -146,7 +146,8 @@ at::Tensor& arange_out_mlu(const at::Scalar& start, const at::Scalar& end, const
       TORCH_WARN("The number of elements in the out tensor of shape ", out.sizes(), " is ", out.numel(),
                  " which does not match the computed number of elements ", size,
                  ". Note that this may occur as a result of rounding error. The out tensor will be resized to a "
-                 "tensor of shape (", size, ",).");
+                 "tensor of shape (",
+                 size, ",).");
     }
     out.resize_({size});
   }

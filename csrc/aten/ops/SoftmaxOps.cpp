@@ -68,7 +68,8 @@ void launch_backward(const char* name, const at::Tensor& grad, const at::Tensor&
     return;
   }
   const k::Shape shape = kernel_shape(output);
-  const k::Operand gi = kernel_operand(grad_input, name), g = kernel_operand(grad, name), o = kernel_operand(output, name);
+  const k::Operand gi = kernel_operand(grad_input, name), g = kernel_operand(grad, name),
+                   o = kernel_operand(output, name);
   const int kd = static_cast<int>(d);
   launch_kernel(output.device().index(), name, [=] { k::softmax_backward(shape, kd, gi, g, o, log); });
 }

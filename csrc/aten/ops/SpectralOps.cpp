@@ -42,8 +42,8 @@ using at::IntArrayRef;
 using at::native::fft_norm_mode;
 
 k::ScalarType real_type(at::ScalarType value_type) {
-  TORCH_CHECK(value_type == at::kFloat || value_type == at::kDouble, "MKL FFT doesn't support tensors of type: ",
-              value_type);
+  TORCH_CHECK(value_type == at::kFloat || value_type == at::kDouble,
+              "MKL FFT doesn't support tensors of type: ", value_type);
   TORCH_CHECK(k::fft_available(),
               "fft on mlu: this process has no FFT library (torch_mlu calls the oneMKL PyTorch's CPU build carries; "
               "this PyTorch has none)");
@@ -143,8 +143,7 @@ at::Tensor& exec_fft(at::Tensor& out, T self, IntArrayRef out_sizes, IntArrayRef
 at::DimVector sort_dims(T self, IntArrayRef dim, bool exclude_last = false) {
   at::DimVector sorted(dim.begin(), dim.end());
   const auto strides = self.strides();
-  std::sort(sorted.begin(), sorted.end() - exclude_last,
-            [&](int64_t a, int64_t b) { return strides[a] > strides[b]; });
+  std::sort(sorted.begin(), sorted.end() - exclude_last, [&](int64_t a, int64_t b) { return strides[a] > strides[b]; });
   return sorted;
 }
 
@@ -230,12 +229,12 @@ void fft_fill_with_conjugate_symmetry_mlu(at::ScalarType dtype, IntArrayRef mirr
   std::vector<int64_t> in_s(in_strides.begin(), in_strides.end()), out_s(out_strides.begin(), out_strides.end());
   in_data = device_ptr(in_data);  // Note [Device pointers]
   out_data = device_ptr(out_data);
-  launch_kernel(current_device(), "fft_fill_with_conjugate_symmetry",
-                [=, mirrored = std::move(mirrored), sizes = std::move(sizes), in_s = std::move(in_s),
-                 out_s = std::move(out_s)] {
-                  k::fft_fill_conjugate_symmetry(type, ndim, sizes.data(), mirrored.data(),
-                                                 in_s.data(), in_data, out_s.data(), out_data);
-                });
+  launch_kernel(
+      current_device(), "fft_fill_with_conjugate_symmetry",
+      [=, mirrored = std::move(mirrored), sizes = std::move(sizes), in_s = std::move(in_s), out_s = std::move(out_s)] {
+        k::fft_fill_conjugate_symmetry(type, ndim, sizes.data(), mirrored.data(), in_s.data(), in_data, out_s.data(),
+                                       out_data);
+      });
 }
 
 }  // namespace torch_mlu

@@ -34,7 +34,8 @@ at::Tensor& clamp_impl(Iter& iter, at::OptionalScalarRef min, at::OptionalScalar
   return launched ? out : fallback();
 }
 
-at::Tensor clamp_mlu(const at::Tensor& self, const std::optional<at::Scalar>& min, const std::optional<at::Scalar>& max) {
+at::Tensor clamp_mlu(const at::Tensor& self, const std::optional<at::Scalar>& min,
+                     const std::optional<at::Scalar>& max) {
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<at::meta::structured_clamp> iter;
   const at::OptionalScalarRef lo = min ? at::OptionalScalarRef(&*min) : at::OptionalScalarRef();
@@ -53,22 +54,18 @@ at::Tensor& clamp__mlu(at::Tensor& self, const std::optional<at::Scalar>& min, c
   const at::OptionalScalarRef lo = min ? at::OptionalScalarRef(&*min) : at::OptionalScalarRef();
   const at::OptionalScalarRef hi = max ? at::OptionalScalarRef(&*max) : at::OptionalScalarRef();
   iter.meta(self, lo, hi);
-  return clamp_impl(iter, lo, hi, self, [&]() -> at::Tensor& {
-    return cpu_fallback<ATEN_OP(clamp_)>(self, min, max);
-  });
+  return clamp_impl(iter, lo, hi, self, [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP(clamp_)>(self, min, max); });
 }
 
 at::Tensor& clamp_out_mlu(const at::Tensor& self, const std::optional<at::Scalar>& min,
-                      const std::optional<at::Scalar>& max, at::Tensor& out) {
+                          const std::optional<at::Scalar>& max, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<at::meta::structured_clamp> iter(out);
   const at::OptionalScalarRef lo = min ? at::OptionalScalarRef(&*min) : at::OptionalScalarRef();
   const at::OptionalScalarRef hi = max ? at::OptionalScalarRef(&*max) : at::OptionalScalarRef();
   iter.meta(self, lo, hi);
-  return clamp_impl(iter, lo, hi, out, [&]() -> at::Tensor& {
-    return cpu_fallback<ATEN_OP2(clamp, out)>(self, min,
-                                                                                    max, out);
-  });
+  return clamp_impl(iter, lo, hi, out,
+                    [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(clamp, out)>(self, min, max, out); });
 }
 
 // clamp with tensor bounds: the iterator holds the bounds that are given.
@@ -82,7 +79,7 @@ at::OptionalTensorRef ref_of(const std::optional<at::Tensor>& t) {
 }
 
 at::Tensor clamp_tensor_mlu(const at::Tensor& self, const std::optional<at::Tensor>& min,
-                        const std::optional<at::Tensor>& max) {
+                            const std::optional<at::Tensor>& max) {
   c10::OptionalDeviceGuard guard(self.device());
   MLUFunctional<at::meta::structured_clamp_Tensor> iter;
   iter.meta(self, ref_of(min), ref_of(max));
@@ -93,7 +90,7 @@ at::Tensor clamp_tensor_mlu(const at::Tensor& self, const std::optional<at::Tens
 }
 
 at::Tensor& clamp_tensor__mlu(at::Tensor& self, const std::optional<at::Tensor>& min,
-                          const std::optional<at::Tensor>& max) {
+                              const std::optional<at::Tensor>& max) {
   c10::OptionalDeviceGuard guard(self.device());
   MLUInplace<at::meta::structured_clamp_Tensor> iter(self);
   iter.meta(self, ref_of(min), ref_of(max));
@@ -104,26 +101,25 @@ at::Tensor& clamp_tensor__mlu(at::Tensor& self, const std::optional<at::Tensor>&
 }
 
 at::Tensor& clamp_tensor_out_mlu(const at::Tensor& self, const std::optional<at::Tensor>& min,
-                             const std::optional<at::Tensor>& max, at::Tensor& out) {
+                                 const std::optional<at::Tensor>& max, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   MLUOut<at::meta::structured_clamp_Tensor> iter(out);
   iter.meta(self, ref_of(min), ref_of(max));
   if (!launch_pointwise(iter, clamp_tensor_op(min, max))) {
-    return cpu_fallback<ATEN_OP2(clamp, Tensor_out)>(self,
-                                                                                    min, max, out);
+    return cpu_fallback<ATEN_OP2(clamp, Tensor_out)>(self, min, max, out);
   }
   return out;
 }
 
 // where_mlu(condition, self, other): as where_self_out on the CPU, except that
 // self and other are not converted up front (the kernel converts on load).
-at::Tensor& where_out_mlu(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other, at::Tensor& out) {
+at::Tensor& where_out_mlu(const at::Tensor& condition, const at::Tensor& self, const at::Tensor& other,
+                          at::Tensor& out) {
   const auto result_type = at::native::result_type(self, other);
   TORCH_CHECK(out.scalar_type() == result_type, "Expected out type to be ", result_type, " but got ",
               out.scalar_type());
   TORCH_CHECK(out.device().type() == c10::DeviceType::PrivateUse1,
-              "Expected all tensors to be on the same device, but found out= on ", out.device(),
-              " and inputs on mlu");
+              "Expected all tensors to be on the same device, but found out= on ", out.device(), " and inputs on mlu");
   c10::OptionalDeviceGuard guard(out.device());
   at::Tensor condition_ = condition, self_ = self, other_ = other;
   const auto device = out.device();
@@ -131,8 +127,9 @@ at::Tensor& where_out_mlu(const at::Tensor& condition, const at::Tensor& self, c
   if (self_.device() != device && self_.dim() == 0) self_ = self_.to(device);
   if (other_.device() != device && other_.dim() == 0) other_ = other_.to(device);
   if (condition_.scalar_type() == at::kByte) {
-    TORCH_WARN_ONCE("where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
-                    "future version of PyTorch. Use a boolean condition instead.");
+    TORCH_WARN_ONCE(
+        "where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
+        "future version of PyTorch. Use a boolean condition instead.");
     condition_ = condition_.to(at::kBool);
   }
   TORCH_CHECK(condition_.scalar_type() == at::kBool,

@@ -57,8 +57,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> transform_bias_rescale_qkv(T qkv,
   const int64_t dim_per_head = D / num_head;
   const at::ScalarType type = padded.scalar_type();
   const at::ScalarType math = at::toOpMathType(type);
-  at::Tensor x = padded.to(math).view({B, T_, 3, num_head, dim_per_head}) +
-                 qkv_bias.to(math).view({3, num_head, dim_per_head});
+  at::Tensor x =
+      padded.to(math).view({B, T_, 3, num_head, dim_per_head}) + qkv_bias.to(math).view({3, num_head, dim_per_head});
   x.select(2, 0).mul_(inverse_sqrt_head_dim(type, dim_per_head));
   const at::Tensor q_k_v = x.permute({2, 0, 3, 1, 4}).to(type).contiguous();
   return {q_k_v[0], q_k_v[1], q_k_v[2]};
@@ -106,8 +106,8 @@ at::Tensor masked_softmax_backward(T grad, T output, T mask, std::optional<int64
 // torch.equal: same shape and equal elements (after type promotion, NaN
 // unequal); the answer is a host bool, so it waits for the queue.
 bool equal_mlu(T self, T other) {
-  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ",
-              self.device(), " and ", other.device());
+  TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different devices. Got: ", self.device(),
+              " and ", other.device());
   if (!self.is_same_size(other)) return false;
   if (self.numel() == 0) return true;
   return at::eq(self, other).all().item<bool>();

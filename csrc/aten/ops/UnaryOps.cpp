@@ -118,9 +118,8 @@ at::Tensor& abs_out_mlu(const at::Tensor& self, at::Tensor& out) {
     return out;
   }
   auto iter = at::TensorIterator::unary_op(out, self);
-  return run_or_fallback(iter, Op::Abs, {}, out, [&]() -> at::Tensor& {
-    return cpu_fallback<ATEN_OP2(abs, out)>(self, out);
-  });
+  return run_or_fallback(iter, Op::Abs, {}, out,
+                         [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(abs, out)>(self, out); });
 }
 
 at::Tensor& logical_not_out_mlu(const at::Tensor& self, at::Tensor& out) {
@@ -128,10 +127,7 @@ at::Tensor& logical_not_out_mlu(const at::Tensor& self, at::Tensor& out) {
   auto iter = at::TensorIteratorConfig().check_all_same_dtype(false).add_output(out).add_const_input(self).build();
   return run_or_fallback(
       iter, Op::LogicalNot, {}, out,
-      [&]() -> at::Tensor& {
-        return cpu_fallback<ATEN_OP2(logical_not, out)>(self, out);
-      },
-      self.scalar_type());
+      [&]() -> at::Tensor& { return cpu_fallback<ATEN_OP2(logical_not, out)>(self, out); }, self.scalar_type());
 }
 
 // isnan: a kernel of its own instead of PyTorch's `self != self`.
@@ -144,7 +140,7 @@ at::Tensor isnan_mlu(const at::Tensor& self) {
 }
 
 at::Tensor& nan_to_num_out_mlu(const at::Tensor& self, std::optional<double> nan, std::optional<double> posinf,
-                           std::optional<double> neginf, at::Tensor& out) {
+                               std::optional<double> neginf, at::Tensor& out) {
   c10::OptionalDeviceGuard guard(self.device());
   TORCH_CHECK(self.scalar_type() == out.scalar_type(), "nan_to_num: dtype of out: ", out.scalar_type(),
               " should be same as input: ", self.scalar_type());
@@ -154,8 +150,7 @@ at::Tensor& nan_to_num_out_mlu(const at::Tensor& self, std::optional<double> nan
     return out;
   }
   auto fallback = [&]() -> at::Tensor& {
-    return cpu_fallback<ATEN_OP2(nan_to_num, out)>(self, nan, posinf,
-                                                                         neginf, out);
+    return cpu_fallback<ATEN_OP2(nan_to_num, out)>(self, nan, posinf, neginf, out);
   };
   if (self.is_complex()) return fallback();
   auto iter = at::TensorIterator::unary_op(out, self);
@@ -164,10 +159,17 @@ at::Tensor& nan_to_num_out_mlu(const at::Tensor& self, std::optional<double> nan
   // Infinities become the dtype's largest / lowest finite value by default.
   double max = std::numeric_limits<double>::max();
   switch (self.scalar_type()) {
-    case at::kFloat: max = std::numeric_limits<float>::max(); break;
-    case at::kHalf: max = 65504.0; break;
-    case at::kBFloat16: max = 3.3895313892515355e38; break;
-    default: break;
+    case at::kFloat:
+      max = std::numeric_limits<float>::max();
+      break;
+    case at::kHalf:
+      max = 65504.0;
+      break;
+    case at::kBFloat16:
+      max = 3.3895313892515355e38;
+      break;
+    default:
+      break;
   }
   params.f[1] = posinf.value_or(max);
   params.f[2] = neginf.value_or(-max);

@@ -54,8 +54,8 @@ at::Tensor& csr_to_coo_out_mlu(T crow, T col, bool out_int32, bool transpose, at
   }
   const int64_t nrows = crow.numel() - 1;
   const at::Tensor counts = crow.slice(0, 1).sub(crow.slice(0, 0, nrows));
-  const at::Tensor row = at::repeat_interleave(at::arange(nrows, crow.options().dtype(at::kLong)),
-                                               counts.to(at::kLong), /*dim=*/0, /*output_size=*/col.numel());
+  const at::Tensor row = at::repeat_interleave(at::arange(nrows, crow.options().dtype(at::kLong)), counts.to(at::kLong),
+                                               /*dim=*/0, /*output_size=*/col.numel());
   const at::Tensor column = col.to(at::kLong);
   out.resize_({2, col.numel()});
   out.copy_(transpose ? at::stack({column, row}) : at::stack({row, column}));
@@ -81,8 +81,8 @@ at::Tensor& addmm_out_csr_mlu(T self, T csr, T dense, const at::Scalar& beta, co
   if (!common) {
     return sparse_csr_cpu_fallback<ATEN_OP2(addmm, out)>(self, csr, dense, beta, alpha, out);
   }
-  return sparse_dense_addmm(self, csr.crow_indices(), csr.col_indices(), csr.values(), csr.size(0), dense, beta,
-                            alpha, out);
+  return sparse_dense_addmm(self, csr.crow_indices(), csr.col_indices(), csr.values(), csr.size(0), dense, beta, alpha,
+                            out);
 }
 
 }  // namespace

@@ -88,8 +88,10 @@ at::Tensor coalesce_mlu(T self) {
 
 // out = dense + alpha * sparse (CPU: add_out_dense_sparse_cpu).
 at::Tensor& add_dense_sparse(T dense, T sparse, const at::Scalar& alpha, at::Tensor& out) {
-  TORCH_CHECK(dense.sizes().equals(sparse.sizes()), "add: expected 'self' and 'other' to have same size, but self "
-              "has size ", dense.sizes(), " while other has size ", sparse.sizes(),
+  TORCH_CHECK(dense.sizes().equals(sparse.sizes()),
+              "add: expected 'self' and 'other' to have same size, but self "
+              "has size ",
+              dense.sizes(), " while other has size ", sparse.sizes(),
               " (FYI: dense-sparse addition does not currently support broadcasting)");
   const at::ScalarType common = at::promoteTypes(dense.scalar_type(), sparse.scalar_type());
   TORCH_CHECK(at::canCast(common, out.scalar_type()), "Can't convert result type ", common, " to output ",
@@ -159,7 +161,8 @@ at::Tensor& mul_out_sparse_mlu(T self, T other, at::Tensor& out) {
 bool is_sparse_dense_product(T self, T sparse, T dense) {
   return sparse.sparse_dim() == 2 && sparse.dense_dim() == 0 && dense.dim() == 2 && !dense.is_sparse() &&
          !self.is_sparse() && sparse.size(1) == dense.size(0) && sparse.scalar_type() == dense.scalar_type() &&
-         self.scalar_type() == dense.scalar_type() && at::is_expandable_to(self.sizes(), {sparse.size(0), dense.size(1)});
+         self.scalar_type() == dense.scalar_type() &&
+         at::is_expandable_to(self.sizes(), {sparse.size(0), dense.size(1)});
 }
 
 // out = beta * self + alpha * (sparse @ dense) (CPU: addmm_out_sparse_dense_cpu):
@@ -173,8 +176,8 @@ at::Tensor& addmm_out_sparse_mlu(T self, T sparse, T dense, const at::Scalar& be
   const at::Tensor coalesced = sparse.coalesce();
   const at::Tensor indices = coalesced._indices();
   const at::Tensor crow = at::_convert_indices_from_coo_to_csr(indices.select(0, 0), sparse.size(0));
-  return sparse_dense_addmm(self, crow, indices.select(0, 1), coalesced._values(), sparse.size(0), dense, beta,
-                            alpha, out);
+  return sparse_dense_addmm(self, crow, indices.select(0, 1), coalesced._values(), sparse.size(0), dense, beta, alpha,
+                            out);
 }
 
 at::Tensor addmm_sparse_mlu(T self, T sparse, T dense, const at::Scalar& beta, const at::Scalar& alpha) {
