@@ -591,10 +591,10 @@ def render(runtime, scans, registry, by_site, unattributed):
         "     registration; tests/test_op_registry.py runs it with --check. -->",
         "",
         "What torch_mlu registers with PyTorch's dispatcher, per source file: the ops as the built library",
-        "lists them for each PrivateUse1 dispatch key, placed in the file whose `m.impl(...)` (or",
-        "`MLU_REGISTER_*` macro, or section of csrc/aten/mlu_functions.yaml) registers them. An op without a",
-        "kernel here runs through the CPU fallback (Note [CPU fallback] in csrc/aten/Fallback.h). Regenerate",
-        "with `python tools/gen_op_registry.py`.",
+        "lists them for each PrivateUse1 dispatch key, placed in the file whose section of",
+        "csrc/aten/mlu_functions.yaml (or hand-written `m.impl(...)`) registers them. An op without a kernel",
+        "here runs through the CPU fallback (Note [CPU fallback] in csrc/aten/Fallback.h). Regenerate with",
+        "`python tools/gen_op_registry.py`.",
         "",
         "Totals: " + ", ".join(f"**{distinct[k]}** ops for {k}" for k in keys) + f", in {len(registry)} files"
         + (f"; none for {', '.join(k for k in runtime['keys'] if k not in keys)}." if len(keys) < len(runtime["keys"])
