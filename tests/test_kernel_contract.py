@@ -193,7 +193,7 @@ VERBOSE = {
     "index": ("torch.gather(torch.randn(4, 6, device=d), 1, torch.tensor([[0, 5], [1, 1], [2, 0], [3, 4]],"
               " device=d))", {"gather"}),
     "linalg": ("a = torch.randn(4, 4, device=d, dtype=torch.float64); torch.linalg.cholesky(a @ a.mT + 4 * "
-               "torch.eye(4, device=d, dtype=torch.float64))", {"cholesky"}),
+               "torch.eye(4, device=d, dtype=torch.float64))", {"cholesky", "cholesky_of"}),
     "loss": ("F.nll_loss(torch.randn(5, 3, device=d).log_softmax(1), torch.tensor([0, 2, 1, 1, 0], device=d))",
              {"nll_loss_forward"}),
     "norm": ("F.layer_norm(torch.randn(4, 16, device=d), (16,))", {"layer_norm"}),
