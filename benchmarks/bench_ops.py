@@ -66,10 +66,14 @@ import sys
 import time
 import warnings
 
-import torch
-import torch.nn.functional as F
+from host_isa import add_isa_argument, force_isa_from_argv, isa_label, isa_report
 
-import torch_mlu
+force_isa_from_argv()  # before torch loads: the caps are read at start-up
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import torch_mlu  # noqa: E402
 
 aten = torch.ops.aten
 DEV = object()  # placeholder for the device argument of factory ops
@@ -543,6 +547,7 @@ def main():
                         help=f"this many more passes over the cases >= 1M below {RECHECK_BELOW} (see above)")
     parser.add_argument("--list", action="store_true", help="print the selected cases and exit")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "bench_ops.json"))
+    add_isa_argument(parser)
     args = parser.parse_args()
     args.sizes = [parse_size(s) for s in args.sizes.split(",")] if args.sizes else (
         [64 << 10] if args.quick else list(DEFAULT_SIZES))
@@ -575,6 +580,9 @@ def main():
         print(f"warning: other processes keep {other_start:.1f} of {os.cpu_count()} cores busy: "
               "timings will be unreliable", flush=True)
     other_run = OtherLoad()
+    isa = isa_report()
+    print(f"instruction sets: {isa_label(isa)}; mlu kernels {isa['mlu_kernels_isa']}"
+          f"{' + AMX' if isa['mlu_amx'] else ''}, ATen {isa['aten_cpu_capability']}", flush=True)
     header = (f"{'family':<15} {'op':<22} {'layout':<10} {'size':>5} {'dtype':<9} {'cpu us':>11} {'mlu us':>11} "
               f"{'cpu/mlu':>8}  fallback")
     print(header)
@@ -625,6 +633,7 @@ def main():
         "torch": torch.__version__,
         "torch_mlu": torch_mlu.__version__,
         "machine": platform.machine(),
+        "isa": isa,
         "python": sys.version.split()[0],
         "cpu_threads": torch.get_num_threads(),
         "cpu_count": os.cpu_count(),

@@ -1,12 +1,57 @@
 """Renders benchmarks/results/bench_ops.json (from bench_ops.py) as docs/bench_ops.md.
 
 The table has, per op and layout, the cpu/mlu time ratio at each size for float32 (and bfloat16 where
-measured), so the note on a change can quote it; the summary lines are bench_ops.py's own.
-Usage: python benchmarks/render_ops_report.py [results.json] [out.md]
+measured), so the note on a change can quote it; the summary lines are bench_ops.py's own. Further result files,
+each a run under one instruction set (`bench_ops.py --isa avx2`, ...), add a per-ISA section: each family's
+geometric mean and worst case at >= 1M per run, against the bar every variant is held to (every family at least
+1.0x, the geomean at least 1.5x).
+Usage: python benchmarks/render_ops_report.py [results.json] [out.md] [isa_run.json ...]
 """
 import json
 import sys
 from collections import defaultdict
+
+FAMILY_BAR, GEOMEAN_BAR = 1.0, 1.5
+
+
+def isa_section(paths):
+    """The per-ISA tables from the runs at `paths` (each a bench_ops.py JSON with its "isa" record)."""
+    runs = [json.load(open(p)) for p in paths]
+    labels = [run_label(r) for r in runs]
+    families = list(dict.fromkeys(f for r in runs for f in r["summary"]["geomean_ratio_large_by_family"]))
+    out = ["## Per instruction set", "",
+           "One run per variant, each measured with both sides capped to it (`benchmarks/bench_ops.py --isa NAME`: "
+           "our kernels, ATen's, oneMKL's and oneDNN's; `benchmarks/host_isa.py`), cases of >= 1M elements. "
+           f"The bar for every variant: each family at least {FAMILY_BAR:.1f}x, the geomean at least "
+           f"{GEOMEAN_BAR:.1f}x. Cell: family geomean (worst case).", "",
+           "| family | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(runs)]
+    for fam in families:
+        cells = []
+        for r in runs:
+            value = r["summary"]["geomean_ratio_large_by_family"].get(fam)
+            large = [c for c in r["results"] if "ratio" in c and c["family"] == fam
+                     and c["numel"] >= r["summary"]["large_threshold"]]
+            worst = min(large, key=lambda c: c["ratio"]) if large else None
+            mark = "**" if value is not None and value < FAMILY_BAR else ""
+            cells.append("" if value is None else f"{mark}{value:.2f}{mark} ({worst['op']} {worst['ratio']:.2f})")
+        out.append(f"| {fam} | " + " | ".join(cells) + " |")
+    out.append("| **geomean** | " + " | ".join(f"**{r['summary']['geomean_ratio_large']:.3f}**" for r in runs) + " |")
+    out.append("| cases / errors | " + " | ".join(f"{r['summary']['large_cases']} / {r['summary']['errors']}"
+                                                for r in runs) + " |")
+    configs = {json.dumps({k: r["config"].get(k) for k in ("sizes", "dtypes", "repeat", "min_time_s")}) for r in runs}
+    out += ["", "Runs: " + "; ".join(f"{label}: mlu kernels {r['isa']['mlu_kernels_isa']}"
+                                      f"{' + AMX' if r['isa']['mlu_amx'] else ''}, ATen "
+                                      f"{r['isa']['aten_cpu_capability']}, {r['isa']['cpu_model']}"
+                                      for label, r in zip(labels, runs)) + ". Settings: " + "; ".join(sorted(configs))
+            + ".", ""]
+    return out
+
+
+def run_label(run):
+    isa = run.get("isa") or {}
+    if isa.get("caps"):
+        return f"{isa['caps'].get('MLU_KERNELS_ISA')} (forced on {isa['host_kind']})"
+    return f"{isa.get('host_kind', '?')} (native)"
 
 
 def main():
@@ -46,6 +91,7 @@ def main():
               ", ".join(f"{c['op']} {c['layout']} {c['size']} {c['dtype']} {c['ratio_before']:.2f} -> "
                         f"{c['ratio']:.2f}" for c in summary["rechecked"])] if summary.get("rechecked") else []),
            "",
+           *(isa_section(sys.argv[3:]) if len(sys.argv) > 3 else []),
            "## Ratios", "", "| family | op | layout | dtype | " + " | ".join(sizes) + " | path |",
            "|---|---|---|---|" + "---:|" * len(sizes) + "---|"]
     for key in sorted(rows):

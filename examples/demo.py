@@ -39,6 +39,10 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (warm-up, then cosine decay)")
     p.add_argument("--compare-device", default="cpu", help="device that repeats the first steps (default cpu)")
     p.add_argument("--compare-steps", type=int, default=30, help="steps run on --compare-device (0: skip)")
+    p.add_argument("--compare-seconds", type=float, default=60,
+                   help="time bound of the comparison: it stops at the first read-back past it, after at least 20\n"
+                        "steps (default 60; where the compare device has no fast path for the precision, as a\n"
+                        "CPU without AVX-512 has none for bf16, 30 steps take many minutes); 0: no bound")
     p.add_argument("--sample-chars", type=int, default=300, help="length of the generated sample")
     p.add_argument("--corpus", nargs="+", help="text files to train on (default: /usr/share/common-licenses/*)")
     p.add_argument("--plot", default="demo_loss.png", help="where to write the loss plot ('' to skip)")
@@ -68,9 +72,10 @@ def build(corpus, args, device):
     return model, opt
 
 
-def train(corpus, args, device, steps, desc, eval_every=0):
+def train(corpus, args, device, steps, desc, eval_every=0, time_bound=0):
     """Trains for `steps`; returns (model, losses per step, seconds per step of each logged interval,
-    [(step, held-out loss)] every `eval_every` steps and at the end).
+    [(step, held-out loss)] every `eval_every` steps and at the end). With `time_bound` (seconds), stops early at
+    the first read-back past it, with at least two intervals logged (the rate leaves the first one out).
 
     The loop reads the loss back only every `log_every` steps, so the host queues a whole interval of work
     ahead of the device (the asynchronous device overlaps Python with the kernels)."""
@@ -80,7 +85,7 @@ def train(corpus, args, device, steps, desc, eval_every=0):
     log_every = 10
     losses, interval_times, pending, val_points = [], [], [], []
     bar = tqdm(total=steps, desc=desc, unit="step", dynamic_ncols=True, file=sys.stdout)
-    start = time.perf_counter()
+    start = began = time.perf_counter()
     for step in range(steps):
         for group in opt.param_groups:
             group["lr"] = learning_rate(step, args)
@@ -100,6 +105,8 @@ def train(corpus, args, device, steps, desc, eval_every=0):
             bar.set_postfix(loss=f"{losses[-1]:.3f}", tok_s=f"{args.batch_size * args.block_size / interval_times[-1]:,.0f}")
             bar.update(len(pending))
             pending = []
+            if time_bound and len(interval_times) >= 2 and now - began > time_bound:
+                break
         if eval_every and ((step + 1) % eval_every == 0 or step == steps - 1):
             val_points.append((step + 1, evaluate(model, corpus, args, device)))
             start = time.perf_counter()  # the evaluation is not training time
@@ -179,9 +186,12 @@ def main(argv=None):
     compare_steps = min(args.compare_steps, args.steps)
     if compare_steps > 0 and args.compare_device != args.device:
         _, cmp_losses, cmp_times, _ = train(corpus, args, args.compare_device, compare_steps,
-                                         f"same steps on {args.compare_device}")
+                                            f"same steps on {args.compare_device}", time_bound=args.compare_seconds)
+        if len(cmp_losses) < compare_steps:
+            print(f"the comparison stopped after {len(cmp_losses)} of {compare_steps} steps: past its time bound "
+                  f"(--compare-seconds {args.compare_seconds:g})")
         cmp_rate = tokens_per_second(cmp_times, args)
-        curves.append((f"train loss on {args.compare_device} (first {compare_steps} steps)", cmp_losses))
+        curves.append((f"train loss on {args.compare_device} (first {len(cmp_losses)} steps)", cmp_losses))
         result.update(compare_losses=cmp_losses, compare_rate=cmp_rate)
         drift = max(abs(a - b) for a, b in zip(losses, cmp_losses))
         print(f"throughput ({args.precision}, batch {args.batch_size} x {args.block_size} characters, median over "

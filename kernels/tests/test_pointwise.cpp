@@ -265,10 +265,10 @@ TEST(Pointwise, LargeTensorsSplitAcrossThreads) {
   set_num_threads(saved);
 }
 
-// y = op(x) for float x on the AVX-512 kernels (the caller checks the CPU has them).
-std::vector<float> run_float_avx512(PointwiseOp op, const std::vector<float>& x) {
+// y = op(x) for float x on the kernels of `isa` (the caller checks the CPU has it).
+std::vector<float> run_float(Isa isa, PointwiseOp op, const std::vector<float>& x) {
   const Isa saved = active_isa();
-  set_isa(Isa::Avx512);
+  set_isa(isa);
   std::vector<float> y(x.size());
   Shape shape;
   shape.ndim = 1;
@@ -281,12 +281,12 @@ std::vector<float> run_float_avx512(PointwiseOp op, const std::vector<float>& x)
   return y;
 }
 
-// Note [Fast float exp] (AVX-512): every 61st float from -104 to 89, and the
+// Note [Fast float exp] (AVX-512 and AVX2 forms): every 61st float from -104 to 89, and the
 // special values, against exp in double: at most 2 ulp of the float result
 // (denormal results: 2 units of the smallest denormal), 0 and inf where exp
 // underflows and overflows, NaN for NaN.
 TEST(Pointwise, FastFloatExpWithinTwoUlps) {
-  if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+  if (detected_isa() < Isa::Avx2) GTEST_SKIP() << "CPU lacks AVX2";
   std::vector<float> x;
   for (uint32_t bits = 0; bits < 0x7f800000u; bits += 61) {
     const float v = std::bit_cast<float>(bits);
@@ -296,23 +296,27 @@ TEST(Pointwise, FastFloatExpWithinTwoUlps) {
   for (float v : {0.0f, -0.0f, 88.72283f, 88.72284f, -87.33654f, -103.97f, -104.5f, INFINITY, -INFINITY, NAN}) {
     x.push_back(v);
   }
-  const std::vector<float> y = run_float_avx512(PointwiseOp::Exp, x);
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double exact = std::exp(static_cast<double>(x[i]));
-    if (std::isnan(x[i])) {
-      ASSERT_TRUE(std::isnan(y[i]));
-    } else if (exact > 3.4028234663852886e38) {
-      ASSERT_EQ(y[i], INFINITY) << x[i];
-    } else {
-      const float rounded = static_cast<float>(exact);
-      const double ulp = std::max(static_cast<double>(std::nextafter(rounded, INFINITY) - rounded), 1.401298464e-45);
-      const double error = std::abs(y[i] - exact) / ulp;
-      worst = std::max(worst, error);
-      ASSERT_LE(error, 2.0) << "exp(" << x[i] << ") = " << y[i] << ", exact " << exact;
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (detected_isa() < isa) continue;
+    SCOPED_TRACE(isa_name(isa));
+    const std::vector<float> y = run_float(isa, PointwiseOp::Exp, x);
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double exact = std::exp(static_cast<double>(x[i]));
+      if (std::isnan(x[i])) {
+        ASSERT_TRUE(std::isnan(y[i]));
+      } else if (exact > 3.4028234663852886e38) {
+        ASSERT_EQ(y[i], INFINITY) << x[i];
+      } else {
+        const float rounded = static_cast<float>(exact);
+        const double ulp = std::max(static_cast<double>(std::nextafter(rounded, INFINITY) - rounded), 1.401298464e-45);
+        const double error = std::abs(y[i] - exact) / ulp;
+        worst = std::max(worst, error);
+        ASSERT_LE(error, 2.0) << "exp(" << x[i] << ") = " << y[i] << ", exact " << exact;
+      }
     }
+    RecordProperty(std::string("worst_ulp_") + isa_name(isa), std::to_string(worst));
   }
-  RecordProperty("worst_ulp", std::to_string(worst));
 }
 
 // An odd function's AVX-512 float kernel over every 61st float below `limit`
@@ -328,7 +332,7 @@ void expect_odd_within_two_ulps(PointwiseOp op, double (*exact_fn)(double), uint
   }
   x.insert(x.end(), extra);
   for (float v : {0.0f, -0.0f, 1e-40f, -1e-40f, 20.0f, -1e30f, INFINITY, -INFINITY, NAN}) x.push_back(v);
-  const std::vector<float> y = run_float_avx512(op, x);
+  const std::vector<float> y = run_float(Isa::Avx512, op, x);
   double worst = 0;
   for (size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x[i])) {
@@ -364,34 +368,38 @@ TEST(Pointwise, FastFloatErfWithinTwoUlps) {
                              {0.125f, 0.12499999f, 1.0f, 0.99999994f, 3.9999998f, 4.0f});
 }
 
-// Note [Fast float log] (AVX-512): every 61st positive float (denormals
-// included) and the special values against log in double: at most 2 ulp;
-// log(0) = -inf, log(negative) = NaN, log(inf) = inf.
+// Note [Fast float log] (AVX-512 and AVX2 forms): every 61st positive float
+// (denormals included) and the special values against log in double: at most
+// 2 ulp; log(0) = -inf, log(negative) = NaN, log(inf) = inf.
 TEST(Pointwise, FastFloatLogWithinTwoUlps) {
-  if (detected_isa() < Isa::Avx512) GTEST_SKIP() << "CPU lacks AVX-512";
+  if (detected_isa() < Isa::Avx2) GTEST_SKIP() << "CPU lacks AVX2";
   std::vector<float> x;
   for (uint32_t bits = 1; bits < 0x7f800000u; bits += 61) x.push_back(std::bit_cast<float>(bits));
   const size_t n_finite = x.size();
   for (float v : {0.0f, -0.0f, -1.0f, -1e-40f, INFINITY, -INFINITY, NAN}) x.push_back(v);
-  const std::vector<float> y = run_float_avx512(PointwiseOp::Log, x);
-  double worst = 0;
-  for (size_t i = 0; i < n_finite; ++i) {
-    const double exact = std::log(static_cast<double>(x[i]));
-    const float rounded = std::abs(static_cast<float>(exact));
-    const double ulp = std::max(static_cast<double>(std::nextafter(rounded, INFINITY) - rounded), 1.401298464e-45);
-    const double error = std::abs(y[i] - exact) / ulp;
-    worst = std::max(worst, error);
-    ASSERT_LE(error, 2.0) << "log(" << x[i] << ") = " << y[i] << ", exact " << exact;
+  for (Isa isa : {Isa::Avx2, Isa::Avx512}) {
+    if (detected_isa() < isa) continue;
+    SCOPED_TRACE(isa_name(isa));
+    const std::vector<float> y = run_float(isa, PointwiseOp::Log, x);
+    double worst = 0;
+    for (size_t i = 0; i < n_finite; ++i) {
+      const double exact = std::log(static_cast<double>(x[i]));
+      const float rounded = std::abs(static_cast<float>(exact));
+      const double ulp = std::max(static_cast<double>(std::nextafter(rounded, INFINITY) - rounded), 1.401298464e-45);
+      const double error = std::abs(y[i] - exact) / ulp;
+      worst = std::max(worst, error);
+      ASSERT_LE(error, 2.0) << "log(" << x[i] << ") = " << y[i] << ", exact " << exact;
+    }
+    const float* special = y.data() + n_finite;
+    EXPECT_EQ(special[0], -INFINITY);
+    EXPECT_EQ(special[1], -INFINITY);
+    EXPECT_TRUE(std::isnan(special[2]));
+    EXPECT_TRUE(std::isnan(special[3]));
+    EXPECT_EQ(special[4], INFINITY);
+    EXPECT_TRUE(std::isnan(special[5]));
+    EXPECT_TRUE(std::isnan(special[6]));
+    RecordProperty(std::string("worst_ulp_") + isa_name(isa), std::to_string(worst));
   }
-  const float* special = y.data() + n_finite;
-  EXPECT_EQ(special[0], -INFINITY);
-  EXPECT_EQ(special[1], -INFINITY);
-  EXPECT_TRUE(std::isnan(special[2]));
-  EXPECT_TRUE(std::isnan(special[3]));
-  EXPECT_EQ(special[4], INFINITY);
-  EXPECT_TRUE(std::isnan(special[5]));
-  EXPECT_TRUE(std::isnan(special[6]));
-  RecordProperty("worst_ulp", std::to_string(worst));
 }
 
 // Float -> bfloat16 stores of every ISA (the block pipeline's, from float32

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 
+#include "../common/native_lanes.h"
 #include "../pointwise/vector_math.h"
 #include "attention_table.h"
 
@@ -23,18 +24,20 @@ float lane_sum(const Lanes& v) {
   return s;
 }
 
+// One register wide: Note [Folds in register-wide vectors].
 float row_max(const float* x, int64_t n) {
+  using V = Native<float>::V;
+  constexpr int64_t kWidth = Native<float>::kWidth;
   constexpr float kLowest = -std::numeric_limits<float>::infinity();
-  Lanes part = {};
-  part -= std::numeric_limits<float>::infinity();
+  V part = V{} + kLowest;
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    Lanes v;
-    load_lanes(v, x + j);
+  for (; j + kWidth <= n; j += kWidth) {
+    V v;
+    std::memcpy(&v, x + j, sizeof v);
     part = ((v != v) | (v > part)) ? v : part;
   }
   float result = kLowest;
-  for (int l = 0; l < kLanes; ++l) result = (part[l] != part[l] || part[l] > result) ? part[l] : result;
+  for (int l = 0; l < kWidth; ++l) result = (part[l] != part[l] || part[l] > result) ? part[l] : result;
   for (; j < n; ++j) result = (x[j] != x[j] || x[j] > result) ? x[j] : result;
   return result;
 }

@@ -120,7 +120,7 @@ template <> struct Sleef<double> {
 // denormals and 0 without branches. x is first clamped to [-104, 89], where
 // exp is already 0 / inf, so inf - inf never reaches r; NaN passes the clamp.
 // Within 2 ulp of exp (kernels test Pointwise.FastFloatExpWithinTwoUlps).
-// Other ISAs and double keep SLEEF (Exp<T>::fn below).
+// AVX2 has its own form below; SSE and double keep SLEEF (Exp<T>::fn).
 #if defined(__AVX512F__)
 [[gnu::always_inline]] inline __m512 exp_avx512(__m512 x) {
   x = _mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(89.0f), x));  // NaN: x
@@ -137,6 +137,32 @@ template <> struct Sleef<double> {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   return _mm512_scalef_ps(p, k);
+}
+#elif defined(__AVX2__)
+// The same on AVX2, which has no vscalefps: 2^k is applied as two factors
+// 2^(k/2) and 2^(k - k/2), each a normal float (k is in [-150, 128] after the
+// clamp, so the halves are in [-75, 64]); the first product is exact, so the
+// result rounds once, as vscalefps rounds it (to denormals, 0 and inf too).
+[[gnu::always_inline]] inline __m256 exp_avx2(__m256 x) {
+  x = _mm256_max_ps(_mm256_set1_ps(-104.0f), _mm256_min_ps(_mm256_set1_ps(89.0f), x));  // NaN: x
+  const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693145751953125f), x);
+  r = _mm256_fnmadd_ps(k, _mm256_set1_ps(1.428606765330187045e-06f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i ki = _mm256_cvtps_epi32(k);  // NaN: p is NaN already
+  const __m256i k1 = _mm256_srai_epi32(ki, 1);
+  const auto power_of_two = [](__m256i e) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23));
+  };
+  return _mm256_mul_ps(_mm256_mul_ps(p, power_of_two(k1)), power_of_two(_mm256_sub_epi32(ki, k1)));
 }
 #endif
 
@@ -232,6 +258,41 @@ template <const auto& Table, int Last>
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), result,
                               _mm512_set1_ps(-std::numeric_limits<float>::infinity()));
 }
+#elif defined(__AVX2__)
+// The same on AVX2, which has no vgetmantps / vgetexpps: denormals are scaled
+// by 2^23 into the normal range (k less 23), m is the mantissa in [1, 2) from
+// the bits, halved from 1.5 on (k plus one); zero, negative numbers, inf and
+// NaN are blended in last.
+[[gnu::always_inline]] inline __m256 log_avx2(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f), zero = _mm256_setzero_ps();
+  const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(0x1p-126f), _CMP_LT_OQ);
+  const __m256i bits = _mm256_castps_si256(_mm256_blendv_ps(x, _mm256_mul_ps(x, _mm256_set1_ps(0x1p23f)), tiny));
+  __m256 m = _mm256_castsi256_ps(
+      _mm256_or_si256(_mm256_and_si256(bits, _mm256_set1_epi32(0x007FFFFF)), _mm256_set1_epi32(0x3F800000)));
+  __m256 k = _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_srli_epi32(bits, 23), _mm256_set1_epi32(127)));
+  k = _mm256_sub_ps(k, _mm256_and_ps(tiny, _mm256_set1_ps(23.0f)));
+  const __m256 upper = _mm256_cmp_ps(m, _mm256_set1_ps(1.5f), _CMP_GE_OQ);
+  m = _mm256_blendv_ps(m, _mm256_mul_ps(m, half), upper);
+  k = _mm256_add_ps(k, _mm256_and_ps(upper, one));
+  const __m256 f = _mm256_sub_ps(m, one);
+  const __m256 s = _mm256_div_ps(f, _mm256_add_ps(_mm256_set1_ps(2.0f), f));
+  const __m256 z = _mm256_mul_ps(s, s);
+  __m256 r = _mm256_set1_ps(2.0f / 9);
+  r = _mm256_fmadd_ps(r, z, _mm256_set1_ps(2.0f / 7));
+  r = _mm256_fmadd_ps(r, z, _mm256_set1_ps(2.0f / 5));
+  r = _mm256_fmadd_ps(r, z, _mm256_set1_ps(2.0f / 3));
+  r = _mm256_mul_ps(r, z);
+  const __m256 hfsq = _mm256_mul_ps(_mm256_mul_ps(half, f), f);
+  const __m256 log1pf = _mm256_sub_ps(f, _mm256_fnmadd_ps(s, _mm256_add_ps(hfsq, r), hfsq));
+  __m256 result = _mm256_fmadd_ps(k, _mm256_set1_ps(0.693145751953125f),
+                                  _mm256_fmadd_ps(k, _mm256_set1_ps(1.428606765330187045e-06f), log1pf));
+  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  result =
+      _mm256_blendv_ps(result, x, _mm256_or_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q), _mm256_cmp_ps(x, inf, _CMP_EQ_OQ)));
+  result = _mm256_blendv_ps(result, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()),
+                            _mm256_cmp_ps(x, zero, _CMP_LT_OQ));
+  return _mm256_blendv_ps(result, _mm256_sub_ps(zero, inf), _mm256_cmp_ps(x, zero, _CMP_EQ_OQ));
+}
 #endif
 
 // The vector exp for T (Note [Fast float exp]).
@@ -244,6 +305,11 @@ template <>
 struct Exp<float> {
   static __m512 fn(__m512 x) { return exp_avx512(x); }
 };
+#elif defined(__AVX2__)
+template <>
+struct Exp<float> {
+  static __m256 fn(__m256 x) { return exp_avx2(x); }
+};
 #endif
 
 // The vector log for T (Note [Fast float log]).
@@ -255,6 +321,11 @@ struct Log {
 template <>
 struct Log<float> {
   static __m512 fn(__m512 x) { return log_avx512(x); }
+};
+#elif defined(__AVX2__)
+template <>
+struct Log<float> {
+  static __m256 fn(__m256 x) { return log_avx2(x); }
 };
 #endif
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "../common/dispatch.h"
+#include "../common/native_lanes.h"
 #include "../pointwise/pointwise_table.h"
 #include "accumulate.h"
 #include "mlu_kernels/parallel.h"
@@ -58,12 +59,6 @@ inline void offsets_of(const Dims& d, int64_t linear, int64_t& in, int64_t& out)
   }
 }
 
-// 16 lanes of float or double, as GCC vector types: plain C++ operators
-// that compile to this TU's ISA (a select on a NaN-or-greater mask is one
-// compare-and-blend, which GCC does not find on its own in the scalar loop).
-typedef float FloatLanes __attribute__((vector_size(64)));
-typedef double DoubleLanes __attribute__((vector_size(128)));
-
 // Note [Prefetch in row folds]
 // A fold of many short contiguous rows (sum(dim=-1) of 16384 x 1024 float32,
 // 64 MB) stalled on memory, well below the rate of one long fold over the
@@ -75,27 +70,31 @@ typedef double DoubleLanes __attribute__((vector_size(128)));
 // docs/bench_kernels.md.
 constexpr int64_t kPrefetchBytes = 8192;
 
-// Max/min round nothing, so a contiguous row folds in 16 lanes of the
-// input's own type (float for Half/BFloat16, converted a block at a time);
-// only the result widens to the accumulator.
+// Max/min round nothing, so a contiguous row folds in register-wide vectors
+// of the input's own type (float for Half/BFloat16, converted a block at a
+// time; Note [Folds in register-wide vectors]), in any order; only the result
+// widens to the accumulator. GCC vector types: a select on a NaN-or-greater
+// mask is one compare-and-blend, which GCC does not find in the scalar loop.
 template <class Op, class Lane, class S>
 inline Lane fold_extreme(const S* p, int64_t n) {
-  using V = std::conditional_t<std::is_same_v<Lane, float>, FloatLanes, DoubleLanes>;
+  using V = typename Native<Lane>::V;
+  constexpr int64_t kWidth = Native<Lane>::kWidth;
   constexpr bool kMax = std::is_base_of_v<ro::Max, Op>;
   constexpr bool kAbs = std::is_same_v<Op, ro::AbsMax> || std::is_same_v<Op, ro::AbsMin>;
   // Four accumulators: one compare-and-blend chain would wait for its
-  // latency every 16 elements (perf annotate: every blend stalled).
-  V part[4];
-  for (int l = 0; l < 16; ++l) part[0][l] = Op::template init<Lane>();
-  for (int v = 1; v < 4; ++v) part[v] = part[0];
+  // latency every vector (perf annotate: every blend stalled).
+  constexpr int kParts = 4;
+  constexpr int64_t kStep = kParts * kWidth;
+  V part[kParts];
+  for (V& v : part) v = V{} + Op::template init<Lane>();
   const auto fold = [](V& acc, V x) {
     if constexpr (kAbs) x = x < Lane(0) ? -x : x;
     acc = ((x != x) | (kMax ? x > acc : x < acc)) ? x : acc;
   };
   Lane buffer[kBlock];
   int64_t i = 0;
-  while (i + 16 <= n) {
-    const int64_t m = std::min(kBlock, (n - i) / 16 * 16);
+  while (i + kWidth <= n) {
+    const int64_t m = std::min(kBlock, (n - i) / kWidth * kWidth);
     const Lane* src;
     if constexpr (std::is_same_v<S, Lane>) {
       src = p + i;
@@ -104,20 +103,20 @@ inline Lane fold_extreme(const S* p, int64_t n) {
       src = buffer;
     }
     int64_t j = 0;
-    for (; j + 64 <= m; j += 64) {
+    for (; j + kStep <= m; j += kStep) {
       // Note [Prefetch in row folds]: the lines kPrefetchBytes ahead.
       const char* ahead = reinterpret_cast<const char*>(p + i + j) + kPrefetchBytes;
-      for (size_t b = 0; b < 64 * sizeof(S); b += 64) __builtin_prefetch(ahead + b);
-      for (int v = 0; v < 4; ++v) {
+      for (size_t b = 0; b < kStep * sizeof(S); b += 64) __builtin_prefetch(ahead + b);
+      for (int v = 0; v < kParts; ++v) {
         V x;
-        std::memcpy(&x, src + j + 16 * v, sizeof x);
+        std::memcpy(&x, src + j + kWidth * v, sizeof x);
         fold(part[v], x);
       }
     }
-    for (; j < m; j += 16) {
+    for (; j < m; j += kWidth) {
       V x;
       std::memcpy(&x, src + j, sizeof x);
-      fold(part[(j / 16) % 4], x);
+      fold(part[(j / kWidth) % kParts], x);
     }
     i += m;
   }
@@ -127,7 +126,7 @@ inline Lane fold_extreme(const S* p, int64_t n) {
   fold(part[2], part[3]);
   fold(part[0], part[2]);
   Lane result = part[0][0];
-  for (int l = 1; l < 16; ++l) result = Op::merge(result, part[0][l]);
+  for (int l = 1; l < kWidth; ++l) result = Op::merge(result, part[0][l]);
   for (; i < n; ++i) result = Op::step(result, ro::load<Lane>(p[i]), 0.0);
   return result;
 }
@@ -143,7 +142,7 @@ inline constexpr bool kLaneStep = std::is_same_v<Op, ro::Sum> || std::is_same_v<
 // Op::step of those ops on lanes, spelled out here rather than instantiating
 // accumulate.h's templates on a vector type: those would be one symbol shared
 // by the per-ISA builds of this file (an ODR hazard, and a psABI change).
-// V: EightDoubles, or FloatLanes (Note [Float chunks in sums]).
+// V: EightDoubles, or Native<float>::V (Note [Float chunks in sums]).
 template <class Op, class V>
 inline void lane_step(V& a, const V& x) {  // by reference: no vector in the ABI
   if constexpr (std::is_same_v<Op, ro::Prod>) {
@@ -175,8 +174,9 @@ inline void lane_step(V& a, const V& x) {  // by reference: no vector in the ABI
 // Note [Float chunks in sums]
 // The CPU folds float, Half and BFloat16 sums, norms and products in float
 // (at::opmath_type), in a cascade of vector accumulators. A contiguous row of
-// those types folds kChunk elements at a time into four float vectors of 16
-// lanes (kChunk / 64 = 16 steps per lane), and each chunk's partial results
+// those types folds kChunk elements at a time into 64 float slots (kChunk /
+// 64 = 16 steps per slot; four vectors of 16 lanes on AVX-512, eight of 8 on
+// AVX2, the same slots), and each chunk's partial results
 // then merge into the double lanes: the rounding error of a chunk is that of
 // 16 float steps, the error across chunks that of double, at the float rate
 // (converting every element to double made the fold compute-bound at half
@@ -188,13 +188,18 @@ inline void lane_step(V& a, const V& x) {  // by reference: no vector in the ABI
 constexpr int64_t kChunk = 1024;
 
 // Folds the whole chunks of 64 elements at p into lanes; returns how many
-// elements it folded.
+// elements it folded. Element j of a chunk folds into float slot j % 64, the
+// slots held in register-wide vectors (Note [Folds in register-wide
+// vectors]), and slots 8k .. 8k + 7 merge into lanes[k / 2]: the same
+// roundings on every ISA.
 template <class Op, class S>
 int64_t fold_float_chunks(const S* p, int64_t n, EightDoubles (&lanes)[4]) {
+  using V = Native<float>::V;
+  constexpr int kSlots = 64, kParts = kSlots / Native<float>::kWidth;
   float buffer[kChunk];
   int64_t i = 0;
-  while (i + 64 <= n) {
-    const int64_t m = std::min(kChunk, (n - i) / 64 * 64);
+  while (i + kSlots <= n) {
+    const int64_t m = std::min(kChunk, (n - i) / kSlots * kSlots);
     const float* src;
     if constexpr (std::is_same_v<S, float>) {
       src = p + i;
@@ -202,29 +207,27 @@ int64_t fold_float_chunks(const S* p, int64_t n, EightDoubles (&lanes)[4]) {
       for (int64_t j = 0; j < m; ++j) buffer[j] = ro::load<float>(p[i + j]);
       src = buffer;
     }
-    FloatLanes part[4];
-    for (FloatLanes& v : part) v = FloatLanes{} + Op::template init<float>();
-    for (int64_t j = 0; j < m; j += 64) {
+    V part[kParts];
+    for (V& v : part) v = V{} + Op::template init<float>();
+    for (int64_t j = 0; j < m; j += kSlots) {
       // Note [Prefetch in row folds]: the lines kPrefetchBytes ahead.
       const char* ahead = reinterpret_cast<const char*>(p + i + j) + kPrefetchBytes;
-      for (size_t b = 0; b < 64 * sizeof(S); b += 64) __builtin_prefetch(ahead + b);
-      for (int v = 0; v < 4; ++v) {
-        FloatLanes x;
-        std::memcpy(&x, src + j + 16 * v, sizeof x);
+      for (size_t b = 0; b < kSlots * sizeof(S); b += 64) __builtin_prefetch(ahead + b);
+      for (int v = 0; v < kParts; ++v) {
+        V x;
+        std::memcpy(&x, src + j + Native<float>::kWidth * v, sizeof x);
         lane_step<Op>(part[v], x);
       }
     }
-    for (int v = 0; v < 4; ++v) {
-      float spill[16];
-      std::memcpy(spill, &part[v], sizeof spill);
-      for (int h = 0; h < 2; ++h) {
-        EightDoubles wide;
-        widen8(spill + 8 * h, wide);
-        if constexpr (std::is_same_v<Op, ro::Prod>) {
-          lanes[v] *= wide;
-        } else {
-          lanes[v] += wide;
-        }
+    float spill[kSlots];
+    std::memcpy(spill, part, sizeof spill);
+    for (int k = 0; k < kSlots / 8; ++k) {
+      EightDoubles wide;
+      widen8(spill + 8 * k, wide);
+      if constexpr (std::is_same_v<Op, ro::Prod>) {
+        lanes[k / 2] *= wide;
+      } else {
+        lanes[k / 2] += wide;
       }
     }
     i += m;
