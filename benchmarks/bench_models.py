@@ -34,11 +34,15 @@ import statistics
 import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+from host_isa import add_isa_argument, force_isa_from_argv, isa_label, isa_report
 
-import torch_mlu
+force_isa_from_argv()  # before torch loads: the caps are read at start-up
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+import torch_mlu  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 from gpt import GPT, GPTConfig  # noqa: E402
@@ -274,7 +278,11 @@ def main():
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--min-time", type=float, default=2.0, help="seconds per device and case")
     parser.add_argument("--out", default="benchmarks/results/bench_models.json")
+    add_isa_argument(parser)
     args = parser.parse_args()
+    isa = isa_report()
+    print(f"instruction sets: {isa_label(isa)}; mlu kernels {isa['mlu_kernels_isa']}"
+          f"{' + AMX' if isa['mlu_amx'] else ''}, ATen {isa['aten_cpu_capability']}", flush=True)
     names = [n for n in CASES if any(fnmatch.fnmatch(n, p) for p in args.cases.split(","))]
     torch_mlu.reset_fallback_report()
     passes = [[CASES[n](args.min_time) for n in names] for _ in range(args.repeat)]
@@ -292,7 +300,7 @@ def main():
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
-                   "threads": torch.get_num_threads(), "repeat": args.repeat, "fallback": fallback,
+                   "isa": isa, "threads": torch.get_num_threads(), "repeat": args.repeat, "fallback": fallback,
                    "cases": results}, f, indent=1)
     print(f"{'case':20s} {'unit':>8s} {'cpu':>9s} {'mlu':>9s} {'ratio':>6s} {'mem':>5s}  passes")
     for c in results:

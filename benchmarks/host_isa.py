@@ -1,10 +1,11 @@
 """The instruction sets a benchmark ran under, and forcing a narrower one on both sides.
 
 A host's widest vector ISA picks the code paths of both sides of every comparison: our kernels
-(`MLU_KERNELS_ISA`), ATen's CPU kernels (`ATEN_CPU_CAPABILITY`), oneMKL's (`MKL_ENABLE_INSTRUCTIONS`, which the
-CPU's transcendental functions and products go through) and oneDNN's (`ONEDNN_MAX_CPU_ISA`, behind both sides'
-convolutions and our bfloat16 products). `--isa avx2` on an AVX-512 host caps all four, so the run measures what
-an AVX2-only host runs; capping only ours and ATen's would leave the CPU side's MKL on AVX-512 and flatter it.
+(`MLU_KERNELS_ISA`; `MLU_KERNELS_AMX` for the AMX products), ATen's CPU kernels (`ATEN_CPU_CAPABILITY`), oneMKL's
+(`MKL_ENABLE_INSTRUCTIONS`, which the CPU's transcendental functions and products go through) and oneDNN's
+(`ONEDNN_MAX_CPU_ISA`, behind both sides' convolutions and our bfloat16 products). `--isa avx2` on an AVX-512 host
+caps all of them, so the run measures what an AVX2-only host runs; capping only ours and ATen's would leave the
+CPU side's MKL on AVX-512 and flatter it.
 The caps are read at start-up, so `force_isa` re-executes the benchmark with them set before torch loads.
 
 Caps per name (each library's own spelling; `native` sets none):
@@ -14,10 +15,12 @@ import os
 import sys
 
 CAPS = {
-    "avx2": {"MLU_KERNELS_ISA": "avx2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
-             "ONEDNN_MAX_CPU_ISA": "AVX2"},
-    "avx512": {"MLU_KERNELS_ISA": "avx512", "ATEN_CPU_CAPABILITY": "avx512", "MKL_ENABLE_INSTRUCTIONS": "AVX512",
-               "ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
+    # An AVX2-only host (AMD EPYC without AVX-512): every side capped to AVX2.
+    "avx2": {"MLU_KERNELS_ISA": "avx2", "MLU_KERNELS_AMX": "0", "ATEN_CPU_CAPABILITY": "avx2",
+             "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    # An AVX-512 host without AMX (AMD with AVX-512): AVX-512 and its BF16 instructions kept, AMX off on both
+    # sides (ours and oneDNN's; ATen's own kernels and MKL's float paths do not use AMX).
+    "avx512": {"MLU_KERNELS_AMX": "0", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"},
     "native": {},
 }
 __doc__ += "".join(f"\n- {name}: {caps or 'none'}" for name, caps in CAPS.items()) + "\n"
@@ -90,9 +93,9 @@ def isa_report():
     return {
         "host_kind": host_kind(),
         "cpu_model": cpu_model(),
-        "caps": {k: os.environ[k] for k in CAPS["avx2"] if k in os.environ},
+        "caps": {k: os.environ[k] for k in CAPS["avx2"] if k in os.environ and os.environ[k]},
         "mlu_kernels_isa": kernels["active_isa"],
-        "mlu_amx": bool(kernels["amx_usable"]),
+        "mlu_amx": bool(kernels["amx_usable"]) and kernels["active_isa"].startswith("avx512"),
         "aten_cpu_capability": torch.backends.cpu.get_cpu_capability(),
     }
 
@@ -101,5 +104,6 @@ def isa_label(report):
     """A short name of the variant measured: 'avx2 (forced on avx512+amx)', 'avx512+amx', ..."""
     active = report["mlu_kernels_isa"]
     if report["caps"]:
-        return f"{report['caps'].get('MLU_KERNELS_ISA', active)} (forced on {report['host_kind']})"
+        kind = "avx512" if active.startswith("avx512") else active
+        return f"{kind} (forced on {report['host_kind']})"
     return report["host_kind"]

@@ -50,7 +50,8 @@ def isa_section(paths):
 def run_label(run):
     isa = run.get("isa") or {}
     if isa.get("caps"):
-        return f"{isa['caps'].get('MLU_KERNELS_ISA')} (forced on {isa['host_kind']})"
+        kind = "avx512" if isa["mlu_kernels_isa"].startswith("avx512") else isa["mlu_kernels_isa"]
+        return f"{kind} (forced on {isa['host_kind']})"
     return f"{isa.get('host_kind', '?')} (native)"
 
 

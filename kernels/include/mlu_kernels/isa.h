@@ -27,7 +27,8 @@ Isa active_isa();
 void set_isa(Isa isa);
 const char* isa_name(Isa isa);
 // Whether the BFloat16 GEMM may use Intel AMX tiles: the CPU has AMX-BF16
-// and the OS let this process use the tile registers (asked once).
+// and the OS let this process use the tile registers (asked once), unless
+// MLU_KERNELS_AMX=0.
 bool amx_usable();
 
 }  // namespace mlu::kernels

@@ -78,6 +78,8 @@ const char* isa_name(Isa isa) {
 
 bool amx_usable() {
   static const bool usable = [] {
+    // MLU_KERNELS_AMX=0 leaves AMX unused, as on a host without it (comparisons).
+    if (const char* env = std::getenv("MLU_KERNELS_AMX"); env != nullptr && std::strcmp(env, "0") == 0) return false;
 #if defined(__x86_64__) && defined(__linux__)
     // CPUID.(7, 0):EDX bit 22 is AMX-BF16, bit 24 AMX-TILE; the kernel must
     // then grant the tile data state (XFEATURE_XTILEDATA = 18) to the process.
