@@ -101,6 +101,7 @@ template <class T, int R>
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[i][v] = V{};
   }
+#pragma GCC unroll 4
   for (int64_t p = 0; p < k; ++p) {
     V bv[NV];
 #pragma GCC unroll 4

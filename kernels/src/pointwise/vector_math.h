@@ -496,27 +496,32 @@ MLU_VECTOR_BODY(Remainder) {
 MLU_VECTOR_BODY(PowScalar) {
   const T e = ops::param<T>(p, 0);
   const T* a = in[0];
-  // A 16-bit result's square is rounded to it, as the CPU rounds it; tested
-  // once here, so the loops of a float result stay branch-free and vectorise.
-  const bool rounds = std::is_same_v<T, float> && (p.i[0] == kStorageHalf || p.i[0] == kStorageBFloat16);
+  // A 16-bit result's square is rounded to it, as the CPU rounds it; the
+  // rounding is picked once here, so every loop stays branch-free and
+  // vectorises (a test per element kept a ** 3 scalar: 0.22x the CPU).
+  const auto with_rounding = [&](auto&& body) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (p.i[0] == kStorageBFloat16) return body([](T v) { return to_float(bfloat16_from_float(v)); });
+      if (p.i[0] == kStorageHalf) return body([](T v) { return to_float(half_from_float(v)); });
+    }
+    body([](T v) { return v; });
+  };
   if (e == T(2)) {
     for (int64_t i = 0; i < n; ++i) o[i] = a[i] * a[i];
-  } else if (e == T(3) && !rounds) {
-    for (int64_t i = 0; i < n; ++i) o[i] = a[i] * a[i] * a[i];
   } else if (e == T(3)) {
-    const auto r = [&](T v) { return ops::round_to_storage(p, v); };  // BFloat16: as the CPU
-    for (int64_t i = 0; i < n; ++i) o[i] = r(a[i] * a[i]) * a[i];
+    with_rounding([&](auto r) {
+      for (int64_t i = 0; i < n; ++i) o[i] = r(a[i] * a[i]) * a[i];
+    });
   } else if (e == T(0.5)) {
     for (int64_t i = 0; i < n; ++i) o[i] = std::sqrt(a[i]);
   } else if (e == T(-0.5)) {
     for (int64_t i = 0; i < n; ++i) o[i] = T(1) / std::sqrt(a[i]);
   } else if (e == T(-1)) {
     for (int64_t i = 0; i < n; ++i) o[i] = T(1) / a[i];
-  } else if (e == T(-2) && !rounds) {
-    for (int64_t i = 0; i < n; ++i) o[i] = T(1) / (a[i] * a[i]);
   } else if (e == T(-2)) {
-    const auto r = [&](T v) { return ops::round_to_storage(p, v); };
-    for (int64_t i = 0; i < n; ++i) o[i] = T(1) / r(a[i] * a[i]);
+    with_rounding([&](auto r) {
+      for (int64_t i = 0; i < n; ++i) o[i] = T(1) / r(a[i] * a[i]);
+    });
   } else {
     T exps[kBlock];
     std::fill_n(exps, n, e);
