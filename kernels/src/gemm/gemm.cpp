@@ -362,8 +362,8 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
     return "gemv";
   }
   if constexpr (std::is_same_v<T, float>) {
-    // Note [oneDNN products]: 16-bit operands, C row-major in its own dtype.
-    if (args.dtype != ScalarType::Float32 && c.col_stride == 1 &&
+    // Note [oneDNN products]: C row-major in its own dtype.
+    if (c.col_stride == 1 &&
         detail::dnnl_gemm(args.dtype, c_type, m, n, args.k, args.alpha, beta, a.data, a.rs, a.cs, b.data, b.rs,
                           b.cs, c_base, c.row_stride, bias_row, serial)) {
       return "dnnl";
@@ -444,28 +444,22 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   return "blocked_workspace";
 }
 
-}  // namespace
-
-bool gemm_supports(ScalarType dtype) {
-  if (dtype == ScalarType::ComplexFloat || dtype == ScalarType::ComplexDouble) return detail::vendor_gemm_linked();
-  return dtype == ScalarType::Float32 || dtype == ScalarType::Float64 || dtype == ScalarType::Float16 ||
-         dtype == ScalarType::BFloat16 || detail::is_gemm_integer(dtype);
+// A float32 product with a bias row, run by oneDNN with the bias as the
+// primitive's (Note [oneDNN products]) rather than written into C first;
+// false where oneDNN declines it.
+bool float32_bias_on_dnnl(const GemmArgs& args) {
+  if (args.dtype != ScalarType::Float32 || args.batch != 1 || args.c.col_stride != 1 || args.m < 2 || args.n < 2 ||
+      args.k < 1 || args.alpha != 1) {
+    return false;
+  }
+  thread_local std::vector<float> bias_buffer;
+  return detail::dnnl_gemm(args.dtype, ScalarType::Float32, args.m, args.n, args.k, 1.0, 0.0, args.a.data,
+                           args.a.row_stride, args.a.col_stride, args.b.data, args.b.row_stride, args.b.col_stride,
+                           args.c.data, args.c.row_stride, scaled_bias(args, bias_buffer), in_parallel_region());
 }
 
-void gemm(const GemmArgs& args) {
-  if (args.m <= 0 || args.n <= 0 || args.batch <= 0) return;
-  if (args.bias != nullptr && !bias_takes_store(args)) {  // Note [GEMM bias row]
-    bias_into_c(args);
-    GemmArgs plain = args;
-    plain.bias = nullptr;
-    gemm(plain);
-    return;
-  }
-  detail::VerboseCall call("gemm");
-  if (call) {
-    call.describe(args.dtype, "m%lld n%lld k%lld batch%lld", static_cast<long long>(args.m),
-                  static_cast<long long>(args.n), static_cast<long long>(args.k), static_cast<long long>(args.batch));
-  }
+// gemm() past the bias row: `args` has none, or one its path adds itself.
+void gemm_without_bias_row(const GemmArgs& args, detail::VerboseCall& call) {
   if (args.dtype == ScalarType::ComplexFloat || args.dtype == ScalarType::ComplexDouble) {
     call.path("mkl_complex");
     detail::gemm_complex(args);
@@ -496,6 +490,35 @@ void gemm(const GemmArgs& args) {
   } else {
     run(std::type_identity<float>{});
   }
+}
+
+}  // namespace
+
+bool gemm_supports(ScalarType dtype) {
+  if (dtype == ScalarType::ComplexFloat || dtype == ScalarType::ComplexDouble) return detail::vendor_gemm_linked();
+  return dtype == ScalarType::Float32 || dtype == ScalarType::Float64 || dtype == ScalarType::Float16 ||
+         dtype == ScalarType::BFloat16 || detail::is_gemm_integer(dtype);
+}
+
+void gemm(const GemmArgs& args) {
+  if (args.m <= 0 || args.n <= 0 || args.batch <= 0) return;
+  detail::VerboseCall call("gemm");
+  if (call) {
+    call.describe(args.dtype, "m%lld n%lld k%lld batch%lld", static_cast<long long>(args.m),
+                  static_cast<long long>(args.n), static_cast<long long>(args.k), static_cast<long long>(args.batch));
+  }
+  if (args.bias != nullptr && !bias_takes_store(args)) {  // Note [GEMM bias row]
+    if (float32_bias_on_dnnl(args)) {
+      call.path("dnnl");
+      return;
+    }
+    bias_into_c(args);
+    GemmArgs plain = args;
+    plain.bias = nullptr;
+    gemm_without_bias_row(plain, call);
+    return;
+  }
+  gemm_without_bias_row(args, call);
 }
 
 void gemm_ref(const GemmArgs& args) {

@@ -24,8 +24,10 @@ namespace {
 using dnnl::memory;
 
 // Products below this many multiply-adds run our kernel: a primitive's
-// descriptor costs tens of microseconds to make.
+// descriptor costs tens of microseconds to make. Float32: 128 x 128 x 64 took
+// 13 us through oneDNN, 11 on ours; 256 x 256 x 64 28 against 40.
 constexpr int64_t kSmallestMacs = int64_t{1} << 20;
+constexpr int64_t kSmallestMacsFloat32 = int64_t{1} << 21;
 
 struct Block {
   int64_t i0, rows, j0, cols;
@@ -56,11 +58,12 @@ memory::data_type data_type(ScalarType type) {
 bool dnnl_gemm(ScalarType type, ScalarType c_type, int64_t m, int64_t n, int64_t k, double alpha, double beta,
                const void* a, int64_t a_rs, int64_t a_cs, const void* b, int64_t b_rs, int64_t b_cs, void* c,
                int64_t ldc, const float* bias, bool serial) {
-  if (gemm_library() != GemmLibrary::Dnnl || (type != ScalarType::BFloat16 && type != ScalarType::Float16)) return false;
+  const bool half = type == ScalarType::BFloat16 || type == ScalarType::Float16;
+  if (gemm_library() != GemmLibrary::Dnnl || (!half && type != ScalarType::Float32)) return false;
   // beta 0 only: a block that failed could then be rerun on our kernel
   // whatever the others wrote. (A linear layer's bias is the bias row, with
   // beta 0.)
-  if (alpha != 1 || beta != 0 || m * n * k < kSmallestMacs || k < 1) return false;
+  if (alpha != 1 || beta != 0 || m * n * k < (half ? kSmallestMacs : kSmallestMacsFloat32) || k < 1) return false;
   try {
     dnnl_one_thread();
     const int threads = serial || in_parallel_region() ? 1 : num_threads();
@@ -99,7 +102,7 @@ bool dnnl_gemm(ScalarType type, ScalarType c_type, int64_t m, int64_t n, int64_t
     if (shapes.empty() && a_cs != 1) {
       // A transposed (a weight gradient's): brgemm wants it row-major, and a
       // row-major copy costs far less than the product.
-      thread_local std::vector<uint16_t> a_rows;
+      thread_local std::vector<float> a_rows;  // room for float32; 16-bit elements fill the front half
       a_rows.resize(static_cast<size_t>(m * k));
       Shape shape;
       shape.ndim = 2;

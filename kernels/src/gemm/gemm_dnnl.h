@@ -4,7 +4,11 @@
 // Note [oneDNN products]
 // The CPU's bfloat16 products run on oneDNN's brgemm kernels (AVX512-BF16 dot
 // products, or AMX tiles): on the development host they beat our dot-product
-// kernel by 1.3-1.8x at transformer shapes (docs/bench_gemm.md). As for
+// kernel by 1.3-1.8x at transformer shapes (docs/bench_gemm.md). Float32
+// products go there too where oneDNN has brgemm kernels for them (AVX-512
+// hosts; oneDNN 2.6 has none for AVX2, where ours runs): on an Intel AVX-512
+// host they reached the CPU's MKL at the model shapes where ours stayed at
+// 0.5-0.9x of it (docs/bench_gemm.md, "float32 through oneDNN"). As for
 // convolutions (Note [oneDNN convolutions]), oneDNN's threads never run: C is
 // cut into blocks, one per compute thread, and each thread runs the matmul
 // primitive on its block with oneDNN held to one thread. The bias row of
@@ -12,8 +16,9 @@
 // its own dtype, rounded once. Products oneDNN would not run on its brgemm
 // kernels (it picks its older gemm:jit for a transposed A or a short C, which
 // our kernel beats, or a reference loop), with alpha other than 1 or beta
-// other than 0, or too small to repay a primitive's set-up, are declined
-// and run on our kernel.
+// other than 0, or too small to repay a primitive's set-up (tens of
+// microseconds; float32 products need twice the size of 16-bit ones, ours
+// being quicker there), are declined and run on our kernel.
 #pragma once
 
 #include <cstdint>
