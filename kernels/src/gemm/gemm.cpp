@@ -363,9 +363,8 @@ const char* gemm_one(const GemmArgs& args, int64_t t, bool serial) {
   }
   if constexpr (std::is_same_v<T, float>) {
     // Note [oneDNN products]: C row-major in its own dtype.
-    if (c.col_stride == 1 &&
-        detail::dnnl_gemm(args.dtype, c_type, m, n, args.k, args.alpha, beta, a.data, a.rs, a.cs, b.data, b.rs,
-                          b.cs, c_base, c.row_stride, bias_row, serial)) {
+    if (c.col_stride == 1 && detail::dnnl_gemm(args.dtype, c_type, m, n, args.k, args.alpha, beta, a.data, a.rs, a.cs,
+                                               b.data, b.rs, b.cs, c_base, c.row_stride, bias_row, serial)) {
       return "dnnl";
     }
   }
