@@ -32,9 +32,13 @@ import statistics
 import subprocess
 import time
 
-import torch
+from host_isa import add_isa_argument, force_isa_from_argv, isa_label, isa_report
 
-import torch_mlu  # noqa: F401 - registers the mlu device
+force_isa_from_argv()  # before torch loads: the caps are read at start-up
+
+import torch  # noqa: E402
+
+import torch_mlu  # noqa: E402,F401 - registers the mlu device
 
 
 def square(n, dtype):
@@ -153,7 +157,11 @@ def main():
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--min-time", type=float, default=0.5, help="seconds per device and case")
     parser.add_argument("--out", default="benchmarks/results/bench_gemm.json")
+    add_isa_argument(parser)
     args = parser.parse_args()
+    isa = isa_report()
+    print(f"instruction sets: {isa_label(isa)}; mlu kernels {isa['mlu_kernels_isa']}"
+          f"{' + AMX' if isa['mlu_amx'] else ''}, ATen {isa['aten_cpu_capability']}", flush=True)
     patterns = args.cases.split(",")
     names = [n for n in CASES if any(fnmatch.fnmatch(n, p) for p in patterns)]
     peak = machine_peak()
@@ -171,7 +179,7 @@ def main():
         results.append(case)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
-        json.dump({"torch": torch.__version__, "machine": platform.processor() or platform.machine(),
+        json.dump({"torch": torch.__version__, "machine": platform.processor() or platform.machine(), "isa": isa,
                    "kernels": dict(torch_mlu._C._kernel_config()), "threads": torch.get_num_threads(),
                    "repeat": args.repeat, "peak": peak, "cases": results}, f, indent=1)
     if peak:
