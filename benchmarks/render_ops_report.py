@@ -71,8 +71,8 @@ def main():
         native[key] = native.get(key, True) and r.get("native", False)
     out = ["# Op benchmarks: mlu against stock PyTorch on the CPU", "",
            f"Generated from `{src}` by `benchmarks/render_ops_report.py`; measured by `benchmarks/bench_ops.py` "
-           f"(torch {data.get('torch')}, {data.get('cpu_count')} cores, other load during the run: "
-           f"{data.get('other_load_during')}). Ratio = CPU time / mlu time (> 1: mlu faster); medians of "
+           f"(torch {data.get('torch')}, {data.get('cpu_count')} cores, host {run_label(data)}, other load during "
+           f"the run: {data.get('other_load_during')}). Ratio = CPU time / mlu time (> 1: mlu faster); medians of "
            f"batches, mlu batches end with `torch.mlu.synchronize()`"
            + (f"; each case the median of {data['config']['repeat']} passes over the whole matrix"
               if data.get("config", {}).get("repeat", 1) > 1 else "") + ".", "", "## Summary", "",
