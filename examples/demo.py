@@ -40,9 +40,9 @@ def parse_args(argv=None):
     p.add_argument("--compare-device", default="cpu", help="device that repeats the first steps (default cpu)")
     p.add_argument("--compare-steps", type=int, default=30, help="steps run on --compare-device (0: skip)")
     p.add_argument("--compare-seconds", type=float, default=60,
-                   help="time bound of the comparison: it stops at the first read-back past it, after at least 20\n"
-                        "steps (default 60; where the compare device has no fast path for the precision, as a\n"
-                        "CPU without AVX-512 has none for bf16, 30 steps take many minutes); 0: no bound")
+                   help="time bound of the comparison: it stops at the first read-back past it (every 2 steps),\n"
+                        "after at least 4 steps (default 60; where the compare device has no fast path for the\n"
+                        "precision, as a CPU without AVX-512 has none for bf16, 30 steps take minutes); 0: no bound")
     p.add_argument("--sample-chars", type=int, default=300, help="length of the generated sample")
     p.add_argument("--corpus", nargs="+", help="text files to train on (default: /usr/share/common-licenses/*)")
     p.add_argument("--plot", default="demo_loss.png", help="where to write the loss plot ('' to skip)")
@@ -72,17 +72,17 @@ def build(corpus, args, device):
     return model, opt
 
 
-def train(corpus, args, device, steps, desc, eval_every=0, time_bound=0):
-    """Trains for `steps`; returns (model, losses per step, seconds per step of each logged interval,
-    [(step, held-out loss)] every `eval_every` steps and at the end). With `time_bound` (seconds), stops early at
-    the first read-back past it, with at least two intervals logged (the rate leaves the first one out).
+def train(corpus, args, device, steps, desc, eval_every=0, time_bound=0, log_every=10):
+    """Trains for `steps`; returns (model, losses per step, seconds per step of each logged interval of
+    `log_every` steps, [(step, held-out loss)] every `eval_every` steps and at the end). With `time_bound`
+    (seconds), stops early at the first read-back past it, with at least two intervals logged (the rate leaves the
+    first one out).
 
     The loop reads the loss back only every `log_every` steps, so the host queues a whole interval of work
     ahead of the device (the asynchronous device overlaps Python with the kernels)."""
     model, opt = build(corpus, args, device)
     dtype = PRECISIONS[args.precision]
     gen = torch.Generator().manual_seed(args.seed)
-    log_every = 10
     losses, interval_times, pending, val_points = [], [], [], []
     bar = tqdm(total=steps, desc=desc, unit="step", dynamic_ncols=True, file=sys.stdout)
     start = began = time.perf_counter()
@@ -186,7 +186,8 @@ def main(argv=None):
     compare_steps = min(args.compare_steps, args.steps)
     if compare_steps > 0 and args.compare_device != args.device:
         _, cmp_losses, cmp_times, _ = train(corpus, args, args.compare_device, compare_steps,
-                                            f"same steps on {args.compare_device}", time_bound=args.compare_seconds)
+                                            f"same steps on {args.compare_device}", time_bound=args.compare_seconds,
+                                            log_every=2)
         if len(cmp_losses) < compare_steps:
             print(f"the comparison stopped after {len(cmp_losses)} of {compare_steps} steps: past its time bound "
                   f"(--compare-seconds {args.compare_seconds:g})")
@@ -195,7 +196,7 @@ def main(argv=None):
         result.update(compare_losses=cmp_losses, compare_rate=cmp_rate)
         drift = max(abs(a - b) for a, b in zip(losses, cmp_losses))
         print(f"throughput ({args.precision}, batch {args.batch_size} x {args.block_size} characters, median over "
-              f"10-step intervals):")
+              f"10-step intervals on {args.device}, 2-step ones on {args.compare_device}):")
         print(f"  {args.device:>6}: {rate:9,.0f} characters/s")
         print(f"  {args.compare_device:>6}: {cmp_rate:9,.0f} characters/s")
         print(f"  {args.device} / {args.compare_device}: {rate / cmp_rate:.2f}x; largest loss difference over the "

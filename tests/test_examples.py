@@ -38,6 +38,18 @@ def test_demo_trains_and_matches_the_cpu(tmp_path, capsys):
     assert torch_mlu.fallback_report() == {}
 
 
+def test_demo_comparison_stops_at_its_time_bound(capsys):
+    # A bound already passed: the comparison stops at its second read-back (two intervals of 2 steps), says so,
+    # and still reports a rate and the loss agreement over the steps it ran.
+    result = demo.main(["--steps", "12", "--size", "tiny", "--batch-size", "4", "--block-size", "32",
+                        "--compare-steps", "12", "--compare-seconds", "1e-9", "--sample-chars", "8", "--plot", ""])
+    assert len(result["losses"]) == 12 and len(result["compare_losses"]) == 4
+    torch.testing.assert_close(torch.tensor(result["compare_losses"]), torch.tensor(result["losses"][:4]), atol=0.05,
+                               rtol=0)
+    assert result["compare_rate"] > 0
+    assert "the comparison stopped after 4 of 12 steps" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("example", [mlp_digits, cnn_digits], ids=["mlp", "cnn"])
 def test_digits_examples_reach_their_stated_accuracy(example):
     results = example.main([])  # exits with an error when mlu misses STATED_ACCURACY
