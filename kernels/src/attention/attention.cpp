@@ -139,6 +139,10 @@ void add_bias(const AttentionArgs& args, int64_t b, int64_t h, int64_t i, int64_
     using S = typename decltype(tag)::type;
     const S* row = static_cast<const S*>(bias.data) + b * bias.batch_stride + h * bias.head_stride +
                    i * bias.row_stride + j0 * bias.col_stride;
+    if (bias.col_stride == 1) {  // the usual layout: a loop the compiler vectorises
+      for (int64_t j = 0; j < n; ++j) s[j] += static_cast<float>(detail::widen(row[j]));
+      return;
+    }
     for (int64_t j = 0; j < n; ++j) s[j] += static_cast<float>(detail::widen(row[j * bias.col_stride]));
   });
 }

@@ -36,8 +36,7 @@ float row_max(const float* x, int64_t n) {
     std::memcpy(&v, x + j, sizeof v);
     part = ((v != v) | (v > part)) ? v : part;
   }
-  float result = kLowest;
-  for (int l = 0; l < kWidth; ++l) result = (part[l] != part[l] || part[l] > result) ? part[l] : result;
+  float result = fold_halves<float, sizeof(V)>(part, MaxLanesKeepingNaN{});
   for (; j < n; ++j) result = (x[j] != x[j] || x[j] > result) ? x[j] : result;
   return result;
 }
@@ -67,11 +66,7 @@ float exp_sum(float* x, int64_t n, float shift) {
     VT::store(pad, e);
     std::copy_n(pad, n - j, x + j);
   }
-  float lanes[W];
-  VT::store(lanes, acc);
-  float sum = 0;
-  for (int l = 0; l < W; ++l) sum += lanes[l];
-  return sum;
+  return fold_halves<float, sizeof(V)>(acc, AddLanes{});
 }
 
 void softmax_grad(float* dp, const float* p, int64_t n, float d) {

@@ -13,9 +13,16 @@
 // slots' layout is kept, an element lands in the same slot on every ISA, so
 // the rounding of a sum does not depend on the ISA. Included only by per-ISA
 // translation units.
+//
+// A fold's last step, its lanes into one value, is a loop of scalar steps
+// that each wait for the last (16 on AVX-512): on short rows (attention over
+// 32 keys) it cost as much as the exps. fold_halves takes log2(lanes) vector
+// steps instead, lanes l and l + n/2 first; where a sum's rounding must not
+// depend on the ISA, fold the slots in their own order instead.
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 
 namespace mlu::kernels::MLU_ISA_NS {
 
@@ -26,6 +33,44 @@ inline constexpr std::size_t kNativeVectorBytes = 32;
 #else
 inline constexpr std::size_t kNativeVectorBytes = 16;
 #endif
+
+template <class T, std::size_t Bytes>
+struct VectorOf {
+  typedef T V __attribute__((vector_size(Bytes)));
+};
+
+// The lanes of `v` (any vector of Bytes bytes of T) folded by `op`, which
+// takes two vectors of any width (and two scalars).
+template <class T, std::size_t Bytes, class Vector, class Op>
+[[gnu::always_inline]] inline T fold_halves(const Vector& v, Op op) {
+  static_assert(sizeof(Vector) == Bytes && Bytes >= 2 * sizeof(T));
+  if constexpr (Bytes == 2 * sizeof(T)) {
+    T lanes[2];
+    std::memcpy(lanes, &v, sizeof lanes);
+    return op(lanes[0], lanes[1]);
+  } else {
+    using Half = typename VectorOf<T, Bytes / 2>::V;
+    Half low, high;
+    std::memcpy(&low, &v, sizeof low);
+    std::memcpy(&high, reinterpret_cast<const char*>(&v) + sizeof low, sizeof high);
+    const Half folded = op(low, high);
+    return fold_halves<T, Bytes / 2>(folded, op);
+  }
+}
+
+// Fold operations for fold_halves: the sum, and the maximum that keeps NaN.
+struct AddLanes {
+  template <class A>
+  A operator()(const A& a, const A& b) const {
+    return a + b;
+  }
+};
+struct MaxLanesKeepingNaN {
+  template <class A>
+  A operator()(const A& a, const A& b) const {
+    return ((a != a) | (a > b)) ? a : b;
+  }
+};
 
 template <class T>
 struct Native {

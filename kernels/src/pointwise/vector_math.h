@@ -120,10 +120,20 @@ template <> struct Sleef<double> {
 // denormals and 0 without branches. x is first clamped to [-104, 89], where
 // exp is already 0 / inf, so inf - inf never reaches r; NaN passes the clamp.
 // Within 2 ulp of exp (kernels test Pointwise.FastFloatExpWithinTwoUlps).
+//
+// Note [exp to zero]
+// Below -104 (exp(x) < 2^-150: 0 once rounded; -inf from masked scores above
+// all) the lanes compute exp(0) and are zeroed at the end, instead of being
+// clamped to -104 and scaled by 2^-150. A result that underflows costs a
+// microcode assist of ~100 cycles per instruction on Intel cores without
+// flush-to-zero: masked attention rows, where most scores are -inf, spent
+// 60% of their time there (BERT's 32-key rows: 2.8 ms against 1.3 ms
+// unmasked). Results between -104 and -87.3 are denormals and keep the assist.
 // AVX2 has its own form below; SSE and double keep SLEEF (Exp<T>::fn).
 #if defined(__AVX512F__)
 [[gnu::always_inline]] inline __m512 exp_avx512(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(89.0f), x));  // NaN: x
+  const __mmask16 zero = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_LT_OQ);           // Note [exp to zero]
+  x = _mm512_mask_mov_ps(_mm512_min_ps(_mm512_set1_ps(89.0f), x), zero, _mm512_setzero_ps());  // NaN: x
   const __m512 k = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693145751953125f), x);
@@ -136,7 +146,7 @@ template <> struct Sleef<double> {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, k);
+  return _mm512_maskz_scalef_ps(static_cast<__mmask16>(~zero), p, k);
 }
 #elif defined(__AVX2__)
 // The same on AVX2, which has no vscalefps: 2^k is applied as two factors
@@ -144,7 +154,8 @@ template <> struct Sleef<double> {
 // clamp, so the halves are in [-75, 64]); the first product is exact, so the
 // result rounds once, as vscalefps rounds it (to denormals, 0 and inf too).
 [[gnu::always_inline]] inline __m256 exp_avx2(__m256 x) {
-  x = _mm256_max_ps(_mm256_set1_ps(-104.0f), _mm256_min_ps(_mm256_set1_ps(89.0f), x));  // NaN: x
+  const __m256 zero = _mm256_cmp_ps(x, _mm256_set1_ps(-104.0f), _CMP_LT_OQ);  // Note [exp to zero]
+  x = _mm256_andnot_ps(zero, _mm256_min_ps(_mm256_set1_ps(89.0f), x));        // NaN: x
   const __m256 k = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693145751953125f), x);
@@ -162,7 +173,8 @@ template <> struct Sleef<double> {
   const auto power_of_two = [](__m256i e) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23));
   };
-  return _mm256_mul_ps(_mm256_mul_ps(p, power_of_two(k1)), power_of_two(_mm256_sub_epi32(ki, k1)));
+  return _mm256_andnot_ps(zero,
+                          _mm256_mul_ps(_mm256_mul_ps(p, power_of_two(k1)), power_of_two(_mm256_sub_epi32(ki, k1))));
 }
 #endif
 

@@ -58,8 +58,7 @@ T row_max(const T* x, int64_t len) {
     part[0] = keep_max(part[0], v);
   }
   for (int k = 1; k < kParts; ++k) part[0] = keep_max(part[0], part[k]);
-  T result = kLowest;
-  for (int l = 0; l < kWidth; ++l) result = (part[0][l] != part[0][l] || part[0][l] > result) ? part[0][l] : result;
+  T result = fold_halves<T, sizeof(Lanes)>(part[0], MaxLanesKeepingNaN{});
   for (; i < len; ++i) result = (x[i] != x[i] || x[i] > result) ? x[i] : result;
   return result;
 }
