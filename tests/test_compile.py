@@ -44,7 +44,11 @@ def on(device, *tensors):
 
 def assert_compiled_matches(fn, *inputs, atol=None, rtol=None, **compile_kwargs):
     """fn compiled on mlu == fn eager on mlu == fn eager on CPU (inputs are CPU tensors, copied per run)."""
+    leaked = [d for d in ("cpu", "mlu") if torch.is_autocast_enabled(d)]
+    assert not leaked, f"autocast left enabled on {leaked} by an earlier test"
     expected = fn(*[t.clone() for t in inputs])
+    for t in inputs:  # copies are exact: a mismatch below is then the ops', not the transfer's
+        torch.testing.assert_close(on("mlu", t)[0].cpu(), t, atol=0, rtol=0, msg=lambda m: f"host -> mlu -> host: {m}")
     eager = fn(*on("mlu", *inputs))
     compiled = torch.compile(fn, **compile_kwargs)(*on("mlu", *inputs))
     tol = {} if atol is None else {"atol": atol, "rtol": rtol}
