@@ -177,20 +177,35 @@ void forward_block(const AttentionArgs& args, const detail::AttentionRowFns& fns
     float* scores = w.scores.data();
     gemm_float(rows, cols, d, static_cast<float>(args.scale), q.data, q.stride, 1, keys_t + j0, ldk, 1, 0.0f, scores,
                kKeyColumns);
+    float block_max[kQueryRows], shift[kQueryRows], block_sum[kQueryRows];
+    if (!args.causal) {  // every row sees all `cols` keys: rows together (Note [Score rows together])
+      for (int64_t r = 0; r < rows; ++r) add_bias(args, b, h, i0 + r, j0, scores + r * kKeyColumns, cols);
+      fns.max_rows(scores, kKeyColumns, rows, cols, block_max);
+      for (int64_t r = 0; r < rows; ++r) {
+        block_max[r] = (block_max[r] != block_max[r] || block_max[r] > max[r]) ? block_max[r] : max[r];
+        shift[r] = block_max[r] == kNegInf ? 0.0f : block_max[r];  // all masked: exp(-inf - 0) writes the 0s
+      }
+      fns.exp_sum_rows(scores, kKeyColumns, rows, cols, shift, block_sum);
+    }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
       float* s = scores + r * kKeyColumns;
       const int64_t n = visible_keys(args, i, j0, cols);
-      add_bias(args, b, h, i, j0, s, n);
-      const float block_max = fns.max(s, n);
-      const float new_max = (block_max != block_max || block_max > max[r]) ? block_max : max[r];
-      std::fill(s + n, s + cols, 0.0f);
-      if (new_max == kNegInf) {  // every key so far masked
-        std::fill_n(s, n, 0.0f);
-        continue;
+      if (args.causal) {
+        add_bias(args, b, h, i, j0, s, n);
+        const float row_max = fns.max(s, n);
+        block_max[r] = (row_max != row_max || row_max > max[r]) ? row_max : max[r];
+        std::fill(s + n, s + cols, 0.0f);
+        if (block_max[r] == kNegInf) {  // every key so far masked
+          std::fill_n(s, n, 0.0f);
+          continue;
+        }
+        block_sum[r] = fns.exp_sum(s, n, block_max[r]);
       }
+      const float new_max = block_max[r];
+      if (new_max == kNegInf) continue;  // every key so far masked; the row holds 0s
       const float rescale = std::exp(max[r] - new_max);
-      sum[r] = sum[r] * rescale + fns.exp_sum(s, n, new_max);
+      sum[r] = sum[r] * rescale + block_sum[r];
       max[r] = new_max;
       if (rescale != 1.0f) {
         float* o = w.out.data() + r * dv;

@@ -17,6 +17,11 @@ struct AttentionRowFns {
   void (*softmax_grad)(float* dp, const float* p, int64_t n, float d);
   // The dot product of a[0..n) and b[0..n).
   float (*dot)(const float* a, const float* b, int64_t n);
+  // max and exp_sum over `rows` rows of n scores each, row r at x + r * ld:
+  // out[r] = the max of row r; and row r = exp(row r - shift[r]) in place,
+  // sum[r] = its sum. Several rows at a time (Note [Score rows together]).
+  void (*max_rows)(const float* x, int64_t ld, int64_t rows, int64_t n, float* out);
+  void (*exp_sum_rows)(float* x, int64_t ld, int64_t rows, int64_t n, const float* shift, float* sum);
 };
 
 }  // namespace mlu::kernels::detail
