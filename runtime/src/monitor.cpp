@@ -230,14 +230,15 @@ mluMonitorDevice describe_device(int physical, size_t capacity) {
 }  // namespace
 
 // Note [Coarse busy clock]
-// Every launch run inline (Note [Small tasks run inline]) marks its device
-// busy and idle again, so these timestamps are taken twice per tiny op: the
-// precise clock costs ~20 ns a read on a virtual machine, the coarse one ~4 ns
-// (one tick, 1-4 ms, of resolution). Utilization sums busy intervals over
-// 100 ms buckets: an interval shorter than a tick counts a whole tick when it
+// Every launch run inline (Note [Small tasks run inline]) reports the time it
+// ran, so these timestamps are taken twice per tiny op: the precise clock
+// costs ~20 ns a read on a virtual machine, the coarse one ~4 ns (one tick,
+// 1-4 ms, of resolution). Utilization sums busy intervals over 100 ms
+// buckets: an interval shorter than a tick counts a whole tick when it
 // straddles one (with the probability length / tick) and nothing otherwise,
 // so the sum stays right on average, and intervals of milliseconds and more
-// are off by under a tick.
+// are off by under a tick. Most inline tasks start and end within one tick:
+// they add nothing and take no lock (monitor_ran_inline).
 int64_t monitor_now_ns() {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
@@ -296,6 +297,18 @@ void monitor_idle(int device) {
   if (since > 0) add_busy(d, since, monitor_now_ns());
   d.busy_since_ns.store(0, std::memory_order_relaxed);
   end_write(d);
+}
+
+void monitor_ran_inline(int device, int64_t start, int64_t end) {
+  if (end <= start) return;  // within one tick of the coarse clock: nothing to add
+  BusyState* state = nullptr;
+  MonitorDeviceRecord* record = busy_record(device, &state);
+  if (record == nullptr) return;
+  std::lock_guard<std::mutex> lock(state->mu);
+  if (state->active != 0) return;  // a queue's busy period covers it
+  begin_write(*record);
+  add_busy(*record, start, end);
+  end_write(*record);
 }
 
 }  // namespace mlu::detail

@@ -47,8 +47,13 @@ int64_t monitor_now_ns();
 // off or could not be created; the first one creates it.
 void monitor_memory(int device, int64_t delta_bytes);
 void monitor_queues(int device, int delta);
-// A queue (or an inline launch) starts / stops having work on `device`.
+// A queue starts / stops having work on `device`.
 void monitor_busy(int device);
 void monitor_idle(int device);
+// A task ran inline on its launching thread (Note [Small tasks run inline])
+// from `start` to `end` (monitor_now_ns): counted busy unless a queue of the
+// device was busy then already. Takes no lock when start == end, the usual
+// case for a tiny task (Note [Coarse busy clock]).
+void monitor_ran_inline(int device, int64_t start, int64_t end);
 
 }  // namespace mlu::detail

@@ -282,9 +282,9 @@ uint64_t commit_slot_seq(mluQueue_t q, bool small) {
     TaskContext context(q->device);
     const bool record = records(slot);
     const int64_t start_ns = record ? trace_now_ns() : 0;
-    monitor_busy(q->device);
+    const int64_t ran_from = monitor_now_ns();
     run_or_inject(slot, context, slot.fault);
-    monitor_idle(q->device);
+    monitor_ran_inline(q->device, ran_from, monitor_now_ns());
     if (record) record_activity(slot, q, q->device, start_ns, trace_now_ns());
     slot.destroy(slot.storage);
     if (context.failed()) q->store_error(seq, task_name(slot), context.message());

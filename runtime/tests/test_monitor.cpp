@@ -100,6 +100,27 @@ TEST(Monitor, CountsQueuesAndBusyTime) {
   EXPECT_EQ(find_self(snapshot(), 0)->queues, queues);
 }
 
+// Note [Coarse busy clock]: a task run inline on its launcher counts its time.
+TEST(Monitor, CountsTheTimeOfTasksRunInline) {
+  ScopedQueue queue;
+  std::this_thread::sleep_for(1200ms);  // earlier busy periods leave the one-second window
+  const mluMonitorProcess* self = find_self(snapshot(), 0);
+  ASSERT_NE(self, nullptr);
+  EXPECT_LE(self->utilization, 0.1);
+  std::thread::id ran_on;
+  ASSERT_EQ(mluLaunchSmallTask(queue.get(), "inline sleeper",
+                               [&] {
+                                 ran_on = std::this_thread::get_id();
+                                 std::this_thread::sleep_for(300ms);
+                               }),
+            mluSuccess);
+  ASSERT_EQ(ran_on, std::this_thread::get_id()) << "the small task did not run inline";
+  self = find_self(snapshot(), 0);
+  ASSERT_NE(self, nullptr);
+  EXPECT_GE(self->utilization, 0.2);  // ~0.3 of the last second
+  EXPECT_EQ(self->busy_queues, 0);
+}
+
 TEST(Monitor, ReaderDeletesTheRecordOfADeadProcess) {
   ScopedQueue queue;  // makes sure this process has a record
   ASSERT_NE(find_self(snapshot(), 0), nullptr);
