@@ -104,7 +104,8 @@ TEST(Monitor, CountsQueuesAndBusyTime) {
 TEST(Monitor, CountsTheTimeOfTasksRunInline) {
   ScopedQueue queue;
   std::this_thread::sleep_for(1200ms);  // earlier busy periods leave the one-second window
-  const mluMonitorProcess* self = find_self(snapshot(), 0);
+  std::vector<mluMonitorDevice> devices = snapshot();
+  const mluMonitorProcess* self = find_self(devices, 0);
   ASSERT_NE(self, nullptr);
   EXPECT_LE(self->utilization, 0.1);
   std::thread::id ran_on;
@@ -115,7 +116,8 @@ TEST(Monitor, CountsTheTimeOfTasksRunInline) {
                                }),
             mluSuccess);
   ASSERT_EQ(ran_on, std::this_thread::get_id()) << "the small task did not run inline";
-  self = find_self(snapshot(), 0);
+  devices = snapshot();
+  self = find_self(devices, 0);
   ASSERT_NE(self, nullptr);
   EXPECT_GE(self->utilization, 0.2);  // ~0.3 of the last second
   EXPECT_EQ(self->busy_queues, 0);
