@@ -35,6 +35,15 @@ ALIASES = {
 
 # Entry points with no scalar reference, and why.
 ALLOWLIST = {
+    "int4_block_n": "a constant of each int4 layout",
+    "int4_pack": "int4_unpack's inverse; kernels/tests/test_quantized_gemm.cpp checks hand-made bytes, "
+                 "tests/test_quantized_mm.py the CPU's own packing",
+    "int4_unpack": "int4_pack's inverse (kernels/tests/test_quantized_gemm.cpp)",
+    "int4_pack_tinygemm": "index arithmetic of CUDA's layout; tests/test_quantized_mm.py compares it with a "
+                          "transcription of CUDA's packing loop",
+    "int4_unpack_tinygemm": "int4_pack_tinygemm's inverse (tests/test_quantized_mm.py)",
+    "dyn_quant_int4_gemm": "PyTorch's CPU reference kernel reproduced; tests/test_quantized_mm.py compares it with "
+                           "the CPU bit for bit",
     "index_gather": "advanced indexing over TensorIterator's layout; tests/test_native_ops.py compares it with the "
                     "CPU",
     "index_put": "advanced indexing over TensorIterator's layout; tests/test_native_ops.py compares it with the CPU",
@@ -201,6 +210,8 @@ VERBOSE = {
                   " torch.optim.Adam([p], fused=True).step()", {"adam_step"}),
     "pointwise": ("torch.randn(16, device=d) + 1", {"pointwise"}),
     "pool": ("F.max_pool2d(torch.randn(1, 2, 8, 8, device=d), 2)", {"max_pool"}),
+    "quantized_gemm": ("torch._weight_int8pack_mm(torch.randn(2, 32, device=d), torch.ones(16, 32, device=d,"
+                       " dtype=torch.int8), torch.ones(16, device=d))", {"int8_weight_gemm"}),
     "random": ("torch.randn(16, device=d)", {"normal"}),
     "reduce": ("torch.randn(16, 16, device=d).sum(1)", {"reduce"}),
     "resample": ("F.interpolate(torch.randn(1, 2, 4, 4, device=d), scale_factor=2, mode='bilinear')", {"resample"}),

@@ -1,0 +1,28 @@
+// The per-ISA bodies of the weight-only products at decode sizes
+// (quantized_gemm_isa.cpp): A and C in float, a few rows of A against a
+// slice of W. quantized_gemm.cpp converts A and C, prepares the scales and
+// splits W's columns over the compute threads.
+#pragma once
+
+#include "../common/isa_variants.h"
+#include <cstdint>
+
+namespace mlu::kernels::detail {
+
+struct QuantizedGemmFns {
+  // C(i, j) = (sum_p A(i, p) W(j, p)) * scales[j] for i < m, j < n: A float
+  // (rows lda apart), W int8 rows of k, C float (rows ldc apart).
+  void (*int8_weight)(const float* a, int64_t lda, int64_t m, const int8_t* w, int64_t n, int64_t k,
+                      const float* scales, float* c, int64_t ldc);
+  // One full block of block_n (32 or 64) columns of a Halves layout
+  // (quantized_gemm.h): C(i, j) = sum_g s[g][j] S(i, g, j) + z[g][j] a_sum[i][g]
+  // with S(i, g, j) = sum of A(i, p) (q(j, p) - 8) over group g's p; s and z
+  // are [groups][block_n] floats, a_sum [m][groups], groups = k / group_size.
+  void (*int4_weight_block)(const float* a, int64_t lda, int64_t m, const uint8_t* block, int64_t block_n,
+                            int64_t k, int64_t group_size, const float* s, const float* z, const float* a_sum,
+                            float* c, int64_t ldc);
+};
+
+}  // namespace mlu::kernels::detail
+
+MLU_KERNELS_DECLARE_ISA_VARIANTS(const detail::QuantizedGemmFns& quantized_gemm_fns())
