@@ -269,21 +269,12 @@ void int4_weight_gemm(const Int4WeightGemmArgs& args) {
     }
     const auto& body = fns();
     parallel_for(0, blocks, 1, [&](int64_t lo, int64_t hi) {
-      thread_local std::vector<float> s_buf, z_buf;
-      float* s = detail::grow(s_buf, groups * bn);
-      float* z = detail::grow(z_buf, groups * bn);
       for (int64_t b = lo; b < hi; ++b) {
         const BlockBytes blk = block_of(args.layout, n, k, b);
         float* cb = c.data + blk.j0;
         if (blk.halves) {
-          for (int64_t g = 0; g < groups; ++g) {
-            const float* from = sz.data() + (g * n + blk.j0) * 2;
-            for (int64_t jj = 0; jj < bn; ++jj) {
-              s[g * bn + jj] = from[jj * 2];
-              z[g * bn + jj] = from[jj * 2 + 1];
-            }
-          }
-          body.int4_weight_block(a.data, a.ld, m, args.w + blk.offset, bn, k, gs, s, z, a_sum.data(), cb, c.ld);
+          body.int4_weight_block(a.data, a.ld, m, args.w + blk.offset, bn, k, gs, sz.data() + blk.j0 * 2, n * 2,
+                                 a_sum.data(), cb, c.ld);
         } else {
           // A Pairs block (a short last block, or the vector-less layout): element by element.
           for (int64_t i = 0; i < m; ++i) {

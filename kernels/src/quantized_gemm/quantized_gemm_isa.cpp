@@ -16,8 +16,11 @@
 //   float, and each row of A adds A(i, p) times them. Per group the sums
 //   wait in registers; at the group's end they go to C as s * sum, and the
 //   zero as z * (the group's sum of A), so scale and zero cost nothing per p.
+#include "../common/intrinsics.h"
+
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "../common/native_lanes.h"
 #include "quantized_gemm_table.h"
@@ -28,8 +31,6 @@ namespace {
 using VF = Native<float>::V;
 constexpr int L = Native<float>::kWidth;
 using VI = VectorOf<int32_t, sizeof(VF)>::V;
-using VS8 = VectorOf<int8_t, L>::V;
-using VU8 = VectorOf<uint8_t, L>::V;
 
 // Accumulators a body may keep in registers (of 32 on AVX-512, 16 below).
 constexpr int kAccumulators = L == 16 ? 16 : 8;
@@ -41,6 +42,50 @@ constexpr int kAccumulators = L == 16 ? 16 : 8;
 }
 [[gnu::always_inline]] inline void store(float* p, VF v) { std::memcpy(p, &v, sizeof v); }
 [[gnu::always_inline]] inline VF splat(float x) { return VF{} + x; }
+
+// L int8 weights as floats. GCC lowers __builtin_convertvector from a
+// 16-byte vector of int8 lane by lane through general registers (perf: the
+// int8 body at 4 GB/s, its time in shifts and vpinsrd), hence the
+// sign-extending loads.
+[[gnu::always_inline]] inline VF widen_int8(const int8_t* p) {
+#if defined(__AVX512F__)
+  return reinterpret_cast<VF>(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))));
+#elif defined(__AVX2__)
+  return reinterpret_cast<VF>(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
+#else
+  VF v;
+  for (int l = 0; l < L; ++l) v[l] = static_cast<float>(p[l]);
+  return v;
+#endif
+}
+
+// L bytes, zero-extended to int32 lanes.
+[[gnu::always_inline]] inline VI widen_uint8(const uint8_t* p) {
+#if defined(__AVX512F__)
+  return reinterpret_cast<VI>(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+#elif defined(__AVX2__)
+  return reinterpret_cast<VI>(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+#else
+  VI v;
+  for (int l = 0; l < L; ++l) v[l] = p[l];
+  return v;
+#endif
+}
+
+// The weights q - 8 of the low (lo) and high nibbles of L bytes' lanes.
+[[gnu::always_inline]] inline void nibbles(VI v, VF* lo, VF* hi) {
+#if defined(__AVX512F__)
+  // vpermps reads the index's low 4 bits: a table of q - 8 takes the low
+  // nibble as it is and the high one after a shift, one instruction each.
+  const __m512 table = _mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7);
+  const __m512i bytes = reinterpret_cast<__m512i>(v);
+  *lo = reinterpret_cast<VF>(_mm512_permutexvar_ps(bytes, table));
+  *hi = reinterpret_cast<VF>(_mm512_permutexvar_ps(_mm512_srli_epi32(bytes, 4), table));
+#else
+  *lo = __builtin_convertvector((v & 15) - 8, VF);
+  *hi = __builtin_convertvector((v >> 4) - 8, VF);
+#endif
+}
 
 // ---- int8 ----
 
@@ -56,11 +101,7 @@ void int8_tile(const float* a, int64_t lda, const int8_t* w, int64_t ldw, int64_
   for (; p + L <= k; p += L) {
     VF wv[C];
 #pragma GCC unroll 4
-    for (int q = 0; q < C; ++q) {
-      VS8 bytes;
-      std::memcpy(&bytes, w + q * ldw + p, sizeof bytes);
-      wv[q] = __builtin_convertvector(__builtin_convertvector(bytes, VI), VF);
-    }
+    for (int q = 0; q < C; ++q) wv[q] = widen_int8(w + q * ldw + p);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const VF av = load(a + r * lda + p);
@@ -114,10 +155,19 @@ void int8_weight(const float* a, int64_t lda, int64_t m, const int8_t* w, int64_
 template <int B>
 constexpr int kInt4Rows = std::clamp(kAccumulators / (B / L), 1, 4);
 
-// Groups [0, groups) of a tile of R rows: c(r, :) += s * S + z * a_sum.
+// Scales and zeros of L columns from their interleaved pairs (s0 z0 s1 z1 ...).
+template <size_t... I>
+[[gnu::always_inline]] inline void split_pairs(const float* pairs, VF* s, VF* z, std::index_sequence<I...>) {
+  const VF first = load(pairs), second = load(pairs + L);
+  *s = __builtin_shuffle(first, second, VI{static_cast<int32_t>(2 * I)...});
+  *z = __builtin_shuffle(first, second, VI{static_cast<int32_t>(2 * I + 1)...});
+}
+
+// Groups [0, groups) of a tile of R rows: c(r, :) += s * S + z * a_sum, the
+// group's scales and zeros interleaved at sz + g * sz_ld.
 template <int R, int B>
 void int4_tile(const float* a, int64_t lda, const uint8_t* block, int64_t groups, int64_t group_size,
-               const float* s, const float* z, const float* a_sum, int64_t sum_ld, float* c, int64_t ldc) {
+               const float* sz, int64_t sz_ld, const float* a_sum, int64_t sum_ld, float* c, int64_t ldc) {
   constexpr int V = B / L;  // vectors per row
   static_assert(V % 2 == 0);
   for (int64_t g = 0; g < groups; ++g) {
@@ -127,13 +177,7 @@ void int4_tile(const float* a, int64_t lda, const uint8_t* block, int64_t groups
     for (int64_t p = 0; p < group_size; ++p, bytes += B / 2) {
       VF wv[V];
 #pragma GCC unroll 8
-      for (int h = 0; h < V / 2; ++h) {
-        VU8 raw;
-        std::memcpy(&raw, bytes + h * L, sizeof raw);
-        const VI v = __builtin_convertvector(raw, VI);
-        wv[h] = __builtin_convertvector((v & 15) - 8, VF);
-        wv[h + V / 2] = __builtin_convertvector((v >> 4) - 8, VF);
-      }
+      for (int h = 0; h < V / 2; ++h) nibbles(widen_uint8(bytes + h * L), &wv[h], &wv[h + V / 2]);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) {
         const VF av = splat(ag[r * lda + p]);
@@ -141,11 +185,12 @@ void int4_tile(const float* a, int64_t lda, const uint8_t* block, int64_t groups
         for (int v = 0; v < V; ++v) acc[r][v] += av * wv[v];
       }
     }
-    for (int r = 0; r < R; ++r) {
-      const VF sum = splat(a_sum[r * sum_ld + g]);
-      for (int v = 0; v < V; ++v) {
+    for (int v = 0; v < V; ++v) {
+      VF scale, zero;
+      split_pairs(sz + g * sz_ld + v * 2 * L, &scale, &zero, std::make_index_sequence<L>{});
+      for (int r = 0; r < R; ++r) {
         float* out = c + r * ldc + v * L;
-        store(out, load(out) + load(s + g * B + v * L) * acc[r][v] + load(z + g * B + v * L) * sum);
+        store(out, load(out) + scale * acc[r][v] + zero * splat(a_sum[r * sum_ld + g]));
       }
     }
   }
@@ -153,7 +198,7 @@ void int4_tile(const float* a, int64_t lda, const uint8_t* block, int64_t groups
 
 template <int B>
 void int4_block(const float* a, int64_t lda, int64_t m, const uint8_t* block, int64_t k, int64_t group_size,
-                const float* s, const float* z, const float* a_sum, float* c, int64_t ldc) {
+                const float* sz, int64_t sz_ld, const float* a_sum, float* c, int64_t ldc) {
   constexpr int R = kInt4Rows<B>;
   const int64_t groups = k / group_size;
   // Groups per pass: A's rows of one pass stay in L1 while the row tiles go over them.
@@ -162,19 +207,18 @@ void int4_block(const float* a, int64_t lda, int64_t m, const uint8_t* block, in
   for (int64_t g0 = 0; g0 < groups; g0 += chunk) {
     const int64_t gc = std::min(chunk, groups - g0);
     const uint8_t* bytes = block + g0 * group_size * (B / 2);
+    const float* szg = sz + g0 * sz_ld;
     for (int64_t i = 0; i < m; i += R) {
       const float* ai = a + i * lda + g0 * group_size;
       const float* si = a_sum + i * groups + g0;
       float* ci = c + i * ldc;
-      const float* sg = s + g0 * B;
-      const float* zg = z + g0 * B;
       const int64_t rows = std::min<int64_t>(R, m - i);
       if (rows == R) {
-        int4_tile<R, B>(ai, lda, bytes, gc, group_size, sg, zg, si, groups, ci, ldc);
+        int4_tile<R, B>(ai, lda, bytes, gc, group_size, szg, sz_ld, si, groups, ci, ldc);
       } else {
         for (int64_t r = 0; r < rows; ++r) {
-          int4_tile<1, B>(ai + r * lda, lda, bytes, gc, group_size, sg, zg, si + r * groups, groups, ci + r * ldc,
-                          ldc);
+          int4_tile<1, B>(ai + r * lda, lda, bytes, gc, group_size, szg, sz_ld, si + r * groups, groups,
+                          ci + r * ldc, ldc);
         }
       }
     }
@@ -182,12 +226,12 @@ void int4_block(const float* a, int64_t lda, int64_t m, const uint8_t* block, in
 }
 
 void int4_weight_block(const float* a, int64_t lda, int64_t m, const uint8_t* block, int64_t block_n, int64_t k,
-                       int64_t group_size, const float* s, const float* z, const float* a_sum, float* c,
+                       int64_t group_size, const float* sz, int64_t sz_ld, const float* a_sum, float* c,
                        int64_t ldc) {
   if (block_n == 64) {
-    int4_block<64>(a, lda, m, block, k, group_size, s, z, a_sum, c, ldc);
+    int4_block<64>(a, lda, m, block, k, group_size, sz, sz_ld, a_sum, c, ldc);
   } else {
-    int4_block<32>(a, lda, m, block, k, group_size, s, z, a_sum, c, ldc);
+    int4_block<32>(a, lda, m, block, k, group_size, sz, sz_ld, a_sum, c, ldc);
   }
 }
 

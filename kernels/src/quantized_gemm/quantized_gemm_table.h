@@ -15,11 +15,12 @@ struct QuantizedGemmFns {
   void (*int8_weight)(const float* a, int64_t lda, int64_t m, const int8_t* w, int64_t n, int64_t k,
                       const float* scales, float* c, int64_t ldc);
   // One full block of block_n (32 or 64) columns of a Halves layout
-  // (quantized_gemm.h): C(i, j) = sum_g s[g][j] S(i, g, j) + z[g][j] a_sum[i][g]
-  // with S(i, g, j) = sum of A(i, p) (q(j, p) - 8) over group g's p; s and z
-  // are [groups][block_n] floats, a_sum [m][groups], groups = k / group_size.
+  // (quantized_gemm.h): C(i, j) = sum_g s(g, j) S(i, g, j) + z(g, j) a_sum[i][g]
+  // with S(i, g, j) = sum of A(i, p) (q(j, p) - 8) over group g's p; (s, z)
+  // of group g and the block's column j at sz[g * sz_ld + 2 j + {0, 1}] as
+  // floats, a_sum [m][groups], groups = k / group_size.
   void (*int4_weight_block)(const float* a, int64_t lda, int64_t m, const uint8_t* block, int64_t block_n,
-                            int64_t k, int64_t group_size, const float* s, const float* z, const float* a_sum,
+                            int64_t k, int64_t group_size, const float* sz, int64_t sz_ld, const float* a_sum,
                             float* c, int64_t ldc);
 };
 
