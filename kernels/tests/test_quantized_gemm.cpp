@@ -33,8 +33,8 @@ class QuantizedGemmTest : public ::testing::TestWithParam<Isa> {
 };
 
 constexpr ScalarType kDtypes[] = {ScalarType::Float32, ScalarType::Float16, ScalarType::BFloat16};
-// Decode sizes (the ISA bodies), row tiles with remainders, and past kDecodeRows (the panels).
-constexpr int64_t kRows[] = {1, 2, 3, 4, 5, 7, 16, 33};
+// Decode sizes (the ISA bodies), row tiles with remainders, two AMX row tiles, and past kDecodeRows (the panels).
+constexpr int64_t kRows[] = {1, 2, 3, 4, 5, 7, 16, 20, 33};
 
 // |got - want| within the float sums' rounding over k terms of `magnitude`
 // (each element's sum of |terms|) plus one rounding of the result's dtype.
@@ -45,8 +45,8 @@ constexpr int64_t kRows[] = {1, 2, 3, 4, 5, 7, 16, 33};
     const double bound = 2.0 * static_cast<double>(k + 2) * std::ldexp(1.0, -24) * magnitude[static_cast<size_t>(i)] +
                          2 * unit_roundoff(got.type()) * std::abs(y) + 1e-30;
     if (!(std::abs(x - y) <= bound)) {
-      return ::testing::AssertionFailure() << "element " << i << ": got " << x << ", reference " << y << " (bound "
-                                           << bound << ")";
+      return ::testing::AssertionFailure()
+             << "element " << i << ": got " << x << ", reference " << y << " (bound " << bound << ")";
     }
   }
   return ::testing::AssertionSuccess();
@@ -56,7 +56,11 @@ TEST_P(QuantizedGemmTest, Int8WeightMatchesReference) {
   Rng rng(11);
   for (ScalarType dtype : kDtypes) {
     for (int64_t m : kRows) {
-      const int64_t n = uniform(rng, 1, 150), k = chance(rng, 0.5) ? uniform(rng, 1, 80) : uniform(rng, 500, 1300);
+      // k of whole 32-deep steps (the AMX body's) and not; n with a short last 16 columns or none.
+      const int64_t n = chance(rng, 0.5) ? 16 * uniform(rng, 1, 9) : uniform(rng, 1, 150);
+      const int64_t k = chance(rng, 0.4)   ? 32 * uniform(rng, 1, 40)
+                        : chance(rng, 0.5) ? uniform(rng, 1, 80)
+                                           : uniform(rng, 500, 1300);
       const int64_t lda = k + uniform(rng, 0, 3);
       Buffer a = normal_buffer(dtype, m * lda, rng);
       std::vector<int8_t> w(static_cast<size_t>(n * k));
@@ -116,9 +120,8 @@ TEST_P(QuantizedGemmTest, Int4WeightMatchesReference) {
             magnitude[static_cast<size_t>(i * n + j)] = sum;
           }
         }
-        ASSERT_TRUE(near(c, c_ref, magnitude, k))
-            << scalar_type_name(dtype) << " layout " << static_cast<int>(layout) << " m" << m << " n" << n << " k"
-            << k << " group " << group;
+        ASSERT_TRUE(near(c, c_ref, magnitude, k)) << scalar_type_name(dtype) << " layout " << static_cast<int>(layout)
+                                                  << " m" << m << " n" << n << " k" << k << " group " << group;
       }
     }
   }
@@ -182,8 +185,8 @@ TEST_P(QuantizedGemmTest, Int8ProductsAreExact) {
       for (auto& v : a) v = static_cast<uint8_t>(uniform(rng, 0, 255));
       for (auto& v : b) v = static_cast<int8_t>(uniform(rng, -128, 127));
       std::vector<int32_t> c(static_cast<size_t>(m * n)), c_ref(c.size());
-      Int8GemmArgs args{a_dtype, m, n, k, a.data(), a_t ? 1 : k, a_t ? m : 1, b.data(), b_t ? 1 : n, b_t ? k : 1,
-                        c.data(), n};
+      Int8GemmArgs args{a_dtype,     m,        n,           k,           a.data(), a_t ? 1 : k,
+                        a_t ? m : 1, b.data(), b_t ? 1 : n, b_t ? k : 1, c.data(), n};
       int8_gemm(args);
       args.c = c_ref.data();
       int8_gemm_ref(args);
@@ -192,7 +195,8 @@ TEST_P(QuantizedGemmTest, Int8ProductsAreExact) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizedGemmTest, ::testing::Values(Isa::Baseline, Isa::Avx2, Isa::Avx512),
+INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizedGemmTest,
+                         ::testing::Values(Isa::Baseline, Isa::Avx2, Isa::Avx512, Isa::Avx512Bf16),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 
 }  // namespace

@@ -34,14 +34,14 @@ using T = const at::Tensor&;
 void check_devices(const char* op, std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors) {
   const at::Tensor& first = tensors.begin()->get();
   for (const at::Tensor& t : tensors) {
-    TORCH_CHECK(t.device() == first.device(), "Expected all tensors to be on the same device, but found at least two "
-                "devices, ", first.device(), " and ", t.device(), "! (when checking arguments for ", op, ")");
+    TORCH_CHECK(t.device() == first.device(),
+                "Expected all tensors to be on the same device, but found at least two "
+                "devices, ",
+                first.device(), " and ", t.device(), "! (when checking arguments for ", op, ")");
   }
 }
 
-bool is_weight_only_dtype(at::ScalarType t) {
-  return t == at::kFloat || t == at::kHalf || t == at::kBFloat16;
-}
+bool is_weight_only_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kHalf || t == at::kBFloat16; }
 
 // Note [int4 packing follows the host CPU]
 k::Int4Layout host_int4_layout() {
@@ -173,8 +173,8 @@ at::Tensor convert_weight_to_int4pack_mlu(T weight, int64_t inner_k_tiles) {
   TORCH_CHECK(valid_inner_k_tiles(inner_k_tiles), op, ": expect innerKTiles to be 2, 4 or 8, got ", inner_k_tiles);
   const int64_t n = weight.size(0), kk = weight.size(1) * 2;
   TORCH_CHECK(n % 8 == 0, op, ": expect N to be a multiple of 8, got ", n);
-  TORCH_CHECK(kk % (inner_k_tiles * 16) == 0, op, ": expect K = ", kk, " to be a multiple of innerKTiles * 16 = ",
-              inner_k_tiles * 16);
+  TORCH_CHECK(kk % (inner_k_tiles * 16) == 0, op, ": expect K = ", kk,
+              " to be a multiple of innerKTiles * 16 = ", inner_k_tiles * 16);
   c10::DeviceGuard guard(weight.device());
   const at::Tensor bytes = weight.contiguous();
   at::Tensor packed =
@@ -297,14 +297,13 @@ at::Tensor dyn_quant_pack_4bit_weight_mlu(T weights, T scales_zeros, const std::
   return at::cat(parts, 0);
 }
 
-at::Tensor dyn_quant_matmul_4bit_mlu(T input, T packed, int64_t block_size, int64_t in_features,
-                                     int64_t out_features) {
+at::Tensor dyn_quant_matmul_4bit_mlu(T input, T packed, int64_t block_size, int64_t in_features, int64_t out_features) {
   constexpr const char* op = "_dyn_quant_matmul_4bit_mlu";
   check_devices("_dyn_quant_matmul_4bit", {input, packed});
   TORCH_CHECK(input.scalar_type() == at::kFloat || input.scalar_type() == at::kBFloat16, op,
               " : expect input to be float32 or bfloat16 tensor.");
-  TORCH_CHECK(input.dim() == 2 && input.size(1) == in_features, op, " : expect input to be 2D with in_features = ",
-              in_features, " columns, got sizes ", input.sizes());
+  TORCH_CHECK(input.dim() == 2 && input.size(1) == in_features, op,
+              " : expect input to be 2D with in_features = ", in_features, " columns, got sizes ", input.sizes());
   check_dyn_quant_block(op, block_size, in_features);
   TORCH_CHECK(input.scalar_type() == at::kFloat || block_size == in_features, op,
               " : bfloat16 input takes channelwise weights (block_size == in_features) only");

@@ -45,11 +45,11 @@ struct Int8WeightGemmArgs {
   ScalarType dtype;  // of A, scales and C: Float32, Float16 or BFloat16
   int64_t m, n, k;
   const void* a;
-  int64_t lda;        // A(i, p) at a[i * lda + p]
-  const int8_t* w;    // W(j, p) at w[j * k + p]
-  const void* scales; // n of `dtype`
+  int64_t lda;         // A(i, p) at a[i * lda + p]
+  const int8_t* w;     // W(j, p) at w[j * k + p]
+  const void* scales;  // n of `dtype`
   void* c;
-  int64_t ldc;        // C(i, j) at c[i * ldc + j]
+  int64_t ldc;  // C(i, j) at c[i * ldc + j]
 };
 void int8_weight_gemm(const Int8WeightGemmArgs& args);
 void int8_weight_gemm_ref(const Int8WeightGemmArgs& args);

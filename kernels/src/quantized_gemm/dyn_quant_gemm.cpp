@@ -43,8 +43,8 @@ QuantizedRow quantize_row(const float* a, int64_t k, bool groupwise, int8_t* q) 
   const float scale = rmin == rmax ? 1.f : (qmax - qmin) / (rmax - rmin);
   const float recip = scale != 0 ? 1.0f / scale : 0.0f;
   const float descaled_min = rmin * scale, descaled_max = rmax * scale;
-  const bool from_min = groupwise ? qmin + descaled_min + qmax + descaled_max > 0
-                                  : (qmin + descaled_min) + (qmax + descaled_max) > 0;
+  const bool from_min =
+      groupwise ? qmin + descaled_min + qmax + descaled_max > 0 : (qmin + descaled_min) + (qmax + descaled_max) > 0;
   float zp = from_min ? qmin - descaled_min : qmax - descaled_max;
   zp = std::min(std::max(zp, qmin), qmax);
   const auto nudged = static_cast<int32_t>(std::lrintf(zp));

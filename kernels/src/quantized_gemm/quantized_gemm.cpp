@@ -25,6 +25,8 @@
 #include "../common/verbose_call.h"
 #include "mlu_kernels/copy.h"
 #include "mlu_kernels/gemm.h"
+#include "mlu_kernels/half.h"
+#include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
 #include "quantized_gemm_table.h"
 
@@ -32,6 +34,30 @@ namespace mlu::kernels {
 namespace {
 
 const detail::QuantizedGemmFns& fns() { return MLU_KERNELS_ACTIVE_ISA_VARIANT(quantized_gemm_fns)(); }
+
+// Rows of A per pass of the AMX bodies.
+constexpr int64_t kAmxRows = 16;
+
+// The AMX bodies (Note [Weight-only products on AMX]) for a product on
+// BFloat16 rows, where the build has the avx512 variant and the CPU runs it.
+const detail::QuantizedGemmAmxFns* amx_fns(ScalarType dtype) {
+#if MLU_KERNELS_TOP_ISA >= 2
+  if (dtype == ScalarType::BFloat16 && active_isa() >= Isa::Avx512 && amx_usable()) {
+    return &isa_avx512::quantized_gemm_amx_fns();
+  }
+#endif
+  return nullptr;
+}
+
+// A^T of rows [i0, i0 + m) as AMX B tiles: [k / 32][16 pairs][m][2].
+std::vector<uint16_t> pack_pairs(const uint16_t* a, int64_t lda, int64_t i0, int64_t m, int64_t k) {
+  std::vector<uint16_t> out(static_cast<size_t>(k * m));
+  for (int64_t p = 0; p < k; ++p) {
+    uint16_t* tile = out.data() + (p / 32) * 32 * m + ((p % 32) / 2) * 2 * m + (p % 2);
+    for (int64_t i = 0; i < m; ++i) tile[i * 2] = a[(i0 + i) * lda + p];
+  }
+  return out;
+}
 
 // Rows of A up to which the decode bodies run; past it the panels and the GEMM.
 constexpr int64_t kDecodeRows = 32;
@@ -198,9 +224,32 @@ void int8_weight_gemm(const Int8WeightGemmArgs& args) {
   }
   const int64_t m = args.m, n = args.n, k = args.k;
   if (m <= 0 || n <= 0 || !is_weight_only_dtype(args.dtype)) return;
-  const FloatRows a = float_rows(args.dtype, args.a, args.lda, m, k);
   const std::vector<float> scales = float_vector(args.dtype, args.scales, n);
   FloatOut c = float_out(args.dtype, args.c, args.ldc, m, n);
+  // One row gains nothing from the tiles: widening the weights is the whole
+  // cost there, and the float body widens them in fewer steps.
+  const detail::QuantizedGemmAmxFns* amx = m >= 2 && m <= kDecodeRows && k % 32 == 0 ? amx_fns(args.dtype) : nullptr;
+  if (amx != nullptr) {
+    call.path("decode_amx");
+    const auto* a16 = static_cast<const uint16_t*>(args.a);
+    std::vector<std::vector<uint16_t>> pairs;
+    for (int64_t i0 = 0; i0 < m; i0 += kAmxRows)
+      pairs.push_back(pack_pairs(a16, args.lda, i0, std::min(kAmxRows, m - i0), k));
+    const int64_t n16 = n / 16 * 16;
+    for_column_ranges(n16, 16, 256, [&](int64_t j0, int64_t j1) {
+      for (int64_t i0 = 0; i0 < m; i0 += kAmxRows) {
+        amx->int8_weight(pairs[static_cast<size_t>(i0 / kAmxRows)].data(), std::min(kAmxRows, m - i0), args.w + j0 * k,
+                         j1 - j0, k, scales.data() + j0, c.data + i0 * c.ld + j0, c.ld);
+      }
+      store_columns(c, args.dtype, args.c, args.ldc, m, j0, j1 - j0);
+    });
+    if (n16 == n) return;
+    const FloatRows a = float_rows(args.dtype, args.a, args.lda, m, k);
+    fns().int8_weight(a.data, a.ld, m, args.w + n16 * k, n - n16, k, scales.data() + n16, c.data + n16, c.ld);
+    store_columns(c, args.dtype, args.c, args.ldc, m, n16, n - n16);
+    return;
+  }
+  const FloatRows a = float_rows(args.dtype, args.a, args.lda, m, k);
   if (m <= kDecodeRows) {
     call.path("decode");
     const auto& body = fns();
@@ -241,12 +290,13 @@ void int4_weight_gemm(const Int4WeightGemmArgs& args) {
   const int64_t m = args.m, n = args.n, k = args.k, gs = args.group_size;
   if (m <= 0 || n <= 0 || gs <= 0 || k % gs != 0 || !is_weight_only_dtype(args.dtype)) return;
   const int64_t groups = k / gs;
-  const FloatRows a = float_rows(args.dtype, args.a, args.lda, m, k);
   // scale_zeros [groups][n][2] as float.
   const std::vector<float> sz = float_vector(args.dtype, args.scale_zeros, groups * n * 2);
   FloatOut c = float_out(args.dtype, args.c, args.ldc, m, n);
   const int64_t bn = int4_block_n(args.layout);
   const int64_t blocks = (n + bn - 1) / bn;
+  const detail::QuantizedGemmAmxFns* amx = m >= 2 && m <= kDecodeRows ? amx_fns(args.dtype) : nullptr;
+  const FloatRows a = float_rows(args.dtype, args.a, args.lda, m, k);
   // The value of column jj of a block at row p, dequantised as the CPU does.
   const auto dequantised = [&](const BlockBytes& blk, int64_t jj, int64_t p) {
     int64_t byte;
@@ -257,14 +307,18 @@ void int4_weight_gemm(const Int4WeightGemmArgs& args) {
     return std::fma(static_cast<float>(q - 8), s[0], s[1]);
   };
   if (m <= kDecodeRows) {
-    call.path("decode");
-    // Each row's sum of A per group (the zeros' factor).
+    call.path(amx != nullptr ? "decode_amx" : "decode");
+    // Each row's sum of A per group (the zeros' factor), in 8 running sums.
     std::vector<float> a_sum(static_cast<size_t>(m * groups));
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t g = 0; g < groups; ++g) {
-        float sum = 0;
-        for (int64_t p = g * gs; p < (g + 1) * gs; ++p) sum += a.data[i * a.ld + p];
-        a_sum[static_cast<size_t>(i * groups + g)] = sum;
+        const float* row = a.data + i * a.ld + g * gs;
+        float part[8] = {};
+        for (int64_t p = 0; p < gs; p += 8) {
+          for (int l = 0; l < 8; ++l) part[l] += row[p + l];
+        }
+        a_sum[static_cast<size_t>(i * groups + g)] =
+            ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
       }
     }
     const auto& body = fns();
@@ -272,7 +326,13 @@ void int4_weight_gemm(const Int4WeightGemmArgs& args) {
       for (int64_t b = lo; b < hi; ++b) {
         const BlockBytes blk = block_of(args.layout, n, k, b);
         float* cb = c.data + blk.j0;
-        if (blk.halves) {
+        if (blk.halves && amx != nullptr) {
+          for (int64_t i0 = 0; i0 < m; i0 += kAmxRows) {
+            amx->int4_weight_block(static_cast<const uint16_t*>(args.a) + i0 * args.lda, args.lda,
+                                   std::min(kAmxRows, m - i0), args.w + blk.offset, bn, k, gs, sz.data() + blk.j0 * 2,
+                                   n * 2, a_sum.data() + i0 * groups, cb + i0 * c.ld, c.ld);
+          }
+        } else if (blk.halves) {
           body.int4_weight_block(a.data, a.ld, m, args.w + blk.offset, bn, k, gs, sz.data() + blk.j0 * 2, n * 2,
                                  a_sum.data(), cb, c.ld);
         } else {

@@ -41,7 +41,12 @@ constexpr int kAccumulators = L == 16 ? 16 : 8;
   return v;
 }
 [[gnu::always_inline]] inline void store(float* p, VF v) { std::memcpy(p, &v, sizeof v); }
-[[gnu::always_inline]] inline VF splat(float x) { return VF{} + x; }
+// x in every lane: a broadcast, where VF{} + x became an add and a broadcast.
+template <size_t... I>
+[[gnu::always_inline]] inline VF splat_lanes(float x, std::index_sequence<I...>) {
+  return VF{(static_cast<void>(I), x)...};
+}
+[[gnu::always_inline]] inline VF splat(float x) { return splat_lanes(x, std::make_index_sequence<L>{}); }
 
 // L int8 weights as floats. GCC lowers __builtin_convertvector from a
 // 16-byte vector of int8 lane by lane through general registers (perf: the
@@ -49,9 +54,11 @@ constexpr int kAccumulators = L == 16 ? 16 : 8;
 // sign-extending loads.
 [[gnu::always_inline]] inline VF widen_int8(const int8_t* p) {
 #if defined(__AVX512F__)
-  return reinterpret_cast<VF>(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))));
+  return reinterpret_cast<VF>(
+      _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)))));
 #elif defined(__AVX2__)
-  return reinterpret_cast<VF>(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
+  return reinterpret_cast<VF>(
+      _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)))));
 #else
   VF v;
   for (int l = 0; l < L; ++l) v[l] = static_cast<float>(p[l]);
@@ -126,10 +133,18 @@ void int8_col_tile(const float* a, int64_t lda, int64_t m, const int8_t* w, int6
     const float* ai = a + i * lda;
     float* ci = c + i * ldc;
     switch (std::min<int64_t>(kRows, m - i)) {
-      case 4: int8_tile<4, C>(ai, lda, w, ldw, k, ci, ldc); break;
-      case 3: int8_tile<3, C>(ai, lda, w, ldw, k, ci, ldc); break;
-      case 2: int8_tile<2, C>(ai, lda, w, ldw, k, ci, ldc); break;
-      default: int8_tile<1, C>(ai, lda, w, ldw, k, ci, ldc); break;
+      case 4:
+        int8_tile<4, C>(ai, lda, w, ldw, k, ci, ldc);
+        break;
+      case 3:
+        int8_tile<3, C>(ai, lda, w, ldw, k, ci, ldc);
+        break;
+      case 2:
+        int8_tile<2, C>(ai, lda, w, ldw, k, ci, ldc);
+        break;
+      default:
+        int8_tile<1, C>(ai, lda, w, ldw, k, ci, ldc);
+        break;
     }
   }
 }
@@ -166,8 +181,8 @@ template <size_t... I>
 // Groups [0, groups) of a tile of R rows: c(r, :) += s * S + z * a_sum, the
 // group's scales and zeros interleaved at sz + g * sz_ld.
 template <int R, int B>
-void int4_tile(const float* a, int64_t lda, const uint8_t* block, int64_t groups, int64_t group_size,
-               const float* sz, int64_t sz_ld, const float* a_sum, int64_t sum_ld, float* c, int64_t ldc) {
+void int4_tile(const float* a, int64_t lda, const uint8_t* block, int64_t groups, int64_t group_size, const float* sz,
+               int64_t sz_ld, const float* a_sum, int64_t sum_ld, float* c, int64_t ldc) {
   constexpr int V = B / L;  // vectors per row
   static_assert(V % 2 == 0);
   for (int64_t g = 0; g < groups; ++g) {
@@ -217,8 +232,8 @@ void int4_block(const float* a, int64_t lda, int64_t m, const uint8_t* block, in
         int4_tile<R, B>(ai, lda, bytes, gc, group_size, szg, sz_ld, si, groups, ci, ldc);
       } else {
         for (int64_t r = 0; r < rows; ++r) {
-          int4_tile<1, B>(ai + r * lda, lda, bytes, gc, group_size, szg, sz_ld, si + r * groups, groups,
-                          ci + r * ldc, ldc);
+          int4_tile<1, B>(ai + r * lda, lda, bytes, gc, group_size, szg, sz_ld, si + r * groups, groups, ci + r * ldc,
+                          ldc);
         }
       }
     }
@@ -226,8 +241,7 @@ void int4_block(const float* a, int64_t lda, int64_t m, const uint8_t* block, in
 }
 
 void int4_weight_block(const float* a, int64_t lda, int64_t m, const uint8_t* block, int64_t block_n, int64_t k,
-                       int64_t group_size, const float* sz, int64_t sz_ld, const float* a_sum, float* c,
-                       int64_t ldc) {
+                       int64_t group_size, const float* sz, int64_t sz_ld, const float* a_sum, float* c, int64_t ldc) {
   if (block_n == 64) {
     int4_block<64>(a, lda, m, block, k, group_size, sz, sz_ld, a_sum, c, ldc);
   } else {

@@ -14,18 +14,27 @@ namespace {
 
 float load_float(ScalarType dtype, const void* data, int64_t index) {
   switch (dtype) {
-    case ScalarType::Float16: return to_float(static_cast<const Half*>(data)[index]);
-    case ScalarType::BFloat16: return to_float(static_cast<const BFloat16*>(data)[index]);
-    default: return static_cast<const float*>(data)[index];
+    case ScalarType::Float16:
+      return to_float(static_cast<const Half*>(data)[index]);
+    case ScalarType::BFloat16:
+      return to_float(static_cast<const BFloat16*>(data)[index]);
+    default:
+      return static_cast<const float*>(data)[index];
   }
 }
 
 void store_float(ScalarType dtype, void* data, int64_t index, long double value) {
   const auto v = static_cast<float>(value);
   switch (dtype) {
-    case ScalarType::Float16: static_cast<Half*>(data)[index] = detail::convert<Half>(v); break;
-    case ScalarType::BFloat16: static_cast<BFloat16*>(data)[index] = detail::convert<BFloat16>(v); break;
-    default: static_cast<float*>(data)[index] = v; break;
+    case ScalarType::Float16:
+      static_cast<Half*>(data)[index] = detail::convert<Half>(v);
+      break;
+    case ScalarType::BFloat16:
+      static_cast<BFloat16*>(data)[index] = detail::convert<BFloat16>(v);
+      break;
+    default:
+      static_cast<float*>(data)[index] = v;
+      break;
   }
 }
 
@@ -51,9 +60,9 @@ void int4_weight_gemm_ref(const Int4WeightGemmArgs& args) {
       long double sum = 0;
       for (int64_t p = 0; p < args.k; ++p) {
         const int64_t sz = ((p / args.group_size) * args.n + j) * 2;
-        const float w = std::fma(static_cast<float>(q[static_cast<size_t>(j * args.k + p)] - 8),
-                                 load_float(args.dtype, args.scale_zeros, sz),
-                                 load_float(args.dtype, args.scale_zeros, sz + 1));
+        const float w =
+            std::fma(static_cast<float>(q[static_cast<size_t>(j * args.k + p)] - 8),
+                     load_float(args.dtype, args.scale_zeros, sz), load_float(args.dtype, args.scale_zeros, sz + 1));
         sum += static_cast<long double>(load_float(args.dtype, args.a, i * args.lda + p)) * w;
       }
       store_float(args.dtype, args.c, i * args.ldc + j, sum);
