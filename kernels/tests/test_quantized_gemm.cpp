@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "mlu_kernels/gemm.h"
 #include "mlu_kernels/isa.h"
 #include "random_views.h"
 #include "ref_compare.h"
@@ -174,25 +175,32 @@ TEST(Int4Layouts, PackLikeTheCpu) {
   }
 }
 
+// On our kernel, and on oneDNN where the build links it (Note [int8 products on oneDNN]).
 TEST_P(QuantizedGemmTest, Int8ProductsAreExact) {
   Rng rng(13);
-  for (ScalarType a_dtype : {ScalarType::Int8, ScalarType::UInt8}) {
-    for (int rep = 0; rep < 12; ++rep) {
-      const int64_t m = uniform(rng, 1, 40), n = uniform(rng, 1, 600), k = uniform(rng, 1, 300);
-      const bool a_t = chance(rng, 0.3), b_t = chance(rng, 0.3);
-      std::vector<uint8_t> a(static_cast<size_t>(m * k));
-      std::vector<int8_t> b(static_cast<size_t>(k * n));
-      for (auto& v : a) v = static_cast<uint8_t>(uniform(rng, 0, 255));
-      for (auto& v : b) v = static_cast<int8_t>(uniform(rng, -128, 127));
-      std::vector<int32_t> c(static_cast<size_t>(m * n)), c_ref(c.size());
-      Int8GemmArgs args{a_dtype,     m,        n,           k,           a.data(), a_t ? 1 : k,
-                        a_t ? m : 1, b.data(), b_t ? 1 : n, b_t ? k : 1, c.data(), n};
-      int8_gemm(args);
-      args.c = c_ref.data();
-      int8_gemm_ref(args);
-      ASSERT_EQ(c, c_ref) << "m" << m << " n" << n << " k" << k;
+  const GemmLibrary saved = gemm_library();
+  for (GemmLibrary library : {GemmLibrary::Own, GemmLibrary::Dnnl}) {
+    if (!gemm_library_available(library)) continue;
+    set_gemm_library(library);
+    for (ScalarType a_dtype : {ScalarType::Int8, ScalarType::UInt8}) {
+      for (int rep = 0; rep < 12; ++rep) {
+        const int64_t m = uniform(rng, 1, 40), n = uniform(rng, 1, 600), k = uniform(rng, 1, 300);
+        const bool a_t = chance(rng, 0.3), b_t = chance(rng, 0.3);
+        std::vector<uint8_t> a(static_cast<size_t>(m * k));
+        std::vector<int8_t> b(static_cast<size_t>(k * n));
+        for (auto& v : a) v = static_cast<uint8_t>(uniform(rng, 0, 255));
+        for (auto& v : b) v = static_cast<int8_t>(uniform(rng, -128, 127));
+        std::vector<int32_t> c(static_cast<size_t>(m * n)), c_ref(c.size());
+        Int8GemmArgs args{a_dtype,     m,        n,           k,           a.data(), a_t ? 1 : k,
+                          a_t ? m : 1, b.data(), b_t ? 1 : n, b_t ? k : 1, c.data(), n};
+        int8_gemm(args);
+        args.c = c_ref.data();
+        int8_gemm_ref(args);
+        ASSERT_EQ(c, c_ref) << gemm_library_name(library) << " m" << m << " n" << n << " k" << k;
+      }
     }
   }
+  set_gemm_library(saved);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizedGemmTest,

@@ -28,6 +28,7 @@
 #include "mlu_kernels/half.h"
 #include "mlu_kernels/isa.h"
 #include "mlu_kernels/parallel.h"
+#include "int8_gemm_dnnl.h"
 #include "quantized_gemm_table.h"
 
 namespace mlu::kernels {
@@ -378,6 +379,11 @@ void int8_gemm(const Int8GemmArgs& args) {
   }
   const int64_t m = args.m, n = args.n, k = args.k;
   if (m <= 0 || n <= 0) return;
+  if (detail::dnnl_int8_gemm(args)) {  // Note [int8 products on oneDNN]
+    call.path("dnnl");
+    return;
+  }
+  call.path("own");
   // B as int16 rows (k x n, contiguous): products of int8 or uint8 by int8
   // fit int16 operands, and unit-stride rows vectorise.
   std::vector<int16_t> b(static_cast<size_t>(k * n));
