@@ -5,7 +5,9 @@ M = 1, 4, 16 rows against K x N weights of 2048..8192:
 - int8 weight-only (torch._weight_int8pack_mm), int4 weight-only in the CPU's packing
   (torch._weight_int4pack_mm_for_cpu, groups of 128), in bfloat16 (the CPU's fast path) and float32;
 - torch._int_mm (int8 x int8 -> int32) and torch._dyn_quant_matmul_4bit (the CPU's reference kernel, which
-  mlu reproduces bit for bit).
+  mlu reproduces bit for bit);
+- torch._grouped_mm as a mixture-of-experts layer issues it (512 tokens over 8 experts of 1024 x 1024), where
+  the CPU runs its generic per-group fallback; its GFLOP/s (2 m k n over the time) is in the JSON.
 
 Each weight-only case is timed twice: `hot`, the same weight every call (it stays in the last-level cache
 when it fits: 16 MB of int8 does in a 300 MB L3), and `cold`, a ring of copies of the weight larger than
@@ -130,9 +132,14 @@ def weight_only_case(kind, dtype, m, k, n):
     return build, weight_bytes
 
 
-def other_case(kind, m, k, n):
+def other_case(kind, m, k, n, experts=8, dtype=torch.bfloat16):
     def build(device):
         g = torch.Generator().manual_seed(0)
+        if kind == "grouped_mm":  # m tokens spread evenly over the experts' k x n weights
+            x = torch.randn(m, k, generator=g).to(dtype).to(device)
+            w = (torch.randn(experts, k, n, generator=g) * k ** -0.5).to(dtype).to(device)
+            offs = torch.tensor([(e + 1) * m // experts for e in range(experts)], dtype=torch.int32).to(device)
+            return (lambda x, w: torch._grouped_mm(x, w, offs)), (x, w)
         if kind == "int_mm":
             a = torch.randint(-128, 128, (m, k), dtype=torch.int8, generator=g).to(device)
             b = torch.randint(-128, 128, (k, n), dtype=torch.int8, generator=g).to(device)
@@ -141,6 +148,8 @@ def other_case(kind, m, k, n):
         packed = torch._dyn_quant_pack_4bit_weight(w, torch.rand(n, 1, generator=g) * 0.01, None, k, k, n)
         x = torch.randn(m, k, generator=g).to(device)
         return (lambda p, x: torch._dyn_quant_matmul_4bit(x, p, k, k, n)), (packed.to(device), x)
+    if kind == "grouped_mm":
+        return build, experts * k * n * torch.finfo(dtype).bits // 8
     return build, (k * n if kind == "int_mm" else k * n // 2)
 
 
@@ -155,6 +164,9 @@ for _kind in ("int8", "int4"):
 CASES["int_mm_m16_4096x4096"] = (other_case("int_mm", 16, 4096, 4096), False)
 CASES["int_mm_m64_4096x4096"] = (other_case("int_mm", 64, 4096, 4096), False)
 CASES["dyn_quant_int4_m1_4096x4096"] = (other_case("dyn_quant", 1, 4096, 4096), False)
+# A mixture-of-experts layer's grouped product: 512 tokens over 8 experts (GFLOP/s = 2 m k n / time).
+CASES["grouped_mm_bf16_512x1024x1024_e8"] = (other_case("grouped_mm", 512, 1024, 1024), False)
+CASES["grouped_mm_f32_512x1024x1024_e8"] = (other_case("grouped_mm", 512, 1024, 1024, dtype=torch.float32), False)
 
 
 def run_case(name, spec, min_time, cache_bytes):
@@ -173,6 +185,10 @@ def run_case(name, spec, min_time, cache_bytes):
             ring = Ring(tensors, max(2, -(-2 * cache_bytes // weight_bytes)))
             result[f"{device}_cold_us"] = measure(lambda: call(*ring.next()), sync, min_time) * 1e6
             del ring
+    if name.startswith("grouped_mm"):
+        m, k, n = (int(v) for v in name.split("_")[3].split("x"))
+        result["mlu_gflops"] = 2 * m * k * n / result["mlu_hot_us"] / 1e3
+        result["cpu_gflops"] = 2 * m * k * n / result["cpu_hot_us"] / 1e3
     for mode in ("hot", "cold"):
         if f"cpu_{mode}_us" in result:
             result[f"{mode}_ratio"] = result[f"cpu_{mode}_us"] / result[f"mlu_{mode}_us"]
