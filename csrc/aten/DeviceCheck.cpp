@@ -148,4 +148,13 @@ void DeviceCheckPlan::check_boxed(const torch::jit::Stack& stack, size_t first_a
   }
 }
 
+void check_same_device(const char* op, std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors) {
+  const at::Tensor& first = tensors.begin()->get();
+  for (const at::Tensor& t : tensors) {
+    TORCH_CHECK(!t.defined() || t.device() == first.device(),
+                "Expected all tensors to be on the same device, but found at least two devices, ", first.device(),
+                " and ", t.device(), "! (when checking arguments for ", op, ")");
+  }
+}
+
 }  // namespace torch_mlu

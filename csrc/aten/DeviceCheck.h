@@ -26,6 +26,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -112,6 +114,11 @@ auto with_device_check(const DeviceCheckPlan* plan, Func func) {
 }
 
 }  // namespace detail
+
+// For kernels that check their own operands (ops CUDA checks in the kernel,
+// not in a generated wrapper): every defined tensor on the first one's device,
+// with CUDA's (TensorIterator's) text naming `op`.
+void check_same_device(const char* op, std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors);
 
 // A torch::Library for the aten namespace whose impl() adds the device check.
 class MLULibrary {

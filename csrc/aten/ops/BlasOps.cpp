@@ -69,16 +69,6 @@ bool all_have_gemm(const Ts&... ts) {
   return (has_gemm(ts, complex_operands) && ...);
 }
 
-// The same device check PyTorch's CUDA kernels make (TensorIterator's text).
-void check_same_device(const char* op, std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors) {
-  const at::Tensor& first = tensors.begin()->get();
-  for (const at::Tensor& t : tensors) {
-    TORCH_CHECK(!t.defined() || t.device() == first.device(),
-                "Expected all tensors to be on the same device, but found at least two devices, ", first.device(),
-                " and ", t.device(), "! (when checking arguments for ", op, ")");
-  }
-}
-
 // Matrix i of a 2-D (i ignored) or 3-D tensor as a kernel view.
 k::MatrixView matrix(const at::Tensor& t) {
   const int64_t d = t.dim();

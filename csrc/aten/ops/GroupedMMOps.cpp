@@ -129,14 +129,7 @@ at::Tensor grouped_mm_mlu(T a, T b, const std::optional<at::Tensor>& offs, const
   const int64_t groups = has_offs ? offs->size(0) : a.size(0);
   if (a.dim() == 3) TORCH_CHECK(a.size(0) == groups, "matrix batch sizes have to match");
   if (b.dim() == 3) TORCH_CHECK(b.size(0) == groups, "matrix batch sizes have to match");
-  std::vector<std::reference_wrapper<const at::Tensor>> operands{a, b};
-  if (has_offs) operands.emplace_back(*offs);
-  for (const at::Tensor& t : operands) {
-    TORCH_CHECK(t.device() == a.device(),
-                "Expected all tensors to be on the same device, but found at least two "
-                "devices, ",
-                a.device(), " and ", t.device(), "! (when checking arguments for _grouped_mm)");
-  }
+  check_same_device("_grouped_mm", {a, b, has_offs ? *offs : a});
 
   Split split = Split::None;
   std::vector<int64_t> shape;

@@ -18,7 +18,6 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
 #include <mlu_kernels/quantized_gemm.h>
 #include <torch/library.h>
 
@@ -30,16 +29,6 @@ namespace {
 
 namespace k = mlu::kernels;
 using T = const at::Tensor&;
-
-void check_devices(const char* op, std::initializer_list<std::reference_wrapper<const at::Tensor>> tensors) {
-  const at::Tensor& first = tensors.begin()->get();
-  for (const at::Tensor& t : tensors) {
-    TORCH_CHECK(t.device() == first.device(),
-                "Expected all tensors to be on the same device, but found at least two "
-                "devices, ",
-                first.device(), " and ", t.device(), "! (when checking arguments for ", op, ")");
-  }
-}
 
 bool is_weight_only_dtype(at::ScalarType t) { return t == at::kFloat || t == at::kHalf || t == at::kBFloat16; }
 
@@ -93,7 +82,7 @@ at::Tensor int4_product(T a_in, const at::Tensor& w, k::Int4Layout layout, int64
 
 at::Tensor weight_int8pack_mm_mlu(T a, T w, T scales) {
   constexpr const char* op = "_weight_int8pack_mm_mlu";
-  check_devices("_weight_int8pack_mm", {a, w, scales});
+  check_same_device("_weight_int8pack_mm", {a, w, scales});
   TORCH_CHECK(is_weight_only_dtype(a.scalar_type()), op, " : expect A to be either 32-bit or 16-bit float tensor.");
   TORCH_CHECK(a.dim() == 2, op, " : expect A to be 2D tensor.");
   TORCH_CHECK(a.stride(1) == 1 || a.size(1) <= 1, op, " : A must be contiguous on the last dimension.");
@@ -145,7 +134,7 @@ at::Tensor convert_weight_to_int4pack_for_cpu_mlu(T weight, int64_t /*innerKTile
 
 at::Tensor weight_int4pack_mm_for_cpu_mlu(T a, T w, int64_t group_size, T scale_zeros) {
   constexpr const char* op = "_weight_int4pack_mm_mlu";
-  check_devices("_weight_int4pack_mm_for_cpu", {a, w, scale_zeros});
+  check_same_device("_weight_int4pack_mm_for_cpu", {a, w, scale_zeros});
   TORCH_CHECK(is_weight_only_dtype(a.scalar_type()), op, " : expect A to be either 32-bit or 16-bit float tensor.");
   TORCH_CHECK(a.is_contiguous(), op, " : expect A to be contiguous.");
   TORCH_CHECK(a.dim() == 2, op, " : expect A to be 2D tensor.");
@@ -189,7 +178,7 @@ at::Tensor convert_weight_to_int4pack_mlu(T weight, int64_t inner_k_tiles) {
 
 at::Tensor weight_int4pack_mm_mlu(T a, T w, int64_t group_size, T scale_zeros) {
   constexpr const char* op = "_weight_int4pack_mm";
-  check_devices(op, {a, w, scale_zeros});
+  check_same_device(op, {a, w, scale_zeros});
   TORCH_CHECK(is_weight_only_dtype(a.scalar_type()), op, ": expect A to be either 32-bit or 16-bit float tensor.");
   TORCH_CHECK(a.dim() == 2, op, ": expect A to be 2D tensor.");
   TORCH_CHECK(w.scalar_type() == at::kInt && w.dim() == 4, op,
@@ -240,7 +229,7 @@ void check_int_mm(T a, T b) {
 }
 
 at::Tensor& int_mm_out_mlu(T a, T b, at::Tensor& out) {
-  check_devices("_int_mm", {a, b, out});
+  check_same_device("_int_mm", {a, b, out});
   check_int_mm(a, b);
   TORCH_CHECK(out.scalar_type() == at::kInt, "int_mm_out_mlu: Expected result dtype to be of type kInt but got ",
               out.scalar_type());
@@ -267,7 +256,7 @@ at::Tensor& int_mm_out_mlu(T a, T b, at::Tensor& out) {
 }
 
 at::Tensor int_mm_mlu(T a, T b) {
-  check_devices("_int_mm", {a, b});
+  check_same_device("_int_mm", {a, b});
   check_int_mm(a, b);
   at::Tensor out = at::empty({a.size(0), b.size(1)}, a.options().dtype(at::kInt));
   return int_mm_out_mlu(a, b, out);
@@ -299,7 +288,7 @@ at::Tensor dyn_quant_pack_4bit_weight_mlu(T weights, T scales_zeros, const std::
 
 at::Tensor dyn_quant_matmul_4bit_mlu(T input, T packed, int64_t block_size, int64_t in_features, int64_t out_features) {
   constexpr const char* op = "_dyn_quant_matmul_4bit_mlu";
-  check_devices("_dyn_quant_matmul_4bit", {input, packed});
+  check_same_device("_dyn_quant_matmul_4bit", {input, packed});
   TORCH_CHECK(input.scalar_type() == at::kFloat || input.scalar_type() == at::kBFloat16, op,
               " : expect input to be float32 or bfloat16 tensor.");
   TORCH_CHECK(input.dim() == 2 && input.size(1) == in_features, op,

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "../common/amx_tiles.h"
 #include "../common/scratch.h"
 #include "mlu_kernels/parallel.h"
 
@@ -20,22 +21,13 @@ constexpr int64_t kDepth = 512;
 constexpr int64_t kCols = 512;
 constexpr int64_t kRows = 256;
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
+using detail::TileConfig;
 
 // Tiles 0-3: C (16 x 16 floats); 4, 5: A (16 rows x 32 BFloat16); 6, 7: B
 // (16 column-pair rows x 16 columns).
 TileConfig tile_config() {
   TileConfig config;
-  for (int t = 0; t < 8; ++t) {
-    config.rows[t] = 16;
-    config.colsb[t] = 64;
-  }
+  for (int t = 0; t < 8; ++t) config.set(t, 16, 64);
   return config;
 }
 
@@ -186,8 +178,8 @@ void gemm_amx_bf16_accumulate(int64_t m, int64_t n, int64_t k, const BFloat16* a
           const int64_t r1 = std::min(pa_end, r0 + kRows / 32);
           for (int64_t q = 0; q < count; ++q) {
             for (int64_t pa = r0; pa < r1; ++pa) {
-              block(ap + pa * panel_step, layout, bp + q * chunks * 1024, chunks,
-                    w + pa * 32 * ldw + (first + q) * 32, ldw, accumulate || pc > 0);
+              block(ap + pa * panel_step, layout, bp + q * chunks * 1024, chunks, w + pa * 32 * ldw + (first + q) * 32,
+                    ldw, accumulate || pc > 0);
             }
           }
         }

@@ -27,23 +27,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../common/amx_tiles.h"
 #include "quantized_gemm_table.h"
 
 namespace mlu::kernels::MLU_ISA_NS {
 namespace {
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-void set_tile(TileConfig& config, int tile, int rows, int bytes) {
-  config.rows[tile] = static_cast<uint8_t>(rows);
-  config.colsb[tile] = static_cast<uint16_t>(bytes);
-}
+using detail::TileConfig;
 
 // The BFloat16 values (i & 15) - 8 for i < 32, VPERMW's table.
 __m512i nibble_table() {
@@ -68,10 +58,10 @@ void int4_block(const uint16_t* a, int64_t lda, int64_t m, const uint8_t* block,
   constexpr int V = B / 16;  // C tiles
   constexpr int64_t row_bytes = B / 2;
   TileConfig config;
-  for (int t = 0; t < V; ++t) set_tile(config, t, static_cast<int>(m), 64);
-  set_tile(config, 4, static_cast<int>(m), 64);
-  set_tile(config, 5, 16, 64);
-  set_tile(config, 6, 16, 64);
+  for (int t = 0; t < V; ++t) config.set(t, static_cast<int>(m), 64);
+  config.set(4, static_cast<int>(m), 64);
+  config.set(5, 16, 64);
+  config.set(6, 16, 64);
   _tile_loadconfig(&config);
   // Two sets of B rows, alternate chunks: a chunk's rows are written while
   // the tiles still read the last chunk's.
@@ -169,10 +159,10 @@ void int4_weight_block(const uint16_t* a, int64_t lda, int64_t m, const uint8_t*
 void int8_weight(const uint16_t* a_pairs, int64_t m, const int8_t* w, int64_t n, int64_t k, const float* scales,
                  float* c, int64_t ldc) {
   TileConfig config;
-  for (int t = 0; t < 4; ++t) set_tile(config, t, 16, static_cast<int>(m * 4));
-  set_tile(config, 4, 16, 64);
-  set_tile(config, 6, 16, 64);
-  set_tile(config, 5, 16, static_cast<int>(m * 4));
+  for (int t = 0; t < 4; ++t) config.set(t, 16, static_cast<int>(m * 4));
+  config.set(4, 16, 64);
+  config.set(6, 16, 64);
+  config.set(5, 16, static_cast<int>(m * 4));
   _tile_loadconfig(&config);
   alignas(64) uint16_t w_rows[2][16 * 32];
   alignas(64) float sums[16 * 16];
