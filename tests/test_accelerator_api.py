@@ -7,7 +7,8 @@ import torch
 
 KERNEL_DTYPES = {torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16,
                  torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128}
-SUPPORTED = KERNEL_DTYPES | {torch.complex32}  # storage and conversions
+FLOAT8 = {torch.float8_e4m3fn, torch.float8_e5m2, torch.float8_e4m3fnuz, torch.float8_e5m2fnuz}
+SUPPORTED = KERNEL_DTYPES | {torch.complex32} | FLOAT8  # storage and conversions
 ALL_DTYPES = {getattr(torch, name) for name in dir(torch) if isinstance(getattr(torch, name), torch.dtype)}
 
 

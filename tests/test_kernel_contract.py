@@ -17,6 +17,7 @@ SRC = KERNELS / "src"
 INFRASTRUCTURE = {
     "dtype": "ScalarType and its sizes",
     "half": "the 16-bit float types",
+    "float8": "the 8-bit float storage types",
     "layout": "Shape, Strides and their helpers",
     "isa": "the ISA level and its detection",
     "parallel": "the compute-thread pool",

@@ -96,8 +96,8 @@ CASES = [
     ("external_stream_that_is_no_queue", lambda: torch.mlu.ExternalStream(12345).synchronize(), RuntimeError,
      r"invalid resource handle \(ExternalStream\(0x3039\) is not a queue", False),
     # dtype limits
-    ("float8_on_mlu", lambda: torch.ones(2, device="mlu").to(torch.float8_e4m3fn), NotImplementedError,
-     r"dtype Float8_e4m3fn is not supported on mlu\. Supported: bool, uint8", False),
+    ("float8_e8m0_on_mlu", lambda: torch.ones(2, device="mlu").to(torch.float8_e8m0fnu), NotImplementedError,
+     r"dtype Float8_e8m0fnu is not supported on mlu\. Supported: bool, uint8", False),
     ("uint32_on_mlu", lambda: torch.ones(2, dtype=torch.uint32, device="mlu"), NotImplementedError,
      r"dtype UInt32 is not supported on mlu", False),
     # zero-size

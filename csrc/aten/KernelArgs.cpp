@@ -38,11 +38,37 @@ std::optional<mlu::kernels::ScalarType> kernel_dtype(at::ScalarType type) {
   }
 }
 
+std::optional<mlu::kernels::ScalarType> storage_dtype(at::ScalarType type) {
+  using K = mlu::kernels::ScalarType;
+  switch (type) {
+    case at::kFloat8_e4m3fn:
+      return K::Float8_e4m3fn;
+    case at::kFloat8_e5m2:
+      return K::Float8_e5m2;
+    case at::kFloat8_e4m3fnuz:
+      return K::Float8_e4m3fnuz;
+    case at::kFloat8_e5m2fnuz:
+      return K::Float8_e5m2fnuz;
+    default:
+      return kernel_dtype(type);
+  }
+}
+
+mlu::kernels::ScalarType require_storage_dtype(at::ScalarType type, const char* op) {
+  std::optional<mlu::kernels::ScalarType> kernel = storage_dtype(type);
+  TORCH_CHECK_NOT_IMPLEMENTED(kernel.has_value(), op, ": dtype ", type,
+                              " is not supported on mlu. Supported: bool, uint8, int8, int16, int32, int64, "
+                              "float16, bfloat16, float32, float64, complex64, complex128, float8_e4m3fn, "
+                              "float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz.");
+  return *kernel;
+}
+
 mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* op) {
   std::optional<mlu::kernels::ScalarType> kernel = kernel_dtype(type);
   TORCH_CHECK_NOT_IMPLEMENTED(kernel.has_value(), op, ": dtype ", type,
                               " is not supported on mlu. Supported: bool, uint8, int8, int16, int32, int64, "
-                              "float16, bfloat16, float32, float64, complex64, complex128.");
+                              "float16, bfloat16, float32, float64, complex64, complex128 (float8 types: "
+                              "copies and conversions only; other ops run on the CPU).");
   return *kernel;
 }
 

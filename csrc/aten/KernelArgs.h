@@ -36,6 +36,12 @@ inline bool has_kernel(const at::Tensor& t) { return !t.is_complex() && kernel_d
 inline bool has_move_kernel(const at::Tensor& t) { return kernel_dtype(t.scalar_type()).has_value(); }
 // Like kernel_dtype, but throws a clear error naming `op` when unsupported.
 mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* op);
+// kernel_dtype and the float8 types, which the kernels only copy, convert
+// and fill (Note [Storage-only types] in kernels/src/common/dispatch.h):
+// for copy_, fill_, flip and the ops that convert float8 operands first.
+// Every other op maps with kernel_dtype, so float8 reaches the CPU fallback.
+std::optional<mlu::kernels::ScalarType> storage_dtype(at::ScalarType type);
+mlu::kernels::ScalarType require_storage_dtype(at::ScalarType type, const char* op);
 
 mlu::kernels::Shape kernel_shape(const at::Tensor& t);
 // t's strides (zero beyond t.dim()).

@@ -39,8 +39,8 @@ c10::DeviceIndex MLUGuardImpl::deviceCount() const noexcept { return device_coun
 
 c10::DeviceCapability MLUGuardImpl::getDeviceCapability(c10::Device device) const {
   if (device.index() >= 0) check_device_index(device.index());
-  // The dtypes mlu kernels compute in (kernel_dtype in csrc/aten/KernelArgs.cpp), and complex32, which copies
-  // convert; tests/test_accelerator_api.py checks the set against what works.
+  // The dtypes mlu kernels compute in (kernel_dtype in csrc/aten/KernelArgs.cpp), and complex32 and the float8
+  // types, which copies convert; tests/test_accelerator_api.py checks the set against what works.
   c10::DeviceCapability capability;
   capability.capability_data.capability_bits = 0;
   auto& types = capability.capability_data.supported_scalar_types;
@@ -48,6 +48,8 @@ c10::DeviceCapability MLUGuardImpl::getDeviceCapability(c10::Device device) cons
   types.has_Half = types.has_BFloat16 = types.has_Float = types.has_Double = 1;
   types.has_ComplexFloat = types.has_ComplexDouble = 1;
   types.has_ComplexHalf = 1;  // storage and conversions only (as on CUDA, few ops take it)
+  // Storage and conversions, _scaled_mm (Note [Storage-only types] in kernels/src/common/dispatch.h).
+  types.has_Float8_e5m2 = types.has_Float8_e4m3fn = types.has_Float8_e5m2fnuz = types.has_Float8_e4m3fnuz = 1;
   return capability;
 }
 

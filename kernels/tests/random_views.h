@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "mlu_kernels/dtype.h"
+#include "mlu_kernels/float8.h"
 #include "mlu_kernels/half.h"
 #include "mlu_kernels/layout.h"
 
@@ -37,6 +38,14 @@ inline constexpr ScalarType kAllTypes[] = {
     ScalarType::Int16,   ScalarType::Int32,        ScalarType::Int64,
     ScalarType::Float16, ScalarType::BFloat16,     ScalarType::Float32,
     ScalarType::Float64, ScalarType::ComplexFloat, ScalarType::ComplexDouble,
+};
+
+// The storage-only types (Note [Storage-only types]): copies and fills only.
+inline constexpr ScalarType kFloat8Types[] = {
+    ScalarType::Float8_e4m3fn,
+    ScalarType::Float8_e5m2,
+    ScalarType::Float8_e4m3fnuz,
+    ScalarType::Float8_e5m2fnuz,
 };
 
 inline bool chance(Rng& rng, double p) { return std::bernoulli_distribution(p)(rng); }
@@ -135,6 +144,17 @@ inline double random_real(Rng& rng, bool integer_safe) {
   return std::uniform_real_distribution<double>(-1, 1)(rng) * magnitude;
 }
 
+// A rounded random_real, or (unless integer_safe) any bit pattern half the
+// time: NaNs, infinities and subnormals included.
+template <class T>
+T random_float8(Rng& rng, bool integer_safe, int64_t bits) {
+  if (integer_safe || chance(rng, 0.5)) {
+    // Scaled so that rounding up (e5m2 spaces 96..128 by 16) stays inside int8.
+    return detail::float8_from_float<T>(static_cast<float>(random_real(rng, integer_safe) * 0.75));
+  }
+  return T{static_cast<uint8_t>(bits)};
+}
+
 // Writes one random value of `type` at out (see random_real for integer_safe).
 inline void random_element(ScalarType type, Rng& rng, bool integer_safe, void* out) {
   auto put = [out](auto v) { std::memcpy(out, &v, sizeof(v)); };
@@ -162,6 +182,18 @@ inline void random_element(ScalarType type, Rng& rng, bool integer_safe, void* o
       break;
     case ScalarType::ComplexDouble:
       put(std::complex<double>(random_real(rng, integer_safe), random_real(rng, integer_safe)));
+      break;
+    case ScalarType::Float8_e4m3fn:
+      put(random_float8<Float8_e4m3fn>(rng, integer_safe, bits));
+      break;
+    case ScalarType::Float8_e5m2:
+      put(random_float8<Float8_e5m2>(rng, integer_safe, bits));
+      break;
+    case ScalarType::Float8_e4m3fnuz:
+      put(random_float8<Float8_e4m3fnuz>(rng, integer_safe, bits));
+      break;
+    case ScalarType::Float8_e5m2fnuz:
+      put(random_float8<Float8_e5m2fnuz>(rng, integer_safe, bits));
       break;
   }
 }
@@ -203,6 +235,14 @@ inline double element_value(ScalarType type, const unsigned char* p) {
     case ScalarType::Float64: return load(0.0);
     case ScalarType::ComplexFloat: return load(std::complex<float>{}).real();
     case ScalarType::ComplexDouble: return load(std::complex<double>{}).real();
+    case ScalarType::Float8_e4m3fn:
+      return to_float(load(Float8_e4m3fn{}));
+    case ScalarType::Float8_e5m2:
+      return to_float(load(Float8_e5m2{}));
+    case ScalarType::Float8_e4m3fnuz:
+      return to_float(load(Float8_e4m3fnuz{}));
+    case ScalarType::Float8_e5m2fnuz:
+      return to_float(load(Float8_e5m2fnuz{}));
   }
   return 0;
 }
@@ -217,6 +257,11 @@ inline bool is_nan_component(ScalarType type, const unsigned char* p) {
     case ScalarType::ComplexFloat: return std::isnan(load(0.0f));
     case ScalarType::Float64:
     case ScalarType::ComplexDouble: return std::isnan(load(0.0));
+    case ScalarType::Float8_e4m3fn:
+    case ScalarType::Float8_e5m2:
+    case ScalarType::Float8_e4m3fnuz:
+    case ScalarType::Float8_e5m2fnuz:
+      return std::isnan(element_value(type, p));
     default: return false;
   }
 }

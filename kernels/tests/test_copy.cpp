@@ -58,6 +58,20 @@ INSTANTIATE_TEST_SUITE_P(
              scalar_type_name(std::get<0>(info.param));
     });
 
+// The storage-only types to and from every type, and among themselves.
+constexpr auto kPairName = [](const auto& info) {
+  return std::string(scalar_type_name(std::get<1>(info.param))) + "_to_" + scalar_type_name(std::get<0>(info.param));
+};
+INSTANTIATE_TEST_SUITE_P(ToFloat8, CopyTest,
+                         ::testing::Combine(::testing::ValuesIn(kFloat8Types), ::testing::ValuesIn(kAllTypes)),
+                         kPairName);
+INSTANTIATE_TEST_SUITE_P(FromFloat8, CopyTest,
+                         ::testing::Combine(::testing::ValuesIn(kAllTypes), ::testing::ValuesIn(kFloat8Types)),
+                         kPairName);
+INSTANTIATE_TEST_SUITE_P(AmongFloat8, CopyTest,
+                         ::testing::Combine(::testing::ValuesIn(kFloat8Types), ::testing::ValuesIn(kFloat8Types)),
+                         kPairName);
+
 // Converts one value through copy on a 0-dim shape, checking copy_ref agrees.
 template <class To, class From>
 To convert_one(ScalarType to, ScalarType from, From value) {

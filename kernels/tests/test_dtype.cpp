@@ -23,6 +23,12 @@ TEST(Dtype, ElementSizeMatchesCxxTypes) {
   EXPECT_EQ(element_size(ScalarType::Float64), 8u);
   EXPECT_EQ(element_size(ScalarType::ComplexFloat), sizeof(std::complex<float>));
   EXPECT_EQ(element_size(ScalarType::ComplexDouble), sizeof(std::complex<double>));
+  for (ScalarType t :
+       {ScalarType::Float8_e4m3fn, ScalarType::Float8_e5m2, ScalarType::Float8_e4m3fnuz, ScalarType::Float8_e5m2fnuz}) {
+    EXPECT_EQ(element_size(t), 1u);
+    EXPECT_TRUE(is_float8(t));
+  }
+  EXPECT_FALSE(is_float8(ScalarType::ComplexDouble));
 }
 
 TEST(Dtype, NamesAreTheEnumerators) {
@@ -31,6 +37,7 @@ TEST(Dtype, NamesAreTheEnumerators) {
   EXPECT_EQ(std::string(scalar_type_name(ScalarType::Float16)), "Float16");
   EXPECT_EQ(std::string(scalar_type_name(ScalarType::BFloat16)), "BFloat16");
   EXPECT_EQ(std::string(scalar_type_name(ScalarType::ComplexDouble)), "ComplexDouble");
+  EXPECT_EQ(std::string(scalar_type_name(ScalarType::Float8_e5m2fnuz)), "Float8_e5m2fnuz");
 }
 
 }  // namespace

@@ -75,7 +75,7 @@ TEST(Half, RoundTripExhaustive) {
     const uint16_t back = half_bits(to_float(Half{bits}));
     const bool nan = (bits & 0x7C00) == 0x7C00 && (bits & 0x3FF);
     if (nan) {
-      ASSERT_EQ(back, (bits & 0x8000) | 0x7E00) << std::hex << h;
+      ASSERT_EQ(back, bits | 0x0200) << std::hex << h;  // quieted, payload kept
     } else {
       ASSERT_EQ(back, bits) << std::hex << h;
     }
@@ -111,9 +111,11 @@ TEST(Half, FromFloatHandComputed) {
   EXPECT_EQ(half_bits(std::numeric_limits<float>::max()), 0x7C00);
   EXPECT_EQ(half_bits(std::numeric_limits<float>::infinity()), 0x7C00);
   EXPECT_EQ(half_bits(-std::numeric_limits<float>::infinity()), 0xFC00);
-  // NaN stays NaN (c10 canonicalises to sign | 0x7E00).
+  // NaN stays NaN, quieted, the payload's top 10 bits kept (as F16C does).
   EXPECT_EQ(half_bits(from_bits(0x7FC00000)), 0x7E00);
   EXPECT_EQ(half_bits(from_bits(0x7F800001)), 0x7E00);
+  EXPECT_EQ(half_bits(from_bits(0x7FF00000)), 0x7F80);
+  EXPECT_EQ(half_bits(from_bits(0xFFA02000)), 0xFF01);
   EXPECT_EQ(half_bits(from_bits(0xFFC00000)), 0xFE00);
 }
 

@@ -14,6 +14,7 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/linspace.h>
+#include <ATen/ops/arange_ops.h>
 #include <ATen/ops/linspace_ops.h>
 #include <mlu_kernels/copy.h>
 #include <mlu_kernels/sequence.h>
@@ -43,7 +44,7 @@ at::Tensor flip_mlu(const at::Tensor& self, at::IntArrayRef dims) {
   at::Tensor out = at::empty_like(self, at::MemoryFormat::Preserve);  // CPU's flip keeps the layout too
   if (self.numel() == 0) return out;
   c10::OptionalDeviceGuard guard(self.device());
-  const k::ScalarType type = require_kernel_dtype(self.scalar_type(), "flip");
+  const k::ScalarType type = require_storage_dtype(self.scalar_type(), "flip");
   std::vector<int64_t> src_strides = self.strides().vec();
   const char* base = static_cast<const char*>(device_ptr<const void>(self));
   for (int64_t d = 0; d < ndim; ++d) {
@@ -120,6 +121,8 @@ at::Tensor& triangle_out_mlu(bool lower, const at::Tensor& self, int64_t diagona
 // ---- range factories ----
 
 at::Tensor& arange_out_mlu(const at::Scalar& start, const at::Scalar& end, const at::Scalar& step, at::Tensor& out) {
+  // float8 has no range kernels on either side: the CPU's own error.
+  if (c10::isFloat8Type(out.scalar_type())) return cpu_fallback<ATEN_OP2(arange, start_out)>(start, end, step, out);
   TORCH_CHECK(has_kernel(out), "arange: dtype ", out.scalar_type(), " is not supported on mlu");
   const bool integral = c10::isIntegralType(out.scalar_type(), /*includeBool=*/true);
   const double xstart = start.toDouble(), xend = end.toDouble(), xstep = step.toDouble();
@@ -169,6 +172,7 @@ at::Tensor& arange_out_mlu(const at::Scalar& start, const at::Scalar& end, const
 
 at::Tensor& linspace_out_mlu(const at::Scalar& start, const at::Scalar& end, int64_t steps, at::Tensor& out) {
   TORCH_CHECK(steps >= 0, "number of steps must be non-negative");
+  if (c10::isFloat8Type(out.scalar_type())) return cpu_fallback<ATEN_OP2(linspace, out)>(start, end, steps, out);
   const bool complex = out.is_complex();
   if (complex && !has_move_kernel(out)) return cpu_fallback<ATEN_OP2(linspace, out)>(start, end, steps, out);
   TORCH_CHECK(complex || has_kernel(out), "linspace: dtype ", out.scalar_type(), " is not supported on mlu");

@@ -22,10 +22,18 @@ enum class ScalarType : int8_t {
   Float64,
   ComplexFloat,
   ComplexDouble,
+  // Storage only (float8.h): copied, converted and filled, no arithmetic.
+  Float8_e4m3fn,
+  Float8_e5m2,
+  Float8_e4m3fnuz,
+  Float8_e5m2fnuz,
 };
 
-// Bytes per element: 1 (Bool, UInt8, Int8), 2, 4, 8, or 16 (ComplexDouble).
+// Bytes per element: 1 (Bool, UInt8, Int8, the Float8 types), 2, 4, 8, or 16 (ComplexDouble).
 size_t element_size(ScalarType type);
+
+// Whether `type` is one of the storage-only Float8 types.
+constexpr bool is_float8(ScalarType type) { return type >= ScalarType::Float8_e4m3fn; }
 
 // The enumerator's name, e.g. "Float32". The string is static.
 const char* scalar_type_name(ScalarType type);

@@ -2,7 +2,8 @@
 // types holding raw bits, with no arithmetic of their own. All maths happens in
 // float. The conversions are bit-identical to c10::Half / c10::BFloat16 on CPU:
 // float -> 16 bit rounds to nearest even, with subnormals and overflow to inf;
-// a NaN stays NaN (Half: sign | 0x7E00; BFloat16: always 0x7FC0).
+// a NaN stays NaN (Half: quieted, the payload's top bits kept, as F16C's
+// vcvtps2ph and the CPU's tensor copies do; BFloat16: always 0x7FC0).
 #pragma once
 
 #include <algorithm>
@@ -63,8 +64,8 @@ inline Half half_from_float(float f) {
   const uint32_t bits = std::bit_cast<uint32_t>(base);
   const uint32_t exp_bits = (bits >> 13) & UINT32_C(0x00007C00);
   const uint32_t mantissa_bits = bits & UINT32_C(0x00000FFF);
-  const uint32_t nonsign =
-      detail::select_bits(shl1_w > UINT32_C(0xFF000000), UINT32_C(0x7E00), exp_bits + mantissa_bits);
+  const uint32_t nan_bits = UINT32_C(0x7E00) | ((w >> 13) & UINT32_C(0x3FF));
+  const uint32_t nonsign = detail::select_bits(shl1_w > UINT32_C(0xFF000000), nan_bits, exp_bits + mantissa_bits);
   return Half{static_cast<uint16_t>((sign >> 16) | nonsign)};
 }
 

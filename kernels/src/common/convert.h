@@ -1,6 +1,7 @@
 // convert<To>(from): one element's dtype conversion with PyTorch's semantics
 // (c10::convert / static_cast_with_inter_type). Half and BFloat16 go through
-// float; complex -> real takes the real part; -> Bool is x != 0 (complex: either
+// float; the Float8 types go through float both ways (float64 sources
+// round twice, as on the CPU); complex -> real takes the real part; -> Bool is x != 0 (complex: either
 // part); -> UInt8 goes through int64 like c10. A floating value that is NaN or
 // out of the integer destination's range is undefined, as in C++ and PyTorch.
 #pragma once
@@ -10,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "mlu_kernels/float8.h"
 #include "mlu_kernels/half.h"
 #include "isa_variants.h"
 
@@ -29,6 +31,10 @@ inline constexpr bool is_floating_v =
 // The type arithmetic happens in: float for the 16-bit storage types.
 inline float widen(Half v) { return to_float(v); }
 inline float widen(BFloat16 v) { return to_float(v); }
+inline float widen(Float8_e4m3fn v) { return to_float(v); }
+inline float widen(Float8_e5m2 v) { return to_float(v); }
+inline float widen(Float8_e4m3fnuz v) { return to_float(v); }
+inline float widen(Float8_e5m2fnuz v) { return to_float(v); }
 template <class T>
 inline T widen(T v) { return v; }
 // The type a floating T computes in: float for the 16-bit types, else T.
@@ -68,6 +74,8 @@ inline To convert(From from) {
       return half_from_float(static_cast<float>(real_part(v)));
     } else if constexpr (std::is_same_v<To, BFloat16>) {
       return bfloat16_from_float(static_cast<float>(real_part(v)));
+    } else if constexpr (is_float8_v<To>) {
+      return float8_from_float<To>(static_cast<float>(real_part(v)));
     } else if constexpr (std::is_same_v<To, uint8_t>) {
       return static_cast<uint8_t>(static_cast<int64_t>(real_part(v)));
     } else {

@@ -3,6 +3,14 @@
 //   dispatch(type, [&](auto tag) { using T = typename decltype(tag)::type; ... });
 // Internal to the library. Preconditions: a valid enumerator / a size that
 // element_size can return.
+//
+// Note [Storage-only types]
+// The Float8 types are moved and converted but never computed in: `dispatch`
+// (what arithmetic kernels instantiate) stops the process on them, naming the
+// kernel's broken precondition, rather than instantiate every kernel on them;
+// `dispatch_convertible` adds them, for the copy and the pointwise engine's
+// loads and stores (convert.h). Callers gate arithmetic on the dtypes they
+// map (csrc: kernel_dtype() has no Float8; storage_dtype() adds them).
 #pragma once
 
 #include <complex>
@@ -11,9 +19,13 @@
 #include <type_traits>
 
 #include "mlu_kernels/dtype.h"
+#include "mlu_kernels/float8.h"
 #include "mlu_kernels/half.h"
 
 namespace mlu::kernels::detail {
+
+// Stops the process: `type` reached a kernel that does not take it.
+[[noreturn]] void storage_only_type(ScalarType type);
 
 template <class F>
 void dispatch(ScalarType type, F&& f) {
@@ -30,6 +42,33 @@ void dispatch(ScalarType type, F&& f) {
     case ScalarType::Float64: f(std::type_identity<double>{}); break;
     case ScalarType::ComplexFloat: f(std::type_identity<std::complex<float>>{}); break;
     case ScalarType::ComplexDouble: f(std::type_identity<std::complex<double>>{}); break;
+    case ScalarType::Float8_e4m3fn:
+    case ScalarType::Float8_e5m2:
+    case ScalarType::Float8_e4m3fnuz:
+    case ScalarType::Float8_e5m2fnuz:
+      storage_only_type(type);
+  }
+}
+
+// dispatch and the storage-only types (Note [Storage-only types]).
+template <class F>
+void dispatch_convertible(ScalarType type, F&& f) {
+  switch (type) {
+    case ScalarType::Float8_e4m3fn:
+      f(std::type_identity<Float8_e4m3fn>{});
+      break;
+    case ScalarType::Float8_e5m2:
+      f(std::type_identity<Float8_e5m2>{});
+      break;
+    case ScalarType::Float8_e4m3fnuz:
+      f(std::type_identity<Float8_e4m3fnuz>{});
+      break;
+    case ScalarType::Float8_e5m2fnuz:
+      f(std::type_identity<Float8_e5m2fnuz>{});
+      break;
+    default:
+      dispatch(type, f);
+      break;
   }
 }
 

@@ -114,11 +114,12 @@ int unit_dim(const Shape& shape, const Strides& strides) {
 
 // The compute type that makes the pointwise engine's Copy op a conversion
 // from `from` to `to` with convert<To>'s result (Float16/BFloat16 go through
-// float, as c10 converts them), or nothing for complex types.
+// float, as c10 converts them; so do the Float8 types), or nothing for
+// complex types.
 std::optional<ScalarType> conversion_compute(ScalarType to, ScalarType from) {
   const auto complex = [](ScalarType t) { return t == ScalarType::ComplexFloat || t == ScalarType::ComplexDouble; };
   if (complex(to) || complex(from)) return std::nullopt;
-  if (to == ScalarType::Float16 || to == ScalarType::BFloat16) return ScalarType::Float32;
+  if (to == ScalarType::Float16 || to == ScalarType::BFloat16 || is_float8(to)) return ScalarType::Float32;
   return to;
 }
 
@@ -165,9 +166,8 @@ void dispatch_pair(ScalarType dst_type, ScalarType src_type, F&& f) {
     detail::dispatch_bits(element_size(dst_type), [&](auto tag) { f(tag, tag); });
     return;
   }
-  detail::dispatch(dst_type, [&](auto to) {
-    detail::dispatch(src_type, [&](auto from) { f(to, from); });
-  });
+  detail::dispatch_convertible(
+      dst_type, [&](auto to) { detail::dispatch_convertible(src_type, [&](auto from) { f(to, from); }); });
 }
 
 }  // namespace
@@ -239,8 +239,8 @@ void copy(void* dst, ScalarType dst_type, const Strides& dst_strides, const void
 void copy_ref(void* dst, ScalarType dst_type, const Strides& dst_strides, const void* src,
               ScalarType src_type, const Strides& src_strides, const Shape& shape) {
   const int64_t n = numel(shape);
-  detail::dispatch(dst_type, [&](auto to) {
-    detail::dispatch(src_type, [&](auto from) {
+  detail::dispatch_convertible(dst_type, [&](auto to) {
+    detail::dispatch_convertible(src_type, [&](auto from) {
       using To = typename decltype(to)::type;
       using From = typename decltype(from)::type;
       for (int64_t i = 0; i < n; ++i) {

@@ -46,8 +46,8 @@ detail::CopyKernels build_kernels() {
   // pointwise engine).
   for (int to = 0; to < detail::kNumScalarTypes; ++to) {
     for (int from = 0; from < detail::kNumScalarTypes; ++from) {
-      detail::dispatch(static_cast<ScalarType>(to), [&](auto to_tag) {
-        detail::dispatch(static_cast<ScalarType>(from), [&](auto from_tag) {
+      detail::dispatch_convertible(static_cast<ScalarType>(to), [&](auto to_tag) {
+        detail::dispatch_convertible(static_cast<ScalarType>(from), [&](auto from_tag) {
           k.reversed[to][from] = reversed_row<typename decltype(to_tag)::type, typename decltype(from_tag)::type>;
         });
       });

@@ -25,7 +25,7 @@ struct TransposeBlock {
 // convert(s[-i]) for i < n, element types as the table entry says.
 using ReversedRow = void (*)(void* d, const void* s, int64_t n);
 
-constexpr int kNumScalarTypes = static_cast<int>(ScalarType::ComplexDouble) + 1;
+constexpr int kNumScalarTypes = static_cast<int>(ScalarType::Float8_e5m2fnuz) + 1;
 
 struct CopyKernels {
   // By element size (the bits types of dispatch_bits).

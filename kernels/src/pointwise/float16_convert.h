@@ -7,8 +7,8 @@
 //    loads and stores); each returns false, doing nothing, where this ISA has
 //    no Lanes, and the caller takes its scalar loop.
 // Every conversion equals the scalar one of half.h (to_float, half_from_float,
-// bfloat16_from_float: exact widening, round to nearest even, NaN -> the
-// canonical quiet NaN) bit for bit.
+// bfloat16_from_float: exact widening, round to nearest even, NaN quieted
+// as half.h says) bit for bit.
 #pragma once
 
 #include "../common/intrinsics.h"  // first: before anything that includes <immintrin.h>

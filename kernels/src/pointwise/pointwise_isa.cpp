@@ -54,7 +54,7 @@ template <class T>
       return;
     }
   }
-  detail::dispatch(type, [&](auto tag) {
+  detail::dispatch_convertible(type, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* s = static_cast<const S*>(src);
     if (stride == 0) {
@@ -74,7 +74,7 @@ template <class R>
     if (type == ScalarType::Float16 && stride == 1 && narrow_block(static_cast<Half*>(dst), src, n)) return;
     if (type == ScalarType::BFloat16 && stride == 1 && narrow_block(static_cast<BFloat16*>(dst), src, n)) return;
   }
-  detail::dispatch(type, [&](auto tag) {
+  detail::dispatch_convertible(type, [&](auto tag) {
     using D = typename decltype(tag)::type;
     D* d = static_cast<D*>(dst);
     if (stride == 1) {
