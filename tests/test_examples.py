@@ -1,7 +1,8 @@
 """The examples run end to end on mlu: the demo (shortened) trains, agrees with the CPU over the shared steps and
 writes its plot; the digits MLP and CNN and the keyword spotter reach their stated held-out accuracy on mlu (the
 CPU runs alongside as the reference), the keyword spotter's stft front end and training with no CPU fallback;
-the DLRM-style recommender trains its sparse-gradient embeddings natively to its stated AUC, as the CPU does."""
+the DLRM-style recommender trains its sparse-gradient embeddings natively to its stated AUC, as the CPU does; the
+LLM inference example generates in every mode on mlu with the CPU's tokens where the arithmetic is the same."""
 import os
 import sys
 
@@ -12,6 +13,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import cnn_digits  # noqa: E402
 import demo  # noqa: E402
 import keyword_spotting  # noqa: E402
+import llm_inference  # noqa: E402
 import mlp_digits  # noqa: E402
 import recommendation  # noqa: E402
 
@@ -74,4 +76,24 @@ def test_recommendation_trains_sparse_embeddings_natively_to_its_stated_auc(caps
     # The same data, initial weights and batches on both devices (rounding differences grow over 470 Adam
     # steps, so the scores themselves drift apart; test_sparse.py compares short runs exactly).
     assert abs(auc - cpu_auc) < 0.01
+    assert "ops that ran through the CPU fallback: none" in capsys.readouterr().out
+
+
+def test_llm_inference_generates_in_every_mode(tmp_path, capsys):
+    pytest.importorskip("torchao")
+    plot = tmp_path / "llm.png"
+    rows, fallback = llm_inference.main(["--fast", "--plot", str(plot)])
+    assert set(rows) == {"float32", "bfloat16", "int8", "int4", "bfloat16 compiled"}
+    assert fallback == {}
+    for mode, r in rows.items():
+        assert len(r["mlu"]["tokens"]) == 8 and r["mlu"]["rate"] > 0 and r["mlu"]["peak"] > 0
+        if mode != "bfloat16 compiled":
+            assert r["cpu"]["rate"] > 0
+    # float32 and bfloat16 are the same arithmetic on both devices; the compiled run gives eager's tokens.
+    assert rows["float32"]["mlu"]["tokens"] == rows["float32"]["cpu"]["tokens"]
+    assert rows["bfloat16 compiled"]["mlu"]["tokens"] == rows["bfloat16"]["mlu"]["tokens"]
+    # Weight bytes shrink with the mode: bfloat16 half of float32, int8 and int4 less again.
+    weights = {mode: r["mlu"]["weights"] for mode, r in rows.items()}
+    assert weights["int4"] < weights["int8"] < weights["bfloat16"] < weights["float32"]
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "ops that ran through the CPU fallback: none" in capsys.readouterr().out

@@ -98,7 +98,7 @@ KNOWN_AT_IMPORT = {
     "sys.modules['torch.backends.mlu']": 1,
     "torch.distributed.ProcessGroupCNCL": 1,
     "torch.distributed.is_cncl_available": 1,
-    "sys.meta_path += a torch_mlu._dynamo._AfterImport": 1,
+    "sys.meta_path += a torch_mlu._after_import._AfterImport": 3,  # torch._dynamo, torchao's two subclasses
 }
 
 

@@ -142,6 +142,9 @@ distributed._register()
 from . import _dynamo  # noqa: E402
 _dynamo.register_when_dynamo_loads()
 
+from . import _torchao  # noqa: E402
+_torchao.install_when_torchao_loads()
+
 # See Note [Autograd device threads at exit] in _autograd_exit.py.
 atexit.register(_autograd_exit.drain_autograd_device_threads)
 

@@ -18,14 +18,11 @@ as written. Traced into, their streams context manager left the stream
 switched under Inductor (the restoring ``set_stream`` ended up in a graph of
 its own with no outputs), and every C call in them made Dynamo warn.
 """
-import importlib.abc
-import importlib.util
-import sys
 from typing import Any
 
 import torch
 
-from . import patches
+from ._after_import import after_import
 
 _DYNAMO = "torch._dynamo"
 
@@ -111,38 +108,5 @@ def register() -> None:
     trace_rules.add("torch_mlu")  # not a patch: Dynamo's API (Note [Dynamo does not trace torch_mlu])
 
 
-class _AfterImport(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Runs a callback right after one module's code has run (a one-shot post-import hook)."""
-
-    def __init__(self, name: str, callback):
-        self.name = name
-        self.callback = callback
-        self.loader = None
-        self.entry = None  # its patches entry, while it waits in sys.meta_path
-
-    def find_spec(self, fullname, path, target=None):
-        if fullname != self.name:
-            return None
-        patches.undo(self.entry)  # one-shot: out of sys.meta_path, so the other finders locate the module itself
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        self.loader = spec.loader
-        spec.loader = self
-        return spec
-
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
-
-    def exec_module(self, module):
-        self.loader.exec_module(module)
-        self.callback()
-
-
 def register_when_dynamo_loads() -> None:
-    if _DYNAMO in sys.modules:
-        register()
-    elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
-        finder = _AfterImport(_DYNAMO, register)
-        finder.entry = patches.add_member(sys.meta_path, finder, "registers mlu with Dynamo once it is imported",
-                                          label="sys.meta_path")
+    after_import(_DYNAMO, register, "registers mlu with Dynamo once it is imported")
