@@ -1,7 +1,8 @@
 """Large-model inference on mlu against stock PyTorch on the CPU (same machine, same run).
 
 Section `ops`: the quantized products of decoding (issue 64's targets are stated for them) at decode shapes,
-M = 1, 4, 16 rows against K x N weights of 2048..8192:
+M = 1, 4, 16 rows against K x N weights of 2048..8192, and the dense float32 / bfloat16 linear at M = 1 (the
+matrix-vector rows of unquantized decoding, Note [Matrix-vector rows]):
 - int8 weight-only (torch._weight_int8pack_mm), int4 weight-only in the CPU's packing
   (torch._weight_int4pack_mm_for_cpu, groups of 128), in bfloat16 (the CPU's fast path) and float32;
 - torch._int_mm (int8 x int8 -> int32) and torch._dyn_quant_matmul_4bit (the CPU's reference kernel, which
@@ -119,6 +120,9 @@ def weight_only_case(kind, dtype, m, k, n):
     def build(device):
         g = torch.Generator().manual_seed(0)
         x = torch.randn(m, k, generator=g).to(dtype).to(device)
+        if kind == "dense":  # the unquantized weight: what float32 / bfloat16 decoding reads
+            w = torch.randn(n, k, generator=g).to(dtype).to(device)
+            return (lambda w: torch.nn.functional.linear(x, w)), (w,)
         if kind == "int8":
             w = torch.randint(-128, 128, (n, k), dtype=torch.int8, generator=g).to(device)
             s = (torch.rand(n, generator=g) * 0.01).to(dtype).to(device)
@@ -128,7 +132,7 @@ def weight_only_case(kind, dtype, m, k, n):
         sz = (torch.rand(k // GROUP, n, 2, generator=g) * 0.01).to(dtype).to(device)
         return (lambda w, s: torch._weight_int4pack_mm_for_cpu(x, w, GROUP, s)), (packed, sz)
     size = torch.finfo(dtype).bits // 8
-    weight_bytes = n * k + n * size if kind == "int8" else n * k // 2 + (k // GROUP) * n * 2 * size
+    weight_bytes = {"dense": n * k * size, "int8": n * k + n * size}.get(kind, n * k // 2 + (k // GROUP) * n * 2 * size)
     return build, weight_bytes
 
 
@@ -161,6 +165,9 @@ for _kind in ("int8", "int4"):
                 continue  # float32: one shape, the CPU's kernels have no fast float path
             for _m in (1, 4, 16):
                 CASES[f"{_kind}_{_tag}_m{_m}_{_k}x{_n}"] = (weight_only_case(_kind, _dt, _m, _k, _n), True)
+for _dt, _tag in ((torch.bfloat16, "bf16"), (torch.float32, "f32")):  # dense weights, decode's matrix-vector rows
+    for _k, _n in SHAPES:
+        CASES[f"dense_{_tag}_m1_{_k}x{_n}"] = (weight_only_case("dense", _dt, 1, _k, _n), True)
 CASES["int_mm_m16_4096x4096"] = (other_case("int_mm", 16, 4096, 4096), False)
 CASES["int_mm_m64_4096x4096"] = (other_case("int_mm", 64, 4096, 4096), False)
 CASES["dyn_quant_int4_m1_4096x4096"] = (other_case("dyn_quant", 1, 4096, 4096), False)
