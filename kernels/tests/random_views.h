@@ -150,7 +150,7 @@ template <class T>
 T random_float8(Rng& rng, bool integer_safe, int64_t bits) {
   if (integer_safe || chance(rng, 0.5)) {
     // Scaled so that rounding up (e5m2 spaces 96..128 by 16) stays inside int8.
-    return detail::float8_from_float<T>(static_cast<float>(random_real(rng, integer_safe) * 0.75));
+    return float8_from_float<T>(static_cast<float>(random_real(rng, integer_safe) * 0.75));
   }
   return T{static_cast<uint8_t>(bits)};
 }

@@ -107,13 +107,16 @@ constexpr std::array<uint32_t, 256> make_float8_table() {
 template <class T>
 inline constexpr std::array<uint32_t, 256> kFloat8ToFloat = make_float8_table<T>();
 
+}  // namespace detail
+
+// float -> T, rounded to nearest even as c10 does (T: one of the four types).
 // c10's algorithm, written branch-free (select_bits) so loops vectorise.
 // Normal results round in integer arithmetic; subnormal ones by adding a
 // power of two that puts the fp8 ulp at the float's last bit (the FPU
 // rounds: needs the default rounding mode and no flush-to-zero, as c10).
 template <class T>
 inline T float8_from_float(float f) {
-  using F = float8_format<T>;
+  using F = detail::float8_format<T>;
   constexpr int shift = 23 - F::mantissa;
   constexpr uint32_t min_normal = static_cast<uint32_t>(127 - F::bias + 1) << 23;
   constexpr uint32_t magic = static_cast<uint32_t>((127 - F::bias) + shift + 1) << 23;
@@ -124,25 +127,23 @@ inline T float8_from_float(float f) {
       (bits + (static_cast<uint32_t>(F::bias - 127) << 23) + ((1u << (shift - 1)) - 1) + ((bits >> shift) & 1)) >>
       shift;
   const uint32_t subnormal = std::bit_cast<uint32_t>(std::bit_cast<float>(bits) + std::bit_cast<float>(magic)) - magic;
-  uint32_t r = select_bits(bits < min_normal, subnormal, normal) & 0xFF;
+  uint32_t r = detail::select_bits(bits < min_normal, subnormal, normal) & 0xFF;
   const bool nan = bits > UINT32_C(0x7F800000);
   if constexpr (F::fnuz) {
     // Past the largest value (a round-up carrying into 0x80 included) is NaN.
     constexpr uint32_t overflow = F::mantissa == 3 ? UINT32_C(0x87) << 23 : UINT32_C(0x8F) << 23;
-    r = select_bits(r == 0, 0, r | (sign >> 24));
-    r = select_bits(bits >= overflow, 0x80, r);
+    r = detail::select_bits(r == 0, 0, r | (sign >> 24));
+    r = detail::select_bits(bits >= overflow, 0x80, r);
   } else if constexpr (F::mantissa == 3) {
     constexpr uint32_t overflow = UINT32_C(1087) << 20;  // 480: rounds past 448
-    r = select_bits(r == 0x7F, 0x7E, r);
-    r = select_bits(bits >= overflow, select_bits(nan, 0x7F, 0x7E), r) | (sign >> 24);
+    r = detail::select_bits(r == 0x7F, 0x7E, r);
+    r = detail::select_bits(bits >= overflow, detail::select_bits(nan, 0x7F, 0x7E), r) | (sign >> 24);
   } else {
     constexpr uint32_t overflow = UINT32_C(143) << 23;  // 65536: rounds past 57344
-    r = select_bits(bits >= overflow, select_bits(nan, 0x7F, 0x7C), r) | (sign >> 24);
+    r = detail::select_bits(bits >= overflow, detail::select_bits(nan, 0x7F, 0x7C), r) | (sign >> 24);
   }
   return T{static_cast<uint8_t>(r)};
 }
-
-}  // namespace detail
 
 inline float to_float(Float8_e4m3fn v) { return std::bit_cast<float>(detail::kFloat8ToFloat<Float8_e4m3fn>[v.x]); }
 inline float to_float(Float8_e5m2 v) { return std::bit_cast<float>(detail::kFloat8ToFloat<Float8_e5m2>[v.x]); }

@@ -14,7 +14,6 @@
 
 #include "../common/convert.h"
 #include "../common/dispatch.h"
-#include "../common/scratch.h"
 #include "gemm_table.h"
 
 namespace mlu::kernels::MLU_ISA_NS {
@@ -252,8 +251,9 @@ void gemv(T* y, const void* a, const void* x, ScalarType type, int64_t rs, int64
       const S* A = static_cast<const S*>(a);
       const S* X = static_cast<const S*>(x);
       if (cs == 1 && xs == 1) {
-        thread_local std::vector<T> x_buffer;
-        T* xt = detail::grow(x_buffer, depth);
+        thread_local vector<T> x_buffer;  // this ISA's vector (Note [Per-ISA variants])
+        if (x_buffer.size() < static_cast<size_t>(depth)) x_buffer.resize(static_cast<size_t>(depth));
+        T* xt = x_buffer.data();
         for (int64_t p = 0; p < depth; ++p) xt[p] = detail::convert<T>(X[p]);
         const int64_t body = depth / kLanes * kLanes;
         constexpr int64_t ahead = kPrefetchBytes / static_cast<int64_t>(sizeof(S));
