@@ -15,6 +15,7 @@ written to --plot.
 """
 import argparse
 import copy
+import gc
 import time
 
 import torch
@@ -122,6 +123,12 @@ def run_mode(model, mode, args, prompt):
         tokens, rate = generate(m, prompt, args.new_tokens, device, compiled=mode == "bfloat16 compiled")
         peak = torch.mlu.max_memory_allocated() if device.startswith("mlu") else None
         results[device] = dict(tokens=tokens, rate=rate, weights=weight_bytes(m), peak=peak)
+        del m
+        if mode == "bfloat16 compiled":  # the compiled step and its recorded mlu graphs hold the model: let go
+            torch._dynamo.reset()
+        gc.collect()
+        if device.startswith("mlu"):
+            torch.mlu.empty_cache()
     return results
 
 

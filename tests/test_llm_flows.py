@@ -6,6 +6,8 @@ says which torchao paths refuse non-CUDA devices and how torch_mlu registers aro
 tokens equal the CPU's for a GPT-2 and a Llama built from configs, eager, with a static cache, and compiled with
 ``mode="reduce-overhead"`` (our graph capture).
 """
+import gc
+
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -165,8 +167,19 @@ def test_generate_with_a_static_cache_gives_the_cpus_tokens(kind):
     assert torch.equal(dynamic, want) and torch.equal(static, want)
 
 
+@pytest.fixture
+def released_graphs():
+    """Compiled code and the mlu graphs it recorded (their memory pools) let go after the test: the model holds its
+    compiled call and Dynamo's cache holds the model, so neither goes with the test's frame."""
+    yield
+    torch._dynamo.reset()
+    gc.collect()
+    torch.mlu.synchronize()
+    torch.mlu.empty_cache()
+
+
 @pytest.mark.parametrize("kind", ["gpt2", "llama"])
-def test_compiled_generate_replays_mlu_graphs_and_gives_the_cpus_tokens(kind):
+def test_compiled_generate_replays_mlu_graphs_and_gives_the_cpus_tokens(kind, released_graphs):
     """transformers compiles the decode step of a static-cache generate with mode="reduce-overhead" on the devices
     it knows (cuda, xpu, ...); CompileConfig's _compile_all_devices takes mlu in. Each decode step then replays an
     mlu graph (torch_mlu/_inductor/graphs.py), and the tokens are the CPU's eager ones."""
