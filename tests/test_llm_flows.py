@@ -113,6 +113,17 @@ def test_torchao_int4_tinygemm_layout_runs_under_the_cuda_migration(migration):
     assert ((got - want).float().norm() / want.float().norm()).item() < 0.1
 
 
+def test_torchao_int8_weights_under_trained_activations_keep_a_gradient():
+    """Adapters trained over a frozen int8 base need the gradient of the input: torchao's differentiable mm."""
+    cpu, on = quantized_pair(Int8WeightOnlyConfig(), torch.float32, "mlu")
+    x = torch.randn(3, 256)
+    xm = x.to("mlu").requires_grad_()
+    on(xm).square().sum().backward()
+    xc = x.clone().requires_grad_()
+    cpu(xc).square().sum().backward()
+    torch.testing.assert_close(xm.grad.cpu(), xc.grad, rtol=1e-4, atol=1e-4)
+
+
 def test_torchao_paths_mlu_does_not_take_still_run_torchaos_code():
     """Group-wise int8 (a dequantised product in torchao) and the CPU keep torchao's own linear."""
     from torchao.quantization.granularity import PerGroup

@@ -8,7 +8,7 @@ module is imported (:mod:`torch_mlu._after_import`; each entry recorded in :mod:
   dequantised copy of the weight per call on every device, and Inductor's rewrite to ``_weight_int8pack_mm``
   accepts only cpu / cuda / xpu inputs. For mlu activations with per-row (or per-tensor) weight-only scales,
   the linear calls ``torch._weight_int8pack_mm`` instead; anything else (dynamic activations, groups, other
-  devices) takes torchao's own code.
+  devices) takes torchao's own code; the gradient of the activation is the one torchao's mm gives.
 - ``PrototypeInt4WeightOnlyConfig`` (``Int4OpaqueTensor``, the CPU's int4 packing, what torchao's CPU int4
   path is) asserts ``device.type == "cpu"`` when it quantizes and in its linear. mlu packs int4 exactly as the
   host CPU does (Note [int4 packing follows the host CPU]), so a weight on mlu is quantized on the CPU and moved
@@ -40,6 +40,21 @@ def _override_linear(cls, linear, reason):
         patches.set_item(table, key, wrapper, reason, label=f"{cls.__qualname__}.{label}")
 
 
+class _Int8WeightOnlyProduct(torch.autograd.Function):
+    """x @ (qdata * scales)^T by _weight_int8pack_mm, which has no derivative of its own: the gradient of x (adapters
+    trained over a frozen quantized base need it) is grad_y * scales @ qdata, as torchao's mm would give."""
+
+    @staticmethod
+    def forward(ctx, x, qdata, scales):
+        ctx.save_for_backward(qdata, scales)
+        return torch._weight_int8pack_mm(x, qdata, scales)
+
+    @staticmethod
+    def backward(ctx, grad):
+        qdata, scales = ctx.saved_tensors
+        return (grad * scales) @ qdata.to(grad.dtype), None, None
+
+
 def _int8_weight_only_linear(original, func, types, args, kwargs):
     x, w = args[0], args[1]
     bias = args[2] if len(args) > 2 else None
@@ -50,7 +65,7 @@ def _int8_weight_only_linear(original, func, types, args, kwargs):
         x = x * w.act_pre_scale
     n, k = w.qdata.shape
     scales = w.scale.reshape(-1).to(x.dtype).expand(n)
-    y = torch._weight_int8pack_mm(x.reshape(-1, k), w.qdata, scales.contiguous()).reshape(*x.shape[:-1], n)
+    y = _Int8WeightOnlyProduct.apply(x.reshape(-1, k), w.qdata, scales.contiguous()).reshape(*x.shape[:-1], n)
     if bias is not None:
         y = y + bias
     return y.to(args[0].dtype)
