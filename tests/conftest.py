@@ -53,6 +53,17 @@ def python():
     return run_python
 
 
+@pytest.fixture
+def migration():
+    """The CUDA migration applied for one test (torch_mlu.utils.gpu_migration), restored after it."""
+    import torch_mlu.utils.gpu_migration as gpu_migration
+    gpu_migration.apply()
+    try:
+        yield gpu_migration
+    finally:
+        gpu_migration.restore()
+
+
 @pytest.fixture(autouse=True)
 def _clean_device_state():
     """Each test starts on device 0 with no pending device error."""

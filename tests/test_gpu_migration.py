@@ -132,17 +132,7 @@ def test_converted_ddp_script_under_torchrun(converted):
     assert_same_training(result, ddp_reference(), 1e-5, 1e-6)
 
 
-# ---- the runtime migration, in this process (restored after each test) ----
-
-@pytest.fixture
-def migration():
-    import torch_mlu.utils.gpu_migration as gpu_migration
-    gpu_migration.apply()
-    try:
-        yield gpu_migration
-    finally:
-        gpu_migration.restore()
-
+# ---- the runtime migration, in this process (restored after each test: the `migration` fixture) ----
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:1", torch.device("cuda"), torch.device("cuda", 1), 1])
 def test_device_arguments_of_every_form(migration, device):

@@ -87,17 +87,6 @@ def test_torchao_int4_weight_only_in_the_cpus_packing_matches_the_cpu(where, dty
     torch.testing.assert_close(got.cpu(), want, **tol)
 
 
-@pytest.fixture
-def migration():
-    import torch_mlu.utils.gpu_migration as gpu_migration
-
-    gpu_migration.apply()
-    try:
-        yield gpu_migration
-    finally:
-        gpu_migration.restore()
-
-
 def test_torchao_int4_tinygemm_layout_runs_under_the_cuda_migration(migration):
     """Int4WeightOnlyConfig's tinygemm layout asks torch.cuda for a compute capability, which gpu_migration
     answers on mlu; its products are the native _weight_int4pack_mm, compared with the dequantised weight."""
