@@ -98,7 +98,7 @@ CASES = [
     # dtype limits
     ("float8_e8m0_on_mlu", lambda: torch.ones(2, device="mlu").to(torch.float8_e8m0fnu), NotImplementedError,
      r"dtype Float8_e8m0fnu is not supported on mlu\. Supported: bool, uint8", False),
-    ("uint32_on_mlu", lambda: torch.ones(2, dtype=torch.uint32, device="mlu"), NotImplementedError,
+    ("uint32_conversion_on_mlu", lambda: torch.ones(2, device="mlu").to(torch.uint32), NotImplementedError,
      r"dtype UInt32 is not supported on mlu", False),
     # zero-size
     ("max_of_empty", lambda: torch.zeros(0, device="mlu").max(), RuntimeError,

@@ -221,8 +221,10 @@ void copy_on_device(const at::Tensor& dst, const at::Tensor& src) {
     copy_on_device(dst, detached);
     return;
   }
-  mlu::kernels::ScalarType dst_type = require_storage_dtype(dst.scalar_type(), "copy_");
-  mlu::kernels::ScalarType src_type = require_storage_dtype(src.scalar_type(), "copy_");
+  const bool same_dtype = dst.scalar_type() == src.scalar_type();
+  mlu::kernels::ScalarType dst_type =
+      same_dtype ? require_bits_dtype(dst.scalar_type(), "copy_") : require_storage_dtype(dst.scalar_type(), "copy_");
+  mlu::kernels::ScalarType src_type = same_dtype ? dst_type : require_storage_dtype(src.scalar_type(), "copy_");
   const std::optional<Collapsed> collapsed = dst.dim() > mlu::kernels::kMaxDims
                                                  ? try_collapse_dims(dst.sizes(), dst.strides(), src.strides())
                                                  : std::optional<Collapsed>(kernel_layout(dst, src));

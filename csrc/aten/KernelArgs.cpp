@@ -63,6 +63,30 @@ mlu::kernels::ScalarType require_storage_dtype(at::ScalarType type, const char* 
   return *kernel;
 }
 
+std::optional<mlu::kernels::ScalarType> bits_dtype(at::ScalarType type) {
+  using K = mlu::kernels::ScalarType;
+  switch (type) {
+    case at::kUInt16:
+      return K::Int16;
+    case at::kUInt32:
+      return K::Int32;
+    case at::kUInt64:
+      return K::Int64;
+    default:
+      return storage_dtype(type);
+  }
+}
+
+mlu::kernels::ScalarType require_bits_dtype(at::ScalarType type, const char* op) {
+  std::optional<mlu::kernels::ScalarType> kernel = bits_dtype(type);
+  TORCH_CHECK_NOT_IMPLEMENTED(kernel.has_value(), op, ": dtype ", type,
+                              " is not supported on mlu. Supported: bool, uint8, int8, int16, int32, int64, "
+                              "float16, bfloat16, float32, float64, complex64, complex128, float8_e4m3fn, "
+                              "float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz (uint16, uint32 and uint64: "
+                              "filled and copied without conversion only).");
+  return *kernel;
+}
+
 mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* op) {
   std::optional<mlu::kernels::ScalarType> kernel = kernel_dtype(type);
   TORCH_CHECK_NOT_IMPLEMENTED(kernel.has_value(), op, ": dtype ", type,

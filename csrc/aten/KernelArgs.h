@@ -42,6 +42,12 @@ mlu::kernels::ScalarType require_kernel_dtype(at::ScalarType type, const char* o
 // Every other op maps with kernel_dtype, so float8 reaches the CPU fallback.
 std::optional<mlu::kernels::ScalarType> storage_dtype(at::ScalarType type);
 mlu::kernels::ScalarType require_storage_dtype(at::ScalarType type, const char* op);
+// storage_dtype and, for ops that move bits unchanged (a copy between equal
+// dtypes, fill_ with a value converted on the host), the unsigned types
+// PyTorch supports only barely (uint16, uint32, uint64) as the signed kernel
+// type of their width. A converting copy of those types is refused.
+std::optional<mlu::kernels::ScalarType> bits_dtype(at::ScalarType type);
+mlu::kernels::ScalarType require_bits_dtype(at::ScalarType type, const char* op);
 
 mlu::kernels::Shape kernel_shape(const at::Tensor& t);
 // t's strides (zero beyond t.dim()).

@@ -50,11 +50,12 @@ at::Tensor& fill_scalar_mlu_(at::Tensor& self_, const at::Scalar& value) {
     return self_;
   }
   const at::Tensor self = distinct_elements(self_);
-  mlu::kernels::ScalarType type = require_storage_dtype(self.scalar_type(), "fill_");
+  mlu::kernels::ScalarType type = require_bits_dtype(self.scalar_type(), "fill_");
   // The CPU's fill_ converts with Scalar::to<T>, whose overflow check
   // scalar_tensor skips for the 16- and 8-bit floats.
   AT_DISPATCH_V2(self.scalar_type(), "fill_", AT_WRAP([&] { (void)value.to<scalar_t>(); }),
-                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool, AT_EXPAND(AT_FLOAT8_TYPES));
+                 AT_EXPAND(AT_ALL_TYPES_AND_COMPLEX), at::kHalf, at::kBFloat16, at::kBool, AT_EXPAND(AT_FLOAT8_TYPES),
+                 AT_EXPAND(AT_BAREBONES_UNSIGNED_TYPES));
   at::Tensor host = at::scalar_tensor(value, self.options().device(c10::DeviceType::CPU));
   std::array<unsigned char, 16> bytes{};
   std::memcpy(bytes.data(), host.const_data_ptr(), host.element_size());
