@@ -8,7 +8,9 @@ matrix-vector rows of unquantized decoding, Note [Matrix-vector rows]):
 - torch._int_mm (int8 x int8 -> int32) and torch._dyn_quant_matmul_4bit (the CPU's reference kernel, which
   mlu reproduces bit for bit);
 - torch._grouped_mm as a mixture-of-experts layer issues it (512 tokens over 8 experts of 1024 x 1024), where
-  the CPU runs its generic per-group fallback; its GFLOP/s (2 m k n over the time) is in the JSON.
+  the CPU runs its generic per-group fallback; its GFLOP/s (2 m k n over the time) is in the JSON;
+- serving attention (attention_case): varlen_attn over packed causal sequences (prefill; GFLOP/s in the JSON)
+  and over a paged cache at decode (GB/s: the keys and values read), against the CPU's loop over sequences.
 
 Each weight-only case is timed twice: `hot`, the same weight every call (it stays in the last-level cache
 when it fits: 16 MB of int8 does in a 300 MB L3), and `cold`, a ring of copies of the weight larger than
@@ -43,6 +45,7 @@ if __name__ == "__main__":
 import torch  # noqa: E402
 
 import torch_mlu  # noqa: E402,F401 - registers the mlu device
+from torch.nn.attention.varlen import varlen_attn  # noqa: E402
 
 GROUP = 128
 SHAPES = [(2048, 2048), (4096, 4096), (4096, 11008), (8192, 8192)]  # (K, N)
@@ -157,6 +160,57 @@ def other_case(kind, m, k, n, experts=8, dtype=torch.bfloat16):
     return build, (k * n if kind == "int_mm" else k * n // 2)
 
 
+def attention_case(kind, dtype=torch.bfloat16):
+    """Serving attention, varlen_attn on mlu against the CPU's loop over sequences (its SDPA, which has no varlen
+    or paged form): "prefill", 4 causal sequences of 128..1024 tokens, 16 query / 8 key-value heads of 64; "decode",
+    32 sequences of one query against a paged cache (pages of 16) of 512..2048 keys, 32 / 8 heads of 128. Bytes:
+    the keys and values read (decode); FLOPs: 4 d per query-key pair seen (prefill)."""
+    if kind == "prefill":
+        lengths, heads, kv_heads, d = [128, 256, 512, 1024], 16, 8, 64
+    else:
+        lengths, heads, kv_heads, d = [512 + 48 * i for i in range(32)], 32, 8, 128
+    page = 16
+
+    def build(device):
+        g = torch.Generator().manual_seed(0)
+        cu = torch.tensor([0] + lengths, dtype=torch.int32).cumsum(0, dtype=torch.int32)
+        if kind == "prefill":
+            q, k, v = (torch.randn(int(cu[-1]), h, d, generator=g).to(dtype) for h in (heads, kv_heads, kv_heads))
+            if device == "cpu":
+                def loop(q, k, v):
+                    return torch.cat([torch.nn.functional.scaled_dot_product_attention(
+                        *(t[a:b].transpose(0, 1) for t in (q, k, v)), is_causal=True, enable_gqa=True).transpose(0, 1)
+                        for a, b in zip(cu.tolist(), cu[1:].tolist())])
+                return loop, (q, k, v)
+            cu_mlu = cu.to(device)
+            return (lambda q, k, v: varlen_attn(q, k, v, cu_mlu, cu_mlu, max(lengths), max(lengths),
+                                                window_size=(-1, 0), enable_gqa=True)), \
+                tuple(t.to(device) for t in (q, k, v))
+        pages_per_seq = -(-max(lengths) // page)
+        pages = len(lengths) * pages_per_seq
+        k_cache, v_cache = (torch.randn(pages, page, kv_heads, d, generator=g).to(dtype) for _ in range(2))
+        table = torch.randperm(pages, generator=g).view(len(lengths), pages_per_seq).int()
+        q = torch.randn(len(lengths), heads, d, generator=g).to(dtype)
+        if device == "cpu":
+            def loop(q, k_cache, v_cache):
+                outs = []
+                for s, n in enumerate(lengths):
+                    rows = table[s, :-(-n // page)]
+                    k, v = (c.index_select(0, rows).flatten(0, 1)[:n].transpose(0, 1) for c in (k_cache, v_cache))
+                    outs.append(torch.nn.functional.scaled_dot_product_attention(
+                        q[s:s + 1].transpose(0, 1), k, v, enable_gqa=True).transpose(0, 1))
+                return torch.cat(outs)
+            return loop, (q, k_cache, v_cache)
+        cu_q = torch.arange(len(lengths) + 1, dtype=torch.int32).to(device)
+        used, table_mlu = torch.tensor(lengths, dtype=torch.int32).to(device), table.to(device)
+        return (lambda q, k, v: varlen_attn(q, k, v, cu_q, None, 1, max(lengths), enable_gqa=True, seqused_k=used,
+                                            block_table=table_mlu)), tuple(t.to(device) for t in (q, k_cache, v_cache))
+    size = torch.finfo(dtype).bits // 8
+    if kind == "prefill":
+        return build, 0, sum(2 * heads * d * n * (n + 1) for n in lengths)
+    return build, 2 * sum(lengths) * kv_heads * d * size, 0
+
+
 CASES = {}
 for _kind in ("int8", "int4"):
     for _dt, _tag in ((torch.bfloat16, "bf16"), (torch.float32, "f32")):
@@ -174,10 +228,12 @@ CASES["dyn_quant_int4_m1_4096x4096"] = (other_case("dyn_quant", 1, 4096, 4096), 
 # A mixture-of-experts layer's grouped product: 512 tokens over 8 experts (GFLOP/s = 2 m k n / time).
 CASES["grouped_mm_bf16_512x1024x1024_e8"] = (other_case("grouped_mm", 512, 1024, 1024), False)
 CASES["grouped_mm_f32_512x1024x1024_e8"] = (other_case("grouped_mm", 512, 1024, 1024, dtype=torch.float32), False)
+CASES["varlen_prefill_bf16"] = (attention_case("prefill"), False)
+CASES["paged_decode_bf16"] = (attention_case("decode"), False)
 
 
 def run_case(name, spec, min_time, cache_bytes):
-    (build, weight_bytes), ringed = spec
+    (build, weight_bytes, *flops), ringed = spec
     result = {"case": name, "weight_bytes": weight_bytes}
     devices = (("cpu", lambda: None), ("mlu", torch.mlu.synchronize))
     for device, sync in devices:
@@ -194,8 +250,10 @@ def run_case(name, spec, min_time, cache_bytes):
             del ring
     if name.startswith("grouped_mm"):
         m, k, n = (int(v) for v in name.split("_")[3].split("x"))
-        result["mlu_gflops"] = 2 * m * k * n / result["mlu_hot_us"] / 1e3
-        result["cpu_gflops"] = 2 * m * k * n / result["cpu_hot_us"] / 1e3
+        flops = [2 * m * k * n]
+    if flops and flops[0]:
+        result["mlu_gflops"] = flops[0] / result["mlu_hot_us"] / 1e3
+        result["cpu_gflops"] = flops[0] / result["cpu_hot_us"] / 1e3
     for mode in ("hot", "cold"):
         if f"cpu_{mode}_us" in result:
             result[f"{mode}_ratio"] = result[f"cpu_{mode}_us"] / result[f"mlu_{mode}_us"]

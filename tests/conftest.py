@@ -1,3 +1,4 @@
+import gc
 import os
 import subprocess
 import sys
@@ -51,6 +52,17 @@ def run_python(code, env=None, timeout=120, cwd=None):
 @pytest.fixture
 def python():
     return run_python
+
+
+@pytest.fixture
+def released_graphs():
+    """Compiled code and the mlu graphs it recorded (their memory pools) let go after the test: the model holds its
+    compiled call and Dynamo's cache holds the model, so neither goes with the test's frame."""
+    yield
+    torch._dynamo.reset()
+    gc.collect()
+    torch.mlu.synchronize()
+    torch.mlu.empty_cache()
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ says which torchao paths refuse non-CUDA devices and how torch_mlu registers aro
 tokens equal the CPU's for a GPT-2 and a Llama built from configs, eager, with a static cache, and compiled with
 ``mode="reduce-overhead"`` (our graph capture).
 """
-import gc
 
 import pytest
 import torch
@@ -165,17 +164,6 @@ def test_generate_with_a_static_cache_gives_the_cpus_tokens(kind):
     static = greedy(on, ids.to("mlu"), cache=StaticCache(config=on.config, max_cache_len=ids.shape[1] + 12))
     assert torch_mlu.fallback_report() == {}
     assert torch.equal(dynamic, want) and torch.equal(static, want)
-
-
-@pytest.fixture
-def released_graphs():
-    """Compiled code and the mlu graphs it recorded (their memory pools) let go after the test: the model holds its
-    compiled call and Dynamo's cache holds the model, so neither goes with the test's frame."""
-    yield
-    torch._dynamo.reset()
-    gc.collect()
-    torch.mlu.synchronize()
-    torch.mlu.empty_cache()
 
 
 @pytest.mark.parametrize("kind", ["gpt2", "llama"])

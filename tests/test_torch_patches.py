@@ -98,7 +98,8 @@ KNOWN_AT_IMPORT = {
     "sys.modules['torch.backends.mlu']": 1,
     "torch.distributed.ProcessGroupCNCL": 1,
     "torch.distributed.is_cncl_available": 1,
-    "sys.meta_path += a torch_mlu._after_import._AfterImport": 3,  # torch._dynamo, torchao's two subclasses
+    # torch._dynamo, torchao's two subclasses, torch.nn.attention.flex_attention
+    "sys.meta_path += a torch_mlu._after_import._AfterImport": 4,
 }
 
 
@@ -232,6 +233,7 @@ def test_undo_all_restores_torch_in_a_subprocess():
         import torch._inductor.scheduler
         import torch.distributed
         import torch.multiprocessing.reductions
+        import torch.nn.attention.flex_attention as flex
         from torch.nn.modules import linear_cross_entropy_options as lce
         from torch.optim.optimizer import Optimizer
 
@@ -243,7 +245,7 @@ def test_undo_all_restores_torch_in_a_subprocess():
                    lce.LinearCrossEntropyOptions, multiprocessing.reduction.ForkingPickler._extra_reducers,
                    torch._storage_classes, sys.meta_path, sys.modules, torch._inductor.ir, torch._inductor.lowering,
                    torch._inductor.scheduler, torch._inductor.scheduler.BaseSchedulerNode,
-                   torch._inductor.cudagraph_utils]
+                   torch._inductor.cudagraph_utils, flex, torch._inductor.lowering.lowerings]
 
         def state(obj):
             if isinstance(obj, dict):

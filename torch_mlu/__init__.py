@@ -145,6 +145,9 @@ _dynamo.register_when_dynamo_loads()
 from . import _torchao  # noqa: E402
 _torchao.install_when_torchao_loads()
 
+from . import _flex_attention  # noqa: E402
+_flex_attention.install_when_flex_attention_loads()
+
 # See Note [Autograd device threads at exit] in _autograd_exit.py.
 atexit.register(_autograd_exit.drain_autograd_device_threads)
 

@@ -14,7 +14,7 @@ from torch._inductor.scheduler import BaseSchedulerNode
 
 from .. import patches
 from . import config as mlu_config
-from . import graphs
+from . import flex_attention, graphs
 from .codegen import MluCppScheduling, MluCppWrapperCodegen, MluDeviceOpOverrides, MluPythonWrapperCodegen
 
 # Names torch.mlu forwards (see torch_mlu/mlu/__init__.py for why not CppWrapperCodegen).
@@ -108,3 +108,4 @@ def _mlu_is_gpu(device) -> bool:
 patches.set_attr(inductor_lowering, "is_gpu", _mlu_is_gpu, "Note [Pointwise results live on mlu]")
 
 graphs.install()  # Note [reduce-overhead on mlu]
+flex_attention.install()  # Note [Compiled flex_attention on mlu]

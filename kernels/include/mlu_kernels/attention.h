@@ -16,14 +16,17 @@
 // once.
 //
 // Masking: `causal` keeps key j for query i iff j <= i (top-left aligned, as
-// PyTorch's is_causal); `bias` is added to the scaled scores (-inf masks). A
-// row with every key masked gives 0 (PyTorch's _safe_softmax), and a zero
-// gradient. Dropout drops each probability independently with probability
+// PyTorch's is_causal); FlashAttention's ops mask by position more generally
+// (Note [Attention windows] below); `bias` is added to the scaled scores (-inf
+// masks). A row with every key masked gives 0 (PyTorch's _safe_softmax), and
+// a zero gradient. Dropout drops each probability independently with probability
 // dropout_p, keyed by (seed, offset, row, key) (attention_dropout_keep), so
 // the backward op regenerates the forward's mask without storing it.
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <string>
 
 #include "mlu_kernels/dtype.h"
 
@@ -53,9 +56,48 @@ struct AttentionArgs {
   double dropout_p = 0;
   uint64_t seed = 0, offset = 0;
   // The natural log of each row's softmax denominator, scale and bias
-  // included: [batch, heads, q_len], contiguous. Written by the forward op
-  // (-inf for a fully masked row), read by the backward op.
+  // included: [batch, heads, q_len] with rows lse_head_stride apart (0:
+  // q_len, contiguous). Written by the forward op (empty_row_logsumexp for a
+  // fully masked row), read by the backward op.
   float* logsumexp = nullptr;
+  int64_t lse_head_stride = 0;
+  float empty_row_logsumexp = -std::numeric_limits<float>::infinity();
+
+  // Note [Attention windows]
+  // FlashAttention's masks: key j is visible to query i iff
+  //   i + diagonal - window_left <= j <= i + diagonal + window_right,
+  // a bound dropped where its window is negative, with diagonal = kv_len -
+  // q_len when bottom_right (the last query meets the last key, as flash
+  // attention aligns a causal mask when q_len != kv_len) and 0 otherwise.
+  // causal forces window_right = 0. A visible set is one run of keys, so the
+  // kernel visits only the key blocks some row of a query block sees.
+  bool bottom_right = false;
+  int64_t window_left = -1, window_right = -1;
+
+  // A paged key/value cache (pages != nullptr): key row j of batch b is row
+  // j % page_size of page pages[b * pages_per_batch + j / page_size], and the
+  // batch stride of k and v is the distance between pages.
+  const int32_t* pages = nullptr;
+  int64_t page_size = 0, pages_per_batch = 0;
+};
+
+// Packed variable-length sequences (FlashAttention's varlen layout): q, k, v
+// and out are [total rows, heads, dim] (batch 1 in AttentionArgs; q_len and
+// kv_len unused), sequence s holds query rows [q_starts[s], q_starts[s+1])
+// and key rows from k_starts[s] (or, paged, from its own pages at row 0),
+// k_used[s] of them if k_used is given, else k_starts[s+1] - k_starts[s]
+// (k_starts may be nullptr only when paged with k_used).
+// Each sequence is a batch entry of its own, bottom_right aligned as the
+// args say; logsumexp is [heads, q_rows] (lse_head_stride). Rows past the
+// last sequence get 0 (their lse: empty_row_logsumexp), as do the gradients
+// of rows no sequence reads. The offsets live in device memory and must be
+// valid (the caller checks them in the same task: varlen_attention_problem).
+struct VarlenSequences {
+  int64_t count = 0;
+  int64_t q_rows = 0, k_rows = 0;     // rows of q and of k (paged: pages)
+  const int32_t* q_starts = nullptr;  // [count + 1]
+  const int32_t* k_starts = nullptr;  // [count + 1]; nullptr when paged
+  const int32_t* k_used = nullptr;    // [count] or nullptr
 };
 
 struct AttentionGradients {
@@ -67,8 +109,16 @@ struct AttentionGradients {
 
 bool attention_supports(ScalarType dtype);
 
+// What is wrong with a varlen call's offsets ("" if nothing): cumulative
+// offsets from 0, non-decreasing, within q_rows and k_rows; seqused_k within
+// its sequence's rows (paged: its pages_per_batch * page_size slots, with
+// page numbers below k_rows).
+std::string varlen_attention_problem(const AttentionArgs& args, const VarlenSequences& seqs);
+
 void attention_forward(const AttentionArgs& args);
 void attention_backward(const AttentionArgs& args, const AttentionGradients& grads);
+void attention_forward_varlen(const AttentionArgs& args, const VarlenSequences& seqs);
+void attention_backward_varlen(const AttentionArgs& args, const AttentionGradients& grads, const VarlenSequences& seqs);
 
 // Whether dropout keeps the probability of key `key` in score row `row`
 // (row = (b * heads + h) * q_len + i).

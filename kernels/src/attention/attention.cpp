@@ -1,8 +1,11 @@
 #include "mlu_kernels/attention.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "../common/convert.h"
@@ -53,37 +56,64 @@ struct FloatRows {
   int64_t stride;
 };
 
-FloatRows as_float(ScalarType type, const char* rows_begin, int64_t row_stride, int64_t rows, int64_t cols,
-                   std::vector<float>& buffer) {
-  if (type == ScalarType::Float32) return {reinterpret_cast<const float*>(rows_begin), row_stride};
+// Row r of a tensor read as rows: `base` + r * `stride` bytes, or (paged,
+// Note [Attention windows]) row r % page_size of page pages[r / page_size],
+// pages `page_stride` bytes apart.
+struct RowSource {
+  const char* base;
+  int64_t stride;
+  const int32_t* pages = nullptr;
+  int64_t page_size = 0, page_stride = 0;
+
+  const char* row(int64_t r) const {
+    if (pages == nullptr) return base + r * stride;
+    return base + pages[r / page_size] * page_stride + (r % page_size) * stride;
+  }
+};
+
+RowSource rows_of(ScalarType type, const char* rows_begin, int64_t row_stride) {
+  return {rows_begin, row_stride * static_cast<int64_t>(element_size(type))};
+}
+
+FloatRows as_float(ScalarType type, const RowSource& src, int64_t rows, int64_t cols, std::vector<float>& buffer) {
+  const int64_t size = static_cast<int64_t>(element_size(type));
+  if (type == ScalarType::Float32 && src.pages == nullptr) {
+    return {reinterpret_cast<const float*>(src.base), src.stride / size};
+  }
   buffer.resize(static_cast<size_t>(rows * cols));
   detail::dispatch_floating(type, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    const S* src = reinterpret_cast<const S*>(rows_begin);
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t c = 0; c < cols; ++c) buffer[r * cols + c] = static_cast<float>(detail::widen(src[r * row_stride + c]));
+      const S* row = reinterpret_cast<const S*>(src.row(r));
+      for (int64_t c = 0; c < cols; ++c) buffer[r * cols + c] = static_cast<float>(detail::widen(row[c]));
     }
   });
   return {buffer.data(), cols};
+}
+
+FloatRows as_float(ScalarType type, const char* rows_begin, int64_t row_stride, int64_t rows, int64_t cols,
+                   std::vector<float>& buffer) {
+  return as_float(type, rows_of(type, rows_begin, row_stride), rows, cols, buffer);
 }
 
 // Rows [0, rows) of a view, transposed to float [cols][ld]: a GEMM operand
 // read along keys (K^T for the scores, V^T for dP) then has contiguous rows,
 // packed once per task instead of gathered per tile. ld is padded past a
 // multiple of 16 floats so that successive rows do not alias in the cache.
-const float* transposed(ScalarType type, const char* rows_begin, int64_t row_stride, int64_t rows, int64_t cols,
-                        std::vector<float>& buffer, int64_t& ld) {
+const float* transposed(ScalarType type, const RowSource& src, int64_t rows, int64_t cols, std::vector<float>& buffer,
+                        int64_t& ld) {
   constexpr int64_t kTile = 16;
   ld = (rows + kTile - 1) / kTile * kTile + kTile;
   buffer.resize(static_cast<size_t>(cols * ld));
   detail::dispatch_floating(type, [&](auto tag) {
     using S = typename decltype(tag)::type;
-    const S* src = reinterpret_cast<const S*>(rows_begin);
     for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
       const int64_t r1 = std::min(rows, r0 + kTile);
+      const S* row[kTile];
+      for (int64_t r = r0; r < r1; ++r) row[r - r0] = reinterpret_cast<const S*>(src.row(r));
       for (int64_t c = 0; c < cols; ++c) {
         float* out = buffer.data() + c * ld;
-        for (int64_t r = r0; r < r1; ++r) out[r] = static_cast<float>(detail::widen(src[r * row_stride + c]));
+        for (int64_t r = r0; r < r1; ++r) out[r] = static_cast<float>(detail::widen(row[r - r0][c]));
       }
     }
   });
@@ -121,14 +151,59 @@ void gemm_float(int64_t m, int64_t n, int64_t k, float alpha, const float* a, in
   gemm(g);
 }
 
-// Keys a query row may see in a tile starting at key j0 with `cols` keys.
-int64_t visible_keys(const AttentionArgs& args, int64_t i, int64_t j0, int64_t cols) {
-  return args.causal ? std::clamp<int64_t>(i - j0 + 1, 0, cols) : cols;
+// The keys [begin, end) query row i sees by position (Note [Attention windows]).
+struct KeySpan {
+  int64_t begin, end;
+};
+
+KeySpan visible_span(const AttentionArgs& args, int64_t i) {
+  const int64_t diagonal = i + (args.bottom_right ? args.kv_len - args.q_len : 0);
+  const int64_t right = args.causal ? 0 : args.window_right;
+  const int64_t begin = args.window_left < 0 ? 0 : std::clamp<int64_t>(diagonal - args.window_left, 0, args.kv_len);
+  const int64_t end = right < 0 ? args.kv_len : std::clamp<int64_t>(diagonal + right + 1, 0, args.kv_len);
+  return {begin, std::max(begin, end)};
 }
 
-// Keys a query block ending at row last (inclusive) reaches.
-int64_t keys_reached(const AttentionArgs& args, int64_t last) {
-  return args.causal ? std::min(args.kv_len, last + 1) : args.kv_len;
+bool masks_by_position(const AttentionArgs& args) {
+  return args.causal || args.window_left >= 0 || args.window_right >= 0;
+}
+
+// The part of row i's span in the tile of `cols` keys from key j0, in tile columns.
+KeySpan span_in_tile(const AttentionArgs& args, int64_t i, int64_t j0, int64_t cols) {
+  const KeySpan span = visible_span(args, i);
+  const int64_t begin = std::clamp<int64_t>(span.begin - j0, 0, cols);
+  return {begin, std::clamp<int64_t>(span.end - j0, begin, cols)};
+}
+
+// The keys some row of query rows [first, last] sees: the spans only move
+// right as i grows.
+KeySpan keys_reached(const AttentionArgs& args, int64_t first, int64_t last) {
+  const KeySpan span{visible_span(args, first).begin, visible_span(args, last).end};
+  return span.begin < span.end ? span : KeySpan{0, 0};
+}
+
+float* lse_row(const AttentionArgs& args, int64_t b, int64_t h) {
+  const int64_t head_stride = args.lse_head_stride != 0 ? args.lse_head_stride : args.q_len;
+  return args.logsumexp + (b * args.heads + h) * head_stride;
+}
+
+// The source of key/value head (b, hk)'s rows, paged or not.
+RowSource key_rows(const AttentionArgs& args, const HeadsView& view, int64_t b, int64_t hk) {
+  const int64_t size = static_cast<int64_t>(element_size(args.dtype));
+  if (args.pages == nullptr) return rows_of(args.dtype, element(view, args.dtype, b, hk, 0), view.row_stride);
+  return {element(view, args.dtype, 0, hk, 0), view.row_stride * size, args.pages + b * args.pages_per_batch,
+          args.page_size, view.batch_stride * size};
+}
+
+RowSource from_row(RowSource src, int64_t first) {
+  if (src.pages == nullptr) {
+    src.base += first * src.stride;
+    return src;
+  }
+  // Paged sources start on a page boundary (the callers' spans begin at 0 or
+  // are re-based on whole pages).
+  src.pages += first / src.page_size;
+  return src;
 }
 
 // s[j] += bias(b, h, i, j0 + j) for j < n.
@@ -159,10 +234,10 @@ struct ForwardScratch {
   std::vector<float> q, keys_t, v, scores, out, factors;
 };
 
-// Query rows [i0, i0 + rows) of head (b, h) against keys_t (K^T, ld ldk) and
-// v (Note [Online softmax]).
+// Query rows [i0, i0 + rows) of head (b, h) against keys_t (K^T, ld ldk)
+// and v, which hold keys from key_base on (Note [Online softmax]).
 void forward_block(const AttentionArgs& args, const detail::AttentionRowFns& fns, ForwardScratch& w, int64_t b,
-                   int64_t h, int64_t i0, const float* keys_t, int64_t ldk, const FloatRows& v) {
+                   int64_t h, int64_t i0, const float* keys_t, int64_t ldk, const FloatRows& v, int64_t key_base) {
   const int64_t rows = std::min(kQueryRows, args.q_len - i0), d = args.head_dim, dv = args.value_dim;
   const FloatRows q = as_float(args.dtype, element(args.q, args.dtype, b, h, i0), args.q.row_stride, rows, d, w.q);
   w.scores.resize(static_cast<size_t>(rows * kKeyColumns));
@@ -171,14 +246,15 @@ void forward_block(const AttentionArgs& args, const detail::AttentionRowFns& fns
   float max[kQueryRows], sum[kQueryRows];
   std::fill_n(max, rows, kNegInf);
   std::fill_n(sum, rows, 0.0f);
-  const int64_t key_end = keys_reached(args, i0 + rows - 1);
-  for (int64_t j0 = 0; j0 < key_end; j0 += kKeyColumns) {
-    const int64_t cols = std::min(kKeyColumns, key_end - j0);
+  const bool positional = masks_by_position(args);
+  const KeySpan keys = keys_reached(args, i0, i0 + rows - 1);
+  for (int64_t j0 = keys.begin; j0 < keys.end; j0 += kKeyColumns) {
+    const int64_t cols = std::min(kKeyColumns, keys.end - j0);
     float* scores = w.scores.data();
-    gemm_float(rows, cols, d, static_cast<float>(args.scale), q.data, q.stride, 1, keys_t + j0, ldk, 1, 0.0f, scores,
-               kKeyColumns);
+    gemm_float(rows, cols, d, static_cast<float>(args.scale), q.data, q.stride, 1, keys_t + (j0 - key_base), ldk, 1,
+               0.0f, scores, kKeyColumns);
     float block_max[kQueryRows], shift[kQueryRows], block_sum[kQueryRows];
-    if (!args.causal) {  // every row sees all `cols` keys: rows together (Note [Score rows together])
+    if (!positional) {  // every row sees all `cols` keys: rows together (Note [Score rows together])
       for (int64_t r = 0; r < rows; ++r) add_bias(args, b, h, i0 + r, j0, scores + r * kKeyColumns, cols);
       fns.max_rows(scores, kKeyColumns, rows, cols, block_max);
       for (int64_t r = 0; r < rows; ++r) {
@@ -190,17 +266,19 @@ void forward_block(const AttentionArgs& args, const detail::AttentionRowFns& fns
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
       float* s = scores + r * kKeyColumns;
-      const int64_t n = visible_keys(args, i, j0, cols);
-      if (args.causal) {
-        add_bias(args, b, h, i, j0, s, n);
-        const float row_max = fns.max(s, n);
+      const KeySpan seen = positional ? span_in_tile(args, i, j0, cols) : KeySpan{0, cols};
+      if (positional) {
+        const int64_t n = seen.end - seen.begin;
+        add_bias(args, b, h, i, j0 + seen.begin, s + seen.begin, n);
+        const float row_max = fns.max(s + seen.begin, n);
         block_max[r] = (row_max != row_max || row_max > max[r]) ? row_max : max[r];
-        std::fill(s + n, s + cols, 0.0f);
+        std::fill(s, s + seen.begin, 0.0f);
+        std::fill(s + seen.end, s + cols, 0.0f);
         if (block_max[r] == kNegInf) {  // every key so far masked
-          std::fill_n(s, n, 0.0f);
+          std::fill_n(s + seen.begin, n, 0.0f);
           continue;
         }
-        block_sum[r] = fns.exp_sum(s, n, block_max[r]);
+        block_sum[r] = fns.exp_sum(s + seen.begin, n, block_max[r]);
       }
       const float new_max = block_max[r];
       if (new_max == kNegInf) continue;  // every key so far masked; the row holds 0s
@@ -212,38 +290,42 @@ void forward_block(const AttentionArgs& args, const detail::AttentionRowFns& fns
         for (int64_t c = 0; c < dv; ++c) o[c] *= rescale;
       }
       if (args.dropout_p > 0) {
-        dropout_factors(args, (b * args.heads + h) * args.q_len + i, j0, n, w.factors.data());
-        for (int64_t j = 0; j < n; ++j) s[j] *= w.factors[j];
+        dropout_factors(args, (b * args.heads + h) * args.q_len + i, j0, seen.end, w.factors.data());
+        for (int64_t j = seen.begin; j < seen.end; ++j) s[j] *= w.factors[j];
       }
     }
-    gemm_float(rows, dv, cols, 1.0f, scores, kKeyColumns, 1, v.data + j0 * v.stride, v.stride, 1, 1.0f, w.out.data(),
-               dv);
+    gemm_float(rows, dv, cols, 1.0f, scores, kKeyColumns, 1, v.data + (j0 - key_base) * v.stride, v.stride, 1, 1.0f,
+               w.out.data(), dv);
   }
   float inverse[kQueryRows];
-  float* lse = args.logsumexp + (b * args.heads + h) * args.q_len + i0;
+  float* lse = lse_row(args, b, h) + i0;
   for (int64_t r = 0; r < rows; ++r) {
     const bool masked = sum[r] == 0.0f;  // NaN scores keep NaN
     inverse[r] = masked ? 0.0f : 1.0f / sum[r];
-    lse[r] = masked ? kNegInf : max[r] + std::log(sum[r]);
+    lse[r] = masked ? args.empty_row_logsumexp : max[r] + std::log(sum[r]);
   }
   store_rows(args.dtype, element(args.out, args.dtype, b, h, i0), args.out.row_stride, w.out.data(), dv, rows, dv,
              inverse);
 }
 
-// Query blocks [block_begin, block_end) of head (b, h): K^T and V (as float)
-// once, then block by block.
-void forward_blocks(const AttentionArgs& args, const detail::AttentionRowFns& fns, int64_t b, int64_t h,
-                    int64_t block_begin, int64_t block_end) {
+// Query blocks [block_begin, block_end) of query heads [h_begin, h_end) of
+// batch b, heads that share one key/value head: the keys they reach as float
+// (K^T and V) once, then head by head and block by block.
+void forward_blocks(const AttentionArgs& args, const detail::AttentionRowFns& fns, int64_t b, int64_t h_begin,
+                    int64_t h_end, int64_t block_begin, int64_t block_end) {
   thread_local ForwardScratch w;
-  const int64_t hk = h / (args.heads / args.kv_heads);
-  const int64_t keys = keys_reached(args, std::min(args.q_len, block_end * kQueryRows) - 1);
+  const int64_t hk = h_begin / (args.heads / args.kv_heads);
+  const KeySpan keys = keys_reached(args, block_begin * kQueryRows, std::min(args.q_len, block_end * kQueryRows) - 1);
+  const int64_t key_base = args.pages != nullptr ? keys.begin - keys.begin % args.page_size : keys.begin;
   int64_t ldk = 0;
-  const float* keys_t =
-      transposed(args.dtype, element(args.k, args.dtype, b, hk, 0), args.k.row_stride, keys, args.head_dim, w.keys_t, ldk);
+  const float* keys_t = transposed(args.dtype, from_row(key_rows(args, args.k, b, hk), key_base), keys.end - key_base,
+                                   args.head_dim, w.keys_t, ldk);
   const FloatRows v =
-      as_float(args.dtype, element(args.v, args.dtype, b, hk, 0), args.v.row_stride, keys, args.value_dim, w.v);
-  for (int64_t block = block_begin; block < block_end; ++block) {
-    forward_block(args, fns, w, b, h, block * kQueryRows, keys_t, ldk, v);
+      as_float(args.dtype, from_row(key_rows(args, args.v, b, hk), key_base), keys.end - key_base, args.value_dim, w.v);
+  for (int64_t h = h_begin; h < h_end; ++h) {
+    for (int64_t block = block_begin; block < block_end; ++block) {
+      forward_block(args, fns, w, b, h, block * kQueryRows, keys_t, ldk, v, key_base);
+    }
   }
 }
 
@@ -268,10 +350,12 @@ void backward_head(const AttentionArgs& args, const AttentionGradients& grads, c
   const int64_t group = args.heads / args.kv_heads;
   const ScalarType t = args.dtype;
   const float scale = static_cast<float>(args.scale);
-  const FloatRows k = as_float(t, element(args.k, t, b, hk, 0), args.k.row_stride, keys, d, w.k);
+  const RowSource key_source = key_rows(args, args.k, b, hk), value_source = key_rows(args, args.v, b, hk);
+  const FloatRows k = as_float(t, key_source, keys, d, w.k);
   int64_t ldk = 0, ldv = 0;
-  const float* keys_t = transposed(t, element(args.k, t, b, hk, 0), args.k.row_stride, keys, d, w.keys_t, ldk);
-  const float* values_t = transposed(t, element(args.v, t, b, hk, 0), args.v.row_stride, keys, dv, w.values_t, ldv);
+  const float* keys_t = transposed(t, key_source, keys, d, w.keys_t, ldk);
+  const float* values_t = transposed(t, value_source, keys, dv, w.values_t, ldv);
+  const bool positional = masks_by_position(args);
   w.grad_k.assign(static_cast<size_t>(keys * d), 0.0f);
   w.grad_v.assign(static_cast<size_t>(keys * dv), 0.0f);
   w.probs.resize(static_cast<size_t>(kQueryRows * kKeyColumns));
@@ -286,23 +370,25 @@ void backward_head(const AttentionArgs& args, const AttentionGradients& grads, c
       const FloatRows dout = as_float(t, element(grads.grad_out, t, b, h, i0), grads.grad_out.row_stride, rows, dv,
                                       w.grad_out);
       const FloatRows out = as_float(t, element(args.out, t, b, h, i0), args.out.row_stride, rows, dv, w.out);
-      const float* lse = args.logsumexp + (b * args.heads + h) * args.q_len + i0;
+      const float* lse = lse_row(args, b, h) + i0;
       float delta[kQueryRows];
       for (int64_t r = 0; r < rows; ++r) delta[r] = fns.dot(dout.data + r * dout.stride, out.data + r * out.stride, dv);
       w.grad_q.assign(static_cast<size_t>(rows * d), 0.0f);
-      const int64_t key_end = keys_reached(args, i0 + rows - 1);
-      for (int64_t j0 = 0; j0 < key_end; j0 += kKeyColumns) {
-        const int64_t cols = std::min(kKeyColumns, key_end - j0);
+      const KeySpan reached = keys_reached(args, i0, i0 + rows - 1);
+      for (int64_t j0 = reached.begin; j0 < reached.end; j0 += kKeyColumns) {
+        const int64_t cols = std::min(kKeyColumns, reached.end - j0);
         float* p = w.probs.data();
         gemm_float(rows, cols, d, scale, q.data, q.stride, 1, keys_t + j0, ldk, 1, 0.0f, p, kKeyColumns);
         float* pd = dropout ? w.dropped.data() : p;
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t i = i0 + r;
           float* s = p + r * kKeyColumns;
-          const int64_t n = lse[r] == kNegInf ? 0 : visible_keys(args, i, j0, cols);
-          add_bias(args, b, h, i, j0, s, n);
-          fns.exp_sum(s, n, lse[r]);
-          std::fill(s + n, s + cols, 0.0f);
+          KeySpan seen = positional ? span_in_tile(args, i, j0, cols) : KeySpan{0, cols};
+          if (lse[r] == args.empty_row_logsumexp) seen = {0, 0};
+          add_bias(args, b, h, i, j0 + seen.begin, s + seen.begin, seen.end - seen.begin);
+          fns.exp_sum(s + seen.begin, seen.end - seen.begin, lse[r]);
+          std::fill(s, s + seen.begin, 0.0f);
+          std::fill(s + seen.end, s + cols, 0.0f);
           if (dropout) {
             dropout_factors(args, (b * args.heads + h) * args.q_len + i, j0, cols, w.factors.data());
             for (int64_t j = 0; j < cols; ++j) pd[r * kKeyColumns + j] = s[j] * w.factors[j];
@@ -327,10 +413,13 @@ void backward_head(const AttentionArgs& args, const AttentionGradients& grads, c
                    w.grad_q.data(), d);
         gemm_float(cols, d, rows, scale, ds, 1, kKeyColumns, q.data, q.stride, 1, 1.0f, w.grad_k.data() + j0 * d, d);
       }
-      if (grads.grad_bias && key_end < keys) {
+      if (grads.grad_bias) {  // zeros for the keys no row of the block sees
         std::fill_n(w.grad_scores.data(), kKeyColumns, 0.0f);
-        for (int64_t j0 = key_end; j0 < keys; j0 += kKeyColumns) {
-          store_grad_bias(args, grads, b, h, i0, rows, j0, std::min(kKeyColumns, keys - j0), w.grad_scores.data(), 0);
+        for (const KeySpan unseen : {KeySpan{0, reached.begin}, KeySpan{reached.end, keys}}) {
+          for (int64_t j0 = unseen.begin; j0 < unseen.end; j0 += kKeyColumns) {
+            store_grad_bias(args, grads, b, h, i0, rows, j0, std::min(kKeyColumns, unseen.end - j0),
+                            w.grad_scores.data(), 0);
+          }
         }
       }
       store_rows(t, element(grads.grad_q, t, b, h, i0), grads.grad_q.row_stride, w.grad_q.data(), d, rows, d);
@@ -341,12 +430,58 @@ void backward_head(const AttentionArgs& args, const AttentionGradients& grads, c
 }
 
 // "batch2 heads8/2 q128 kv128 d64/64 causal dropout0.1" (kv heads, value dim after the slashes).
+// With a window: " window-1,0 bottom_right"; paged: " paged16".
 void describe(detail::VerboseCall& call, const AttentionArgs& args) {
-  call.describe(args.dtype, "batch%lld heads%lld/%lld q%lld kv%lld d%lld/%lld%s dropout%g",
+  call.describe(args.dtype, "batch%lld heads%lld/%lld q%lld kv%lld d%lld/%lld%s dropout%g%s%s",
                 static_cast<long long>(args.batch), static_cast<long long>(args.heads),
                 static_cast<long long>(args.kv_heads), static_cast<long long>(args.q_len),
                 static_cast<long long>(args.kv_len), static_cast<long long>(args.head_dim),
-                static_cast<long long>(args.value_dim), args.causal ? " causal" : "", args.dropout_p);
+                static_cast<long long>(args.value_dim), args.causal ? " causal" : "", args.dropout_p,
+                (args.window_left >= 0 || args.window_right >= 0)
+                    ? (" window" + std::to_string(args.window_left) + "," + std::to_string(args.window_right)).c_str()
+                    : "",
+                (std::string(args.bottom_right ? " bottom_right" : "") +
+                 (args.pages ? " paged" + std::to_string(args.page_size) : std::string()))
+                    .c_str());
+}
+
+// Sequence s of a varlen call as a batch of one (VarlenSequences).
+AttentionArgs sequence_args(const AttentionArgs& args, const VarlenSequences& seqs, int64_t s) {
+  AttentionArgs a = args;
+  const int64_t q_begin = seqs.q_starts[s], size = static_cast<int64_t>(element_size(args.dtype));
+  a.batch = 1;
+  a.q_len = seqs.q_starts[s + 1] - q_begin;
+  const auto offset = [&](HeadsView view, int64_t row) {
+    view.data = static_cast<char*>(view.data) + row * view.row_stride * size;
+    return view;
+  };
+  a.q = offset(args.q, q_begin);
+  a.out = offset(args.out, q_begin);
+  a.logsumexp = args.logsumexp + q_begin;
+  a.kv_len = seqs.k_used ? seqs.k_used[s] : seqs.k_starts[s + 1] - seqs.k_starts[s];
+  if (args.pages != nullptr) {
+    a.pages = args.pages + s * args.pages_per_batch;
+  } else {
+    a.k = offset(args.k, seqs.k_starts[s]);
+    a.v = offset(args.v, seqs.k_starts[s]);
+  }
+  return a;
+}
+
+// Rows [first, end) of head h of a batch-1 view, zeroed.
+void zero_rows(ScalarType type, const HeadsView& view, int64_t h, int64_t first, int64_t end, int64_t cols) {
+  const size_t bytes = static_cast<size_t>(cols) * element_size(type);
+  for (int64_t r = first; r < end; ++r) std::memset(element(view, type, 0, h, r), 0, bytes);
+}
+
+// Runs task(t) for t in [0, tasks) over the compute threads, each taking the
+// next task when it is free: the sequences of a varlen call differ in cost.
+template <class F>
+void run_tasks(int64_t tasks, const F& task) {
+  std::atomic<int64_t> next{0};
+  parallel_for(0, std::min<int64_t>(tasks, num_threads()), 1, [&](int64_t, int64_t) {
+    for (int64_t t = next++; t < tasks; t = next++) task(t);
+  });
 }
 
 }  // namespace
@@ -388,7 +523,7 @@ void attention_forward(const AttentionArgs& args) {
     for (int64_t t = lo; t < hi; ++t) {
       const int64_t bh = t / chunks, p = t % chunks;
       const int64_t chunk = p % 2 == 0 ? p / 2 : chunks - 1 - p / 2;
-      forward_blocks(args, fns, bh / args.heads, bh % args.heads, chunk * blocks / chunks,
+      forward_blocks(args, fns, bh / args.heads, bh % args.heads, bh % args.heads + 1, chunk * blocks / chunks,
                      (chunk + 1) * blocks / chunks);
     }
   });
@@ -402,6 +537,98 @@ void attention_backward(const AttentionArgs& args, const AttentionGradients& gra
   parallel_for(0, args.batch * args.kv_heads, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t t = lo; t < hi; ++t) backward_head(args, grads, fns, t / args.kv_heads, t % args.kv_heads);
   });
+}
+
+std::string varlen_attention_problem(const AttentionArgs& args, const VarlenSequences& seqs) {
+  const bool paged = args.pages != nullptr;
+  const auto say = [](const char* what, int64_t s, int64_t value, const std::string& why) {
+    return std::string(what) + "[" + std::to_string(s) + "] = " + std::to_string(value) + " " + why;
+  };
+  for (int64_t s = 0; s <= seqs.count; ++s) {
+    const int64_t q = seqs.q_starts[s], q_previous = s > 0 ? seqs.q_starts[s - 1] : 0;
+    if (q < q_previous) return say("cu_seq_q", s, q, "is below " + std::to_string(q_previous));
+    if (q > seqs.q_rows) return say("cu_seq_q", s, q, "is past " + std::to_string(seqs.q_rows));
+    if (seqs.k_starts == nullptr) continue;
+    const int64_t k = seqs.k_starts[s], k_previous = s > 0 ? seqs.k_starts[s - 1] : 0;
+    if (k < k_previous) return say("cu_seq_k", s, k, "is below " + std::to_string(k_previous));
+    if (!paged && k > seqs.k_rows) return say("cu_seq_k", s, k, "is past " + std::to_string(seqs.k_rows));
+  }
+  for (int64_t s = 0; s < seqs.count; ++s) {
+    const int64_t length = seqs.k_used ? seqs.k_used[s] : seqs.k_starts[s + 1] - seqs.k_starts[s];
+    const int64_t room = paged ? args.pages_per_batch * args.page_size
+                               : (seqs.k_starts ? seqs.k_starts[s + 1] - seqs.k_starts[s] : seqs.k_rows);
+    if (seqs.k_used && (length < 0 || length > room)) {
+      return say("seqused_k", s, length, "is outside 0 .. " + std::to_string(room));
+    }
+    if (length > room) {
+      return "sequence " + std::to_string(s) + " has " + std::to_string(length) + " keys, more than its " +
+             std::to_string(room) + " page slots";
+    }
+    for (int64_t p = 0; paged && p * args.page_size < length; ++p) {
+      const int64_t page = args.pages[s * args.pages_per_batch + p];
+      if (page < 0 || page >= seqs.k_rows) {
+        return "block_table[" + std::to_string(s) + ", " + std::to_string(p) + "] = " + std::to_string(page) +
+               " is not a page of the cache (it has " + std::to_string(seqs.k_rows) + ")";
+      }
+    }
+  }
+  return {};
+}
+
+void attention_forward_varlen(const AttentionArgs& args, const VarlenSequences& seqs) {
+  const detail::AttentionRowFns& fns = row_fns();
+  detail::VerboseCall call("attention_forward_varlen");
+  if (call) describe(call, args);
+  // A task per (sequence, query head); a sequence shorter than a query block
+  // (decoding) gives a task per key/value head instead, whose query heads
+  // share the keys converted once (grouped-query attention reads them once).
+  call.path("per_sequence_head");
+  std::vector<AttentionArgs> sequences;
+  for (int64_t s = 0; s < seqs.count; ++s) sequences.push_back(sequence_args(args, seqs, s));
+  const int64_t group = args.heads / args.kv_heads;
+  run_tasks(seqs.count * args.heads, [&](int64_t t) {
+    const AttentionArgs& a = sequences[static_cast<size_t>(t / args.heads)];
+    const int64_t h = t % args.heads, blocks = (a.q_len + kQueryRows - 1) / kQueryRows;
+    if (a.q_len >= kQueryRows) {
+      forward_blocks(a, fns, 0, h, h + 1, 0, blocks);
+    } else if (h % group == 0) {
+      forward_blocks(a, fns, 0, h, h + group, 0, blocks);
+    }
+  });
+  const int64_t used_rows = seqs.q_starts[seqs.count];
+  for (int64_t h = 0; h < args.heads; ++h) {
+    zero_rows(args.dtype, args.out, h, used_rows, seqs.q_rows, args.value_dim);
+    std::fill(lse_row(args, 0, h) + used_rows, lse_row(args, 0, h) + seqs.q_rows, args.empty_row_logsumexp);
+  }
+}
+
+void attention_backward_varlen(const AttentionArgs& args, const AttentionGradients& grads,
+                               const VarlenSequences& seqs) {
+  const detail::AttentionRowFns& fns = row_fns();
+  detail::VerboseCall call("attention_backward_varlen");
+  if (call) describe(call, args);
+  call.path("per_sequence_kv_head");
+  const int64_t size = static_cast<int64_t>(element_size(args.dtype));
+  const auto offset = [&](HeadsView view, int64_t row) {
+    view.data = static_cast<char*>(view.data) + row * view.row_stride * size;
+    return view;
+  };
+  run_tasks(seqs.count * args.kv_heads, [&](int64_t t) {
+    const int64_t s = t / args.kv_heads;
+    const AttentionArgs a = sequence_args(args, seqs, s);
+    AttentionGradients g = grads;
+    g.grad_out = offset(grads.grad_out, seqs.q_starts[s]);
+    g.grad_q = offset(grads.grad_q, seqs.q_starts[s]);
+    g.grad_k = offset(grads.grad_k, seqs.k_starts[s]);
+    g.grad_v = offset(grads.grad_v, seqs.k_starts[s]);
+    backward_head(a, g, fns, 0, t % args.kv_heads);
+  });
+  const int64_t q_used = seqs.q_starts[seqs.count], k_used = seqs.k_starts[seqs.count];
+  for (int64_t h = 0; h < args.heads; ++h) zero_rows(args.dtype, grads.grad_q, h, q_used, seqs.q_rows, args.head_dim);
+  for (int64_t h = 0; h < args.kv_heads; ++h) {
+    zero_rows(args.dtype, grads.grad_k, h, k_used, seqs.k_rows, args.head_dim);
+    zero_rows(args.dtype, grads.grad_v, h, k_used, seqs.k_rows, args.value_dim);
+  }
 }
 
 }  // namespace mlu::kernels

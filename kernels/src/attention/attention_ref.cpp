@@ -18,6 +18,26 @@ S* at(const HeadsView& view, int64_t b, int64_t h, int64_t row) {
   return static_cast<S*>(view.data) + b * view.batch_stride + h * view.head_stride + row * view.row_stride;
 }
 
+// Key or value row j of batch b, paged or not.
+template <class S>
+const S* key_at(const AttentionArgs& a, const HeadsView& view, int64_t b, int64_t h, int64_t j) {
+  if (a.pages == nullptr) return at<S>(view, b, h, j);
+  return at<S>(view, a.pages[b * a.pages_per_batch + j / a.page_size], h, j % a.page_size);
+}
+
+// Whether query i sees key j by position, straight from Note [Attention windows].
+bool visible(const AttentionArgs& a, int64_t i, int64_t j) {
+  const int64_t diagonal = a.bottom_right ? a.kv_len - a.q_len : 0;
+  const int64_t right = a.causal ? 0 : a.window_right;
+  const bool after_left = a.window_left < 0 || j >= i + diagonal - a.window_left;
+  const bool before_right = right < 0 || j <= i + diagonal + right;
+  return after_left && before_right;
+}
+
+float& lse_at(const AttentionArgs& a, int64_t b, int64_t h, int64_t i) {
+  return a.logsumexp[(b * a.heads + h) * (a.lse_head_stride != 0 ? a.lse_head_stride : a.q_len) + i];
+}
+
 // The probabilities of head (b, h) before dropout, [q_len][kv_len] (rows of
 // fully masked scores are 0), and each row's log-sum-exp.
 template <class S>
@@ -30,9 +50,9 @@ void probabilities(const AttentionArgs& a, int64_t b, int64_t h, std::vector<dou
     double max = kNegInf;
     for (int64_t j = 0; j < a.kv_len; ++j) {
       double s = kNegInf;
-      if (!a.causal || j <= i) {
+      if (visible(a, i, j)) {
         const S* q = at<S>(a.q, b, h, i);
-        const S* k = at<S>(a.k, b, hk, j);
+        const S* k = key_at<S>(a, a.k, b, hk, j);
         double dot = 0;
         for (int64_t c = 0; c < a.head_dim; ++c) dot += double(detail::widen(q[c])) * double(detail::widen(k[c]));
         s = a.scale * dot;
@@ -73,13 +93,14 @@ void attention_forward_ref(const AttentionArgs& a) {
           probabilities<S>(a, b, h, p, lse);
           const int64_t hk = h / (a.heads / a.kv_heads);
           for (int64_t i = 0; i < a.q_len; ++i) {
-            a.logsumexp[(b * a.heads + h) * a.q_len + i] = static_cast<float>(lse[static_cast<size_t>(i)]);
+            const double row_lse = lse[static_cast<size_t>(i)];
+            lse_at(a, b, h, i) = row_lse == kNegInf ? a.empty_row_logsumexp : static_cast<float>(row_lse);
             S* out = at<S>(a.out, b, h, i);
             for (int64_t c = 0; c < a.value_dim; ++c) {
               double acc = 0;
               for (int64_t j = 0; j < a.kv_len; ++j) {
                 acc += p[static_cast<size_t>(i * a.kv_len + j)] * dropout_factor(a, b, h, i, j) *
-                       double(detail::widen(at<S>(a.v, b, hk, j)[c]));
+                       double(detail::widen(key_at<S>(a, a.v, b, hk, j)[c]));
               }
               out[c] = detail::convert<S>(static_cast<float>(acc));
             }
@@ -111,7 +132,7 @@ void attention_backward_ref(const AttentionArgs& a, const AttentionGradients& g)
               for (int64_t j = 0; j < a.kv_len; ++j) {
                 const double pd = p[static_cast<size_t>(i * a.kv_len + j)] * dropout_factor(a, b, h, i, j);
                 double dpd = 0;
-                for (int64_t c = 0; c < a.value_dim; ++c) dpd += w(dout, c) * w(at<S>(a.v, b, hk, j), c);
+                for (int64_t c = 0; c < a.value_dim; ++c) dpd += w(dout, c) * w(key_at<S>(a, a.v, b, hk, j), c);
                 for (int64_t c = 0; c < a.value_dim; ++c) gv[static_cast<size_t>(j * a.value_dim + c)] += pd * w(dout, c);
                 ds[static_cast<size_t>(i * a.kv_len + j)] = dpd * dropout_factor(a, b, h, i, j);
                 delta += pd * dpd;
@@ -123,7 +144,8 @@ void attention_backward_ref(const AttentionArgs& a, const AttentionGradients& g)
               S* gq = at<S>(g.grad_q, b, h, i);
               for (int64_t c = 0; c < a.head_dim; ++c) {
                 double acc = 0;
-                for (int64_t j = 0; j < a.kv_len; ++j) acc += ds[static_cast<size_t>(i * a.kv_len + j)] * w(at<S>(a.k, b, hk, j), c);
+                for (int64_t j = 0; j < a.kv_len; ++j)
+                  acc += ds[static_cast<size_t>(i * a.kv_len + j)] * w(key_at<S>(a, a.k, b, hk, j), c);
                 gq[c] = detail::convert<S>(static_cast<float>(a.scale * acc));
               }
               for (int64_t j = 0; j < a.kv_len; ++j) {
