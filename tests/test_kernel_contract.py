@@ -52,6 +52,11 @@ ALLOWLIST = {
                "the expected values, tests/test_native_ops.py compares every mode with the CPU",
     "attention_dropout_keep": "defines the dropout mask (Philox draws) that attention_*_ref take as given",
     "attention_dropout_mask": "defines the dropout mask (Philox draws) that attention_*_ref take as given",
+    "attention_forward_varlen": "runs attention_forward per packed sequence; test_attention compares it with "
+                                "attention_forward_ref sequence by sequence",
+    "attention_backward_varlen": "runs attention_backward per packed sequence (tests/test_varlen_attention.py "
+                                 "compares it with the CPU's autograd)",
+    "varlen_attention_problem": "a check of offsets, not a computation; test_attention names each problem",
     "conv_transpose_16bit": "the CPU's 16-bit rounding of transposed convolutions, compared with the CPU in "
                             "tests/test_conv.py; its float result is conv_backward_input_ref's",
     "conv_forward_channels_last": "the NCHW reference on the same problem (kernels/tests/test_conv.cpp)",

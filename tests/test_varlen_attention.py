@@ -301,7 +301,8 @@ def bad_calls():
                                          for t in packed_case([(3, 3), (4, 4)], heads=2, kv_heads=2))
     f = torch.ops.aten._flash_attention_forward
     return {
-        "int64 offsets": (lambda: f(q, k, v, cu_q.long(), cu_k, max_q, max_k, 0.0, False, False), "cum_seq_q must be int32"),
+        "int64 offsets": (lambda: f(q, k, v, cu_q.long(), cu_k, max_q, max_k, 0.0, False, False),
+                          "cum_seq_q must be int32"),
         "offsets on the CPU": (lambda: f(q, k, v, cu_q.cpu(), cu_k, max_q, max_k, 0.0, False, False),
                                "Expected all tensors to be on the same device"),
         "offsets of different lengths": (lambda: f(q, k, v, cu_q, cu_k[:2], max_q, max_k, 0.0, False, False),

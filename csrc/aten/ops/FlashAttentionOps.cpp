@@ -61,8 +61,7 @@ struct Offsets {
 void check_int32_vector(const char* op, const char* name, const at::Tensor& t, int64_t length, const at::Tensor& q) {
   TORCH_CHECK(t.scalar_type() == at::kInt, op, ": ", name, " must be int32, got ", t.scalar_type());
   TORCH_CHECK(t.device() == q.device(), op, ": ", name, " must be on ", q.device(), ", got ", t.device());
-  TORCH_CHECK(t.dim() == 1 && t.size(0) == length, op, ": ", name, " must have shape [", length, "], got ",
-              t.sizes());
+  TORCH_CHECK(t.dim() == 1 && t.size(0) == length, op, ": ", name, " must have shape [", length, "], got ", t.sizes());
 }
 
 Offsets offsets_of(const char* op, T query, OptionalTensor cum_seq_q, OptionalTensor cum_seq_k,
@@ -149,10 +148,10 @@ FlashCall flash_call(const char* op, T query, T key, T value, const Offsets& off
               packed ? "packed" : "padded", " query of ", q_dims, " dims and key/value of ", kv_dims, ", got ",
               query.sizes(), ", ", key.sizes(), " and ", value.sizes());
   const int64_t head_dim = query.size(-1), heads = query.size(-2), kv_heads = key.size(-2);
-  TORCH_CHECK(key.sizes().slice(0, kv_dims - 1) == value.sizes().slice(0, kv_dims - 1) && key.size(-1) == head_dim,
-              op, ": key ", key.sizes(), " and value ", value.sizes(), " do not fit query ", query.sizes());
-  TORCH_CHECK(kv_heads > 0 && heads % kv_heads == 0, op, ": ", heads, " query heads are not a multiple of ",
-              kv_heads, " key/value heads");
+  TORCH_CHECK(key.sizes().slice(0, kv_dims - 1) == value.sizes().slice(0, kv_dims - 1) && key.size(-1) == head_dim, op,
+              ": key ", key.sizes(), " and value ", value.sizes(), " do not fit query ", query.sizes());
+  TORCH_CHECK(kv_heads > 0 && heads % kv_heads == 0, op, ": ", heads, " query heads are not a multiple of ", kv_heads,
+              " key/value heads");
   FlashCall call;
   k::AttentionArgs& a = call.args;
   a.dtype = *kernel_type;
@@ -224,8 +223,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> flash_att
   TORCH_CHECK(!given(alibi_slopes), op, " on mlu does not take alibi_slopes");
   TORCH_CHECK(!return_debug_mask, op, " on mlu has no debug mask to return: it computes without dropout");
   const Offsets offsets = offsets_of(op, query, cum_seq_q, cum_seq_k, seqused_k, block_table);
-  FlashCall call =
-      flash_call(op, query, key, value, offsets, max_k, dropout_p, is_causal, scale, window_size_left, window_size_right);
+  FlashCall call = flash_call(op, query, key, value, offsets, max_k, dropout_p, is_causal, scale, window_size_left,
+                              window_size_right);
   c10::DeviceGuard guard(query.device());
   at::Tensor out = at::empty_like(query);
   at::Tensor lse = lse_like(query, offsets.packed());
@@ -234,18 +233,19 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> flash_att
   return {out, lse, at::zeros({2}, state), at::zeros({}, state), at::empty({0}, query.options())};
 }
 
-at::Tensor flash_attention_forward_inplace_mlu(
-    const at::Tensor& out, T query, T key, T value, OptionalTensor cum_seq_q, OptionalTensor cum_seq_k,
-    int64_t /*max_q*/, int64_t max_k, double dropout_p, bool is_causal, bool return_debug_mask,
-    std::optional<double> scale, std::optional<int64_t> window_size_left, std::optional<int64_t> window_size_right,
-    OptionalTensor seqused_k, OptionalTensor alibi_slopes, OptionalTensor block_table,
-    std::optional<int64_t> /*num_splits*/) {
+at::Tensor flash_attention_forward_inplace_mlu(const at::Tensor& out, T query, T key, T value, OptionalTensor cum_seq_q,
+                                               OptionalTensor cum_seq_k, int64_t /*max_q*/, int64_t max_k,
+                                               double dropout_p, bool is_causal, bool return_debug_mask,
+                                               std::optional<double> scale, std::optional<int64_t> window_size_left,
+                                               std::optional<int64_t> window_size_right, OptionalTensor seqused_k,
+                                               OptionalTensor alibi_slopes, OptionalTensor block_table,
+                                               std::optional<int64_t> /*num_splits*/) {
   constexpr const char* op = "_flash_attention_forward_no_dropout_inplace";
   TORCH_CHECK(!given(alibi_slopes), op, " on mlu does not take alibi_slopes");
   TORCH_CHECK(!return_debug_mask, op, " has no debug mask to return");
   const Offsets offsets = offsets_of(op, query, cum_seq_q, cum_seq_k, seqused_k, block_table);
-  FlashCall call =
-      flash_call(op, query, key, value, offsets, max_k, dropout_p, is_causal, scale, window_size_left, window_size_right);
+  FlashCall call = flash_call(op, query, key, value, offsets, max_k, dropout_p, is_causal, scale, window_size_left,
+                              window_size_right);
   check_same_device(op, {query, out});
   TORCH_CHECK(out.sizes() == query.sizes() && out.scalar_type() == query.scalar_type() && out.stride(-1) == 1, op,
               ": out must be a ", query.scalar_type(), " tensor of the query's shape ", query.sizes(),
@@ -262,8 +262,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> flash_attention_backward_mlu(
     std::optional<int64_t> window_size_left, std::optional<int64_t> window_size_right) {
   constexpr const char* op = "_flash_attention_backward";
   const Offsets offsets = offsets_of(op, query, cum_seq_q, cum_seq_k, std::nullopt, std::nullopt);
-  FlashCall call =
-      flash_call(op, query, key, value, offsets, max_k, dropout_p, is_causal, scale, window_size_left, window_size_right);
+  FlashCall call = flash_call(op, query, key, value, offsets, max_k, dropout_p, is_causal, scale, window_size_left,
+                              window_size_right);
   check_same_device(op, {query, grad_out, out, logsumexp});
   for (const at::Tensor* t : {&grad_out, &out}) {
     TORCH_CHECK(t->sizes() == query.sizes() && t->scalar_type() == query.scalar_type() && t->stride(-1) == 1, op,
