@@ -22,6 +22,8 @@ OPTIMIZERS = {
     "RAdam": lambda p, **kw: torch.optim.RAdam(p, lr=0.01, **kw),
     "ASGD": lambda p, **kw: torch.optim.ASGD(p, lr=0.01, **kw),
     "Rprop": lambda p, **kw: torch.optim.Rprop(p, lr=0.01, **kw),
+    # No capturable option: mlu's graph-capture check (torch_mlu/mlu/graphs.py) must not ask for one.
+    "Adafactor": lambda p, **kw: torch.optim.Adafactor(p, lr=0.01, **kw),
 }
 FUSED = {"SGD", "SGD_plain", "Adam", "Adam_amsgrad", "AdamW", "Adagrad"}
 # Optimizers with capturable=True (step counts and bias corrections stay on the device: no host round trip).

@@ -98,8 +98,8 @@ KNOWN_AT_IMPORT = {
     "sys.modules['torch.backends.mlu']": 1,
     "torch.distributed.ProcessGroupCNCL": 1,
     "torch.distributed.is_cncl_available": 1,
-    # torch._dynamo, torchao's two subclasses, torch.nn.attention.flex_attention
-    "sys.meta_path += a torch_mlu._after_import._AfterImport": 4,
+    # torch._dynamo, torchao's two subclasses, torch.nn.attention.flex_attention, torch.distributed.tensor
+    "sys.meta_path += a torch_mlu._after_import._AfterImport": 5,
 }
 
 
@@ -234,6 +234,7 @@ def test_undo_all_restores_torch_in_a_subprocess():
         import torch.distributed
         import torch.multiprocessing.reductions
         import torch.nn.attention.flex_attention as flex
+        from torch.distributed.tensor import DTensor
         from torch.nn.modules import linear_cross_entropy_options as lce
         from torch.optim.optimizer import Optimizer
 
@@ -245,7 +246,10 @@ def test_undo_all_restores_torch_in_a_subprocess():
                    lce.LinearCrossEntropyOptions, multiprocessing.reduction.ForkingPickler._extra_reducers,
                    torch._storage_classes, sys.meta_path, sys.modules, torch._inductor.ir, torch._inductor.lowering,
                    torch._inductor.scheduler, torch._inductor.scheduler.BaseSchedulerNode,
-                   torch._inductor.cudagraph_utils, flex, torch._inductor.lowering.lowerings]
+                   torch._inductor.cudagraph_utils, flex, torch._inductor.lowering.lowerings,
+                   DTensor, *(getattr(DTensor._op_dispatcher.sharding_propagator, table)
+                     for table in ("op_strategy_funcs", "op_to_schema_info", "op_single_dim_strategy_funcs",
+                                   "op_to_schema_info_for_single_dim_strategy"))]
 
         def state(obj):
             if isinstance(obj, dict):

@@ -12,6 +12,7 @@ Gloo lacks, agreement checks): Note [cncl over Gloo] in
 import torch.distributed as dist
 
 from .. import _C, patches
+from . import _dtensor
 
 ProcessGroupCNCL = _C.ProcessGroupCNCL
 
@@ -53,3 +54,4 @@ def _register():
         dist.Backend.register_backend("cncl", _create_cncl, extended_api=True, devices=["mlu"])
     patches.set_attr(dist, "ProcessGroupCNCL", ProcessGroupCNCL, "as dist.ProcessGroupNCCL is CUDA's")
     patches.set_attr(dist, "is_cncl_available", is_cncl_available, "as dist.is_nccl_available")
+    _dtensor.register_when_dtensor_loads()

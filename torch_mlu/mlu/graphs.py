@@ -327,7 +327,7 @@ def _install_optimizer_capture_check() -> None:
         if not any(p.device.type == "mlu" for group in self.param_groups for p in group["params"]):
             return
         capturing = is_current_stream_capturing()
-        capturable = all(group["capturable"] for group in self.param_groups)
+        capturable = all(group.get("capturable", False) for group in self.param_groups)  # Adafactor has none
         if capturing and not capturable:
             raise RuntimeError(
                 "Attempting MLU graph capture of step() for an instance of " + self.__class__.__name__
