@@ -192,6 +192,33 @@ def test_rng_matches_eager_under_fallback_random():
     torch.testing.assert_close(compiled.cpu(), eager.cpu())
 
 
+@pytest.mark.parametrize("device", [0, 1])
+def test_checkpointed_random_op_reruns_with_the_saved_state(device):
+    """Attention with dropout (an op Inductor cannot lower, tagged nondeterministic_seeded) inside activation
+    checkpointing: the compiled backward reruns it through run_with_rng_state with the state
+    run_and_save_rng_state kept (Note [Compiled RNG state on mlu]), so it draws the forward's mask; on the
+    non-current device too. Eager checkpointing restores the generator the same way, so both match."""
+    from torch.utils.checkpoint import checkpoint
+
+    def block(q, k, v):
+        return checkpoint(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, dropout_p=0.3).sin(), q, k, v,
+                          use_reentrant=False)
+
+    g = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(2, 2, 8, 16, generator=g) for _ in range(3)]
+    results = []
+    for fn in (block, torch.compile(block)):
+        leaves = [t.to(f"mlu:{device}").requires_grad_() for t in inputs]
+        torch.manual_seed(7)
+        out = fn(*leaves)
+        out.sum().backward()
+        results.append([out.detach().cpu()] + [t.grad.cpu() for t in leaves])
+    no_dropout = F.scaled_dot_product_attention(*inputs).sin()
+    assert not torch.allclose(results[0][0], no_dropout)  # the dropout ran
+    for got, want in zip(results[1], results[0]):
+        torch.testing.assert_close(got, want)
+
+
 def test_extern_kernels_and_fallbacks():
     # mm/addmm/bmm/convolution/SDPA are not lowered to C++: they run as mlu's eager kernels (out=).
     def fn(a, w, b, q, img, k):

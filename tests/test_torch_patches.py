@@ -98,6 +98,13 @@ KNOWN_AT_IMPORT = {
     "sys.modules['torch.backends.mlu']": 1,
     "torch.distributed.ProcessGroupCNCL": 1,
     "torch.distributed.is_cncl_available": 1,
+    # Note [Compiled RNG state on mlu]
+    "torch._prims.rng_prims.run_and_save_rng_state.py_kernels[torch.DispatchKey.BackendSelect]": 1,
+    "torch._prims.rng_prims.run_and_save_rng_state.python_key_table"
+    "[torch.fx.experimental.proxy_tensor.ProxyTorchDispatchMode]": 1,
+    "torch._higher_order_ops.utils.registered_hop_fake_fns"
+    "[a torch._prims.rng_prims.register_run_and_save_rng_state_op.<locals>.RunAndSaveRngState]": 1,
+    "torch._prims.rng_prims.run_with_rng_state.py_kernels[torch.DispatchKey.BackendSelect]": 1,
     # torch._dynamo, torchao's two subclasses, torch.nn.attention.flex_attention, torch.distributed.tensor
     "sys.meta_path += a torch_mlu._after_import._AfterImport": 5,
 }
@@ -235,6 +242,8 @@ def test_undo_all_restores_torch_in_a_subprocess():
         import torch.multiprocessing.reductions
         import torch.nn.attention.flex_attention as flex
         from torch.distributed.tensor import DTensor
+        from torch._higher_order_ops.utils import registered_hop_fake_fns
+        from torch._prims.rng_prims import run_and_save_rng_state, run_with_rng_state
         from torch.nn.modules import linear_cross_entropy_options as lce
         from torch.optim.optimizer import Optimizer
 
@@ -247,6 +256,8 @@ def test_undo_all_restores_torch_in_a_subprocess():
                    torch._storage_classes, sys.meta_path, sys.modules, torch._inductor.ir, torch._inductor.lowering,
                    torch._inductor.scheduler, torch._inductor.scheduler.BaseSchedulerNode,
                    torch._inductor.cudagraph_utils, flex, torch._inductor.lowering.lowerings,
+                   registered_hop_fake_fns, run_and_save_rng_state.py_kernels, run_with_rng_state.py_kernels,
+                   run_and_save_rng_state.python_key_table,
                    DTensor, *(getattr(DTensor._op_dispatcher.sharding_propagator, table)
                      for table in ("op_strategy_funcs", "op_to_schema_info", "op_single_dim_strategy_funcs",
                                    "op_to_schema_info_for_single_dim_strategy"))]

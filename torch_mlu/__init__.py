@@ -148,6 +148,9 @@ _torchao.install_when_torchao_loads()
 from . import _flex_attention  # noqa: E402
 _flex_attention.install_when_flex_attention_loads()
 
+from . import _rng_state_hops  # noqa: E402
+_rng_state_hops.install()
+
 # See Note [Autograd device threads at exit] in _autograd_exit.py.
 atexit.register(_autograd_exit.drain_autograd_device_threads)
 

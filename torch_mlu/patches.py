@@ -51,6 +51,8 @@ def _describe(obj):
         return obj.__qualname__ if module in (None, "builtins") else f"{module}.{obj.__qualname__}"
     if isinstance(obj, (str, int, float, bool, tuple, frozenset)) or obj is None:
         return repr(obj)
+    if isinstance(getattr(type(obj), "__members__", None), dict) and isinstance(getattr(obj, "name", None), str):
+        return f"{_describe(type(obj))}.{obj.name}"  # an enum member (DispatchKey.BackendSelect)
     return f"a {_describe(type(obj))}"
 
 

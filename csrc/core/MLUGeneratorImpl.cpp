@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include <ATen/core/DistributionsHelper.h>
-#include <ATen/ops/empty.h>
+#include <ATen/EmptyTensor.h>
 
 #include "csrc/core/MLUFunctions.h"
 #include "csrc/core/MLUStream.h"
@@ -44,7 +44,10 @@ uint64_t MLUGeneratorImpl::seed() {
 }
 
 c10::intrusive_ptr<c10::TensorImpl> MLUGeneratorImpl::get_state() const {
-  at::Tensor state = at::empty({static_cast<int64_t>(kStateBytes)}, at::TensorOptions().dtype(at::kByte));
+  // Allocated beneath the dispatcher, as CUDA's generator does: under a fake-tensor mode (compiled code saving
+  // the state for a recomputed random op, Note [Compiled RNG state on mlu]) the state is still real bytes.
+  at::Tensor state = at::detail::empty_cpu({static_cast<int64_t>(kStateBytes)}, at::kByte, std::nullopt, std::nullopt,
+                                           std::nullopt, std::nullopt);
   uint64_t words[2] = {seed_, offset_};
   std::memcpy(state.data_ptr(), words, kStateBytes);
   return state.getIntrusivePtr();

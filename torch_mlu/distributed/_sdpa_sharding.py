@@ -1,12 +1,12 @@
 """DTensor sharding strategies for mlu's attention op.
 
 Note [Sharding mlu's attention]
-``F.scaled_dot_product_attention`` on mlu runs ``aten._scaled_dot_product_fused_attention_overrideable`` (Note
-[SDPA on PrivateUse1], csrc/aten/ops/AttentionOps.cpp), with its ``..._backward`` under autograd. DTensor
-(torch 2.13) has strategies for CUDA's flash, efficient and cuDNN attention ops only, so tensor parallelism of
-any model with SDPA failed on mlu ("does not have a sharding strategy registered"). Once
-``torch.distributed.tensor`` is imported, these are registered with its sharding propagator (torch_mlu/distributed/
-_dtensor.py, each registration recorded in :mod:`torch_mlu.patches`). Per mesh dimension, with q, k, v of shape (B, H, L, E) or (H, L, E):
+``F.scaled_dot_product_attention`` on mlu runs ``aten._scaled_dot_product_fused_attention_overrideable`` (Note [SDPA
+on PrivateUse1], csrc/aten/ops/AttentionOps.cpp), with its ``..._backward`` under autograd. DTensor (torch 2.13) has
+strategies for CUDA's flash, efficient and cuDNN attention ops only, so tensor parallelism of any model with SDPA
+failed on mlu ("does not have a sharding strategy registered"). Once ``torch.distributed.tensor`` is imported, these
+are registered with its sharding propagator (torch_mlu/distributed/ _dtensor.py, each registration recorded in
+:mod:`torch_mlu.patches`). Per mesh dimension, with q, k, v of shape (B, H, L, E) or (H, L, E):
 
 - everything replicated;
 - the heads sharded (tensor parallelism): q, k, v, the output, the log-sum-exp and their gradients ``Shard`` on
