@@ -70,15 +70,19 @@ def gpt_wide():
     return GPT(GPTConfig(vocab_size=32, block_size=16, n_layer=2, n_head=4, n_embd=128))
 
 
-def compiled_ddp_worker(rank, world, store, steps=3):
+def compiled_ddp_worker(rank, world, store, steps=4):
     """DDP compiled whole with Dynamo's DDPOptimizer (the graph split at bucket boundaries, so a bucket's
-    all-reduce starts while the rest of the backward runs), against single-process training."""
+    all-reduce starts while the rest of the backward runs) and mode="reduce-overhead" (each piece replayed as an
+    mlu graph, Note [reduce-overhead on mlu]; the all-reduces run between them), against single-process
+    training."""
     from torch._dynamo.utils import counters
     from torch.nn.parallel import DistributedDataParallel as DDP
+    from torch_mlu._inductor import graphs
     device = dw.init(rank, world, store, backend="cncl", device_id=True)
     reference, model = gpt_wide().to(device), gpt_wide().to(device)
     ddp = DDP(model, device_ids=[device.index], bucket_cap_mb=1)
-    compiled = torch.compile(ddp)
+    compiled = torch.compile(ddp, mode="reduce-overhead")
+    before = dict(graphs.stats)
     optimizers = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (reference, model)]
     counters.clear()
     for step in range(steps):
@@ -92,6 +96,9 @@ def compiled_ddp_worker(rank, world, store, steps=3):
             opt.zero_grad()
     # A graph per bucket, each compiled by AOTAutograd: the split happened (the whole model is one graph).
     assert counters["aot_autograd"]["total"] >= 2, dict(counters["aot_autograd"])
+    # Each piece's forward and backward recorded once (the first step warms up) and replayed after.
+    recorded = graphs.stats["recorded"] - before.get("recorded", 0)
+    assert recorded >= 4 and graphs.stats["replayed"] - before.get("replayed", 0) >= recorded, dict(graphs.stats)
     want = dict(reference.named_parameters())
     for k, p in model.named_parameters():
         assert_close(p.detach(), want[k].detach(), rtol=1e-4, atol=1e-5, msg=lambda m, k=k: f"compiled DDP {k}: {m}")
