@@ -1,13 +1,13 @@
 """Training steps under FSDP2 (eager and compiled) and 2-D FSDP2 x TP on mlu, with the communication overlap.
 
-    python benchmarks/bench_distributed_training.py [--steps 10] [--runs 3] [--out build/bench_distributed_training.json]
+    python benchmarks/bench_distributed_training.py [--steps 10] [--runs 3] [--width 128] [--tokens 64]
 
-FSDP2: the GPT of bench_distributed.py's DDP case (2 layers, --width 128 wide, --tokens 64, batch 8 per rank), each block
-sharded (and, compiled, `block.compile()` first, as torchtitan does), AdamW; 1 and 2 ranks, eager and compiled.
-The step time is the median over --runs timings of --steps steps each, after 3 warm-up steps (which compile).
-Overlap: one profiled step per configuration (torch.profiler, the device rows): the share of the time the
-communication stream spends in collectives (all-gather, reduce-scatter) during which the compute stream is
-running a kernel too.
+FSDP2: the GPT of bench_distributed.py's DDP case (2 layers, --width 128 wide, --tokens 64, batch 8 per rank), each
+block sharded (and, compiled, `block.compile()` first, as torchtitan does), AdamW; 1 and 2 ranks, eager and
+compiled. The step time is the median over --runs timings of --steps steps each, after 3 warm-up steps (which
+compile). Overlap: one profiled step per configuration (torch.profiler, the device rows): the share of the time the
+communication stream spends in collectives (all-gather, reduce-scatter) during which the compute stream is running
+a kernel too.
 
 2-D: pytorch/examples' Llama 2 (tests/pytorch_examples/tensor_parallelism/llama2_model.py, 2 layers, 128 wide,
 8 heads, 64 tokens, batch 4 per data-parallel rank) with fsdp_tp_example.py's plan on dp 2 x tp 2 (4 ranks), and

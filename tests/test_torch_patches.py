@@ -105,8 +105,9 @@ KNOWN_AT_IMPORT = {
     "torch._higher_order_ops.utils.registered_hop_fake_fns"
     "[a torch._prims.rng_prims.register_run_and_save_rng_state_op.<locals>.RunAndSaveRngState]": 1,
     "torch._prims.rng_prims.run_with_rng_state.py_kernels[torch.DispatchKey.BackendSelect]": 1,
-    # torch._dynamo, torchao's two subclasses, torch.nn.attention.flex_attention, torch.distributed.tensor
-    "sys.meta_path += a torch_mlu._after_import._AfterImport": 5,
+    # torch._dynamo, torchao's two subclasses, torch.nn.attention.flex_attention, torch.distributed.tensor,
+    # lightning.pytorch.trainer.trainer, pytorch_lightning.trainer.trainer
+    "sys.meta_path += a torch_mlu._after_import._AfterImport": 7,
 }
 
 

@@ -151,6 +151,9 @@ _flex_attention.install_when_flex_attention_loads()
 from . import _rng_state_hops  # noqa: E402
 _rng_state_hops.install()
 
+from . import lightning  # noqa: E402
+lightning.register_when_lightning_loads()
+
 # See Note [Autograd device threads at exit] in _autograd_exit.py.
 atexit.register(_autograd_exit.drain_autograd_device_threads)
 
