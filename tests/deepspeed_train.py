@@ -42,8 +42,8 @@ def train(stage, dtype, offload, rank, world):
         engine.step()
     params = [safe_get_full_fp32_param(p).detach().cpu().tolist() for p in engine.module.parameters()]
     optimizer = getattr(engine.optimizer, "optimizer", engine.optimizer)
-    return {"stage": stage, "dtype": dtype, "offload": offload, "device": str(engine.device), "optimizer": type(optimizer).__name__,
-            "backend": torch.distributed.get_backend(), "params": params}
+    return {"stage": stage, "dtype": dtype, "offload": offload, "device": str(engine.device),
+            "optimizer": type(optimizer).__name__, "backend": torch.distributed.get_backend(), "params": params}
 
 
 if __name__ == "__main__":
