@@ -50,7 +50,7 @@ def compiled_fsdp2_worker(rank, world, store):
     # fp32: compiled equals eager up to Inductor's reassociation; bf16 parameters with activation checkpointing
     # (the recomputed attention reruns with the saved generator state: Note [Compiled RNG state on mlu]) within
     # bf16's rounding of the activations.
-    for checkpointed, bf16, tol in ((False, False, 1e-4), (True, False, 1e-4), (True, True, 2e-2)):
+    for checkpointed, bf16, tol in ((False, False, 1e-4), (True, True, 2e-2)):
         what = f"checkpointed {checkpointed}, bf16 {bf16}"
         runs = {}
         for compiled in (False, True):
@@ -70,7 +70,7 @@ def gpt_wide():
     return GPT(GPTConfig(vocab_size=32, block_size=16, n_layer=2, n_head=4, n_embd=128))
 
 
-def compiled_ddp_worker(rank, world, store, steps=4):
+def compiled_ddp_worker(rank, world, store, steps=3):
     """DDP compiled whole with Dynamo's DDPOptimizer (the graph split at bucket boundaries, so a bucket's
     all-reduce starts while the rest of the backward runs) and mode="reduce-overhead" (each piece replayed as an
     mlu graph, Note [reduce-overhead on mlu]; the all-reduces run between them), against single-process
@@ -96,7 +96,7 @@ def compiled_ddp_worker(rank, world, store, steps=4):
             opt.zero_grad()
     # A graph per bucket, each compiled by AOTAutograd: the split happened (the whole model is one graph).
     assert counters["aot_autograd"]["total"] >= 2, dict(counters["aot_autograd"])
-    # Each piece's forward and backward recorded once (the first step warms up) and replayed after.
+    # Each piece's forward and backward recorded once (the first step warms up, the second records and replays).
     recorded = graphs.stats["recorded"] - before.get("recorded", 0)
     assert recorded >= 4 and graphs.stats["replayed"] - before.get("replayed", 0) >= recorded, dict(graphs.stats)
     want = dict(reference.named_parameters())

@@ -15,13 +15,13 @@ import torch.multiprocessing as mp
 import dtensor_workers
 
 
-def spawn(worker, world, tmp_path, devices):
+def spawn(worker, world, tmp_path, devices, *args):
     """The ranks' devices and a compile cache of their own (which check_compiled fills in a set order)."""
     env = {"TORCH_MLU_DEVICE_COUNT": str(devices), "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     try:
-        mp.spawn(worker, args=(world, str(tmp_path / "store")), nprocs=world, join=True)
+        mp.spawn(worker, args=(world, str(tmp_path / "store"), *args), nprocs=world, join=True)
     finally:
         for key, value in saved.items():
             if value is None:

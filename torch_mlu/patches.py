@@ -81,8 +81,8 @@ class Patch:
             if isinstance(self.target, type):  # the class's own attribute, not an inherited one
                 return self.target.__dict__.get(self.key, MISSING)
             return getattr(self.target, self.key, MISSING)
-        if self.kind == "item":
-            return self.target.get(self.key, MISSING)
+        if self.kind == "item":  # not .get(): Lightning's AcceleratorRegistry.get instantiates the accelerator
+            return self.target[self.key] if self.key in self.target else MISSING
         return self.key if any(m is self.key for m in self.target) else MISSING
 
     def is_current(self):
