@@ -24,12 +24,13 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_distributed  # noqa: E402  (its spawn helper)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TP_EXAMPLE = os.path.join(ROOT, "tests", "pytorch_examples", "tensor_parallelism")
@@ -123,10 +124,8 @@ def fsdp_worker(rank, world, store, compiled, width, tokens, steps, runs, out_pa
 def two_d_worker(rank, world, store, steps, runs, out_path):
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
-    from torch.distributed.tensor import Replicate, Shard
-    from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
-                                                   SequenceParallel, parallelize_module)
-    sys.path.insert(0, TP_EXAMPLE)
+    sys.path[:0] = [TP_EXAMPLE, os.path.join(ROOT, "tests")]
+    from dtensor_workers import parallelize_as_fsdp_tp_example
     from llama2_model import ModelArgs, Transformer
     device = _init(rank, world, store)
     torch.manual_seed(0)
@@ -134,24 +133,7 @@ def two_d_worker(rank, world, store, steps, runs, out_path):
                                                   max_seq_len=64)).to(device)
     if world > 1:
         mesh = init_device_mesh("mlu", (world // 2, 2), mesh_dim_names=("dp", "tp"))
-        parallelize_module(model, mesh["tp"], {
-            "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),
-            "norm": SequenceParallel(),
-            "output": ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate())})
-        for block in model.layers:
-            parallelize_module(block, mesh["tp"], {
-                "attention_norm": SequenceParallel(),
-                "attention": PrepareModuleInput(input_layouts=(Shard(1), Replicate()),
-                                                desired_input_layouts=(Replicate(), Replicate())),
-                "attention.wq": ColwiseParallel(use_local_output=False),
-                "attention.wk": ColwiseParallel(use_local_output=False),
-                "attention.wv": ColwiseParallel(use_local_output=False),
-                "attention.wo": RowwiseParallel(output_layouts=Shard(1)),
-                "ffn_norm": SequenceParallel(),
-                "feed_forward": PrepareModuleInput(input_layouts=(Shard(1),), desired_input_layouts=(Replicate(),)),
-                "feed_forward.w1": ColwiseParallel(),
-                "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
-                "feed_forward.w3": ColwiseParallel()})
+        parallelize_as_fsdp_tp_example(model, mesh["tp"])
         fully_shard(model, mesh=mesh["dp"])
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
     tokens = torch.randint(512, (4, 64), device=device)
@@ -169,12 +151,7 @@ def two_d_worker(rank, world, store, steps, runs, out_path):
 
 
 def _spawn(worker, world, *args):
-    with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "out.json")
-        os.environ["TORCH_MLU_DEVICE_COUNT"] = str(max(world, 2))
-        mp.spawn(worker, args=(world, os.path.join(tmp, "store"), *args, out), nprocs=world)
-        with open(out) as f:
-            return json.load(f)
+    return bench_distributed._spawn(worker, world, *args, env={"TORCH_MLU_DEVICE_COUNT": str(max(world, 2))})
 
 
 def main():

@@ -141,31 +141,19 @@ def check_optimizers(mesh, device):
             assert_close(p.full_tensor(), q.detach(), msg=lambda m, n=name: f"fused {n} on DTensor: {m}")
 
 
-def llama_2d_worker(rank, world, store, steps=3):
-    """pytorch/examples' Llama 2 with the example's FSDP2 x TP plan (dp 2 x tp 2) against one device."""
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
+def parallelize_as_fsdp_tp_example(model, tp_mesh):
+    """fsdp_tp_example.py's tensor/sequence-parallel plan for its Llama 2 (the example is a script: its plan is
+    written out here, as there), applied over `tp_mesh`; returns the model."""
     from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import (ColwiseParallel, PrepareModuleInput, RowwiseParallel,
                                                    SequenceParallel, parallelize_module)
-    sys.path.insert(0, TP_EXAMPLE)
-    from llama2_model import ModelArgs, Transformer
-    device = init(rank, world, store, backend="cncl")
-    mesh = init_device_mesh("mlu", (2, world // 2), mesh_dim_names=("dp", "tp"))
-    dp_rank, dp_size = mesh["dp"].get_local_rank(), mesh["dp"].size()
-    args = ModelArgs(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=96, multiple_of=32, max_seq_len=16)
-
-    def llama():
-        torch.manual_seed(0)
-        return Transformer.from_model_args(args).to(device)
-
-    model = parallelize_module(llama(), mesh["tp"], {
+    model = parallelize_module(model, tp_mesh, {
         "tok_embeddings": RowwiseParallel(input_layouts=Replicate(), output_layouts=Shard(1)),
         "norm": SequenceParallel(),
         "output": ColwiseParallel(input_layouts=Shard(1), output_layouts=Replicate()),
     })
     for block in model.layers:
-        parallelize_module(block, mesh["tp"], {
+        parallelize_module(block, tp_mesh, {
             "attention_norm": SequenceParallel(),
             "attention": PrepareModuleInput(input_layouts=(Shard(1), Replicate()),
                                             desired_input_layouts=(Replicate(), Replicate())),
@@ -179,6 +167,25 @@ def llama_2d_worker(rank, world, store, steps=3):
             "feed_forward.w2": RowwiseParallel(output_layouts=Shard(1)),
             "feed_forward.w3": ColwiseParallel(),
         })
+    return model
+
+
+def llama_2d_worker(rank, world, store, steps=3):
+    """pytorch/examples' Llama 2 with the example's FSDP2 x TP plan (dp 2 x tp 2) against one device."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+    sys.path.insert(0, TP_EXAMPLE)
+    from llama2_model import ModelArgs, Transformer
+    device = init(rank, world, store, backend="cncl")
+    mesh = init_device_mesh("mlu", (2, world // 2), mesh_dim_names=("dp", "tp"))
+    dp_rank, dp_size = mesh["dp"].get_local_rank(), mesh["dp"].size()
+    args = ModelArgs(dim=64, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=96, multiple_of=32, max_seq_len=16)
+
+    def llama():
+        torch.manual_seed(0)
+        return Transformer.from_model_args(args).to(device)
+
+    model = parallelize_as_fsdp_tp_example(llama(), mesh["tp"])
     model = fully_shard(model, mesh=mesh["dp"])
     reference = llama()
     optimizers = [torch.optim.AdamW(m.parameters(), lr=3e-3, foreach=True) for m in (model, reference)]
