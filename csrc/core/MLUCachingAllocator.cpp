@@ -784,7 +784,8 @@ class DeviceCachingAllocator {
   // it on either side stays free and cached.
   void unmap_block(Block* block, const HistorySettings& h) {
     ExpandableSegment& segment = *block->expandable;
-    ExpandableSegment::Range range = segment.unmap({static_cast<char*>(block->ptr), block->size});
+    ExpandableSegment::Range range =
+        segment.unmap({static_cast<char*>(block->ptr), block->size}, block->stream.queue());
     if (range.size == 0) return;
     BlockPool& pool = *block->pool;
     erase_free(block);

@@ -43,11 +43,15 @@ ExpandableSegment::Range ExpandableSegment::map(Range range) {
   return {base_ + begin, end - begin};
 }
 
-ExpandableSegment::Range ExpandableSegment::unmap(Range range) {
+ExpandableSegment::Range ExpandableSegment::unmap(Range range, mlu::mluQueue_t stream) {
   const size_t begin = up(static_cast<size_t>(range.ptr - base_));
   const size_t end = down(static_cast<size_t>(range.ptr - base_) + range.size);
   if (begin >= end) return {range.ptr, 0};
-  MLU_CHECK(mlu::mluMemUnmap(base_ + begin, end - begin));
+  mlu::mluError_t status = mlu::mluMemUnmapAfter(base_ + begin, end - begin, stream);
+  if (status == mlu::mluErrorInvalidResourceHandle) {
+    status = mlu::mluMemUnmap(base_ + begin, end - begin);  // the (external) stream is gone: wait for the device
+  }
+  MLU_CHECK(status);
   mapped_ -= end - begin;
   return {base_ + begin, end - begin};
 }

@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <memory>
 
+#include <mlu_runtime/queue.h>
+
 namespace torch_mlu {
 
 class ExpandableSegment {
@@ -35,9 +37,11 @@ class ExpandableSegment {
   // Maps the pages covering `range` (rounded outwards). Returns what was
   // mapped, or an empty range when the device is full (nothing changes then).
   Range map(Range range);
-  // Unmaps the whole pages inside `range` (rounded inwards), once the device's
-  // queued work is done. Returns what was unmapped (possibly nothing).
-  Range unmap(Range range);
+  // Unmaps the whole pages inside `range` (rounded inwards), once the work
+  // queued on `stream`, the only queue that may still use them, is done (Note
+  // [Unmapping without the device] in mlu_runtime/virtual_memory.h). Returns
+  // what was unmapped (possibly nothing).
+  Range unmap(Range range, mlu::mluQueue_t stream);
 
  private:
   ExpandableSegment(int device, char* base, size_t size, size_t page)

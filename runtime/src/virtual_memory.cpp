@@ -132,7 +132,15 @@ mluError_t mluMemAddressFree(void* ptr) {
   if (on_device_thread()) return fail(mluErrorInvalidValue, "a device task cannot use mluMemAddressFree");
   if (mluError_t s = refuse_unsafe_call("mluMemAddressFree (it synchronizes)")) return s;
   Reservation& r = *found->reservation;
-  device_state(r.device)->wait_idle();
+  bool any_mapped = false;
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (bool mapped : r.mapped) any_mapped = any_mapped || mapped;
+  }
+  // Nothing mapped: no work can use the range, and waiting for the device could
+  // wait on a collective that waits on another process (Note [Unmapping
+  // without the device] in virtual_memory.h).
+  if (any_mapped) device_state(r.device)->wait_idle();
   if (!unregister_allocation(ptr)) return fail(mluErrorInvalidValue, describe(ptr) + " was freed concurrently");
   size_t mapped = 0;
   {
@@ -170,30 +178,61 @@ mluError_t mluMemMap(void* ptr, size_t size) {
   return mluSuccess;
 }
 
-mluError_t mluMemUnmap(void* ptr, size_t size) {
+namespace {
+
+// mluMemUnmap and mluMemUnmapAfter: unmaps [ptr, ptr + size) once `wait` has
+// waited for the work that may still use it.
+template <class Wait>
+mluError_t unmap_range(void* ptr, size_t size, const char* call, Wait wait) {
   if (in_forked_child()) return fail_in_forked_child();
   mluError_t status = mluSuccess;
-  std::shared_ptr<Reservation> r = find_range(ptr, size, "mluMemUnmap", &status);
+  std::shared_ptr<Reservation> r = find_range(ptr, size, call, &status);
   if (r == nullptr) return status;
-  if (on_device_thread()) return fail(mluErrorInvalidValue, "a device task cannot use the synchronizing mluMemUnmap");
-  if (mluError_t s = refuse_unsafe_call("mluMemUnmap (it synchronizes)")) return s;
+  if (on_device_thread()) return fail(mluErrorInvalidValue, std::string("a device task cannot use ") + call);
+  if (mluError_t s = refuse_unsafe_call((std::string(call) + " (it synchronizes)").c_str())) return s;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(ptr);
   const size_t first = (begin - r->base) / kGranularity, count = size / kGranularity;
   {
     std::lock_guard<std::mutex> lock(r->mu);
     for (size_t g = first; g < first + count; ++g) {
-      if (!r->mapped[g]) return fail(mluErrorInvalidValue, "mluMemUnmap: " + describe(ptr) + " is not mapped in full");
+      if (!r->mapped[g])
+        return fail(mluErrorInvalidValue, std::string(call) + ": " + describe(ptr) + " is not mapped in full");
     }
   }
-  device_state(r->device)->wait_idle();
+  if (mluError_t s = wait(*r)) return s;
   std::lock_guard<std::mutex> lock(r->mu);
   for (size_t g = first; g < first + count; ++g) {
-    if (!r->mapped[g]) return fail(mluErrorInvalidValue, "mluMemUnmap: " + describe(ptr) + " was unmapped concurrently");
+    if (!r->mapped[g]) {
+      return fail(mluErrorInvalidValue, std::string(call) + ": " + describe(ptr) + " was unmapped concurrently");
+    }
   }
   drop_pages(*r, begin, size);
   for (size_t g = first; g < first + count; ++g) r->mapped[g] = false;
   device_state(r->device)->release_memory(size);
   return mluSuccess;
+}
+
+}  // namespace
+
+mluError_t mluMemUnmap(void* ptr, size_t size) {
+  return unmap_range(ptr, size, "mluMemUnmap", [](const Reservation& r) {
+    device_state(r.device)->wait_idle();
+    return mluSuccess;
+  });
+}
+
+mluError_t mluMemUnmapAfter(void* ptr, size_t size, mluQueue_t queue) {
+  mluError_t status = mluSuccess;
+  mluQueue_st* q = resolve_queue(queue, &status);
+  if (q == nullptr) return status;
+  return unmap_range(ptr, size, "mluMemUnmapAfter", [&](const Reservation& r) {
+    if (q->device != r.device) {
+      return fail(mluErrorInvalidValue, "mluMemUnmapAfter: the queue is on device " + std::to_string(q->device) +
+                                            ", the range on device " + std::to_string(r.device));
+    }
+    q->wait_for(q->last_launched());
+    return mluSuccess;
+  });
 }
 
 }  // namespace mlu

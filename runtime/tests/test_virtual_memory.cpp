@@ -1,4 +1,5 @@
 // Reservations and on-demand mapping (mlu_runtime/virtual_memory.h).
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -121,4 +122,33 @@ TEST(VirtualMemory, ReservationBelongsToTheCurrentDevice) {
   EXPECT_EQ(attributes.device, 1);
   ASSERT_EQ(mluMemAddressFree(base), mluSuccess);
   EXPECT_EQ(free_bytes(1), before);
+}
+
+TEST(VirtualMemory, UnmapAfterWaitsForItsQueueOnly) {
+  // Note [Unmapping without the device]: a queue held by a task that waits on
+  // something else (a collective's peer) does not hold up the unmap.
+  const size_t g = granularity();
+  void* base = nullptr;
+  ASSERT_EQ(mluMemAddressReserve(&base, 2 * g), mluSuccess);
+  ASSERT_EQ(mluMemMap(base, 2 * g), mluSuccess);
+  std::atomic<bool> user_done{false};
+  ScopedQueue user, busy;
+  Gate peer;
+  ASSERT_EQ(mluLaunchTask(busy, "collective", peer.blocker()), mluSuccess);
+  ASSERT_EQ(mluLaunchTask(user, "last use",
+                          [base, &user_done] {
+                            std::this_thread::sleep_for(20ms);  // widens the window an unordered unmap would fall into
+                            static_cast<char*>(base)[0] = 1;
+                            user_done = true;
+                          }),
+            mluSuccess);
+  ASSERT_EQ(mluMemUnmapAfter(base, g, user), mluSuccess);
+  EXPECT_TRUE(user_done) << "the unmap waited for the range's queue";
+  mluError_t busy_state = mluQueueQuery(busy);
+  EXPECT_EQ(busy_state, mluErrorNotReady) << "and not for the blocked one";
+  ScopedQueue elsewhere(1);
+  EXPECT_EQ(mluMemUnmapAfter(static_cast<char*>(base) + g, g, elsewhere), mluErrorInvalidValue)
+      << "a queue of another device";
+  peer.open();
+  ASSERT_EQ(mluMemAddressFree(base), mluSuccess);
 }

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 
+#include "mlu_runtime/queue.h"
 #include "mlu_runtime/status.h"
 
 namespace mlu {
@@ -29,8 +30,9 @@ mluError_t mluMemGetGranularity(size_t* granularity);
 // Reserves `size` bytes (rounded up to the granularity) of the current
 // device's address space; nothing is mapped.
 mluError_t mluMemAddressReserve(void** ptr, size_t size);
-// Unmaps what is still mapped (after the device's work completes) and gives
-// the address range back. `ptr` must be what mluMemAddressReserve returned.
+// Unmaps what is still mapped (after the device's work completes; with nothing
+// mapped it waits for nothing) and gives the address range back. `ptr` must be
+// what mluMemAddressReserve returned.
 mluError_t mluMemAddressFree(void* ptr);
 // Maps memory to [ptr, ptr + size) of a reservation: both granule-aligned
 // (relative to the reservation's start), none of it mapped yet. Fails with
@@ -39,5 +41,14 @@ mluError_t mluMemMap(void* ptr, size_t size);
 // Unmaps [ptr, ptr + size) of a reservation, every granule of it mapped, once
 // the owning device has finished the work queued so far (like mluFree).
 mluError_t mluMemUnmap(void* ptr, size_t size);
+// Note [Unmapping without the device]
+// As mluMemUnmap, but waits only for the work queued on `queue` (of the range's
+// device) so far: the caller vouches that no other queue's work uses the range,
+// as the caching allocator does for a cached block (every other queue that used
+// it has passed the block's events). Waiting for the whole device there can
+// deadlock: a collective queued on another queue waits for a peer process whose
+// host may itself be waiting, in the same way, for its own collective. CUDA's
+// caching allocator likewise synchronizes the segment's stream before cuMemUnmap.
+mluError_t mluMemUnmapAfter(void* ptr, size_t size, mluQueue_t queue);
 
 }  // namespace mlu
