@@ -518,6 +518,17 @@ def tp_worker(rank, world, store):
                                              "3": RowwiseParallel(output_layouts=Shard(1))})
     local = model(inp.chunk(world, dim=1)[rank])
     assert_close(local.cpu(), ref_out.detach().chunk(world, dim=1)[rank].cpu(), rtol=1e-4, atol=1e-5)
+    # loss_parallel: the logits stay sharded over the classes, the cross-entropy reduces across ranks.
+    from torch.distributed.tensor.parallel import loss_parallel
+    labels = torch.randint(0, 16, (2, 4), generator=torch.Generator().manual_seed(4))
+    labels[0, 0] = -100
+    want = nn.functional.cross_entropy(ref(inp).flatten(0, 1).float(), labels.flatten().to(device), reduction="sum")
+    model = parallelize_module(mlp(), mesh, {"3": ColwiseParallel(use_local_output=False)})
+    with loss_parallel():
+        got = nn.functional.cross_entropy(model(inp).flatten(0, 1).float(), labels.flatten().to(device),
+                                          reduction="sum")
+        got.backward()
+        assert_close(got.item(), want.item(), rtol=1e-4, atol=1e-4)
     dist.destroy_process_group()
 
 

@@ -1,8 +1,8 @@
 """flex_attention on mlu (Note [flex_attention on mlu], Note [Compiled flex_attention on mlu]): eager forward equal to
 the CPU's eager flex_attention (PyTorch's math reference) over score_mod x block mask x grouped heads x dtype, with
 the log-sum-exp; eager backward against the same math in float64 with autograd (the CPU refuses flex backward); a
-block mask built on mlu; compiled through our Inductor backend (the CPU's C++ template) equal to eager, and the
-training case refused with Inductor's own error, as on the CPU."""
+block mask built on mlu; compiled through our Inductor backend (the CPU's C++ template) equal to eager; compiled
+training (refused on the CPU) equal to eager through the dense math."""
 import pytest
 import torch
 from torch.nn.attention.flex_attention import AuxRequest, create_block_mask, flex_attention
@@ -109,8 +109,33 @@ def test_compiled_flex_attention_matches_eager(dtype, score, mask, released_grap
     torch.testing.assert_close(compiled.cpu(), eager.cpu(), **tolerance(dtype))
 
 
-def test_compiled_training_is_refused_as_on_the_cpu(released_graphs):
-    q, k, v = (t.to("mlu").requires_grad_() for t in operands(torch.float32, seed=4))
-    with pytest.raises(Exception, match="only supports inference"):
-        torch.compile(flex_attention, fullgraph=True)(q, k, v, block_mask=block_mask(causal, 40, 40, "mlu"))
-    assert (torch.ones(4, device="mlu") * 2).sum().item() == 8
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("score,mask,gqa", [("relative", "causal", False), ("alibi-like", "sliding", True),
+                                            ("none", "none", True)])
+def test_compiled_training_matches_eager(dtype, score, mask, gqa, released_graphs):
+    """Note [Compiled flex_attention training on mlu]: where the CPU refuses ("only supports inference"), mlu
+    compiles the dense math; its output, log-sum-exp and gradients equal eager flex_attention's."""
+    q, k, v = operands(dtype, kv_heads=2 if gqa else 4, q_len=48, kv_len=48, seed=4)
+    grad = torch.randn(q.shape, generator=torch.Generator().manual_seed(5)).to(dtype).to("mlu")
+    bm = block_mask(MASKS[mask], 48, 48, "mlu")
+
+    def run(fn):
+        leaves = [t.to("mlu").requires_grad_() for t in (q, k, v)]
+        out, aux = fn(*leaves, score_mod=SCORE_MODS[score], block_mask=bm, enable_gqa=gqa,
+                      return_aux=AuxRequest(lse=True))
+        (out * grad).sum().backward()
+        return [out, aux.lse] + [t.grad for t in leaves]
+
+    torch_mlu.reset_fallback_report()
+    compiled = run(torch.compile(flex_attention, fullgraph=True))
+    assert torch_mlu.fallback_report() == {}
+    for name, got, want in zip(["out", "lse", "dq", "dk", "dv"], compiled, run(flex_attention)):
+        assert got.device.type == "mlu"
+        torch.testing.assert_close(got.cpu(), want.cpu(), **tolerance(dtype), msg=lambda m: f"{name}: {m}")
+
+
+def test_compiled_training_on_the_cpu_is_still_refused(released_graphs):
+    """Only mlu's calls change: the CPU's compiled training keeps PyTorch's own refusal."""
+    q, k, v = (t.requires_grad_() for t in operands(torch.float32, seed=4))
+    with pytest.raises(Exception, match="does not support backward on CPU"):
+        torch.compile(flex_attention, fullgraph=True)(q, k, v, block_mask=block_mask(causal, 40, 40, "cpu"))

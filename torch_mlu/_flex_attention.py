@@ -13,8 +13,8 @@ Compiled, Inductor lowers the op per device: mlu takes the CPU's C++ template (N
 mlu]), which computes no log-sum-exp. ``_apply_kernel_options`` asks for one (OUTPUT_LOGSUMEXP, read only by the
 compiled lowerings) whenever grad mode is on, except on the CPU and MPS; for mlu inputs it asks only when the
 caller wants it (return_aux / return_lse) or q, k or v require grad. A compiled inference call under grad mode
-then compiles, and a compiled training call gets the CPU template's own refusal. (A score_mod buffer that
-requires grad beside q, k and v that do not compiles as inference, its gradient not computed, as on the CPU.)
+then takes the template, and a compiled training call the dense math (Note [Compiled flex_attention training on
+mlu]).
 Both replacements run inside Dynamo's trace of flex_attention, so they are marked for tracing (Dynamo skips
 torch_mlu's files otherwise).
 """

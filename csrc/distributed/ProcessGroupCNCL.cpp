@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <thread>
 
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
@@ -160,6 +161,9 @@ ProcessGroupCNCL::ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, c10::
                                    int rank, int size, std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size), gloo_(std::move(gloo)), agreement_(std::move(agreement)), timeout_(timeout) {
   TORCH_CHECK(gloo_, "ProcessGroupCNCL needs a Gloo process group to carry its transfers");
+  if (agreement_) {
+    std::thread([this] { gil_free_tls_.emplace(); }).join();  // Note [Host-made Gloo works carry no Python state]
+  }
   if (cncl_config().debug) {
     log_line(c10::str("rank ", rank, "/", size, ": process group over Gloo, timeout ", timeout.count(), " ms"));
   }
@@ -309,6 +313,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
   c10::intrusive_ptr<c10d::Work> agreement;
   if (fingerprint.defined()) {
     fingerprints = at::empty({size * kFingerprintWords}, fingerprint.options());
+    at::ThreadLocalStateGuard no_python_state(*gil_free_tls_);
     agreement = agreement_->_allgather_base(fingerprints, fingerprint);
   }
   MLU_CHECK(mlu::mluLaunchTask(

@@ -29,6 +29,15 @@
 // exchanges run ahead of the queued transfers and overlap them. Both groups see
 // the collectives in the same (host) order on every rank, which is all Gloo
 // needs to pair them; point-to-point ops take no part.
+//
+// Note [Host-made Gloo works carry no Python state]
+// Gloo's works capture the creating thread's ThreadLocalState, Python modes and
+// saved-tensor hooks included, and the agreement work is created on the host
+// but released by the communication task on a device thread. Releasing a
+// Python object there takes the GIL, which the host may hold while it waits for
+// that device (a DTensor's .item() inside loss_parallel: the comm queue stopped,
+// the compute queue behind it, the host behind both). So the agreement work is
+// made under `gil_free_tls_`, the state of a thread that never ran Python.
 // - Failure. A transfer that fails (a peer died) or times out (Gloo's timeout is
 //   the group's) fails its Work and marks the group broken: every later
 //   collective raises at once with the first error.
@@ -49,6 +58,7 @@
 #include <string>
 #include <vector>
 
+#include <ATen/ThreadLocalState.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "csrc/core/MLUStream.h"
@@ -149,6 +159,7 @@ class ProcessGroupCNCL : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
   c10::intrusive_ptr<c10d::Backend> agreement_;
+  std::optional<at::ThreadLocalState> gil_free_tls_;  // Note [Host-made Gloo works carry no Python state]
   std::chrono::milliseconds timeout_;
   // Set by a failed transfer (from a device thread); read by every later call.
   struct Failure {

@@ -14,7 +14,7 @@ from torch._inductor.scheduler import BaseSchedulerNode
 
 from .. import patches
 from . import config as mlu_config
-from . import flex_attention, graphs
+from . import flex_attention, flex_attention_training, graphs
 from .codegen import MluCppScheduling, MluCppWrapperCodegen, MluDeviceOpOverrides, MluPythonWrapperCodegen
 
 # Names torch.mlu forwards (see torch_mlu/mlu/__init__.py for why not CppWrapperCodegen).
@@ -109,3 +109,4 @@ patches.set_attr(inductor_lowering, "is_gpu", _mlu_is_gpu, "Note [Pointwise resu
 
 graphs.install()  # Note [reduce-overhead on mlu]
 flex_attention.install()  # Note [Compiled flex_attention on mlu]
+flex_attention_training.install()  # Note [Compiled flex_attention training on mlu]

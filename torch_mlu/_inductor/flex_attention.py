@@ -6,9 +6,9 @@ template by device name: "cpu" a C++ one (flex_cpu.lower_cpu: CppFlexAttentionTe
 loop over the block mask with score_mod and mask_mod inlined), "mps" Metal, any other device Triton. mlu
 generates C++ (Note [Inductor's view of mlu]), so its inputs take the CPU's template, which MluCppScheduling
 renders and launches like any other C++ kernel of the graph. As on the CPU, that template computes the forward
-only: a compiled call that needs the log-sum-exp (inputs that require grad, return_lse) raises Inductor's own
-NotImplementedError, and training compiles on neither device; eager training works on mlu (Note [flex_attention
-on mlu] in torch_mlu/_flex_attention.py).
+only: a compiled call that needs the log-sum-exp (inputs that require grad, return_lse) never reaches it on mlu,
+which compiles PyTorch's dense math instead (Note [Compiled flex_attention training on mlu]); on the CPU such
+calls are refused.
 """
 import torch
 from torch._inductor import lowering as inductor_lowering

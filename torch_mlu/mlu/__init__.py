@@ -301,7 +301,10 @@ def __getattr__(name: str):
 
         return torch_mlu.mlu._sanitizer
     if name in _INDUCTOR_CODEGENS:
-        import torch_mlu._inductor
+        try:
+            import torch_mlu._inductor
+        except AttributeError as e:  # Inductor's getattr(torch.mlu, name, None) would read it as "no backend"
+            raise ImportError(f"torch_mlu's Inductor backend failed to import: {e}") from e
 
         return getattr(torch_mlu._inductor, name)
     raise AttributeError(f"module 'torch.mlu' has no attribute '{name}'")
