@@ -41,3 +41,14 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements-test.txt
   echo "$want" > "$stamp"
 fi
+
+# torchtitan in a site of its own (Note [torchtitan's own site] in tests/test_torchtitan.py).
+site="$VENV/torchtitan-site"
+stamp="$VENV/.torchtitan.stamp"
+want=$(sha256sum requirements-torchtitan.txt | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "bootstrap: installing torchtitan into $site"
+  rm -rf "$site"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps --target "$site" -r requirements-torchtitan.txt
+  echo "$want" > "$stamp"
+fi
