@@ -2,14 +2,11 @@
 (with sequence parallelism and loss_parallel) on 2 ranks, FSDP2 x TP on 4, and FSDP2 with its per-block
 torch.compile on 2, each equal to the one-device eager run.
 
-Note [torchtitan's own site]
-torchtitan is installed with what it needs beyond .venv into .venv/torchtitan-site (tools/bootstrap.sh,
-requirements-torchtitan.txt), which only these runs put on their PYTHONPATH: it imports triton (a 1 GB CUDA
-compiler) unconditionally, which nothing else here may see, and the datasets library it reads its data with
-would change what transformers' Trainer does in the other tests. 0.3.0, the newest, needs a PyTorch after 2.13
-(it calls torch.distributed.set_timeout after the first step, and its default spmd_types backend expects
-parameters DTensors on the whole mesh); 0.2.2 runs on 2.13. It has no CPU mode (without an accelerator it
-picks cuda), so the oracle is its one-device run on mlu, whose ops the rest of the suite holds to the CPU's.
+torchtitan runs from a site of its own (Note [torchtitan's own site] in tools/bootstrap.sh). 0.3.0, the newest,
+needs a PyTorch after 2.13 (it calls torch.distributed.set_timeout after the first step, and its default
+spmd_types backend expects parameters DTensors on the whole mesh); 0.2.2 runs on 2.13. It has no CPU mode
+(without an accelerator it picks cuda), so the oracle is its one-device run on mlu, whose ops the rest of the
+suite holds to the CPU's.
 
 The run is its debug configuration (tests/torchtitan_assets/debug_model.toml, with its test tokenizer; both
 from the repository at v0.2.2) with a short sequence, 3 steps, and a dataset written here: one document

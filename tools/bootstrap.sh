@@ -42,7 +42,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# torchtitan in a site of its own (Note [torchtitan's own site] in tests/test_torchtitan.py).
+# Note [torchtitan's own site]
+# torchtitan, with what it needs beyond .venv, goes into .venv/torchtitan-site (--no-deps, pinned in
+# requirements-torchtitan.txt), which only tests/test_torchtitan.py puts on its runs' PYTHONPATH: torchtitan
+# imports triton (a 1 GB CUDA compiler) unconditionally, which nothing else here may see, and the datasets
+# library it reads its data with would change what transformers' Trainer does in the other tests.
 site="$VENV/torchtitan-site"
 stamp="$VENV/.torchtitan.stamp"
 want=$(sha256sum requirements-torchtitan.txt | cut -d' ' -f1)
