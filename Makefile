@@ -13,7 +13,7 @@ export CCACHE_BASEDIR := $(CURDIR)
 # to: without this a clean clone (CI) misses the cache for them (measured: the ASan build recompiled).
 export CCACHE_NOHASHDIR := 1
 
-.PHONY: demo test lint build setup wheel test-wheel test-cpp test-python test-untrapped test-expandable test-sanitizers \
+.PHONY: demo test lint build setup wheel test-wheel test-cpp test-python test-training test-untrapped test-expandable test-sanitizers \
 	asan-suites tsan asan bench opinfo clean
 
 demo: build
@@ -21,7 +21,7 @@ demo: build
 
 # The stages of `make test`, in order, each timed (tools/run_stages.sh prints a line per stage and a table at
 # the end); docs/testing.md says what each covers and its budget.
-TEST_STAGES = setup lint build test-cpp test-python test-untrapped test-expandable test-wheel asan-suites tsan
+TEST_STAGES = setup lint build test-cpp test-python test-training test-untrapped test-expandable test-wheel asan-suites tsan
 test:
 	@tools/run_stages.sh $(TEST_STAGES)
 
@@ -61,7 +61,14 @@ REPORT = --junitxml=$(BUILD)/test-reports/$@.xml
 # examples or the tests stops the run with a report. --capture=sys lets that report reach the log.
 # On every core (pytest-xdist): the suite waits on subprocesses and the device's queues much of the time.
 test-python:
-	TORCH_MLU_TRAP_HOST_ACCESS=1 $(PYTEST) -n $(JOBS) --capture=sys $(REPORT) tests
+	TORCH_MLU_TRAP_HOST_ACCESS=1 $(PYTEST) -n $(JOBS) --capture=sys $(REPORT) -m "not training" tests
+
+# The multi-process training runs (marker training: DeepSpeed, the HF Trainer, Lightning, torchtitan,
+# pytorch/examples' FSDP x TP, compiled and big-model FSDP2/DDP), under the trap as the rest, in a stage of
+# their own with its own budget (docs/testing.md). One at a time: each runs 2-4 processes on the 2 cores, and
+# two at once took longer than both in turn (DeepSpeed's 16 s test took 198 s beside the others).
+test-training:
+	TORCH_MLU_TRAP_HOST_ACCESS=1 $(PYTEST) --capture=sys $(REPORT) -m training tests
 
 # Without the trap, the tests that need memory outside it (marker untrapped: IPC and shared memory) or take
 # another path there (also_untrapped: the zero-copy fallback, storage aliasing). tests/conftest.py fails a

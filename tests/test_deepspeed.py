@@ -12,6 +12,8 @@ import torch
 
 pytest.importorskip("deepspeed", reason="deepspeed is in requirements-test.txt")
 
+pytestmark = pytest.mark.training
+
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "deepspeed_train.py")
 # (mlu configuration, the CPU one it must equal)
 CONFIGS = [("2:fp32", "2:fp32"), ("3:bf16", "3:bf16"), ("2:fp32:offload", "2:fp32")]

@@ -56,6 +56,7 @@ def test_llama_fsdp2_x_tp_matches_one_device(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.training
 def test_pytorch_examples_fsdp_tp_trains_on_4_devices(tmp_path):
     """The example unmodified, launched as its run_example.sh launches it (10 steps of a 2-layer Llama 2)."""
     env = dict(os.environ, TORCH_MLU_DEVICE_COUNT="4")

@@ -5,8 +5,12 @@ training.
 Ranks are spawned processes (workers in compiled_dist_workers.py).
 """
 
+import pytest
+
 import compiled_dist_workers
 from test_distributed_attention import spawn
+
+pytestmark = pytest.mark.training
 
 
 def test_compiled_fsdp2_with_checkpointing_and_bf16_matches_eager(tmp_path):

@@ -9,6 +9,8 @@ import pytest
 import big_model_workers
 from test_distributed_attention import spawn
 
+pytestmark = pytest.mark.training
+
 CAPACITY = "48M"
 
 

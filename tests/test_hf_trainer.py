@@ -9,6 +9,8 @@ import sys
 import pytest
 import torch
 
+pytestmark = pytest.mark.training
+
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hf_trainer_train.py")
 
 

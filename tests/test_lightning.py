@@ -13,6 +13,8 @@ import torch.nn.functional as F
 
 lightning = pytest.importorskip("lightning", reason="lightning is in requirements-test.txt")
 
+pytestmark = pytest.mark.training
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import lightning_train  # noqa: E402

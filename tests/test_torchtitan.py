@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.training]
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / ".venv" / "torchtitan-site"
