@@ -243,6 +243,7 @@ def test_undo_all_restores_torch_in_a_subprocess():
         import torch.multiprocessing.reductions
         import torch.nn.attention.flex_attention as flex
         from torch.distributed.tensor import DTensor
+        from torch._higher_order_ops.flex_attention import flex_attention as flex_hop
         from torch._higher_order_ops.utils import registered_hop_fake_fns
         from torch._prims.rng_prims import run_and_save_rng_state, run_with_rng_state
         from torch.nn.modules import linear_cross_entropy_options as lce
@@ -258,7 +259,7 @@ def test_undo_all_restores_torch_in_a_subprocess():
                    torch._inductor.scheduler, torch._inductor.scheduler.BaseSchedulerNode,
                    torch._inductor.cudagraph_utils, flex, torch._inductor.lowering.lowerings,
                    registered_hop_fake_fns, run_and_save_rng_state.py_kernels, run_with_rng_state.py_kernels,
-                   run_and_save_rng_state.python_key_table,
+                   run_and_save_rng_state.python_key_table, flex_hop.py_kernels,
                    DTensor, *(getattr(DTensor._op_dispatcher.sharding_propagator, table)
                      for table in ("op_strategy_funcs", "op_to_schema_info", "op_single_dim_strategy_funcs",
                                    "op_to_schema_info_for_single_dim_strategy"))]
