@@ -152,6 +152,66 @@ def test_kernels_take_the_cpu_heuristics():
     assert codes["mlu"].count(".exp()") == codes["cpu"].count(".exp()")
     assert "local_buffer_data" in codes["mlu"]
 
+_TANH_CASES = {
+    "tanh": torch.tanh,
+    "gelu_tanh": lambda a: F.gelu(a, approximate="tanh"),
+    "mish": F.mish,
+}
+
+
+def _tanh_inputs(dtype):
+    # Small magnitudes (relative accuracy near 0, pytorch/pytorch#148241), denormals, the saturation range, signed
+    # zeros and non-finite values, then a dense sweep.
+    special = [0.0, -0.0, 1e-30, -1e-38, 1e-8, -3e-5, 0.124, 0.125, 9.02, 9.5, -9.6, 30.0, -88.0, float("inf"),
+               float("-inf"), float("nan")]
+    return torch.cat([torch.tensor(special), torch.linspace(-12, 12, 4093)]).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64], ids=str)
+@pytest.mark.parametrize("case", sorted(_TANH_CASES))
+def test_compiled_tanh_is_mlu_tanh(case, dtype):
+    # Note [Compiled tanh is mlu's tanh]: float vectors (bfloat16 is computed in float) call mlu's tanh, within the
+    # eager tolerances of the CPU and of eager mlu, forwards and backwards; double keeps ATen's.
+    from torch._inductor.utils import run_and_get_code
+
+    fn = _TANH_CASES[case]
+    x = _tanh_inputs(dtype)
+    x_mlu = x.to("mlu").requires_grad_(dtype != torch.bfloat16 or case == "tanh")
+    compiled, code = run_and_get_code(torch.compile(fn), x_mlu)
+    mlu_calls = "\n".join(code).count("torch_mlu_compiled_math::tanh(")
+    assert (mlu_calls > 0) == (dtype != torch.float64), "\n".join(code)
+    for reference, name in ((fn(x), "cpu"), (fn(x_mlu.detach()), "eager mlu")):
+        torch.testing.assert_close(compiled.detach().cpu(), reference.cpu(), equal_nan=True,
+                                   msg=lambda m: f"compiled {case} vs {name}: {m}")
+    if dtype == torch.float32:
+        tiny = x.abs() < 1e-3  # relative accuracy where absolute tolerances see nothing
+        torch.testing.assert_close(compiled.detach().cpu()[tiny], fn(x)[tiny], atol=0, rtol=5e-7)
+    if x_mlu.requires_grad:
+        grad = torch.linspace(-1, 1, x.numel()).to(dtype)
+        (got,) = torch.autograd.grad(compiled, x_mlu, grad.to("mlu"))
+        x_cpu = x.clone().requires_grad_()
+        (expected,) = torch.autograd.grad(fn(x_cpu), x_cpu, grad)
+        torch.testing.assert_close(got.cpu(), expected, equal_nan=True, msg=lambda m: f"{case} backward: {m}")
+
+
+def test_compiled_tanh_without_avx512_is_atens(python):
+    # Note [Compiled tanh is mlu's tanh] on a host (or a forced ISA) without AVX-512: the call is emitted and
+    # compiles to ATen's vector tanh.
+    r = python(r"""
+        import torch, torch_mlu
+        from torch._inductor import cpu_vec_isa
+        from torch._inductor.utils import run_and_get_code
+        assert str(cpu_vec_isa.pick_vec_isa()) == "avx2", cpu_vec_isa.pick_vec_isa()
+        x = torch.cat([torch.tensor([0.0, -0.0, 1e-30, 1e-8, 9.5, float("inf"), float("nan")]),
+                       torch.linspace(-12, 12, 1001)])
+        out, code = run_and_get_code(torch.compile(torch.tanh), x.to("mlu"))
+        assert "torch_mlu_compiled_math::tanh(" in "\n".join(code)
+        torch.testing.assert_close(out.cpu(), torch.tanh(x), equal_nan=True)
+        print("ok")
+    """, env={"ATEN_CPU_CAPABILITY": "avx2", "TORCHINDUCTOR_CACHE_DIR": os.environ["TORCHINDUCTOR_CACHE_DIR"]})
+    assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+
+
 def test_views_and_mutation():
     def fn(a, idx, v):
         a = a.clone()

@@ -1,6 +1,6 @@
 """Coefficients of the table-driven AVX-512 float tanh and erf (Notes [Fast
-float tanh] and [Fast float erf] in kernels/src/pointwise/vector_math.h).
-Writes kernels/src/pointwise/polynomial_tables.h; run from the repository
+float tanh] and [Fast float erf] in kernels/include/mlu_kernels/table_math_avx512.h).
+Writes kernels/include/mlu_kernels/polynomial_tables.h; run from the repository
 root: python kernels/tools/fit_tables.py
 
 For |x| = a, interval 0 is [0, 1/8); the next ones split each binade from
@@ -102,7 +102,7 @@ def main():
             out.append("    {" + ",\n     ".join(lines) + "},")
         out.append("};")
     out += ["", "}  // namespace mlu::kernels::detail", ""]
-    path = sys.argv[1] if len(sys.argv) > 1 else "kernels/src/pointwise/polynomial_tables.h"
+    path = sys.argv[1] if len(sys.argv) > 1 else "kernels/include/mlu_kernels/polynomial_tables.h"
     with open(path, "w") as fh:
         fh.write("\n".join(out))
     print("\n".join(line for line in out if "worst" in line))

@@ -19,6 +19,8 @@ from torch._inductor.utils import clear_on_fresh_cache
 from . import config
 
 INCLUDE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+# The package's public C++ headers: mlu_kernels/table_math_avx512.h (Note [Compiled tanh is mlu's tanh]).
+PACKAGE_INCLUDE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "include")
 MODULE_HEADER = "torch_mlu/compiled_kernel_module.h"
 
 
@@ -68,9 +70,8 @@ class MluKernelCodeCache(CppPythonBindingsCodeCache):
 
     @classmethod
     def load_pybinding_async(cls, argtypes, main_code, *args, extra_flags=(), **kwargs):
-        return super().load_pybinding_async(
-            argtypes, main_code, *args, extra_flags=(*extra_flags, f"-I{INCLUDE_DIR}"), **kwargs
-        )
+        flags = (*extra_flags, f"-I{INCLUDE_DIR}", f"-I{PACKAGE_INCLUDE_DIR}")
+        return super().load_pybinding_async(argtypes, main_code, *args, extra_flags=flags, **kwargs)
 
 
 class MluAsyncCompile(AsyncCompile):

@@ -24,6 +24,7 @@ from torch._inductor.utils import Placeholder
 from torch._inductor.virtualized import V
 
 from .codecache import module_epilogue
+from .compiled_math import MluCppKernelProxy, with_mlu_math
 
 
 def _device_cores() -> int:
@@ -32,6 +33,8 @@ def _device_cores() -> int:
 
 
 class MluCppScheduling(CppScheduling):
+    kernel_proxy_cls = MluCppKernelProxy  # Note [Compiled tanh is mlu's tanh]
+
     # Generated regions ask for as many threads as the device has compute cores
     # (OpenMP's num_threads; per-thread reduction arrays are sized by it).
     def _patched_threads(self):
@@ -65,7 +68,7 @@ class MluCppScheduling(CppScheduling):
         # Inductor replaces DESCRIPTIVE_NAME with the kernel's name in the source.
         args = self.kernel_group.args if kernel_args is None else kernel_args
         epilogue = module_epilogue(str(Placeholder.DESCRIPTIVE_NAME), _host_scalar_positions(args))
-        return super().define_kernel(src_code + "\n" + epilogue, nodes, kernel_args)
+        return super().define_kernel(with_mlu_math(src_code) + "\n" + epilogue, nodes, kernel_args)
 
 
 def _is_host_scalar(name: str) -> bool:
