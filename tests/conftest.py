@@ -2,6 +2,7 @@ import gc
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
@@ -25,6 +26,12 @@ fixed_segments_only = pytest.mark.skipif(
 # `also_untrapped` (docs/testing.md). Under the trap, `untrapped` tests skip; any other test that skips with
 # the trap named in its reason fails, so a test cannot quietly drop out of both passes.
 TRAPPED = os.environ.get("TORCH_MLU_TRAP_HOST_ACCESS") == "1"
+
+# The cncl watchdog's flight recorder dumps (Note [cncl watchdog]) of the tests' failing groups go to a folder of
+# the session, and a failing rank waits at most 3 s for its peers' dumps (where the peer is gone, that is the wait).
+os.environ.setdefault("TORCH_CNCL_DEBUG_INFO_TEMP_FILE",
+                      os.path.join(tempfile.mkdtemp(prefix="torch_mlu_cncl_traces_"), "rank_"))
+os.environ.setdefault("TORCH_CNCL_WAIT_TIMEOUT_DUMP_MILSEC", "3000")
 
 if TESTING_INSTALLED:
     assert not os.path.abspath(torch_mlu.__file__).startswith(REPO + os.sep), (

@@ -63,8 +63,9 @@ def test_async_error_handling_tears_the_process_down(tmp_path, capfd):
     with pytest.raises(mp.ProcessExitedException, match="process 0 terminated with signal SIGABRT"):
         spawn(dist_workers.teardown_worker, 2, tmp_path, env={"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"})
     err = capfd.readouterr().err
-    assert "[cncl] cncl all_reduce failed on rank 0" in err, err
-    assert "terminating the process (TORCH_CNCL_ASYNC_ERROR_HANDLING)" in err, err
+    assert "[cncl] [Rank 0] failure detected by watchdog at work sequence id: 2" in err, err
+    assert "cncl all_reduce failed on rank 0" in err, err
+    assert "failed; terminating the process (TORCH_CNCL_ASYNC_ERROR_HANDLING=1)" in err, err
 
 
 def test_misuse_is_a_clear_error_and_the_group_survives(tmp_path):
@@ -77,7 +78,7 @@ def test_collectives_on_a_non_current_device(tmp_path):
 
 @pytest.mark.parametrize("how", ["dies", "hangs"])
 def test_lost_rank_fails_the_others_within_the_timeout(how, tmp_path):
-    spawn(dist_workers.lost_rank_worker, 2, tmp_path, how)
+    spawn(dist_workers.lost_rank_worker, 2, tmp_path, how, env={"TORCH_CNCL_ASYNC_ERROR_HANDLING": "0"})
 
 
 # ---- torchrun: the example, two "nodes", and a CUDA script with two words changed ----
@@ -176,8 +177,21 @@ def test_cncl_settings_accept_nccl_names(python):
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
-    got = config({"TORCH_NCCL_BLOCKING_WAIT": "1", "TORCH_NCCL_AVOID_RECORD_STREAMS": "1",
-                            "NCCL_ASYNC_ERROR_HANDLING": "2", "NCCL_DEBUG": "INFO", "TORCH_CNCL_CHECK_COLLECTIVES": "0"})
+    defaults = {"blocking_wait": False, "avoid_record_streams": False, "async_error_handling": 3,
+                "check_collectives": True, "debug": 0, "trace_buffer_size": 2000, "dump_on_timeout": True,
+                "wait_timeout_dump_ms": 15000, "desync_debug": False, "enable_monitoring": True,
+                "heartbeat_timeout_sec": 480}
+    unset = {name: "" for name in ("TORCH_CNCL_WAIT_TIMEOUT_DUMP_MILSEC", "TORCH_CNCL_DEBUG_INFO_TEMP_FILE")}
+    assert config(unset) == defaults  # (conftest sets the dump wait for the suite)
+    got = config({**unset, "TORCH_NCCL_BLOCKING_WAIT": "1", "TORCH_NCCL_AVOID_RECORD_STREAMS": "1",
+                  "NCCL_ASYNC_ERROR_HANDLING": "2", "NCCL_DEBUG": "INFO", "TORCH_CNCL_CHECK_COLLECTIVES": "0",
+                  "TORCH_FR_BUFFER_SIZE": "7", "TORCH_NCCL_DUMP_ON_TIMEOUT": "0",
+                  "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC": "5", "NCCL_DESYNC_DEBUG": "1",
+                  "TORCH_NCCL_ENABLE_MONITORING": "0", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "9"})
     assert got == {"blocking_wait": True, "avoid_record_streams": True, "async_error_handling": 2,
-                      "check_collectives": False, "debug": 1}
+                   "check_collectives": False, "debug": 1, "trace_buffer_size": 7, "dump_on_timeout": False,
+                   "wait_timeout_dump_ms": 5, "desync_debug": True, "enable_monitoring": False,
+                   "heartbeat_timeout_sec": 9}
+    # The cncl name wins over the NCCL one.
     assert config({"TORCH_CNCL_BLOCKING_WAIT": "0", "TORCH_NCCL_BLOCKING_WAIT": "1"})["blocking_wait"] is False
+    assert config({"TORCH_CNCL_TRACE_BUFFER_SIZE": "3", "TORCH_NCCL_TRACE_BUFFER_SIZE": "5"})["trace_buffer_size"] == 3

@@ -217,4 +217,4 @@ def test_allocation_failure_during_capture_ends_it_cleanly():
 
 
 def test_collective_fault_fails_both_ranks_within_the_timeout(tmp_path):
-    spawn(dist_workers.injected_collective_worker, 2, tmp_path)
+    spawn(dist_workers.injected_collective_worker, 2, tmp_path, env={"TORCH_CNCL_ASYNC_ERROR_HANDLING": "0"})

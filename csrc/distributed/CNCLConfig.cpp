@@ -1,5 +1,6 @@
 #include "csrc/distributed/CNCLConfig.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <initializer_list>
@@ -38,9 +39,19 @@ CNCLConfig read_config() {
   config.avoid_record_streams =
       int_setting({"TORCH_CNCL_AVOID_RECORD_STREAMS", "TORCH_NCCL_AVOID_RECORD_STREAMS"}, 0) != 0;
   config.async_error_handling = int_setting(
-      {"TORCH_CNCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}, 0);
+      {"TORCH_CNCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING"}, 3);
   config.check_collectives = int_setting({"TORCH_CNCL_CHECK_COLLECTIVES"}, 1) != 0;
   config.debug = debug_level();
+  config.trace_buffer_size = std::max(
+      0, int_setting({"TORCH_CNCL_TRACE_BUFFER_SIZE", "TORCH_FR_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"}, 2000));
+  config.dump_on_timeout = int_setting({"TORCH_CNCL_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT"}, 1) != 0;
+  config.wait_timeout_dump_ms =
+      int_setting({"TORCH_CNCL_WAIT_TIMEOUT_DUMP_MILSEC", "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC"}, 15000);
+  config.desync_debug =
+      int_setting({"TORCH_CNCL_DESYNC_DEBUG", "TORCH_NCCL_DESYNC_DEBUG", "NCCL_DESYNC_DEBUG"}, 0) != 0;
+  config.enable_monitoring = int_setting({"TORCH_CNCL_ENABLE_MONITORING", "TORCH_NCCL_ENABLE_MONITORING"}, 1) != 0;
+  config.heartbeat_timeout_sec =
+      std::max(1, int_setting({"TORCH_CNCL_HEARTBEAT_TIMEOUT_SEC", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"}, 480));
   return config;
 }
 

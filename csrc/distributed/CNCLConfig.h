@@ -13,9 +13,11 @@ struct CNCLConfig {
   // Keep the tensors of a collective alive in its Work instead of telling the
   // caching allocator that the communication stream uses them.
   bool avoid_record_streams = false;
-  // 1 or 3: a failed or timed-out collective terminates the process (NCCL's
-  // TearDown); 0 or 2: it is raised as a Python exception (the default).
-  int async_error_handling = 0;
+  // What the watchdog does with a failed or timed-out collective (Note [cncl
+  // watchdog]), NCCL's modes and default: 1 (TearDown) or 3 (SkipCleanUp, the
+  // default) terminate the process after the report and the dump; 0 or 2 fail
+  // its Work with the report (a Python exception) and break the group.
+  int async_error_handling = 3;
   // Exchange a fingerprint (op, dtype, size, root, reduce op) before each
   // collective, so a mismatch across ranks is an error naming the op instead
   // of a crash inside Gloo. On unless TORCH_CNCL_CHECK_COLLECTIVES=0.
@@ -23,6 +25,17 @@ struct CNCLConfig {
   // 0 quiet; 1 (INFO/DETAIL via TORCH_CNCL_DEBUG or NCCL_DEBUG) logs each
   // process group's creation and every failure.
   int debug = 0;
+  // The flight recorder (Note [cncl flight recorder]): entries kept, 0 = off.
+  int trace_buffer_size = 2000;
+  // On a timeout or failure, every rank writes its flight recorder dump.
+  bool dump_on_timeout = true;
+  // How long the failing rank waits for the others' dumps before going on.
+  int wait_timeout_dump_ms = 15000;
+  // Timeout reports add NCCL's desync report (which ranks joined what).
+  bool desync_debug = false;
+  // The heartbeat monitor ends a process whose watchdog is stuck this long.
+  bool enable_monitoring = true;
+  int heartbeat_timeout_sec = 480;
 };
 
 const CNCLConfig& cncl_config();

@@ -3,6 +3,7 @@
 // Gloo call each one makes) are in ProcessGroupCNCLOps.cpp.
 #include "csrc/distributed/ProcessGroupCNCL.h"
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -131,7 +132,7 @@ class FinishUnlessRun {
   FinishUnlessRun(FinishUnlessRun&& other) noexcept = default;
   FinishUnlessRun(const FinishUnlessRun&) = delete;
   ~FinishUnlessRun() {
-    if (!signal_ || signal_->is_done()) return;  // moved from, or the body ran
+    if (!signal_ || signal_->started.load() || signal_->is_done()) return;  // moved from, or the body ran
     {
       std::lock_guard<std::mutex> lock(failure_->mutex);
       if (failure_->message.empty()) failure_->message = message_;
@@ -144,6 +145,60 @@ class FinishUnlessRun {
   std::shared_ptr<Failure> failure_;
   std::string message_;
 };
+
+// NCCL's profiling name of a launch (Note [cncl flight recorder]): the analyser
+// knows collectives by these only.
+std::string profiling_name(c10d::OpType op_type, const char* call_name, int rank, int peer) {
+  using c10d::OpType;
+  switch (op_type) {
+    case OpType::BROADCAST:
+      return "nccl:broadcast";
+    case OpType::ALLREDUCE:
+      return "nccl:all_reduce";
+    case OpType::ALLREDUCE_COALESCED:
+      return "nccl:allreduce_coalesced";
+    case OpType::REDUCE:
+      return "nccl:reduce";
+    case OpType::ALLGATHER:
+      return "nccl:all_gather";
+    case OpType::_ALLGATHER_BASE:
+      return "nccl:_all_gather_base";
+    case OpType::ALLGATHER_COALESCED:
+      return "nccl:ALLGATHER_coalesced";
+    case OpType::GATHER:
+      return "nccl:gather";
+    case OpType::SCATTER:
+      return "nccl:scatter";
+    case OpType::REDUCE_SCATTER:
+      return "nccl:reduce_scatter";
+    case OpType::_REDUCE_SCATTER_BASE:
+      return "nccl:_reduce_scatter_base";
+    case OpType::REDUCE_SCATTER_TENSOR_COALESCED:
+      return "nccl:reduce_scatter_tensor_coalesced";
+    case OpType::ALLTOALL_BASE:
+    case OpType::ALLTOALL:
+      return "nccl:all_to_all";
+    case OpType::BARRIER:
+      return "nccl:all_reduce_barrier";
+    case OpType::SEND:
+      return c10::str("nccl:send ", rank, "->", peer);
+    case OpType::RECV:
+      return c10::str("nccl:recv ", rank, "<-", peer);
+    case OpType::RECVANYSOURCE:
+      return c10::str("nccl:recv ", rank, "<-any");
+    default:
+      return std::string(call_name) == "all_gather_into_tensor" ? "nccl:all_gather_into_tensor_coalesced"
+                                                                : "nccl:coalesced";
+  }
+}
+
+int64_t total_numel(const std::vector<at::Tensor>& tensors) {
+  int64_t n = 0;
+  for (const auto& t : tensors) n += t.numel();
+  return n;
+}
+
+std::atomic<int64_t> next_pg_id{0};
 
 bool dtype_supported(c10::ScalarType dtype) {
   switch (dtype) {
@@ -158,9 +213,25 @@ bool dtype_supported(c10::ScalarType dtype) {
 }  // namespace
 
 ProcessGroupCNCL::ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, c10::intrusive_ptr<c10d::Backend> agreement,
-                                   int rank, int size, std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), gloo_(std::move(gloo)), agreement_(std::move(agreement)), timeout_(timeout) {
+                                   int rank, int size, std::chrono::milliseconds timeout,
+                                   c10::intrusive_ptr<c10d::Store> store, std::vector<int64_t> global_ranks)
+    : c10d::Backend(rank, size),
+      gloo_(std::move(gloo)),
+      agreement_(std::move(agreement)),
+      timeout_(timeout),
+      pg_id_(next_pg_id++),
+      global_ranks_(std::move(global_ranks)) {
   TORCH_CHECK(gloo_, "ProcessGroupCNCL needs a Gloo process group to carry its transfers");
+  if (global_ranks_.empty()) {
+    for (int r = 0; r < size; ++r) global_ranks_.push_back(r);
+  }
+  TORCH_CHECK_VALUE(static_cast<int>(global_ranks_.size()) == size, "ProcessGroupCNCL: ", global_ranks_.size(),
+                    " global ranks for a group of ", size);
+  watchdog_ = std::make_unique<WatchdogCNCL>(WatchdogCNCL::Group{rank, size, global_ranks_[rank], std::move(store)},
+                                             [failure = failure_](const std::string& message) {
+                                               std::lock_guard<std::mutex> lock(failure->mutex);
+                                               if (failure->message.empty()) failure->message = message;
+                                             });
   if (agreement_) {
     std::thread([this] { gil_free_tls_.emplace(); }).join();  // Note [Host-made Gloo works carry no Python state]
   }
@@ -187,6 +258,7 @@ void ProcessGroupCNCL::shutdown() {
       // Its Works already carry the error.
     }
   }
+  watchdog_->stop();  // after the transfers: a stuck one is still reported
   completion_->stop();
 }
 
@@ -307,6 +379,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
   }
   const int rank = getRank();
   const int size = getSize();
+  std::vector<uint64_t> trace_ids = trace_launch(calls, signal, op_type, inputs, outputs, stream_key);
   // See Note [Agreement ahead of the transfer] in ProcessGroupCNCL.h.
   at::Tensor fingerprint = agreement_ ? fingerprint_of(calls) : at::Tensor();
   at::Tensor fingerprints;
@@ -318,11 +391,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
   }
   MLU_CHECK(mlu::mluLaunchTask(
       comm.queue(), "cncl collective",
-      [calls = std::move(calls), gloo = gloo_, signal, failure = failure_, rank, size, name, fingerprint,
-       fingerprints, agreement, teardown = config.async_error_handling == 1 || config.async_error_handling == 3,
+      [calls = std::move(calls), gloo = gloo_, signal, failure = failure_, rank, size, name, fingerprint, fingerprints,
+       agreement, trace_ids = std::move(trace_ids),
        unless_run = FinishUnlessRun(signal, failure_,
                                     c10::str("cncl ", name, " failed on rank ", rank,
                                              ": its device task did not run (a fault injected into it)"))]() {
+        signal->started = true;
+        auto& recorder = FlightRecorderCNCL::get();
+        recorder.started(trace_ids);
         std::string message;
         bool mismatch = false;
         try {
@@ -344,6 +420,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
           const int source = (works.size() == 1 && works[0]->retrieveOpType() == c10d::OpType::RECVANYSOURCE)
                                  ? works[0]->sourceRank()
                                  : -1;
+          recorder.completed(trace_ids);
           signal->finish(nullptr, "", source);
           return;
         } catch (const MismatchError& e) {
@@ -357,15 +434,54 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
           std::lock_guard<std::mutex> lock(failure->mutex);
           if (failure->message.empty()) failure->message = message;
         }
-        if (cncl_config().debug || (teardown && !mismatch)) log_line(message);
-        if (teardown && !mismatch) {
-          log_line("terminating the process (TORCH_CNCL_ASYNC_ERROR_HANDLING)");
-          std::abort();
+        if (cncl_config().debug) log_line(message);
+        recorder.completed(trace_ids);
+        // The watchdog reports a group failure and applies TORCH_CNCL_ASYNC_ERROR_HANDLING (Note [cncl watchdog]).
+        const int mode = cncl_config().async_error_handling;
+        if (!mismatch && (mode == 1 || mode == 3)) {
+          {
+            std::lock_guard<std::mutex> lock(signal->mutex);
+            signal->error_message = message;
+          }
+          signal->failure_pending = true;
+          return;  // the watchdog ends the process
         }
-        signal->finish(dist_backend_error(message), message);
+        signal->finish(dist_backend_error(message), message, -1, /*breaks_group=*/!mismatch);
       }));
   return c10::make_intrusive<WorkCNCL>(std::move(signal), getRank(), op_type, name, device, std::move(outputs),
                                        timeout_, collective_stream ? coverage_ : nullptr);
+}
+
+std::vector<uint64_t> ProcessGroupCNCL::trace_launch(const std::vector<Call>& calls,
+                                                     const std::shared_ptr<CommSignal>& signal, c10d::OpType op_type,
+                                                     const std::vector<at::Tensor>& inputs,
+                                                     const std::vector<at::Tensor>& outputs, int stream_key) {
+  // Point-to-point calls carry no fingerprint (Call); a launch of them alone is p2p.
+  const bool is_p2p = std::none_of(calls.begin(), calls.end(), [](const Call& c) { return c.fingerprint; });
+  if (is_p2p) {
+    ++p2p_seq_;
+  } else {
+    ++collective_seq_;
+  }
+  ++op_id_;
+  int peer = -1;
+  if (op_type == c10d::OpType::SEND) peer = (stream_key - 1) / 2;
+  if (op_type == c10d::OpType::RECV) peer = (stream_key - 2) / 2;
+  const std::string name =
+      profiling_name(calls.size() == 1 ? op_type : c10d::OpType::COALESCED, calls[0].name, getRank(), peer);
+  std::vector<uint64_t> ids;
+  const FlightRecorderCNCL::Group group{pg_id_, getGroupUid(), getGroupDesc(), global_ranks_};
+  if (auto id = FlightRecorderCNCL::get().record(group, collective_seq_, p2p_seq_, op_id_, name, inputs, outputs,
+                                                 timeout_, is_p2p)) {
+    ids.push_back(*id);
+  }
+  const std::string op = c10d::opTypeToString(op_type);
+  watchdog_->watch(WatchdogCNCL::Watched{
+      signal, collective_seq_, is_p2p, op,
+      c10::str("WorkCNCL(SeqNum=", is_p2p ? p2p_seq_ : collective_seq_, ", OpType=", op, ", NumelIn=",
+               total_numel(inputs), ", NumelOut=", total_numel(outputs), ", Timeout(ms)=", timeout_.count(), ")"),
+      WatchdogCNCL::Clock::now(), timeout_});
+  return ids;
 }
 
 void ProcessGroupCNCL::startCoalescing() {

@@ -40,7 +40,10 @@
 // made under `gil_free_tls_`, the state of a thread that never ran Python.
 // - Failure. A transfer that fails (a peer died) or times out (Gloo's timeout is
 //   the group's) fails its Work and marks the group broken: every later
-//   collective raises at once with the first error.
+//   collective raises at once with the first error. The watchdog
+//   (WatchdogCNCL.h) reports it, or a collective still unfinished after the
+//   timeout, and applies TORCH_CNCL_ASYNC_ERROR_HANDLING; the flight recorder
+//   (FlightRecorderCNCL.h) keeps the group's last collectives.
 // - Coalescing (startCoalescing/endCoalescing, batch_isend_irecv): the ops are
 //   collected and run as one task that starts every Gloo op before waiting for
 //   any.
@@ -62,6 +65,8 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "csrc/core/MLUStream.h"
+#include "csrc/distributed/FlightRecorderCNCL.h"
+#include "csrc/distributed/WatchdogCNCL.h"
 #include "csrc/distributed/WorkCNCL.h"
 
 namespace torch_mlu::distributed {
@@ -79,9 +84,12 @@ class ProcessGroupCNCL : public c10d::Backend {
   };
 
   // `agreement` (may be null: no agreement checks) is a second Gloo group on
-  // the same ranks for Note [Agreement ahead of the transfer].
+  // the same ranks for Note [Agreement ahead of the transfer]. `store` (may be
+  // null) is the group's, for the watchdog's progress keys and dump requests;
+  // `global_ranks` are the group's ranks in the default group (empty: 0..size-1).
   ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, c10::intrusive_ptr<c10d::Backend> agreement, int rank,
-                   int size, std::chrono::milliseconds timeout);
+                   int size, std::chrono::milliseconds timeout, c10::intrusive_ptr<c10d::Store> store = {},
+                   std::vector<int64_t> global_ranks = {});
   ~ProcessGroupCNCL() override;
 
   const std::string getBackendName() const override { return "cncl"; }
@@ -156,6 +164,11 @@ class ProcessGroupCNCL : public c10d::Backend {
                                         int stream_key);
   MLUStream comm_stream(int key, c10::DeviceIndex device);
   void throw_if_broken() const;
+  // Records the launch in the flight recorder and hands it to the watchdog;
+  // returns the recorder's ids of its entries.
+  std::vector<uint64_t> trace_launch(const std::vector<Call>& calls, const std::shared_ptr<CommSignal>& signal,
+                                     c10d::OpType op_type, const std::vector<at::Tensor>& inputs,
+                                     const std::vector<at::Tensor>& outputs, int stream_key);
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
   c10::intrusive_ptr<c10d::Backend> agreement_;
@@ -169,6 +182,10 @@ class ProcessGroupCNCL : public c10d::Backend {
   std::shared_ptr<Failure> failure_ = std::make_shared<Failure>();
   std::shared_ptr<CompletionQueue> completion_ = std::make_shared<CompletionQueue>();
   std::shared_ptr<StreamCoverage> coverage_ = std::make_shared<StreamCoverage>();
+  const int64_t pg_id_;  // this process's count of cncl groups, for the flight recorder
+  std::vector<int64_t> global_ranks_;
+  int64_t collective_seq_ = 0, p2p_seq_ = 0, op_id_ = 0;  // Note [cncl flight recorder]
+  std::unique_ptr<WatchdogCNCL> watchdog_;
 
   std::mutex streams_mutex_;
   std::map<std::pair<c10::DeviceIndex, int>, MLUStream> streams_;

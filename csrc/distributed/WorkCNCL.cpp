@@ -11,10 +11,12 @@
 
 namespace torch_mlu::distributed {
 
-void CommSignal::finish(std::exception_ptr failure, std::string failure_message, int source) {
+void CommSignal::finish(std::exception_ptr failure, std::string failure_message, int source, bool breaks) {
   {
     std::lock_guard<std::mutex> lock(mutex);
+    if (done) return;
     done = true;
+    breaks_group = breaks;
     error = std::move(failure);
     error_message = std::move(failure_message);
     source_rank = source;

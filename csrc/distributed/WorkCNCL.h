@@ -20,6 +20,7 @@
 //   Work (as NCCL's watchdog does).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -40,8 +41,10 @@ class CompletionQueue;
 
 struct CommSignal {
   explicit CommSignal(std::shared_ptr<CompletionQueue> completion) : completion(std::move(completion)) {}
-  // Called once, by the communication task.
-  void finish(std::exception_ptr failure, std::string failure_message, int source = -1);
+  // The first call wins: the communication task's, or the watchdog's for a
+  // collective past its timeout (Note [cncl watchdog]). `breaks_group`: the
+  // failure is the group's (a transfer), not the call's (a disagreement).
+  void finish(std::exception_ptr failure, std::string failure_message, int source = -1, bool breaks_group = false);
   // Waits up to `timeout` for finish(); returns whether it happened.
   bool wait_for(std::chrono::milliseconds timeout);
   bool is_done();
@@ -52,6 +55,12 @@ struct CommSignal {
   std::exception_ptr error;
   std::string error_message;
   int source_rank = -1;
+  bool breaks_group = false;
+  std::atomic<bool> started{false};  // the communication task began
+  // A transfer failure the task leaves to the watchdog instead of finishing
+  // (TORCH_CNCL_ASYNC_ERROR_HANDLING 1 and 3: the watchdog ends the process,
+  // so no waiter may see the error first); `error_message` says what it was.
+  std::atomic<bool> failure_pending{false};
   std::shared_ptr<CompletionQueue> completion;
 };
 

@@ -9,6 +9,8 @@ Gloo lacks, agreement checks): Note [cncl over Gloo] in
 ``csrc/distributed/ProcessGroupCNCL.h``.
 """
 
+import datetime
+
 import torch.distributed as dist
 
 from .. import _C, patches
@@ -16,12 +18,30 @@ from . import _dtensor
 
 ProcessGroupCNCL = _C.ProcessGroupCNCL
 
-__all__ = ["ProcessGroupCNCL", "is_cncl_available"]
+__all__ = ["ProcessGroupCNCL", "dump_cncl_trace", "is_cncl_available", "write_cncl_trace"]
 
 
 def is_cncl_available():
     """True: the cncl backend is always built (it needs no vendor library)."""
     return True
+
+
+def dump_cncl_trace(include_collectives=True, include_stack_traces=True, only_active=False):
+    """The cncl flight recorder of this process, pickled as NCCL's ``_dump_nccl_trace`` returns it: the last
+    collectives of every cncl group (TORCH_CNCL_TRACE_BUFFER_SIZE of them), which
+    ``python -m torch.distributed.flight_recorder.fr_trace`` reads (Note [cncl flight recorder] in
+    csrc/distributed/FlightRecorderCNCL.h)."""
+    return _C._cncl_dump_trace(include_collectives, include_stack_traces, only_active)
+
+
+def write_cncl_trace(include_stack_traces=True):
+    """Writes this rank's flight recorder dump where a timeout writes it (the prefix in
+    TORCH_CNCL_DEBUG_INFO_TEMP_FILE, TORCH_FR_DUMP_TEMP_FILE or TORCH_NCCL_DEBUG_INFO_TEMP_FILE, else
+    ``~/.cache/torch/comm_lib_trace_rank_``, then the global rank); returns the file's path."""
+    return _C._cncl_write_trace(dist.get_rank(), include_stack_traces)
+
+
+_GLOO_TIMEOUT_MARGIN = datetime.timedelta(seconds=10)
 
 
 def _create_cncl(options, backend_options):
@@ -36,14 +56,17 @@ def _create_cncl(options, backend_options):
 
     def gloo(prefix):
         gloo_options = dist.ProcessGroupGloo._Options()
-        gloo_options._timeout = options.timeout
+        # The watchdog, not Gloo, catches a collective past the group's timeout (Note [cncl watchdog]): Gloo's
+        # own timeout comes later, and only ends a transfer the watchdog has given up on.
+        gloo_options._timeout = options.timeout + _GLOO_TIMEOUT_MARGIN
         gloo_options._devices = [device]
         return dist.ProcessGroupGloo(
             dist.PrefixStore(prefix, options.store), options.group_rank, options.group_size, gloo_options
         )
 
     agreement = gloo("cncl_agreement/") if _C._cncl_config()["check_collectives"] else None
-    return ProcessGroupCNCL(gloo("cncl/"), agreement, options.group_rank, options.group_size, options.timeout)
+    return ProcessGroupCNCL(gloo("cncl/"), agreement, options.group_rank, options.group_size, options.timeout,
+                            options.store, list(options.global_ranks_in_group or []))
 
 
 def _register():
