@@ -117,3 +117,33 @@ def desync_worker(rank, world, store):
         dist.all_reduce(torch.ones(2, device=device))
     assert float((torch.ones(2, device=device) * 3).sum().cpu()) == 6.0
     os._exit(0)
+
+
+def abort_worker(rank, world, store):
+    """Rank 0 aborts its group with an all_reduce rank 1 never joins (Note [Aborting a cncl group]): the all_reduce
+    fails at once, not at the timeout; both ranks then create a new group in the same process and use it."""
+    import pytest
+    device = init(rank, world, store, backend="cncl", timeout=60)
+    dist.all_reduce(torch.ones(4, device=device))
+    torch.mlu.synchronize()
+    aborted = f"{store}_rank0_aborted"
+    if rank == 0:
+        t = torch.ones(4, device=device)
+        work = dist.all_reduce(t, async_op=True)
+        time.sleep(0.5)
+        start = time.monotonic()
+        dist.distributed_c10d._abort_process_group()
+        with pytest.raises((dist.DistBackendError, torch.AcceleratorError), match=r"was aborted \(ProcessGroup.abort"):
+            work.wait()
+            t.cpu()
+        assert time.monotonic() - start < 10, "abort waited for the transfer"
+        open(aborted, "w").close()
+    else:
+        wait_for_file(aborted)
+        dist.distributed_c10d._abort_process_group()
+    assert not dist.is_initialized()
+    init(rank, world, f"{store}_again", backend="cncl", timeout=60)
+    t = torch.full((4,), float(rank + 1), device=device)
+    dist.all_reduce(t)
+    assert t.cpu().tolist() == [3.0] * 4
+    dist.destroy_process_group()

@@ -247,7 +247,7 @@ void ProcessGroupCNCL::shutdown() {
   // futures' thread goes. The streams themselves live on: the caching allocator
   // may still record events on them for tensors freed later.
   std::vector<MLUStream> streams;
-  {
+  if (!aborted_) {  // Note [Aborting a cncl group]
     std::lock_guard<std::mutex> lock(streams_mutex_);
     for (const auto& [key, stream] : streams_) streams.push_back(stream);
   }
@@ -260,6 +260,25 @@ void ProcessGroupCNCL::shutdown() {
   }
   watchdog_->stop();  // after the transfers: a stuck one is still reported
   completion_->stop();
+  if (aborted_ && (gloo_ || agreement_)) {
+    // Note [Aborting a cncl group]: a Gloo group joins its worker threads when destroyed, and a transfer (or
+    // agreement exchange) stuck with a lost peer holds one until Gloo's timeout; let another thread wait for that.
+    std::thread([gloo = std::move(gloo_), agreement = std::move(agreement_)]() mutable {
+      agreement.reset();
+      gloo.reset();
+    }).detach();
+  }
+}
+
+void ProcessGroupCNCL::abort() {
+  const std::string message =
+      c10::str("cncl process group (rank ", getRank(), ") was aborted (ProcessGroup.abort())");
+  {
+    std::lock_guard<std::mutex> lock(failure_->mutex);
+    if (failure_->message.empty()) failure_->message = message;
+  }
+  aborted_ = true;
+  watchdog_->abort(dist_backend_error(message), message);
 }
 
 void ProcessGroupCNCL::setTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }

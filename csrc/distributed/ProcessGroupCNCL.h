@@ -52,6 +52,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -100,6 +101,16 @@ class ProcessGroupCNCL : public c10d::Backend {
   uint64_t getSequenceNumberForGroup() override;
   void setTimeout(std::chrono::milliseconds timeout) override;
   void shutdown() override;
+  // Note [Aborting a cncl group]
+  // ProcessGroup.abort() (torch.distributed.distributed_c10d._abort_process_group):
+  // the group is broken at once, every collective it has not finished fails
+  // now with "aborted", the watchdog stops, and shutdown() (destruction) no
+  // longer waits for the transfers, so a process recovering from a lost peer
+  // can destroy the group and create a new one right away. A transfer still
+  // in Gloo ends on its own (at Gloo's timeout) on its group's private queue,
+  // holding nothing the new group uses; the Gloo groups are released on a
+  // thread of their own, which waits for that.
+  void abort() override;
 
   c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
                                            const c10d::BroadcastOptions& opts = {}) override;
@@ -186,6 +197,7 @@ class ProcessGroupCNCL : public c10d::Backend {
   std::vector<int64_t> global_ranks_;
   int64_t collective_seq_ = 0, p2p_seq_ = 0, op_id_ = 0;  // Note [cncl flight recorder]
   std::unique_ptr<WatchdogCNCL> watchdog_;
+  std::atomic<bool> aborted_{false};
 
   std::mutex streams_mutex_;
   std::map<std::pair<c10::DeviceIndex, int>, MLUStream> streams_;

@@ -151,6 +151,16 @@ void WatchdogCNCL::stop() {
   if (monitor_thread_.joinable()) monitor_thread_.join();
 }
 
+void WatchdogCNCL::abort(std::exception_ptr error, const std::string& message) {
+  stop();
+  std::vector<Watched> works;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    works.swap(watched_);
+  }
+  for (const auto& w : works) w.signal->finish(error, message, -1, /*breaks_group=*/true);
+}
+
 void WatchdogCNCL::run() {
   c10::setThreadName("pt_cncl_watchdg");
   std::unique_lock<std::mutex> lock(mutex_);

@@ -79,6 +79,8 @@ class WatchdogCNCL {
 
   void watch(Watched watched);
   void stop();
+  // Stops, then fails every watched collective that has not finished (Note [Aborting a cncl group]).
+  void abort(std::exception_ptr error, const std::string& message);
 
  private:
   void run();

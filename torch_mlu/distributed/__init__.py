@@ -10,6 +10,7 @@ Gloo lacks, agreement checks): Note [cncl over Gloo] in
 """
 
 import datetime
+import os
 
 import torch.distributed as dist
 
@@ -44,6 +45,19 @@ def write_cncl_trace(include_stack_traces=True):
 _GLOO_TIMEOUT_MARGIN = datetime.timedelta(seconds=10)
 
 
+def _attempt_store(store):
+    """The group's store, under a prefix of the torchrun attempt.
+
+    Note [cncl keys per restart]: torchrun --max-restarts keeps its store across the attempts it restarts, so a
+    key a process of the failed attempt wrote is still there for the next one: Gloo's rendezvous then dials the dead
+    processes' addresses (and hangs until the timeout), and the watchdog would answer an old dump request. Keys
+    under TORCHELASTIC_RESTART_COUNT are each attempt's own.
+    """
+    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
+    return store if attempt is None else dist.PrefixStore(f"cncl_attempt_{attempt}/", store)
+
+
+
 def _create_cncl(options, backend_options):
     """Backend creator for ``Backend.register_backend(..., extended_api=True)``.
 
@@ -53,6 +67,7 @@ def _create_cncl(options, backend_options):
     so one socket thread serves them.
     """
     device = dist.ProcessGroupGloo.create_default_device()
+    store = _attempt_store(options.store)
 
     def gloo(prefix):
         gloo_options = dist.ProcessGroupGloo._Options()
@@ -61,12 +76,12 @@ def _create_cncl(options, backend_options):
         gloo_options._timeout = options.timeout + _GLOO_TIMEOUT_MARGIN
         gloo_options._devices = [device]
         return dist.ProcessGroupGloo(
-            dist.PrefixStore(prefix, options.store), options.group_rank, options.group_size, gloo_options
+            dist.PrefixStore(prefix, store), options.group_rank, options.group_size, gloo_options
         )
 
     agreement = gloo("cncl_agreement/") if _C._cncl_config()["check_collectives"] else None
     return ProcessGroupCNCL(gloo("cncl/"), agreement, options.group_rank, options.group_size, options.timeout,
-                            options.store, list(options.global_ranks_in_group or []))
+                            store, list(options.global_ranks_in_group or []))
 
 
 def _register():
