@@ -58,15 +58,24 @@ def _attempt_store(store):
 
 
 
+def _gloo_devices():
+    """The network interfaces cncl's transfers use: CNCL_SOCKET_IFNAME (or NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME),
+    a comma-separated list, else Gloo's default (the interface of the host name's address)."""
+    for name in ("CNCL_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"):
+        if os.environ.get(name):
+            return [dist.ProcessGroupGloo.create_device(interface=i) for i in os.environ[name].split(",") if i]
+    return [dist.ProcessGroupGloo.create_default_device()]
+
+
 def _create_cncl(options, backend_options):
     """Backend creator for ``Backend.register_backend(..., extended_api=True)``.
 
     The Gloo groups get store prefixes of their own, so their keys never meet
     those of the group's CPU backend. The second one carries the agreement
-    checks (Note [Agreement ahead of the transfer]); both share one Gloo device,
-    so one socket thread serves them.
+    checks (Note [Agreement ahead of the transfer]); both share the Gloo devices
+    (_gloo_devices), so one socket thread serves them.
     """
-    device = dist.ProcessGroupGloo.create_default_device()
+    devices = _gloo_devices()
     store = _attempt_store(options.store)
 
     def gloo(prefix):
@@ -74,7 +83,7 @@ def _create_cncl(options, backend_options):
         # The watchdog, not Gloo, catches a collective past the group's timeout (Note [cncl watchdog]): Gloo's
         # own timeout comes later, and only ends a transfer the watchdog has given up on.
         gloo_options._timeout = options.timeout + _GLOO_TIMEOUT_MARGIN
-        gloo_options._devices = [device]
+        gloo_options._devices = devices
         return dist.ProcessGroupGloo(
             dist.PrefixStore(prefix, store), options.group_rank, options.group_size, gloo_options
         )

@@ -1,0 +1,32 @@
+"""cncl across hosts: torchrun --nnodes 2 with a c10d rendezvous, each node a network namespace with its own
+address, reaching the other only over its link (tools/netns_hosts.py; the rate shaped to 10 Gbit/s), trains DDP
+and FSDP2 equal to one process (tests/multihost_train.py). Skips where namespaces cannot be made (not root)."""
+import json
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+from netns_hosts import Hosts  # noqa: E402
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "multihost_train.py")
+UNAVAILABLE = Hosts.unavailable()
+
+
+@pytest.mark.skipif(UNAVAILABLE is not None, reason=f"network namespaces: {UNAVAILABLE}")
+@pytest.mark.parametrize("mode", ["ddp", "fsdp2"])
+def test_two_hosts_train_equal_to_one_process(mode, tmp_path):
+    out = tmp_path / "result.json"
+    with Hosts(2, delay_us=100, rate="10gbit") as hosts:
+        procs = [hosts.torchrun(h, [SCRIPT, "--mode", mode, "--out", str(out)], cwd=tmp_path) for h in range(2)]
+        logs = []
+        for p in procs:
+            try:
+                logs.append(p.communicate(timeout=240)[0])
+            finally:
+                p.kill()
+        assert all(p.returncode == 0 for p in procs), "\n\n".join(logs)
+    result = json.loads(out.read_text())
+    assert result["world"] == 2 and result["hosts"] == hosts.addresses, result
+    assert result["max_diff"] <= 1e-5, result
