@@ -9,6 +9,12 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
+# Each pytest-xdist worker (with the processes it starts) is a machine of its own: a registry directory of its own
+# (Note [Monitor registry]), so the workers' devices do not share capacity (Note [Shared device capacity]) and
+# tests that count free device memory or list the device's processes see only their own worker.
+if "PYTEST_XDIST_WORKER" in os.environ or "TORCH_MLU_MONITOR_DIR" not in os.environ:
+    os.environ["TORCH_MLU_MONITOR_DIR"] = tempfile.mkdtemp(prefix="torch_mlu_monitor_")
+
 import torch_mlu  # noqa: F401  (registers mlu even when autoload is off)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -33,7 +33,7 @@ def main():
     local_rank = int(os.environ["LOCAL_RANK"])
     torch.mlu.set_device(local_rank)
     dist.init_process_group("cncl")
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank = dist.get_rank()
     device = torch.device("mlu", local_rank)
 
     torch.manual_seed(0)

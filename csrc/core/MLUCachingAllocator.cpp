@@ -1001,6 +1001,10 @@ class DeviceCachingAllocator {
     std::ostringstream os;
     os << "MLU out of memory. Tried to allocate " << format_size(requested) << ". MLU " << static_cast<int>(device_)
        << " has a total capacity of " << format_size(total) << " of which " << format_size(free) << " is free. ";
+    // Note [Shared device capacity] (mlu_runtime/monitor.h): what neither this pool nor free memory accounts for.
+    if (total > free + reserved()) {
+      os << "Other processes hold " << format_size(total - free - reserved()) << " of it (mlu-smi lists them). ";
+    }
     if (fraction_ < 1.0) {
       os << "This process is limited to " << format_size(allowed_) << " (set_per_process_memory_fraction("
          << fraction_ << ")). ";

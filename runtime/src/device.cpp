@@ -10,6 +10,7 @@
 #include "fault_state.h"
 #include "fork_state.h"
 #include "mlu_runtime/device.h"
+#include "monitor_record.h"
 #include "queue_impl.h"
 
 namespace mlu::detail {
@@ -119,9 +120,15 @@ size_t DeviceState::effective_capacity() const { return std::min(capacity, fault
 
 bool DeviceState::reserve_memory(size_t bytes) {
   const size_t capacity = effective_capacity();
+  // Note [Shared device capacity]: the other processes' use counts, read under the lock that orders reservations.
+  SharedCapacityLock shared(index);
+  size_t others = shared.active() ? monitor_others_memory(index, /*check_alive=*/false) : 0;
   size_t current = used.load(std::memory_order_relaxed);
+  if (others != 0 && (bytes > capacity || current + others > capacity - std::min(bytes, capacity))) {
+    others = monitor_others_memory(index, /*check_alive=*/true);  // a dead process's memory comes back
+  }
   do {
-    if (bytes > capacity || current > capacity - bytes) return false;
+    if (bytes > capacity || others > capacity - bytes || current > capacity - bytes - others) return false;
   } while (!used.compare_exchange_weak(current, current + bytes, std::memory_order_relaxed));
   monitor_memory(index, int64_t(bytes));
   return true;

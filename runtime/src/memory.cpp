@@ -10,6 +10,7 @@
 #include "host_trap_state.h"
 #include "fork_state.h"
 #include "mlu_runtime/memory.h"
+#include "monitor_record.h"
 #include "queue_impl.h"
 #include "registry.h"
 
@@ -37,13 +38,14 @@ mluError_t detail::reserve_device_memory(int device, size_t size) {
   }
   size_t bytes = round_up(size);
   if (bytes < size || !state->reserve_memory(bytes)) {
-    size_t used = state->used.load();
+    const size_t used = state->used.load();
+    const size_t others = monitor_others_memory(device, /*check_alive=*/false);  // Note [Shared device capacity]
     const size_t capacity = state->effective_capacity();
     return fail(mluErrorMemoryAllocation,
-                "Tried to allocate " + mib(size) + ". MLU " + std::to_string(device) +
-                    " has a total capacity of " + mib(capacity) + " of which " +
-                    mib(capacity - std::min(used, capacity)) + " is free; " + mib(used) +
-                    " is in use");
+                "Tried to allocate " + mib(size) + ". MLU " + std::to_string(device) + " has a total capacity of " +
+                    mib(capacity) + " of which " + mib(capacity - std::min(used + others, capacity)) +
+                    " is free; " + mib(used) + " is in use by this process" +
+                    (others != 0 ? ", " + mib(others) + " by other processes" : std::string()));
   }
   return mluSuccess;
 }
@@ -183,7 +185,8 @@ mluError_t mluMemGetInfo(size_t* free, size_t* total) {
   if (mluError_t status = check_device(device)) return status;
   DeviceState* state = device_state(device);
   const size_t capacity = state->effective_capacity();
-  size_t used = std::min(state->used.load(), capacity);
+  // Note [Shared device capacity]: what is free is free for every process using the device.
+  size_t used = std::min(state->used.load() + monitor_others_memory(device, /*check_alive=*/false), capacity);
   if (free != nullptr) *free = capacity - used;
   if (total != nullptr) *total = capacity;
   return mluSuccess;

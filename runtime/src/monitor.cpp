@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -309,6 +310,72 @@ void monitor_ran_inline(int device, int64_t start, int64_t end) {
   begin_write(*record);
   add_busy(*record, start, end);
   end_write(*record);
+}
+
+// ---- Note [Shared device capacity] -------------------------------------------
+
+namespace {
+
+bool capacity_shared() {
+  const char* shared = std::getenv("TORCH_MLU_SHARED_CAPACITY");
+  return shared == nullptr || std::strcmp(shared, "0") != 0;
+}
+
+}  // namespace
+
+SharedCapacityLock::SharedCapacityLock(int device) {
+  MonitorRecord* record = capacity_shared() ? record_for_write() : nullptr;
+  const int physical = physical_of(device);
+  if (record == nullptr || physical < 0) return;
+  const std::string path = mlu::mluMonitorDirectory() + "/capacity-" + std::to_string(physical) + ".lock";
+  fd_ = open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  if (fd_ < 0) {
+    unlocked_share_ = true;  // the others' use still counts, only racing reservations may overshoot
+    return;
+  }
+  while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+  }
+}
+
+SharedCapacityLock::~SharedCapacityLock() {
+  if (fd_ >= 0) close(fd_);  // closing releases the flock
+}
+
+size_t monitor_others_memory(int device, bool check_alive) {
+  MonitorRecord* own = capacity_shared() ? record_for_write() : nullptr;
+  const int physical = physical_of(device);
+  if (own == nullptr || physical < 0) return 0;
+  const uint64_t capacity = own->devices[physical].capacity.load(std::memory_order_relaxed);
+  const std::string dir = mlu::mluMonitorDirectory();
+  const std::string own_name = std::to_string(own->pid);
+  DIR* listing = opendir(dir.c_str());
+  if (listing == nullptr) return 0;
+  size_t total = 0;
+  while (dirent* entry = readdir(listing)) {
+    if (!all_digits(entry->d_name) || own_name == entry->d_name) continue;
+    const std::string path = dir + "/" + entry->d_name;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat info {};
+    void* memory = MAP_FAILED;
+    if (fstat(fd, &info) == 0 && size_t(info.st_size) >= sizeof(MonitorRecord)) {
+      memory = mmap(nullptr, sizeof(MonitorRecord), PROT_READ, MAP_SHARED, fd, 0);
+    }
+    close(fd);
+    if (memory == MAP_FAILED) continue;
+    const auto& record = *static_cast<const MonitorRecord*>(memory);
+    if (record.magic.load(std::memory_order_acquire) == kMonitorMagic &&
+        physical < std::min<int>(int(record.device_count), kMonitorDevices)) {
+      if (check_alive && !writer_alive(record)) {
+        unlink(path.c_str());
+      } else if (record.devices[physical].capacity.load(std::memory_order_relaxed) == capacity) {
+        total += record.devices[physical].memory_used.load(std::memory_order_relaxed);
+      }
+    }
+    munmap(memory, sizeof(MonitorRecord));
+  }
+  closedir(listing);
+  return total;
 }
 
 }  // namespace mlu::detail

@@ -56,4 +56,27 @@ void monitor_idle(int device);
 // case for a tiny task (Note [Coarse busy clock]).
 void monitor_ran_inline(int device, int64_t start, int64_t end);
 
+// Note [Shared device capacity] (monitor.h): while alive, holds the
+// cross-process lock over reservations on the physical device of visible
+// device `device`; inactive (nothing locked, nothing shared) when sharing is
+// off or this process has no record.
+class SharedCapacityLock {
+ public:
+  explicit SharedCapacityLock(int device);
+  ~SharedCapacityLock();
+  SharedCapacityLock(const SharedCapacityLock&) = delete;
+  SharedCapacityLock& operator=(const SharedCapacityLock&) = delete;
+  bool active() const { return fd_ >= 0 || unlocked_share_; }
+
+ private:
+  int fd_ = -1;
+  bool unlocked_share_ = false;
+};
+
+// The device memory other processes' records hold on the physical device of
+// visible device `device` (counting those with this process's capacity for
+// it); with `check_alive`, dead processes' records are deleted and not
+// counted. 0 when sharing is off.
+size_t monitor_others_memory(int device, bool check_alive);
+
 }  // namespace mlu::detail

@@ -26,12 +26,27 @@
 //   Note [Small tasks run inline]) picks up a task until it runs out of work.
 //   A device's utilization is the busy share of the last second, summed over
 //   processes and capped at 100%.
-// - Each process's software device has its own capacity: memory used by
-//   different processes is summed for display but not charged against one
-//   shared capacity.
+// - Capacity is shared: Note [Shared device capacity].
 // TORCH_MLU_MONITOR=0 turns the record off for a process. Failing to create
 // the record (no /dev/shm, a read-only directory) never fails the runtime:
 // the process is just not listed.
+//
+// Note [Shared device capacity]
+// As on hardware, the processes of a machine using one physical device share
+// its capacity: a reservation of device memory fits only if this process's
+// use, plus what every other process's record holds on the device, plus the
+// request stays within the capacity, so a second process on a "full" device
+// gets the out-of-memory error, and mluMemGetInfo's free memory is what is
+// left for everyone. Reservations of one physical device are serialized
+// across processes by an exclusive flock on `capacity-<physical>.lock` in the
+// registry directory, held while the others' records are summed and this
+// process's record is charged. Records of processes whose configured capacity
+// for the device differs (another TORCH_MLU_DEVICE_MEMORY: another machine
+// description) are not counted. A dead process's memory comes back: when the
+// sum does not fit, the records are read again checking their writers, and
+// dead ones are deleted. Off (each process its own capacity, as before) with
+// TORCH_MLU_SHARED_CAPACITY=0, or when this process has no record
+// (TORCH_MLU_MONITOR=0, no shared-memory directory).
 #pragma once
 
 #include <cstddef>
