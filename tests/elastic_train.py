@@ -2,9 +2,9 @@
 the group, which resumes from its last torch.distributed.checkpoint (DCP) save.
 
 FSDP2 over cncl, AdamW, a checkpoint every --every steps (model and optimizer through get_state_dict, the step in
-the checkpoint); rank 1 of the first attempt kills itself (SIGKILL) once step --kill-at is logged. Rank 0 appends one line per
-step, "<attempt> <step> <loss>", to --losses. The batches depend on the step only, so a resumed run computes what an
-uninterrupted one does.
+the checkpoint); rank 1 of the first attempt kills itself (SIGKILL) once step --kill-at is logged. Rank 0 appends
+one line per step, "<attempt> <step> <loss>", to --losses. The batches depend on the step only, so a resumed run
+computes what an uninterrupted one does.
 
     torchrun --standalone --nproc_per_node 2 --max-restarts 1 tests/elastic_train.py --ckpt DIR --losses FILE
 """

@@ -62,8 +62,8 @@ c10::List<c10::IValue> strings_list(const std::vector<std::string>& all) {
 }
 
 std::string dump_prefix() {
-  for (const char* name : {"TORCH_CNCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE",
-                           "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"}) {
+  for (const char* name :
+       {"TORCH_CNCL_DEBUG_INFO_TEMP_FILE", "TORCH_FR_DUMP_TEMP_FILE", "TORCH_NCCL_DEBUG_INFO_TEMP_FILE"}) {
     if (const char* value = std::getenv(name); value != nullptr && *value != '\0') return value;
   }
   std::string cache;
@@ -219,8 +219,7 @@ std::string FlightRecorderCNCL::dump(bool include_collectives, bool include_stac
     dict.insert("output_sizes", sizes_list(e.output_sizes));
     dict.insert("output_dtypes", strings_list(e.output_dtypes));
     dict.insert("state", state_name(static_cast<int>(e.state)));
-    dict.insert("time_discovered_started_ns",
-                e.time_started_ns ? c10::IValue(*e.time_started_ns) : c10::IValue());
+    dict.insert("time_discovered_started_ns", e.time_started_ns ? c10::IValue(*e.time_started_ns) : c10::IValue());
     dict.insert("time_discovered_completed_ns",
                 e.time_completed_ns ? c10::IValue(*e.time_completed_ns) : c10::IValue());
     dict.insert("duration_ms", (e.time_started_ns && e.time_completed_ns)

@@ -271,8 +271,7 @@ void ProcessGroupCNCL::shutdown() {
 }
 
 void ProcessGroupCNCL::abort() {
-  const std::string message =
-      c10::str("cncl process group (rank ", getRank(), ") was aborted (ProcessGroup.abort())");
+  const std::string message = c10::str("cncl process group (rank ", getRank(), ") was aborted (ProcessGroup.abort())");
   {
     std::lock_guard<std::mutex> lock(failure_->mutex);
     if (failure_->message.empty()) failure_->message = message;

@@ -44,9 +44,7 @@ std::string ranks_text(const std::vector<int>& ranks) {
 // The progress keys and values of NCCL's desync debugger (c10d/TraceUtils.h, whose functions format with fmt,
 // which torch does not export): "<group>_<rank>_trace_start" / "_trace_end" hold the sequence number (8 bytes)
 // and the op's name (NUL-terminated).
-std::string trace_key(int rank, const char* which) {
-  return c10::str(kTraceGroup, "_", rank, "_trace_", which);
-}
+std::string trace_key(int rank, const char* which) { return c10::str(kTraceGroup, "_", rank, "_trace_", which); }
 
 void trace_update(c10d::Store& store, const std::string& key, int64_t seq, const std::string& op) {
   std::vector<uint8_t> value(sizeof(uint64_t) + op.size() + 1, 0);
@@ -247,16 +245,15 @@ void WatchdogCNCL::handle(const Watched& watched, bool timed_out) {
     if (handled_) return;
     handled_ = true;
   }
-  const auto elapsed =
-      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - watched.enqueued).count();
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - watched.enqueued).count();
   std::string message;
   if (timed_out) {
     message = c10::str("[Rank ", group_.rank, "] Watchdog caught collective operation timeout: ", watched.summary,
                        " ran for ", elapsed, " milliseconds before timing out.");
   } else {
     std::lock_guard<std::mutex> lock(watched.signal->mutex);
-    message = c10::str("[Rank ", group_.rank, "] failure detected by watchdog at work sequence id: ", watched.seq,
-                       " (", watched.summary, "): ", watched.signal->error_message);
+    message = c10::str("[Rank ", group_.rank, "] failure detected by watchdog at work sequence id: ", watched.seq, " (",
+                       watched.summary, "): ", watched.signal->error_message);
   }
   if (!watched.is_p2p) {
     if (timed_out && watched.seq > started_seq_) {
@@ -284,8 +281,10 @@ void WatchdogCNCL::handle(const Watched& watched, bool timed_out) {
   }
   if (config.dump_on_timeout && FlightRecorderCNCL::get().enabled()) dump_everywhere();
   if (teardown) {
-    log_line(c10::str("[Rank ", group_.rank, "] cncl ", watched.op, " failed; terminating the process "
-                      "(TORCH_CNCL_ASYNC_ERROR_HANDLING=", config.async_error_handling, ")"));
+    log_line(c10::str("[Rank ", group_.rank, "] cncl ", watched.op,
+                      " failed; terminating the process "
+                      "(TORCH_CNCL_ASYNC_ERROR_HANDLING=",
+                      config.async_error_handling, ")"));
     std::abort();
   }
 }

@@ -65,7 +65,7 @@ class WatchdogCNCL {
   // One collective, as enqueued.
   struct Watched {
     std::shared_ptr<CommSignal> signal;
-    int64_t seq;          // the group's collective sequence number (from 1); p2p ops: the last one's
+    int64_t seq;  // the group's collective sequence number (from 1); p2p ops: the last one's
     bool is_p2p;
     std::string op;       // its name for the progress keys ("ALLREDUCE")
     std::string summary;  // "WorkCNCL(SeqNum=3, OpType=ALLREDUCE, NumelIn=8, NumelOut=8, Timeout(ms)=4000)"

@@ -43,8 +43,8 @@ mluError_t detail::reserve_device_memory(int device, size_t size) {
     const size_t capacity = state->effective_capacity();
     return fail(mluErrorMemoryAllocation,
                 "Tried to allocate " + mib(size) + ". MLU " + std::to_string(device) + " has a total capacity of " +
-                    mib(capacity) + " of which " + mib(capacity - std::min(used + others, capacity)) +
-                    " is free; " + mib(used) + " is in use by this process" +
+                    mib(capacity) + " of which " + mib(capacity - std::min(used + others, capacity)) + " is free; " +
+                    mib(used) + " is in use by this process" +
                     (others != 0 ? ", " + mib(others) + " by other processes" : std::string()));
   }
   return mluSuccess;
