@@ -12,6 +12,7 @@ from netns_hosts import Hosts  # noqa: E402
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "multihost_train.py")
 UNAVAILABLE = Hosts.unavailable()
+pytestmark = pytest.mark.training  # torchrun on two hosts: the training stage (docs/testing.md)
 
 
 @pytest.mark.skipif(UNAVAILABLE is not None, reason=f"network namespaces: {UNAVAILABLE}")

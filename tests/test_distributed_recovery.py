@@ -3,6 +3,8 @@ group]); torchrun --max-restarts restarting the group, which resumes from its la
 loss curve of an uninterrupted run (tests/elastic_train.py)."""
 import os
 
+import pytest
+
 import watchdog_workers
 from test_distributed import finish, spawn, torchrun
 
@@ -23,6 +25,7 @@ def losses(path):
     return curve
 
 
+@pytest.mark.training  # two torchrun jobs: the training stage (docs/testing.md)
 def test_a_killed_rank_restarts_the_group_from_the_last_checkpoint(tmp_path):
     runs = {}
     for name, kill in (("uninterrupted", -1), ("killed", 7)):
