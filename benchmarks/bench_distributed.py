@@ -76,11 +76,11 @@ def allreduce_worker(rank, world, store, runs, budget_s, out_path):
     dist.destroy_process_group()
 
 
-def ddp_worker(rank, world, store, steps, out_path):
+def gpt_ddp_step(device):
+    """One DDP training step of the GPT-mini (2 layers, 128 wide, batch 8 x 64 per rank, AdamW), as a function."""
     from torch.nn.parallel import DistributedDataParallel as DDP
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
     from gpt import GPT, GPTConfig
-    device = _init(rank, world, store, "cncl")
     torch.manual_seed(0)
     model = DDP(GPT(GPTConfig(vocab_size=64, block_size=64, n_layer=2, n_head=4, n_embd=128)).to(device),
                 device_ids=[device.index])
@@ -93,6 +93,12 @@ def ddp_worker(rank, world, store, steps, out_path):
         opt.step()
         opt.zero_grad(set_to_none=True)
 
+    return step
+
+
+def ddp_worker(rank, world, store, steps, out_path):
+    device = _init(rank, world, store, "cncl")
+    step = gpt_ddp_step(device)
     for _ in range(3):
         step()
     torch.mlu.synchronize()

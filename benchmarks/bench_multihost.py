@@ -23,17 +23,11 @@ from netns_hosts import Hosts  # noqa: E402
 WORKER = os.path.join(ROOT, "benchmarks", "multihost_worker.py")
 
 
-def run(hosts, count, argv, folder):
+def run(hosts, argv, folder):
     out = os.path.join(folder, "out.json")
-    procs = [hosts.torchrun(h, [WORKER, *argv, "--out", out], cwd=folder) for h in range(count)]
-    logs = []
-    for p in procs:
-        try:
-            logs.append(p.communicate(timeout=900)[0])
-        finally:
-            p.kill()
-    if any(p.returncode != 0 for p in procs):
-        raise RuntimeError("a host failed:\n\n" + "\n\n".join(logs))
+    runs = hosts.torchrun_all([WORKER, *argv, "--out", out], timeout=900, cwd=folder)
+    if any(code != 0 for code, _ in runs):
+        raise RuntimeError("a host failed:\n\n" + "\n\n".join(log for _, log in runs))
     with open(out) as f:
         return json.load(f)
 
@@ -53,10 +47,10 @@ def main():
     with tempfile.TemporaryDirectory() as folder, Hosts(args.hosts, args.delay_us, args.rate) as hosts:
         result["shaping"] = hosts.shaping
         runs = ["--runs", str(args.runs)]
-        result["allreduce"] = run(hosts, args.hosts, ["--what", "allreduce", *runs], folder)["result"]
+        result["allreduce"] = run(hosts, ["--what", "allreduce", *runs], folder)["result"]
         with Hosts(1) as one:
-            result["ddp_one_host"] = run(one, 1, ["--what", "ddp", *runs], folder)["result"]
-        result["ddp_hosts"] = run(hosts, args.hosts, ["--what", "ddp", *runs], folder)["result"]
+            result["ddp_one_host"] = run(one, ["--what", "ddp", *runs], folder)["result"]
+        result["ddp_hosts"] = run(hosts, ["--what", "ddp", *runs], folder)["result"]
     n = args.hosts
     print(f"{n} hosts, links: {result['shaping']}")
     print(f"{'bytes':>10} {'cpu GB/s':>9} {'mlu GB/s':>9} {'mlu/cpu':>8}")

@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_distributed import _time_allreduce  # noqa: E402
+from bench_distributed import _time_allreduce, gpt_ddp_step  # noqa: E402
 
 SIZES = [1 << 20, 1 << 24, 1 << 26]
 
@@ -31,21 +31,7 @@ def allreduce(args, device):
 
 
 def ddp(args, device):
-    from torch.nn.parallel import DistributedDataParallel as DDP
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
-    from gpt import GPT, GPTConfig
-    torch.manual_seed(0)
-    model = DDP(GPT(GPTConfig(vocab_size=64, block_size=64, n_layer=2, n_head=4, n_embd=128)).to(device),
-                device_ids=[device.index])
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    x = torch.randint(0, 64, (8, 64), device=device)
-
-    def step():
-        _, loss = model(x, x)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
+    step = gpt_ddp_step(device)
     for _ in range(3):
         step()
     torch.mlu.synchronize()

@@ -20,14 +20,8 @@ pytestmark = pytest.mark.training  # torchrun on two hosts: the training stage (
 def test_two_hosts_train_equal_to_one_process(mode, tmp_path):
     out = tmp_path / "result.json"
     with Hosts(2, delay_us=100, rate="10gbit") as hosts:
-        procs = [hosts.torchrun(h, [SCRIPT, "--mode", mode, "--out", str(out)], cwd=tmp_path) for h in range(2)]
-        logs = []
-        for p in procs:
-            try:
-                logs.append(p.communicate(timeout=240)[0])
-            finally:
-                p.kill()
-        assert all(p.returncode == 0 for p in procs), "\n\n".join(logs)
+        runs = hosts.torchrun_all([SCRIPT, "--mode", mode, "--out", str(out)], timeout=240, cwd=tmp_path)
+        assert all(code == 0 for code, _ in runs), "\n\n".join(log for _, log in runs)
     result = json.loads(out.read_text())
     assert result["world"] == 2 and result["hosts"] == hosts.addresses, result
     assert result["max_diff"] <= 1e-5, result

@@ -119,3 +119,15 @@ class Hosts:
                 "--rdzv-conf", f"is_host={int(host == 0)}", "--local-addr",
                 self.addresses[host], *script_argv]
         return self.popen(host, argv, env=env, **kwargs)
+
+    def torchrun_all(self, script_argv, timeout, **kwargs):
+        """torchrun on every host at once; waits (at most `timeout` seconds each) and returns [(returncode, output)]."""
+        procs = [self.torchrun(h, script_argv, **kwargs) for h in range(self.count)]
+        results = []
+        for p in procs:
+            try:
+                results.append(p.communicate(timeout=timeout)[0])
+            finally:
+                p.kill()
+        return [(p.returncode, out) for p, out in zip(procs, results)]
+

@@ -220,6 +220,30 @@ bool writer_alive(const MonitorRecord& record) {
   return ticks == record.start_ticks && state != 'Z' && state != 'X';
 }
 
+// Calls fn(record, path) for every complete record in `dir`, mapped read-only for the call.
+template <class Fn>
+void for_each_record(const std::string& dir, Fn fn) {
+  DIR* listing = opendir(dir.c_str());
+  if (listing == nullptr) return;  // nothing has run yet
+  while (dirent* entry = readdir(listing)) {
+    if (!all_digits(entry->d_name)) continue;
+    const std::string path = dir + "/" + entry->d_name;
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat info {};
+    void* memory = MAP_FAILED;
+    if (fstat(fd, &info) == 0 && size_t(info.st_size) >= sizeof(MonitorRecord)) {
+      memory = mmap(nullptr, sizeof(MonitorRecord), PROT_READ, MAP_SHARED, fd, 0);
+    }
+    close(fd);
+    if (memory == MAP_FAILED) continue;
+    const auto& record = *static_cast<const MonitorRecord*>(memory);
+    if (record.magic.load(std::memory_order_acquire) == kMonitorMagic) fn(record, path);
+    munmap(memory, sizeof(MonitorRecord));
+  }
+  closedir(listing);
+}
+
 mluMonitorDevice describe_device(int physical, size_t capacity) {
   mluMonitorDevice device;
   device.physical_id = physical;
@@ -346,35 +370,15 @@ size_t monitor_others_memory(int device, bool check_alive) {
   const int physical = physical_of(device);
   if (own == nullptr || physical < 0) return 0;
   const uint64_t capacity = own->devices[physical].capacity.load(std::memory_order_relaxed);
-  const std::string dir = mlu::mluMonitorDirectory();
-  const std::string own_name = std::to_string(own->pid);
-  DIR* listing = opendir(dir.c_str());
-  if (listing == nullptr) return 0;
   size_t total = 0;
-  while (dirent* entry = readdir(listing)) {
-    if (!all_digits(entry->d_name) || own_name == entry->d_name) continue;
-    const std::string path = dir + "/" + entry->d_name;
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    struct stat info {};
-    void* memory = MAP_FAILED;
-    if (fstat(fd, &info) == 0 && size_t(info.st_size) >= sizeof(MonitorRecord)) {
-      memory = mmap(nullptr, sizeof(MonitorRecord), PROT_READ, MAP_SHARED, fd, 0);
+  for_each_record(mlu::mluMonitorDirectory(), [&](const MonitorRecord& record, const std::string& path) {
+    if (record.pid == own->pid || physical >= std::min<int>(int(record.device_count), kMonitorDevices)) return;
+    if (check_alive && !writer_alive(record)) {
+      unlink(path.c_str());
+    } else if (record.devices[physical].capacity.load(std::memory_order_relaxed) == capacity) {
+      total += record.devices[physical].memory_used.load(std::memory_order_relaxed);
     }
-    close(fd);
-    if (memory == MAP_FAILED) continue;
-    const auto& record = *static_cast<const MonitorRecord*>(memory);
-    if (record.magic.load(std::memory_order_acquire) == kMonitorMagic &&
-        physical < std::min<int>(int(record.device_count), kMonitorDevices)) {
-      if (check_alive && !writer_alive(record)) {
-        unlink(path.c_str());
-      } else if (record.devices[physical].capacity.load(std::memory_order_relaxed) == capacity) {
-        total += record.devices[physical].memory_used.load(std::memory_order_relaxed);
-      }
-    }
-    munmap(memory, sizeof(MonitorRecord));
-  }
-  closedir(listing);
+  });
   return total;
 }
 
@@ -397,31 +401,11 @@ mluError_t mluMonitorSnapshot(std::vector<mluMonitorDevice>* devices) {
   devices->clear();
   for (int p = 0; p < config.physical_count; ++p) devices->push_back(describe_device(p, config.memory_per_device));
   std::vector<bool> capacity_from_record(kMonitorDevices, false);
-  const std::string dir = mluMonitorDirectory();
-  DIR* listing = opendir(dir.c_str());
-  if (listing == nullptr) return mluSuccess;  // nothing has run yet
   const int64_t now = monitor_now_ns();
-  while (dirent* entry = readdir(listing)) {
-    if (!all_digits(entry->d_name)) continue;
-    const std::string path = dir + "/" + entry->d_name;
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    struct stat info{};
-    void* memory = MAP_FAILED;
-    if (fstat(fd, &info) == 0 && size_t(info.st_size) >= sizeof(MonitorRecord)) {
-      memory = mmap(nullptr, sizeof(MonitorRecord), PROT_READ, MAP_SHARED, fd, 0);
-    }
-    close(fd);
-    if (memory == MAP_FAILED) continue;
-    const auto& record = *static_cast<const MonitorRecord*>(memory);
-    if (record.magic.load(std::memory_order_acquire) != kMonitorMagic) {
-      munmap(memory, sizeof(MonitorRecord));
-      continue;
-    }
+  for_each_record(mluMonitorDirectory(), [&](const MonitorRecord& record, const std::string& path) {
     if (!writer_alive(record)) {
       unlink(path.c_str());
-      munmap(memory, sizeof(MonitorRecord));
-      continue;
+      return;
     }
     const int count = std::min<int>(int(record.device_count), kMonitorDevices);
     for (int p = 0; p < count; ++p) {
@@ -447,9 +431,7 @@ mluError_t mluMonitorSnapshot(std::vector<mluMonitorDevice>* devices) {
       device.utilization = std::min(1.0, device.utilization + process.utilization);
       device.processes.push_back(std::move(process));
     }
-    munmap(memory, sizeof(MonitorRecord));
-  }
-  closedir(listing);
+  });
   for (mluMonitorDevice& device : *devices) {
     std::sort(device.processes.begin(), device.processes.end(),
               [](const mluMonitorProcess& a, const mluMonitorProcess& b) { return a.pid < b.pid; });
