@@ -9,9 +9,12 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
-# Each pytest-xdist worker (with the processes it starts) is a machine of its own: a registry directory of its own
-# (Note [Monitor registry]), so the workers' devices do not share capacity (Note [Shared device capacity]) and
-# tests that count free device memory or list the device's processes see only their own worker.
+# The suite's processes keep a device capacity each (TORCH_MLU_SHARED_CAPACITY=0; Note [Shared device capacity]):
+# many tests count a device's free bytes exactly while other tests' processes come and go on it.
+# tests/test_shared_capacity.py turns sharing on for its own processes. Each pytest-xdist worker (with the
+# processes it starts) also keeps a registry directory of its own (Note [Monitor registry]), so a worker's
+# mlu-smi listings show only its own processes.
+os.environ["TORCH_MLU_SHARED_CAPACITY"] = "0"
 if "PYTEST_XDIST_WORKER" in os.environ or "TORCH_MLU_MONITOR_DIR" not in os.environ:
     os.environ["TORCH_MLU_MONITOR_DIR"] = tempfile.mkdtemp(prefix="torch_mlu_monitor_")
 

@@ -319,20 +319,22 @@ def test_environment_variables_and_warnings(python):
     warnings.simplefilter("always")
     with warnings.catch_warnings(record=True) as caught:
         import torch, torch_mlu.utils.gpu_migration
-    print(torch.cuda.device_count(), os.environ.get("PYTORCH_MLU_ALLOC_CONF"), os.environ["CNCL_DEBUG"])
+    print(torch.cuda.device_count(), os.environ.get("PYTORCH_MLU_ALLOC_CONF"), os.environ["CNCL_DEBUG"],
+          os.environ["CNCL_SOCKET_IFNAME"], os.environ["TORCH_CNCL_TRACE_BUFFER_SIZE"])
     print([str(w.message) for w in caught if "gpu_migration" in str(w.message)])
     """
     env = {"CUDA_VISIBLE_DEVICES": "1", "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64", "NCCL_DEBUG": "WARN",
-           "NCCL_SOCKET_IFNAME": "eth0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+           "NCCL_SOCKET_IFNAME": "eth0", "TORCH_NCCL_TRACE_BUFFER_SIZE": "64", "NCCL_IB_DISABLE": "1",
+           "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     result = python(code, env=env)
     assert result.returncode == 0, result.stderr
     counts, warned = result.stdout.splitlines()
-    assert counts == "1 max_split_size_mb:64 WARN"
-    assert "NCCL_SOCKET_IFNAME" in warned and "CUDA_DEVICE_ORDER" in warned and "no mlu equivalent" in warned
+    assert counts == "1 max_split_size_mb:64 WARN eth0 64"
+    assert "NCCL_IB_DISABLE" in warned and "CUDA_DEVICE_ORDER" in warned and "no mlu equivalent" in warned
     # An explicit mlu setting wins; TORCH_MLU_MIGRATION_WITH_WARNING=0 silences the warnings.
     result = python(code, env=dict(env, MLU_VISIBLE_DEVICES="0,1", TORCH_MLU_MIGRATION_WITH_WARNING="0"))
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["2 max_split_size_mb:64 WARN", "[]"]
+    assert result.stdout.splitlines() == ["2 max_split_size_mb:64 WARN eth0 64", "[]"]
 
 
 def test_documented_one_import_example(python):

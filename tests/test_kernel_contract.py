@@ -23,6 +23,8 @@ INFRASTRUCTURE = {
     "parallel": "the compute-thread pool",
     "philox": "the counter-based generator the random kernels share",
     "verbose": "the MLU_KERNELS_VERBOSE switch",
+    "table_math_avx512": "the table-driven AVX-512 float tanh and erf, which mlu's compiled kernels include too",
+    "polynomial_tables": "their coefficients (kernels/tools/fit_tables.py)",
 }
 
 # Declarations that answer a question or choose a library, not kernels.

@@ -184,13 +184,6 @@ def test_memory_reserved_and_empty_cache(form, index):
     assert stats["num_device_free"] == stats0["num_device_free"] + 1
 
 
-def fresh_machine():
-    """A fresh process as the only one on its device: a registry of its own (Note [Shared device capacity]: the
-    test process's own memory on the device would count against the child's)."""
-    import tempfile
-    return {"TORCH_MLU_MONITOR_DIR": tempfile.mkdtemp(prefix="torch_mlu_monitor_")}
-
-
 @fixed_segments_only
 @pytest.mark.parametrize("index", [0, 1])
 def test_exact_pool_and_segment_accounting_in_a_fresh_process(python, index):
@@ -281,7 +274,7 @@ def test_exact_pool_and_segment_accounting_in_a_fresh_process(python, index):
         assert torch.mlu.max_memory_allocated(d) == 0 and torch.mlu.max_memory_reserved(d) == 0
         assert torch.mlu.memory_allocated(1 - d) == 0 and torch.mlu.memory_reserved(1 - d) == 0
         print("ok")
-        """, env=fresh_machine()
+        """
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
@@ -412,7 +405,7 @@ def test_functions_before_initialisation(python):
         assert (free, total) == (torch.mlu.get_device_properties(0).total_memory,) * 2, (free, total)
         assert torch.mlu.memory_stats()["allocated_bytes.all.current"] == 0
         print("ok")
-        """, env=fresh_machine()
+        """
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"

@@ -59,11 +59,8 @@ def holders():
     started = []
 
     def start(mib):
-        # Its mem_get_info counts only itself (with a shared capacity, free memory is everyone's: Note [Shared
-        # device capacity]); mlu-smi lists it the same either way.
         process = subprocess.Popen([sys.executable, "-c", HOLDER, str(mib)], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, text=True,
-                                   env={**os.environ, "TORCH_MLU_SHARED_CAPACITY": "0"})
+                                   stdout=subprocess.PIPE, text=True)
         started.append(process)
         return process
 

@@ -1,6 +1,6 @@
 """Note [Shared device capacity] (runtime/include/mlu_runtime/monitor.h): processes using one physical device share
-its capacity, as on hardware. Each case runs its processes with a registry directory of its own
-(TORCH_MLU_MONITOR_DIR) and 64 MiB devices."""
+its capacity, as on hardware. Each case runs its processes with sharing on (the suite's are off: conftest.py), a
+registry directory of their own (TORCH_MLU_MONITOR_DIR) and 64 MiB devices."""
 import os
 import signal
 import subprocess
@@ -38,7 +38,7 @@ print(json.dumps(result))
 
 def env_for(tmp_path, **extra):
     return {**os.environ, "TORCH_MLU_MONITOR_DIR": str(tmp_path / "registry"), "TORCH_MLU_DEVICE_MEMORY": "64M",
-            **extra}
+            "TORCH_MLU_SHARED_CAPACITY": "1", **extra}
 
 
 def probe(env):
