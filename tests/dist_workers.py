@@ -122,6 +122,10 @@ def ops_worker(rank, world, store):
     for dtype in DTYPES:
         op = dist.ReduceOp.MAX if dtype == torch.bool else dist.ReduceOp.SUM
         c, m = both(lambda t: dist.all_reduce(t, op=op), [rank_tensor(rank, (n,), dtype)], device)
+        if dtype in (torch.float16, torch.bfloat16):
+            # The ranks share this host: their sum is rounded once (Note [Reductions on the transfer's own
+            # thread]), Gloo's after each rank, so the oracle is the exact sum rounded.
+            c = [expected_reduce([rank_tensor(r, (n,), dtype) for r in range(world)], op).to(dtype)]
         check_same(f"all_reduce {dtype}", c, m)
         c, m = both(dist.all_gather_into_tensor, [torch.zeros(world * n, dtype=dtype), rank_tensor(rank, (n,), dtype)],
                     device)
@@ -700,3 +704,92 @@ def injected_collective_worker(rank, world, store):
     torch.mlu.synchronize()
     assert torch.mlu.memory_allocated(device) == baseline
     os._exit(0)  # the group is broken: skip destroy_process_group's shutdown handshake
+
+
+# ---- all_reduce through shared memory (Note [cncl shared-memory all-reduce]) ----
+
+def shared_memory_inputs(rank, world, dtype, op, shape, seed):
+    """Every rank's input, chosen so that the reduction is exact in `dtype` (quarters for sums, small integers for
+    products), so any order of combination gives the same bits."""
+    g = torch.Generator().manual_seed(1000 * seed + rank)
+    if op in (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR) or not dtype.is_floating_point:
+        return torch.randint(0, 16, shape, generator=g).to(dtype)
+    if op == dist.ReduceOp.PRODUCT:
+        return torch.randint(-3, 4, shape, generator=g).to(dtype)
+    return (torch.randint(-32, 33, shape, generator=g) / 4).to(dtype)
+
+
+def expected_all_reduce(inputs, op, world):
+    stacked = torch.stack([t.double() for t in inputs])
+    bitwise = {dist.ReduceOp.BAND: torch.bitwise_and, dist.ReduceOp.BOR: torch.bitwise_or,
+               dist.ReduceOp.BXOR: torch.bitwise_xor}
+    if op in bitwise:
+        out = inputs[0].clone()
+        for t in inputs[1:]:
+            out = bitwise[op](out, t)
+        return out
+    if op == dist.ReduceOp.AVG:
+        total = stacked.sum(0)
+        if inputs[0].dtype.is_floating_point:
+            return (total.to(inputs[0].dtype) / world).to(inputs[0].dtype)
+        return torch.div(total, world, rounding_mode="trunc").to(inputs[0].dtype)
+    return expected_reduce(inputs, op).to(inputs[0].dtype)
+
+
+def shared_memory_worker(rank, world, store, transport):
+    """all_reduce over every op the shared-memory transport takes, its dtypes, sizes from empty to several chunks
+    (a slot is at most 8 MiB), a channels-last tensor and a coalesced pair, against the arithmetic of every rank's
+    input; `transport` is what the group must report using."""
+    device = init(rank, world, store)
+    backend = dist.group.WORLD._get_backend(device)
+    assert backend.all_reduce_transport == transport, backend.all_reduce_transport
+    integer_ops = [dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR]
+    cases = []
+    for dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8, torch.int32,
+                  torch.int64):
+        ops = REDUCE_OPS + (integer_ops if not dtype.is_floating_point else [])
+        cases += [(dtype, op, (n,)) for op in ops for n in (0, 1, 4099)]
+    cases += [(torch.float32, dist.ReduceOp.SUM, (5_000_003,)), (torch.bfloat16, dist.ReduceOp.MAX, (9_000_001,)),
+              (torch.float32, dist.ReduceOp.AVG, (3, 1_000_001)), (torch.float32, dist.ReduceOp.SUM, (2, 8, 5, 3))]
+    for seed, (dtype, op, shape) in enumerate(cases):
+        inputs = [shared_memory_inputs(r, world, dtype, op, shape, seed) for r in range(world)]
+        t = inputs[rank].to(device)
+        if len(shape) == 4:
+            t = t.contiguous(memory_format=torch.channels_last)
+        dist.all_reduce(t, op=op)
+        exact = op != dist.ReduceOp.AVG or not dtype.is_floating_point
+        assert_close(t.cpu(), expected_all_reduce(inputs, op, world), **({"rtol": 0, "atol": 0} if exact else {}),
+                     msg=lambda s: f"all_reduce {op} {dtype} {shape}: {s}")
+    # Coalesced (all_reduce_coalesced): both tensors in one communication task.
+    inputs = [[shared_memory_inputs(r, world, torch.float32, dist.ReduceOp.SUM, (n,), n) for r in range(world)]
+              for n in (1001, 3_000_017)]
+    tensors = [per_rank[rank].to(device) for per_rank in inputs]
+    with dist._coalescing_manager(device=device):
+        for t in tensors:
+            dist.all_reduce(t)
+    for t, per_rank in zip(tensors, inputs):
+        assert_close(t.cpu(), expected_all_reduce(per_rank, dist.ReduceOp.SUM, world), rtol=0, atol=0)
+    dist.destroy_process_group()
+
+
+def shared_memory_peer_exit_worker(rank, world, store):
+    """Without the agreement exchange ahead of it (TORCH_CNCL_CHECK_COLLECTIVES=0), the shared-memory transfer
+    itself notices a peer that has exited, long before the timeout, and names it."""
+    import pytest
+    timeout = 60
+    device = init(rank, world, store, backend="cncl", timeout=timeout)
+    assert dist.group.WORLD._get_backend(device).all_reduce_transport == "shared memory"
+    dist.all_reduce(torch.ones(2, device=device))
+    torch.mlu.synchronize()
+    if rank == 1:
+        os._exit(0)
+    start = time.monotonic()
+    t = torch.ones(2, device=device)
+    with pytest.raises((dist.DistBackendError, torch.AcceleratorError),
+                       match=r"rank 1 \(pid \d+\) exited during a shared-memory all_reduce"):
+        dist.all_reduce(t)
+        t.cpu()
+    assert time.monotonic() - start < 15, time.monotonic() - start
+    with pytest.raises(dist.DistBackendError, match="broken by an earlier failure"):
+        dist.all_reduce(torch.ones(2, device=device))
+    os._exit(0)

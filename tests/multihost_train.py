@@ -72,6 +72,7 @@ def main():
         diff = max(float((a - b.detach().cpu()).abs().max()) for a, b in zip(params, reference.parameters()))
         with open(args.out, "w") as f:
             json.dump({"mode": args.mode, "world": world, "max_diff": diff,
+                       "transport": dist.group.WORLD._get_backend(device).all_reduce_transport,
                        "hosts": sorted({store.get(f"host_{r}").decode() for r in range(world)})}, f)
     dist.destroy_process_group()
 

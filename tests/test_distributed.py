@@ -180,18 +180,34 @@ def test_cncl_settings_accept_nccl_names(python):
     defaults = {"blocking_wait": False, "avoid_record_streams": False, "async_error_handling": 3,
                 "check_collectives": True, "debug": 0, "trace_buffer_size": 2000, "dump_on_timeout": True,
                 "wait_timeout_dump_ms": 15000, "desync_debug": False, "enable_monitoring": True,
-                "heartbeat_timeout_sec": 480}
+                "heartbeat_timeout_sec": 480, "shm_disable": False, "transfer_timeout_margin_s": 10}
     unset = {name: "" for name in ("TORCH_CNCL_WAIT_TIMEOUT_DUMP_MILSEC", "TORCH_CNCL_DEBUG_INFO_TEMP_FILE")}
     assert config(unset) == defaults  # (conftest sets the dump wait for the suite)
     got = config({**unset, "TORCH_NCCL_BLOCKING_WAIT": "1", "TORCH_NCCL_AVOID_RECORD_STREAMS": "1",
                   "NCCL_ASYNC_ERROR_HANDLING": "2", "NCCL_DEBUG": "INFO", "TORCH_CNCL_CHECK_COLLECTIVES": "0",
                   "TORCH_FR_BUFFER_SIZE": "7", "TORCH_NCCL_DUMP_ON_TIMEOUT": "0",
                   "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC": "5", "NCCL_DESYNC_DEBUG": "1",
-                  "TORCH_NCCL_ENABLE_MONITORING": "0", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "9"})
+                  "TORCH_NCCL_ENABLE_MONITORING": "0", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC": "9",
+                  "NCCL_SHM_DISABLE": "1"})
     assert got == {"blocking_wait": True, "avoid_record_streams": True, "async_error_handling": 2,
                    "check_collectives": False, "debug": 1, "trace_buffer_size": 7, "dump_on_timeout": False,
                    "wait_timeout_dump_ms": 5, "desync_debug": True, "enable_monitoring": False,
-                   "heartbeat_timeout_sec": 9}
+                   "heartbeat_timeout_sec": 9, "shm_disable": True, "transfer_timeout_margin_s": 10}
     # The cncl name wins over the NCCL one.
     assert config({"TORCH_CNCL_BLOCKING_WAIT": "0", "TORCH_NCCL_BLOCKING_WAIT": "1"})["blocking_wait"] is False
     assert config({"TORCH_CNCL_TRACE_BUFFER_SIZE": "3", "TORCH_NCCL_TRACE_BUFFER_SIZE": "5"})["trace_buffer_size"] == 3
+
+
+# ---- all_reduce through shared memory between the ranks of one host (Note [cncl shared-memory all-reduce]) ----
+
+@pytest.mark.parametrize("world,disable", [(2, None), (3, None), (2, "1")])
+def test_all_reduce_through_shared_memory_is_exact(world, disable, tmp_path):
+    env = {"TORCH_MLU_DEVICE_COUNT": "3"}
+    if disable:
+        env["NCCL_SHM_DISABLE"] = disable  # NCCL's name: the same switch
+    spawn(dist_workers.shared_memory_worker, world, tmp_path, "gloo" if disable else "shared memory", env=env)
+
+
+def test_shared_memory_transfer_notices_an_exited_peer(tmp_path):
+    spawn(dist_workers.shared_memory_peer_exit_worker, 2, tmp_path,
+          env={"TORCH_CNCL_CHECK_COLLECTIVES": "0", "TORCH_CNCL_ASYNC_ERROR_HANDLING": "0"})

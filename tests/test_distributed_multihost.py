@@ -25,3 +25,5 @@ def test_two_hosts_train_equal_to_one_process(mode, tmp_path):
     result = json.loads(out.read_text())
     assert result["world"] == 2 and result["hosts"] == hosts.addresses, result
     assert result["max_diff"] <= 1e-5, result
+    # Other network namespaces are other hosts: no shared memory (Note [cncl shared-memory all-reduce]).
+    assert result["transport"] == "gloo", result

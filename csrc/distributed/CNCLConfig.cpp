@@ -52,6 +52,7 @@ CNCLConfig read_config() {
   config.enable_monitoring = int_setting({"TORCH_CNCL_ENABLE_MONITORING", "TORCH_NCCL_ENABLE_MONITORING"}, 1) != 0;
   config.heartbeat_timeout_sec =
       std::max(1, int_setting({"TORCH_CNCL_HEARTBEAT_TIMEOUT_SEC", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"}, 480));
+  config.shm_disable = int_setting({"CNCL_SHM_DISABLE", "NCCL_SHM_DISABLE"}, 0) != 0;
   return config;
 }
 

@@ -4,6 +4,8 @@
 // so a script tuned for NCCL keeps its meaning on mlu.
 #pragma once
 
+#include <chrono>
+
 namespace torch_mlu::distributed {
 
 struct CNCLConfig {
@@ -36,7 +38,15 @@ struct CNCLConfig {
   // The heartbeat monitor ends a process whose watchdog is stuck this long.
   bool enable_monitoring = true;
   int heartbeat_timeout_sec = 480;
+  // Ranks of one host all-reduce through Gloo, not shared memory (Note [cncl
+  // shared-memory all-reduce]).
+  bool shm_disable = false;
 };
+
+// How much longer than the group's timeout a transfer waits for its peers
+// before failing on its own: the watchdog, which acts at the timeout, reports
+// first (Note [cncl watchdog]). Gloo's timeout is set to the same.
+constexpr std::chrono::seconds kTransferTimeoutMargin{10};
 
 const CNCLConfig& cncl_config();
 

@@ -227,6 +227,7 @@ ProcessGroupCNCL::ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, c10::
   }
   TORCH_CHECK_VALUE(static_cast<int>(global_ranks_.size()) == size, "ProcessGroupCNCL: ", global_ranks_.size(),
                     " global ranks for a group of ", size);
+  if (store) shared_memory_ = SharedMemoryAllreduce::connect(*store, rank, size);
   watchdog_ = std::make_unique<WatchdogCNCL>(WatchdogCNCL::Group{rank, size, global_ranks_[rank], std::move(store)},
                                              [failure = failure_](const std::string& message) {
                                                std::lock_guard<std::mutex> lock(failure->mutex);
@@ -236,7 +237,9 @@ ProcessGroupCNCL::ProcessGroupCNCL(c10::intrusive_ptr<c10d::Backend> gloo, c10::
     std::thread([this] { gil_free_tls_.emplace(); }).join();  // Note [Host-made Gloo works carry no Python state]
   }
   if (cncl_config().debug) {
-    log_line(c10::str("rank ", rank, "/", size, ": process group over Gloo, timeout ", timeout.count(), " ms"));
+    log_line(c10::str("rank ", rank, "/", size, ": process group over Gloo",
+                      shared_memory_ ? " (all_reduce through shared memory)" : "", ", timeout ", timeout.count(),
+                      " ms"));
   }
 }
 
@@ -277,6 +280,7 @@ void ProcessGroupCNCL::abort() {
     if (failure_->message.empty()) failure_->message = message;
   }
   aborted_ = true;
+  if (shared_memory_) shared_memory_->abort();
   watchdog_->abort(dist_backend_error(message), message);
 }
 
@@ -431,13 +435,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::launch(std::vector<Call> calls,
           std::vector<c10::intrusive_ptr<c10d::Work>> works;
           works.reserve(calls.size());
           for (const auto& call : calls) works.push_back(call.start(*gloo));
-          for (const auto& work : works) work->wait();
+          for (const auto& work : works) {
+            if (work) work->wait();
+          }
           for (const auto& call : calls) {
             if (call.finish) call.finish();
           }
-          const int source = (works.size() == 1 && works[0]->retrieveOpType() == c10d::OpType::RECVANYSOURCE)
-                                 ? works[0]->sourceRank()
-                                 : -1;
+          const int source =
+              (works.size() == 1 && works[0] && works[0]->retrieveOpType() == c10d::OpType::RECVANYSOURCE)
+                  ? works[0]->sourceRank()
+                  : -1;
           recorder.completed(trace_ids);
           signal->finish(nullptr, "", source);
           return;

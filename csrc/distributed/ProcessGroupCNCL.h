@@ -4,7 +4,9 @@
 // Note [cncl over Gloo]
 // The transfers are Gloo's, which ships inside the torch wheel; its headers do
 // not, so Python creates the ProcessGroupGloo (on this group's store) and C++
-// holds it through the c10d::Backend base class. What this class adds is what a
+// holds it through the c10d::Backend base class (all_reduce between ranks of
+// one host goes through shared memory instead: Note [cncl shared-memory
+// all-reduce] in SharedMemoryAllreduce.h). What this class adds is what a
 // real accelerator's collective library needs from the framework:
 // - Stream order. Each collective is one task on a communication stream of the
 //   tensors' device (one stream for collectives, one per peer and direction for
@@ -67,6 +69,7 @@
 
 #include "csrc/core/MLUStream.h"
 #include "csrc/distributed/FlightRecorderCNCL.h"
+#include "csrc/distributed/SharedMemoryAllreduce.h"
 #include "csrc/distributed/WatchdogCNCL.h"
 #include "csrc/distributed/WorkCNCL.h"
 
@@ -80,6 +83,8 @@ class ProcessGroupCNCL : public c10d::Backend {
     // What every rank must agree on: dtype, numel, root, reduce op (-1: may
     // differ). Point-to-point calls have none.
     std::optional<std::array<int64_t, 4>> fingerprint;
+    // Issues the transfer: Gloo's Work, or null where the call did it to the
+    // end itself (Note [cncl shared-memory all-reduce]).
     std::function<c10::intrusive_ptr<c10d::Work>(c10d::Backend& gloo)> start;
     std::function<void()> finish;  // after the transfer, on the host aliases
   };
@@ -94,6 +99,8 @@ class ProcessGroupCNCL : public c10d::Backend {
   ~ProcessGroupCNCL() override;
 
   const std::string getBackendName() const override { return "cncl"; }
+  // Note [cncl shared-memory all-reduce]
+  bool all_reduce_through_shared_memory() const { return shared_memory_ != nullptr; }
   bool supportsCoalescing() const override { return true; }
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
@@ -183,6 +190,8 @@ class ProcessGroupCNCL : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
   c10::intrusive_ptr<c10d::Backend> agreement_;
+  // Ranks all on this host: all_reduce through shared memory (null: Gloo's).
+  std::shared_ptr<SharedMemoryAllreduce> shared_memory_;
   std::optional<at::ThreadLocalState> gil_free_tls_;  // Note [Host-made Gloo works carry no Python state]
   std::chrono::milliseconds timeout_;
   // Set by a failed transfer (from a device thread); read by every later call.

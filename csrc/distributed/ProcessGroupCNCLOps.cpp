@@ -7,6 +7,7 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include "csrc/core/MLULaunch.h"
+#include "csrc/distributed/CNCLConfig.h"
 #include "csrc/distributed/ProcessGroupCNCL.h"
 
 namespace torch_mlu::distributed {
@@ -199,6 +200,27 @@ ProcessGroupCNCL::Call scatter_reduction(const char* name, Fingerprint fingerpri
       }};
 }
 
+// An all-reduce's transfer: through the group's shared memory where it has
+// one and takes the dtype and op (Note [cncl shared-memory all-reduce]; the
+// choice depends only on what the ranks agree on, so every rank makes the
+// same), else `gloo_start`. The tensors go as flat views of their dense
+// memory, one after another; null Work: done.
+template <class GlooStart>
+auto through_shared_memory(const std::shared_ptr<SharedMemoryAllreduce>& transport, const Reduction& r,
+                           c10::ScalarType dtype, std::chrono::milliseconds timeout, GlooStart gloo_start) {
+  std::shared_ptr<SharedMemoryAllreduce> used =
+      transport && SharedMemoryAllreduce::supports(dtype, r.gloo_op.op_) ? transport : nullptr;
+  const auto wait_limit = timeout + kTransferTimeoutMargin;
+  return [used, wait_limit, gloo_start](c10d::Backend& gloo, std::vector<at::Tensor>& hosts,
+                                        const ReduceOp& op) -> c10::intrusive_ptr<c10d::Work> {
+    if (!used) return gloo_start(gloo, hosts, op);
+    for (const auto& h : hosts) {
+      used->allreduce(at::from_blob(h.data_ptr(), {h.numel()}, h.options()), op.op_, wait_limit);
+    }
+    return {};
+  };
+}
+
 }  // namespace
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::broadcast(std::vector<at::Tensor>& tensors,
@@ -217,13 +239,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allreduce(std::vector<at::Tenso
                                                            const c10d::AllreduceOptions& opts) {
   const auto& t = first("all_reduce", tensors);
   Reduction r = plan_reduction("all_reduce", opts.reduceOp, t.scalar_type());
-  Call call = in_place_reduction("all_reduce", reduce_fingerprint(t, total_numel(tensors), -1, opts.reduceOp),
-                                 host_aliases(tensors), r, getSize(), true,
-                                 [](c10d::Backend& gloo, std::vector<at::Tensor>& hosts, const ReduceOp& op) {
-                                   c10d::AllreduceOptions gloo_opts;
-                                   gloo_opts.reduceOp = op;
-                                   return gloo.allreduce(hosts, gloo_opts);
-                                 });
+  Call call = in_place_reduction(
+      "all_reduce", reduce_fingerprint(t, total_numel(tensors), -1, opts.reduceOp), host_aliases(tensors), r, getSize(),
+      true,
+      through_shared_memory(shared_memory_, r, t.scalar_type(), timeout_,
+                            [](c10d::Backend& gloo, std::vector<at::Tensor>& hosts, const ReduceOp& op) {
+                              c10d::AllreduceOptions gloo_opts;
+                              gloo_opts.reduceOp = op;
+                              return gloo.allreduce(hosts, gloo_opts);
+                            }));
   return run(std::move(call), c10d::OpType::ALLREDUCE, with_factor(tensors, r), tensors, kCollectiveStream);
 }
 
@@ -236,13 +260,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupCNCL::allreduce_coalesced(std::vector
                       other.scalar_type());
   }
   Reduction r = plan_reduction("all_reduce_coalesced", opts.reduceOp, t.scalar_type());
-  Call call = in_place_reduction("all_reduce", reduce_fingerprint(t, total_numel(tensors), -1, opts.reduceOp),
-                                 host_aliases(tensors), r, getSize(), true,
-                                 [](c10d::Backend& gloo, std::vector<at::Tensor>& hosts, const ReduceOp& op) {
-                                   c10d::AllreduceCoalescedOptions gloo_opts;
-                                   gloo_opts.reduceOp = op;
-                                   return gloo.allreduce_coalesced(hosts, gloo_opts);
-                                 });
+  Call call = in_place_reduction(
+      "all_reduce", reduce_fingerprint(t, total_numel(tensors), -1, opts.reduceOp), host_aliases(tensors), r, getSize(),
+      true,
+      through_shared_memory(shared_memory_, r, t.scalar_type(), timeout_,
+                            [](c10d::Backend& gloo, std::vector<at::Tensor>& hosts, const ReduceOp& op) {
+                              c10d::AllreduceCoalescedOptions gloo_opts;
+                              gloo_opts.reduceOp = op;
+                              return gloo.allreduce_coalesced(hosts, gloo_opts);
+                            }));
   return run(std::move(call), c10d::OpType::ALLREDUCE_COALESCED, with_factor(tensors, r), tensors, kCollectiveStream);
 }
 

@@ -74,7 +74,13 @@ void bind_distributed(pybind11::module& m) {
            py::arg("store") = nullptr, py::arg("global_ranks") = std::vector<int64_t>{},
            "The cncl backend over `gloo`, a ProcessGroupGloo on this group's store; `agreement` (or None) is a "
            "second one for the agreement checks; `store` (or None), the group's store, carries the watchdog's "
-           "progress keys; `global_ranks`, the group's ranks in the default group (empty: 0..size-1).");
+           "progress keys and the shared-memory set-up; `global_ranks`, the group's ranks in the default group "
+           "(empty: 0..size-1).")
+      .def_property_readonly(
+          "all_reduce_transport",
+          [](const ProcessGroupCNCL& pg) { return pg.all_reduce_through_shared_memory() ? "shared memory" : "gloo"; },
+          "How all_reduce moves data: 'shared memory' (every rank on this host; Note [cncl shared-memory "
+          "all-reduce]) or 'gloo'.");
   m.def(
       "_cncl_dump_trace",
       [](bool include_collectives, bool include_stack_traces, bool only_active) {
@@ -112,6 +118,8 @@ void bind_distributed(pybind11::module& m) {
     d["desync_debug"] = c.desync_debug;
     d["enable_monitoring"] = c.enable_monitoring;
     d["heartbeat_timeout_sec"] = c.heartbeat_timeout_sec;
+    d["shm_disable"] = c.shm_disable;
+    d["transfer_timeout_margin_s"] = distributed::kTransferTimeoutMargin.count();
     return d;
   });
 }

@@ -42,7 +42,6 @@ def write_cncl_trace(include_stack_traces=True):
     return _C._cncl_write_trace(dist.get_rank(), include_stack_traces)
 
 
-_GLOO_TIMEOUT_MARGIN = datetime.timedelta(seconds=10)
 
 
 def _attempt_store(store):
@@ -77,18 +76,19 @@ def _create_cncl(options, backend_options):
     """
     devices = _gloo_devices()
     store = _attempt_store(options.store)
+    config = _C._cncl_config()
 
     def gloo(prefix):
         gloo_options = dist.ProcessGroupGloo._Options()
         # The watchdog, not Gloo, catches a collective past the group's timeout (Note [cncl watchdog]): Gloo's
         # own timeout comes later, and only ends a transfer the watchdog has given up on.
-        gloo_options._timeout = options.timeout + _GLOO_TIMEOUT_MARGIN
+        gloo_options._timeout = options.timeout + datetime.timedelta(seconds=config["transfer_timeout_margin_s"])
         gloo_options._devices = devices
         return dist.ProcessGroupGloo(
             dist.PrefixStore(prefix, store), options.group_rank, options.group_size, gloo_options
         )
 
-    agreement = gloo("cncl_agreement/") if _C._cncl_config()["check_collectives"] else None
+    agreement = gloo("cncl_agreement/") if config["check_collectives"] else None
     return ProcessGroupCNCL(gloo("cncl/"), agreement, options.group_rank, options.group_size, options.timeout,
                             store, list(options.global_ranks_in_group or []))
 
