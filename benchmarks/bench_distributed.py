@@ -116,10 +116,13 @@ def ddp_worker(rank, world, store, steps, out_path):
 
 
 def _spawn(worker, world, *args, env=None):
+    """Runs worker(rank, world, store, *args, out) on `world` ranks of this host, under `env` and, as torchrun
+    sets it, LOCAL_WORLD_SIZE (Note [Ranks of one host share its cores]); returns what rank 0 wrote to `out`."""
+    env = {"LOCAL_WORLD_SIZE": str(world), **(env or {})}
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "out.json")
-        saved = {k: os.environ.get(k) for k in (env or {})}
-        os.environ.update(env or {})
+        saved = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
         try:
             mp.spawn(worker, args=(world, os.path.join(tmp, "store"), *args, out), nprocs=world)
         finally:

@@ -1,6 +1,7 @@
 #include "config.h"
 #include "fault_state.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -82,9 +83,32 @@ MachineConfig read_config() {
   return config;
 }
 
+namespace {
+
+// Note [Ranks of one host share its cores]
+// The software MLU computes on the host's cores, and all its devices share
+// them. One process driving every device gets all of them per device (its
+// devices' kernels rarely run at once). A job of one process per device, as
+// torchrun starts them, would otherwise run ranks x cores compute threads on
+// the cores, each rank's regions waiting for threads descheduled by another's:
+// DDP on 2 ranks of a 2-core host steps 0-15% faster with one core each
+// (benchmarks/bench_ddp_overlap.py, docs/distributed.md). So where torchrun's
+// LOCAL_WORLD_SIZE says how many ranks share the host, each device gets an
+// equal share of the CPUs this process may run on (at least one), as
+// torchrun's OMP_NUM_THREADS default does for ATen's threads.
+// TORCH_MLU_DEVICE_CORES overrides it.
+int default_cores_per_device() {
+  cpu_set_t allowed;
+  int host_threads = sched_getaffinity(0, sizeof(allowed), &allowed) == 0 ? CPU_COUNT(&allowed) : 0;
+  if (host_threads <= 0) host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string ignored;  // a malformed LOCAL_WORLD_SIZE is torchrun's to report
+  return std::max(1, host_threads / env_int("LOCAL_WORLD_SIZE", 1, 1, 1 << 20, ignored));
+}
+
+}  // namespace
+
 int read_cores_per_device(std::string& error) {
-  int host_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return env_int("TORCH_MLU_DEVICE_CORES", host_threads, 1, 1024, error);
+  return env_int("TORCH_MLU_DEVICE_CORES", default_cores_per_device(), 1, 1024, error);
 }
 
 const MachineConfig& machine_config() {

@@ -1,5 +1,8 @@
 // Devices: count, properties, the per-thread current device, invalid ordinals,
 // and the parsing of the configuration variables (src/config.h).
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -229,6 +232,25 @@ TEST(Config, InvalidValuesAreErrorsNamingTheVariable) {
   EXPECT_EQ(mlu::detail::read_config().memory_per_device, 64 * kMiB);
   ScopedEnv empty("TORCH_MLU_DEVICE_CORES", "");
   EXPECT_EQ(mlu::detail::read_config().error, "") << "an empty variable means the default";
+}
+
+// Note [Ranks of one host share its cores]
+TEST(Config, LocalRanksShareTheHostCores) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  const int host = CPU_COUNT(&allowed);
+  ScopedEnv unset_cores("TORCH_MLU_DEVICE_CORES", "");
+  {
+    ScopedEnv one_rank("LOCAL_WORLD_SIZE", "");
+    EXPECT_EQ(mlu::detail::read_config().cores_per_device, host);
+  }
+  for (const char* ranks : {"1", "2", "3", "4096"}) {
+    ScopedEnv local("LOCAL_WORLD_SIZE", ranks);
+    EXPECT_EQ(mlu::detail::read_config().cores_per_device, std::max(1, host / std::atoi(ranks))) << ranks;
+  }
+  ScopedEnv local("LOCAL_WORLD_SIZE", "2");
+  ScopedEnv cores("TORCH_MLU_DEVICE_CORES", "3");
+  EXPECT_EQ(mlu::detail::read_config().cores_per_device, 3) << "the explicit setting wins";
 }
 
 TEST(Config, MachineConfigReadsEnvironment) {

@@ -6,7 +6,9 @@
 // as CUDA does). Visible devices are numbered 0..count-1. Each device has its
 // own memory capacity (TORCH_MLU_DEVICE_MEMORY, e.g. "8G"; default
 // min(16 GiB, host RAM / 4)) and a compute-core count (TORCH_MLU_DEVICE_CORES,
-// default: the host's hardware threads). The environment is read once, on the
+// default: the CPUs this process may use, divided among torchrun's
+// LOCAL_WORLD_SIZE ranks: Note [Ranks of one host share its cores] in
+// runtime/src/config.cpp). The environment is read once, on the
 // first runtime call, and reading it starts no thread (fork-safe). A malformed
 // or out-of-range value is an error, never silently replaced by the default:
 // mluGetDeviceCount and every call that takes a device then return
@@ -55,7 +57,7 @@ mluError_t mluGetDevice(int* device);
 mluError_t mluSetDevice(int device);
 mluError_t mluGetDeviceProperties(mluDeviceProp* prop, int device);
 // The compute cores each device will have (TORCH_MLU_DEVICE_CORES, else the
-// host's hardware threads; the default when the value is bad, which the first
+// host's CPUs shared among its ranks; the default when the value is bad, which the first
 // device call then reports). Unlike every other call it reads the environment
 // afresh and does not fix the device configuration, so a library may size its
 // thread pool at load time while MLU_VISIBLE_DEVICES can still be set.
