@@ -14,6 +14,8 @@ import torch.multiprocessing as mp
 import watchdog_workers
 from test_distributed import spawn
 
+pytestmark = pytest.mark.training  # rank processes that time out on purpose: the training stage (docs/testing.md)
+
 
 def fr_trace(folder, prefix):
     r = subprocess.run([sys.executable, "-m", "torch.distributed.flight_recorder.fr_trace", str(folder), "-p", prefix],
@@ -62,3 +64,34 @@ def test_desync_debug_names_the_rank_that_never_joined(tmp_path, capfd):
     assert "[Rank 0] Watchdog caught collective operation timeout" in err or "failure detected by watchdog" in err
     assert "Desync report (TORCH_CNCL_DESYNC_DEBUG):" in err, err
     assert "[1] finished collective #2, but didn't join collective #3 (count from 1)" in err, err
+
+
+def test_heartbeat_monitor_ends_a_process_whose_watchdog_is_stuck(tmp_path, capfd):
+    import os
+    import signal
+    import time
+    server = subprocess.Popen(
+        [sys.executable, "-c", "import time, torch.distributed as d\n"
+         "s = d.TCPStore('127.0.0.1', 0, is_master=True, wait_for_workers=False)\n"
+         "print(s.port, flush=True)\ntime.sleep(300)"], stdout=subprocess.PIPE, text=True)
+    os.environ["TORCH_CNCL_HEARTBEAT_TIMEOUT_SEC"] = "2"
+    try:
+        port = int(server.stdout.readline())
+        ranks = mp.start_processes(watchdog_workers.stuck_store_worker, args=(2, str(tmp_path), port), nprocs=2,
+                                   join=False, start_method="spawn")
+        for rank in range(2):
+            watchdog_workers.wait_for_file(str(tmp_path / f"ready{rank}"))
+        server.send_signal(signal.SIGSTOP)
+        (tmp_path / "stopped").touch()
+        start = time.monotonic()
+        with pytest.raises(mp.ProcessExitedException, match="terminated with signal SIGABRT"):
+            while not ranks.join(timeout=1):
+                assert time.monotonic() - start < 40, "the heartbeat monitor did not end the stuck ranks"
+    finally:
+        os.environ.pop("TORCH_CNCL_HEARTBEAT_TIMEOUT_SEC")
+        server.send_signal(signal.SIGCONT)
+        server.kill()
+        server.wait()
+    err = capfd.readouterr().err
+    assert "the cncl watchdog got stuck for 2 seconds without making progress" in err, err
+    assert "flight recorder dumped to" in err and "(the watchdog is stuck)" in err, err

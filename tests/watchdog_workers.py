@@ -151,3 +151,23 @@ def abort_worker(rank, world, store):
     dist.all_reduce(t)
     assert t.cpu().tolist() == [3.0] * 4
     dist.destroy_process_group()
+
+
+def stuck_store_worker(rank, world, folder, port):
+    """The group's store is a TCPStore served by another process, which the test stops (SIGSTOP) after the first
+    collective: the watchdog's next store call never returns, and the heartbeat monitor ends this process
+    (TORCH_CNCL_HEARTBEAT_TIMEOUT_SEC)."""
+    import datetime
+    store = dist.TCPStore("127.0.0.1", port, world_size=world, is_master=False,
+                          timeout=datetime.timedelta(seconds=120))
+    torch.mlu.set_device(rank)
+    device = torch.device("mlu", rank)
+    dist.init_process_group("cncl", store=store, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    dist.all_reduce(torch.ones(2, device=device))
+    torch.mlu.synchronize()
+    open(os.path.join(folder, f"ready{rank}"), "w").close()
+    wait_for_file(os.path.join(folder, "stopped"))
+    dist.all_reduce(torch.ones(2, device=device))  # the watchdog publishes its progress: into the stopped store
+    torch.mlu.synchronize()
+    time.sleep(60)  # not reached: the heartbeat monitor ends the process first
