@@ -251,13 +251,13 @@ std::byte* SharedMemoryAllreduce::slot(uint32_t epoch, int rank) const {
   return static_cast<std::byte*>(base_) + header + index * slot_bytes_;
 }
 
-void SharedMemoryAllreduce::publish(std::atomic<uint32_t> RankState::* counter, uint32_t value) const {
+void SharedMemoryAllreduce::publish(std::atomic<uint32_t> RankState::*counter, uint32_t value) const {
   auto& word = state(rank_).*counter;
   word.store(value, std::memory_order_release);
   futex_wake_all(word);
 }
 
-void SharedMemoryAllreduce::wait_all(std::atomic<uint32_t> RankState::* counter, uint32_t target, const char* step,
+void SharedMemoryAllreduce::wait_all(std::atomic<uint32_t> RankState::*counter, uint32_t target, const char* step,
                                      std::chrono::steady_clock::time_point deadline) const {
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
@@ -273,8 +273,8 @@ void SharedMemoryAllreduce::wait_all(std::atomic<uint32_t> RankState::* counter,
       const int32_t pid = state(r).pid.load(std::memory_order_acquire);
       if (aborted_) throw std::runtime_error("the group was aborted during a shared-memory all_reduce");
       if (process_exited(pid)) {
-        throw std::runtime_error(c10::str("rank ", r, " (pid ", pid, ") exited during a shared-memory all_reduce (",
-                                          step, ")"));
+        throw std::runtime_error(
+            c10::str("rank ", r, " (pid ", pid, ") exited during a shared-memory all_reduce (", step, ")"));
       }
       if (std::chrono::steady_clock::now() > deadline) {
         throw std::runtime_error(

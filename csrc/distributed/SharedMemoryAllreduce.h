@@ -80,9 +80,9 @@ class SharedMemoryAllreduce {
   RankState& state(int rank) const;
   std::byte* slot(uint32_t epoch, int rank) const;
   // Waits until every rank's `counter` (a member of RankState) reaches `target`.
-  void wait_all(std::atomic<uint32_t> RankState::* counter, uint32_t target, const char* step,
+  void wait_all(std::atomic<uint32_t> RankState::*counter, uint32_t target, const char* step,
                 std::chrono::steady_clock::time_point deadline) const;
-  void publish(std::atomic<uint32_t> RankState::* counter, uint32_t value) const;
+  void publish(std::atomic<uint32_t> RankState::*counter, uint32_t value) const;
   void reduce_slice(uint32_t epoch, size_t offset, size_t bytes, c10::ScalarType dtype,
                     c10d::ReduceOp::RedOpType op) const;
 
