@@ -162,3 +162,9 @@ if os.environ.get("TORCH_MLU_SANITIZER", "0") not in ("", "0"):
     from .mlu import _sanitizer
 
     _sanitizer.enable_mlu_sanitizer()
+
+# The op-by-op accuracy check for the whole program (torch_mlu/accuracy, docs/accuracy.md).
+if os.environ.get("TORCH_MLU_ACCURACY_CHECK", "0") not in ("", "0"):
+    from . import accuracy as _accuracy
+
+    _accuracy.enable_from_environment()

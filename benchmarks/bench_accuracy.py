@@ -1,0 +1,76 @@
+"""What the accuracy tools cost: training steps of the model suite on mlu, plain and under each tool.
+
+    python benchmarks/bench_accuracy.py [--models mlp cnn gpt] [--steps 3] [--runs 3]
+        [--out build/bench_accuracy.json]
+
+For each model of bench_models.py (its model, optimizer and batch), the median over --runs timings of --steps
+training steps (forward, loss, backward, optimizer step), synchronized at the end: plain, under
+torch_mlu.accuracy.check (every op also run on CPU copies of its inputs and compared; no reproducers), and under
+torch_mlu.accuracy.nonfinite_origin (a finiteness flag of every op's inputs and results read back). The check's
+cost is expected near one CPU re-execution of every op plus the copies; figures in docs/accuracy.md.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from contextlib import nullcontext
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_models  # noqa: E402
+import torch_mlu.accuracy as accuracy  # noqa: E402
+
+TOOLS = {"plain": nullcontext, "check": lambda: accuracy.check(fail_fast=False, reproducer_dir=None),
+         "nonfinite_origin": lambda: accuracy.nonfinite_origin(raise_error=False)}
+
+
+def step_seconds(name, tool, steps, runs):
+    torch.manual_seed(0)
+    model, make_opt, batch = bench_models.MODELS[name]()
+    model = model.to("mlu")
+    opt = make_opt(model.parameters())
+    inputs = tuple(t.to("mlu") for t in batch)
+
+    def step():
+        model(*inputs).backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    times = []
+    with TOOLS[tool]():
+        step()  # warm-up
+        torch.mlu.synchronize()
+        for _ in range(runs):
+            start = time.perf_counter()
+            for _ in range(steps):
+                step()
+            torch.mlu.synchronize()
+            times.append((time.perf_counter() - start) / steps)
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=list(bench_models.MODELS))
+    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--out", default="build/bench_accuracy.json")
+    args = parser.parse_args()
+    rows = []
+    print(f"training step on mlu, ms (median of {args.runs} x {args.steps} steps); x = ratio to plain")
+    print(f"{'model':>6} {'plain':>8} {'check':>9} {'x':>6} {'nonfinite':>10} {'x':>6}")
+    for name in args.models:
+        row = {"model": name, **{tool: step_seconds(name, tool, args.steps, args.runs) * 1000 for tool in TOOLS}}
+        rows.append(row)
+        print(f"{name:>6} {row['plain']:>8.1f} {row['check']:>9.1f} {row['check'] / row['plain']:>6.1f} "
+              f"{row['nonfinite_origin']:>10.1f} {row['nonfinite_origin'] / row['plain']:>6.2f}")
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"host": os.uname().nodename, "cores": os.cpu_count(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""torch_mlu.accuracy (docs/accuracy.md): the op-by-op check against the CPU, its reproducers, the environment
+switch, and the NaN/Inf origin."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import torch_mlu.accuracy as accuracy
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+from gpt import GPT, GPTConfig  # noqa: E402
+
+
+def gpt_step(model, x, autocast=False):
+    with torch.autocast("mlu", dtype=torch.bfloat16, enabled=autocast):
+        _, loss = model(x, x)
+    loss.backward()
+    return loss
+
+
+@pytest.fixture
+def gpt():
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=64, block_size=16, n_layer=2, n_head=4, n_embd=32)).to("mlu")
+    return model, torch.randint(0, 64, (2, 16), device="mlu")
+
+
+@pytest.mark.parametrize("autocast", [False, True])
+def test_a_clean_training_step_has_no_divergence(gpt, autocast):
+    model, x = gpt
+    opt = torch.optim.AdamW(model.parameters())
+    with accuracy.check(fail_fast=False, model=model, reproducer_dir=None) as report:
+        gpt_step(model, x, autocast)
+        opt.step()
+    assert report.divergences == [], str(report)
+    checked = set(report.checked)
+    # Forward, backward (the autograd engine's device thread), the fused attention through its CPU reference,
+    # and the optimizer.
+    for op in ("aten.mm.default", "aten.native_layer_norm_backward.default",
+               "aten._scaled_dot_product_fused_attention_overrideable.default",
+               "aten._scaled_dot_product_fused_attention_overrideable_backward.default"):
+        assert op in checked, sorted(checked)
+    assert any("foreach" in op or "addcdiv" in op or "lerp" in op for op in checked), sorted(checked)
+    assert all(why in ("a view",) or "random" in why for why in report.skipped.values()), report.skipped
+
+
+def test_the_check_leaves_the_program_results_alone(gpt):
+    model, x = gpt
+    torch.manual_seed(1)
+    plain = gpt_step(model, x).item()
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    with accuracy.check(reproducer_dir=None):
+        checked = gpt_step(model, x).item()
+    assert checked == plain
+    for g, p in zip(grads, model.parameters()):
+        assert torch.equal(g, p.grad)
+
+
+def test_first_divergence_names_op_module_stack_and_its_reproducer_reproduces(gpt, tmp_path):
+    model, x = gpt
+    # No tolerance at all: the first op whose mlu result differs from the CPU's in any bit (layer norm's
+    # reduction order) is a divergence.
+    with pytest.raises(accuracy.AccuracyError) as caught:
+        with accuracy.check(rtol=0, atol=0, model=model, modules=["blocks.1"], reproducer_dir=str(tmp_path)):
+            gpt_step(model, x)
+    d = caught.value.divergence
+    assert d.module.startswith("blocks.1"), d
+    assert d.phase == "forward"
+    assert any("test_accuracy.py" in frame for frame in d.stack), d.stack
+    assert any("gpt.py" in frame and "forward" in frame for frame in d.stack), d.stack
+    assert d.outputs and d.outputs[0][1].mismatched > 0
+    assert f"reproducer: python {d.reproducer}" in str(caught.value)
+    run = subprocess.run([sys.executable, os.path.join(d.reproducer, "repro.py")], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "DIVERGES" in run.stdout, run.stdout
+
+
+def test_collecting_mode_and_the_op_filter(gpt):
+    model, x = gpt
+    with accuracy.check(rtol=0, atol=0, fail_fast=False, ops=["mm", "aten.native_layer_norm"],
+                        reproducer_dir=None) as report:
+        gpt_step(model, x)
+    assert set(report.checked) <= {"aten.mm.default", "aten.native_layer_norm.default"}, report.checked
+    assert len(report.divergences) > 1
+    assert {d.phase for d in report.divergences} == {"forward", "backward"} or all(
+        d.op == "aten.native_layer_norm.default" for d in report.divergences)
+
+
+def test_random_ops_are_listed_and_ties_are_checked_by_what_they_select():
+    x = torch.tensor([[3.0, 1.0, 3.0, 2.0, 3.0]], device="mlu")
+    with accuracy.check(rtol=0, atol=0, reproducer_dir=None) as report:
+        torch.nn.functional.dropout(torch.ones(8, device="mlu"), 0.5)
+        torch.rand(4, device="mlu")
+        values, indices = x.topk(2)
+        x.max(dim=1)
+        x.sort(dim=1)
+    assert report.skipped.get("aten.rand.default") == "random"
+    assert any("dropout" in op or "bernoulli" in op for op in report.skipped), report.skipped
+    assert {"aten.topk.default", "aten.max.dim", "aten.sort.default"} <= set(report.checked)
+    assert torch.equal(values.cpu(), torch.tensor([[3.0, 3.0]]))
+
+
+def test_modules_need_their_model():
+    with pytest.raises(ValueError, match="pass model="):
+        accuracy.check(modules=["fc"])
+
+
+def run_script(code, env, cwd):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **env}, cwd=cwd)
+
+
+def test_the_environment_turns_it_on_for_the_whole_program(tmp_path):
+    code = ("import torch\n"
+            "x = torch.randn(4, 8, device='mlu')\n"
+            "y = torch.nn.functional.layer_norm(x, (8,))\n"
+            "print('finished', float(y.sum()))\n")
+    env = {"TORCH_MLU_ACCURACY_RTOL": "0", "TORCH_MLU_ACCURACY_ATOL": "0",
+           "TORCH_MLU_ACCURACY_DIR": str(tmp_path / "repro")}
+    stop = run_script(code, {**env, "TORCH_MLU_ACCURACY_CHECK": "1"}, tmp_path)
+    assert stop.returncode != 0 and "AccuracyError" in stop.stderr, stop.stderr
+    assert "mlu and the CPU part ways at aten.native_layer_norm.default" in stop.stderr, stop.stderr
+    assert (tmp_path / "repro" / "000_native_layer_norm" / "repro.py").exists()
+    report = run_script(code, {**env, "TORCH_MLU_ACCURACY_CHECK": "report"}, tmp_path)
+    assert report.returncode == 0 and "finished" in report.stdout, report.stderr
+    assert "3 op calls compared (3 ops)" in report.stderr, report.stderr
+    assert "mlu and the CPU part ways at aten.native_layer_norm.default" in report.stderr, report.stderr
+    bad = run_script("import torch", {"TORCH_MLU_ACCURACY_CHECK": "always"}, tmp_path)
+    assert bad.returncode != 0 and "use 1 (stop at the first divergence) or report" in bad.stderr, bad.stderr
+
+
+def test_nonfinite_origin_forward_backward_and_in_place():
+    x = torch.tensor([1.0, 0.0, 2.0], device="mlu")
+    with pytest.raises(accuracy.NonFiniteError) as caught:
+        with accuracy.nonfinite_origin():
+            y = x * 2  # finite
+            (y / x).sum()  # 0 / 0
+    origin = caught.value.origin
+    assert origin.op == "aten.div.Tensor" and origin.phase == "forward", origin
+    assert origin.results == [("output 0", "1 NaN, 0 Inf of 3")]
+    assert any("test_accuracy.py" in frame for frame in origin.stack)
+
+    w = torch.tensor([1.0, 0.0], device="mlu", requires_grad=True)
+    with pytest.raises(accuracy.NonFiniteError) as caught:
+        with accuracy.nonfinite_origin():
+            w.sqrt().sum().backward()  # d sqrt(w) / dw at 0: Inf
+    assert caught.value.origin.phase == "backward", caught.value.origin
+
+    a = torch.tensor([1e38, 3e38], device="mlu")
+    with accuracy.nonfinite_origin(raise_error=False) as mode:
+        a.mul_(10)  # the origin: an in-place overflow
+        a.add_(1)  # passes the Inf on: not an origin
+    assert mode.origin.op == "aten.mul_.Tensor", mode.origin
+    assert ("argument self", "0 NaN, 2 Inf of 2") in mode.origin.results
+    assert "written by the op" in mode.origin.inputs[0]
+
+
+def test_nonfinite_origin_ignores_values_already_non_finite():
+    x = torch.tensor([float("nan"), 1.0], device="mlu")
+    with accuracy.nonfinite_origin() as mode:
+        (x * 2).exp()
+    assert mode.origin is None
