@@ -1,5 +1,6 @@
 """torch_mlu.accuracy (docs/accuracy.md): the op-by-op check against the CPU, its reproducers, the environment
 switch, and the NaN/Inf origin."""
+import json
 import os
 import subprocess
 import sys
@@ -164,3 +165,68 @@ def test_nonfinite_origin_ignores_values_already_non_finite():
     with accuracy.nonfinite_origin() as mode:
         (x * 2).exp()
     assert mode.origin is None
+
+
+def dumped_run(device, folder, corrupt=None, tensors=False, steps=2):
+    """A GPT-mini trained `steps` steps on `device`, recorded into `folder`; `corrupt` scales one module's
+    output by 1.01 (a stand-in for a wrong kernel inside it)."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=64, block_size=16, n_layer=2, n_head=4, n_embd=32)).to(device)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    if corrupt:
+        dict(model.named_modules())[corrupt].register_forward_hook(lambda m, args, out: out * 1.01)
+    g = torch.Generator().manual_seed(1)
+    with accuracy.dump(model, str(folder), optimizer=opt, tensors=tensors):
+        for _ in range(steps):
+            x = torch.randint(0, 64, (2, 16), generator=g).to(device)
+            _, loss = model(x, x)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+
+
+def compare_cli(*args):
+    return subprocess.run([sys.executable, "-m", "torch_mlu.accuracy", "compare", *map(str, args)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_dump_and_compare_name_the_module_that_diverges(tmp_path):
+    dumped_run("cpu", tmp_path / "cpu")
+    dumped_run("mlu", tmp_path / "mlu")
+    dumped_run("mlu", tmp_path / "bad", corrupt="blocks.1.mlp")
+    clean = accuracy.compare_dumps(str(tmp_path / "mlu"), str(tmp_path / "cpu"))
+    assert clean.first is None, clean.table()
+    records = [json.loads(line) for line in (tmp_path / "mlu" / "records.jsonl").read_text().splitlines()]
+    assert {r["kind"] for r in records} == {"forward", "backward", "grad", "param", "update"}
+    assert {r["step"] for r in records} == {0, 1}
+    bad = compare_cli(tmp_path / "bad", tmp_path / "cpu", "--png", tmp_path / "error.png")
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert "first divergence: step 0 forward  blocks.1.mlp:" in bad.stdout, bad.stdout
+    assert (tmp_path / "error.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    modules = dict(accuracy.compare_dumps(str(tmp_path / "bad"), str(tmp_path / "cpu")).by_module("forward"))
+    assert modules["blocks.0.mlp"] < 1e-3 < modules["blocks.1.mlp"], modules
+
+
+def test_dumps_with_full_tensors_compare_element_by_element(tmp_path):
+    dumped_run("cpu", tmp_path / "cpu", tensors=True, steps=1)
+    dumped_run("mlu", tmp_path / "bad", corrupt="blocks.1.mlp", tensors=True, steps=1)
+    comparison = accuracy.compare_dumps(str(tmp_path / "bad"), str(tmp_path / "cpu"))
+    assert comparison.first.where.startswith("step 0 forward  blocks.1.mlp"), comparison.table()
+    # The outputs are 1.01 x the CPU's: the exact error of that record is 1%.
+    assert comparison.first.error == pytest.approx(0.01, rel=1e-3)
+
+
+def test_compare_tells_non_finite_records_apart(tmp_path):
+    def run(folder, value):
+        model = torch.nn.Sequential(torch.nn.ReLU(), torch.nn.Hardtanh(-2.0, 2.0))
+        with accuracy.dump(model, str(tmp_path / folder)):
+            model(torch.full((2, 4), value, device="mlu"))
+
+    run("nan", float("nan"))
+    run("nan_again", float("nan"))
+    run("inf", float("inf"))
+    run("finite", 1.0)
+    assert accuracy.compare_dumps(str(tmp_path / "nan"), str(tmp_path / "nan_again")).first is None
+    for other in ("inf", "finite"):
+        first = accuracy.compare_dumps(str(tmp_path / "nan"), str(tmp_path / other)).first
+        assert first.where.startswith("step 0 forward  0") and first.error == float("inf"), first

@@ -5,6 +5,9 @@
   error statistics and a standalone reproducer (``_check.py``).
 - ``nonfinite_origin()``: stops at the first op that makes a NaN or an Inf out of finite inputs
   (``_nonfinite.py``).
+- ``dump()``: records named modules' outputs, gradients and parameter updates of a run (any device) into a
+  folder; ``compare_dumps()`` / ``python -m torch_mlu.accuracy compare A B`` names the first and the largest
+  divergences by module, ``plot()`` draws them (``_dump.py``, ``_compare_dumps.py``).
 - ``difference()``: the tolerance rule every tool shares (``_tolerance.py``).
 
 The environment (read when torch_mlu is imported): ``TORCH_MLU_ACCURACY_CHECK=1`` stops at the first divergence,
@@ -17,11 +20,14 @@ import os
 import sys
 
 from ._check import AccuracyError, Divergence, Report, check
+from ._compare_dumps import Comparison, compare_dumps, plot
+from ._dump import dump
 from ._nonfinite import NonFiniteError, NonFiniteOrigin, nonfinite_origin
 from ._tolerance import Difference, difference, tolerances
 
-__all__ = ["AccuracyError", "Difference", "Divergence", "NonFiniteError", "NonFiniteOrigin", "Report", "check",
-           "difference", "enable_from_environment", "nonfinite_origin", "tolerances"]
+__all__ = ["AccuracyError", "Comparison", "Difference", "Divergence", "NonFiniteError", "NonFiniteOrigin", "Report",
+           "check", "compare_dumps", "difference", "dump", "enable_from_environment", "nonfinite_origin", "plot",
+           "tolerances"]
 
 
 def enable_from_environment(environ=os.environ):
