@@ -14,16 +14,15 @@ copies; the dump's target is under 1.3x a plain step (issue 67). Figures in docs
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
-import time
 from contextlib import nullcontext
 
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_models  # noqa: E402
+from bench_distributed_training import _timed_steps  # noqa: E402
 import torch_mlu.accuracy as accuracy  # noqa: E402
 
 TOOLS = {"plain": lambda model, opt, folder: nullcontext(),
@@ -44,17 +43,8 @@ def step_seconds(name, tool, steps, runs):
         opt.step()
         opt.zero_grad(set_to_none=True)
 
-    times = []
     with tempfile.TemporaryDirectory() as folder, TOOLS[tool](model, opt, folder):
-        step()  # warm-up
-        torch.mlu.synchronize()
-        for _ in range(runs):
-            start = time.perf_counter()
-            for _ in range(steps):
-                step()
-            torch.mlu.synchronize()
-            times.append((time.perf_counter() - start) / steps)
-    return statistics.median(times)
+        return _timed_steps(step, steps, runs, barrier=lambda: None)
 
 
 def main():

@@ -43,14 +43,15 @@ def _init(rank, world, store):
     return torch.device("mlu", torch.mlu.current_device())
 
 
-def _timed_steps(step, steps, runs):
-    """Median seconds per step over `runs` timings of `steps` steps, every rank in step."""
+def _timed_steps(step, steps, runs, barrier=dist.barrier):
+    """Median seconds per step over `runs` timings of `steps` steps after 3 warm-up steps, every rank in step
+    (`barrier` before each timing; bench_accuracy.py, a single process, passes a no-op)."""
     for _ in range(3):
         step()
     torch.mlu.synchronize()
     times = []
     for _ in range(runs):
-        dist.barrier()
+        barrier()
         start = time.perf_counter()
         for _ in range(steps):
             step()

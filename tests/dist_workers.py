@@ -619,22 +619,27 @@ def non_current_device_worker(rank, world, store):
 
 
 def lost_rank_worker(rank, world, store, how):
-    """Rank 1 dies (or hangs past the timeout); rank 0 must fail with a clear error, not hang."""
+    """Rank 1 dies (or hangs past the timeout); rank 0 must fail with a clear error, not hang. "exits in shared
+    memory": run without the agreement exchange (TORCH_CNCL_CHECK_COLLECTIVES=0), rank 0's all_reduce waits for
+    the dead peer inside the shared-memory transfer (Note [cncl shared-memory all-reduce]), which names it."""
     import pytest
     timeout = 4
     device = init(rank, world, store, backend="cncl", timeout=timeout)
+    if how == "exits in shared memory":
+        assert dist.group.WORLD._get_backend(device).all_reduce_transport == "shared memory"
     dist.all_reduce(torch.ones(2, device=device))
     torch.mlu.synchronize()
     if rank == 1:
-        if how == "dies":
+        if how != "hangs":
             os._exit(0)
         time.sleep(timeout + 6)  # hangs: never joins the next collective
         os._exit(0)
     start = time.monotonic()
     t = torch.ones(2, device=device)
     # The transfer's own failure, or the watchdog's timeout (Note [cncl watchdog]), whichever comes first.
-    with pytest.raises((dist.DistBackendError, torch.AcceleratorError),
-                       match=r"cncl all_reduce failed on rank 0|Watchdog caught collective operation timeout"):
+    expected = (r"rank 1 \(pid \d+\) exited during a shared-memory all_reduce" if how == "exits in shared memory"
+                else r"cncl all_reduce failed on rank 0|Watchdog caught collective operation timeout")
+    with pytest.raises((dist.DistBackendError, torch.AcceleratorError), match=expected):
         dist.all_reduce(t)
         t.cpu()  # the failure belongs to the waiting stream: raised at its next synchronization
     assert time.monotonic() - start < timeout + 10
@@ -770,26 +775,3 @@ def shared_memory_worker(rank, world, store, transport):
     for t, per_rank in zip(tensors, inputs):
         assert_close(t.cpu(), expected_all_reduce(per_rank, dist.ReduceOp.SUM, world), rtol=0, atol=0)
     dist.destroy_process_group()
-
-
-def shared_memory_peer_exit_worker(rank, world, store):
-    """Without the agreement exchange ahead of it (TORCH_CNCL_CHECK_COLLECTIVES=0), the shared-memory transfer
-    itself notices a peer that has exited, long before the timeout, and names it."""
-    import pytest
-    timeout = 60
-    device = init(rank, world, store, backend="cncl", timeout=timeout)
-    assert dist.group.WORLD._get_backend(device).all_reduce_transport == "shared memory"
-    dist.all_reduce(torch.ones(2, device=device))
-    torch.mlu.synchronize()
-    if rank == 1:
-        os._exit(0)
-    start = time.monotonic()
-    t = torch.ones(2, device=device)
-    with pytest.raises((dist.DistBackendError, torch.AcceleratorError),
-                       match=r"rank 1 \(pid \d+\) exited during a shared-memory all_reduce"):
-        dist.all_reduce(t)
-        t.cpu()
-    assert time.monotonic() - start < 15, time.monotonic() - start
-    with pytest.raises(dist.DistBackendError, match="broken by an earlier failure"):
-        dist.all_reduce(torch.ones(2, device=device))
-    os._exit(0)

@@ -1,5 +1,7 @@
 // empty / empty_strided on mlu: storage from the mlu device allocator.
+#include <ATen/Context.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/native/TensorFactories.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "csrc/aten/TensorFactories.h"
@@ -22,20 +24,34 @@ c10::Device checked_device(std::optional<c10::Device> device, std::optional<c10:
   return d;
 }
 
+// torch.use_deterministic_algorithms(True) with
+// torch.utils.deterministic.fill_uninitialized_memory (on by default): new
+// memory holds NaN (floating types) or the largest value (integers), as
+// ATen's CPU and CUDA empty do, so reading it by mistake is reproducible.
+at::Tensor& fill_if_deterministic(at::Tensor& t) {
+  if (C10_UNLIKELY(at::globalContext().deterministicAlgorithms() &&
+                   at::globalContext().deterministicFillUninitializedMemory())) {
+    at::native::fill_empty_deterministic_(t);
+  }
+  return t;
+}
+
 at::Tensor empty_mlu(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
                      std::optional<c10::Device> device, std::optional<bool> pin_memory,
                      std::optional<c10::MemoryFormat> memory_format) {
   c10::DeviceGuard guard(checked_device(device, layout, pin_memory));
-  return at::detail::empty_generic(size, getMLUDeviceAllocator(), kMluKeys, c10::dtype_or_default(dtype),
-                                   memory_format);
+  at::Tensor t =
+      at::detail::empty_generic(size, getMLUDeviceAllocator(), kMluKeys, c10::dtype_or_default(dtype), memory_format);
+  return fill_if_deterministic(t);
 }
 
 at::Tensor empty_strided_mlu(c10::IntArrayRef size, c10::IntArrayRef stride, std::optional<c10::ScalarType> dtype,
                              std::optional<c10::Layout> layout, std::optional<c10::Device> device,
                              std::optional<bool> pin_memory) {
   c10::DeviceGuard guard(checked_device(device, layout, pin_memory));
-  return at::detail::empty_strided_generic(size, stride, getMLUDeviceAllocator(), kMluKeys,
-                                           c10::dtype_or_default(dtype));
+  at::Tensor t =
+      at::detail::empty_strided_generic(size, stride, getMLUDeviceAllocator(), kMluKeys, c10::dtype_or_default(dtype));
+  return fill_if_deterministic(t);
 }
 
 }  // namespace

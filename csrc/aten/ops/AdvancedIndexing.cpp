@@ -13,8 +13,9 @@
 //
 // index_put_ with accumulate (and any index_put_ in deterministic mode) takes
 // index_put_with_sort_stub, which leaves the layout to the backend; ours
-// builds the same iterator as the other path (put_iterator) and accumulates
-// serially, which is deterministic without sorting.
+// builds the same iterator as the other path (put_iterator) and accumulates,
+// or assigns, serially: deterministic without sorting, the last of several
+// writes to one position winning as after CUDA's stable sort.
 #include <ATen/ExpandUtils.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/native/DispatchStub.h>
@@ -80,16 +81,22 @@ std::string bounds_message(const char* op, const k::AdvancedIndexCheck& check, c
 
 // The index kernel on the put iterator [self restrided, values, indices...]
 // (from at::native::_index_put_impl_ or put_iterator below).
-void index_put_kernel_mlu(at::TensorIterator& iter, at::IntArrayRef indexed_sizes, at::IntArrayRef indexed_strides,
-                          bool accumulate) {
+// `deterministic`: assignment in iteration order (see the top of this file).
+void launch_index_put(at::TensorIterator& iter, at::IntArrayRef indexed_sizes, at::IntArrayRef indexed_strides,
+                      bool accumulate, bool deterministic) {
   if (iter.numel() == 0) return;
   const IndexLaunch launch = index_launch(iter, indexed_sizes, indexed_strides, "index_put_");
   c10::DeviceGuard guard(iter.device(0));
-  launch_kernel(iter.device(0).index(), "index_put_", [launch, accumulate](mlu::TaskContext& context) {
+  launch_kernel(iter.device(0).index(), "index_put_", [launch, accumulate, deterministic](mlu::TaskContext& context) {
     const k::AdvancedIndexCheck check = k::index_put(launch.shape, launch.operands[0], launch.operands[1],
-                                                     launch.operands + 2, launch.dims, accumulate);
+                                                     launch.operands + 2, launch.dims, accumulate, deterministic);
     if (!check.ok) context.fail(bounds_message("index_put_", check, launch.dims));
   });
+}
+
+void index_put_kernel_mlu(at::TensorIterator& iter, at::IntArrayRef indexed_sizes, at::IntArrayRef indexed_strides,
+                          bool accumulate) {
+  launch_index_put(iter, indexed_sizes, indexed_strides, accumulate, /*deterministic=*/false);
 }
 
 // PyTorch's make_info + AdvancedIndex (TensorAdvancedIndexingUtils.h,
@@ -176,7 +183,7 @@ void index_put_with_sort_mlu(at::Tensor& self, const IndexList& indices, const a
               " for value tensor");
   const IndexLayout layout = index_layout(self, indices);
   at::TensorIterator iter = put_iterator(layout, value);
-  index_put_kernel_mlu(iter, layout.indexed_sizes, layout.indexed_strides, accumulate);
+  launch_index_put(iter, layout.indexed_sizes, layout.indexed_strides, accumulate, /*deterministic=*/true);
 }
 
 // A single boolean mask over all of self: x[mask] is a masked_select and

@@ -452,7 +452,6 @@ at::Tensor median_all(T self, bool ignore_nan) {
 
 std::tuple<at::Tensor&, at::Tensor&> median_dim_out(T self, int64_t dim, bool keepdim, at::Tensor& values,
                                                     at::Tensor& indices, bool ignore_nan) {
-  at::globalContext().alertNotDeterministic("median CPU and nanmedian CPU with indices output");
   dim = at::maybe_wrap_dim(dim, self.dim());
   const int64_t n = self.dim() > 0 ? self.size(dim) : 1;
   at::native::zero_numel_check_dims(self, dim, "median()");

@@ -2,7 +2,9 @@
 // on the host at once (no queue task). Ops whose only kernels are per-backend
 // are registered here, because a view cannot go through the CPU fallback
 // (the fallback would return a copy, not a view).
+#include <ATen/Context.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/ResizeCommon.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/set_native.h>
@@ -28,7 +30,14 @@ const at::Tensor& resize_mlu_(const at::Tensor& self, c10::IntArrayRef size,
   at::TensorImpl* impl = self.unsafeGetTensorImpl();
   at::native::resize_impl_cpu_(impl, size, std::nullopt, /*resize_storage=*/false);
   size_t bytes = at::detail::computeStorageNbytesContiguous(size, self.dtype().itemsize(), impl->storage_offset());
+  const int64_t old_bytes = static_cast<int64_t>(impl->unsafe_storage().nbytes());
   if (self.numel() > 0) ensure_storage_bytes(impl->unsafe_storage(), bytes);
+  // The bytes a resize added, as ATen's CPU and CUDA resize_ fill them (see fill_if_deterministic in
+  // csrc/aten/TensorFactories.cpp).
+  if (C10_UNLIKELY(at::globalContext().deterministicAlgorithms() &&
+                   at::globalContext().deterministicFillUninitializedMemory())) {
+    at::native::fill_resize_deterministic_(self, old_bytes);
+  }
   if (memory_format.has_value()) {
     TORCH_CHECK(*memory_format != c10::MemoryFormat::Preserve, "Unsupported memory format Preserve");
     impl->empty_tensor_restride(*memory_format);

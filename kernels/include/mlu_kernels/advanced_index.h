@@ -17,7 +17,9 @@
 // skipped and reported (one of them, with its k) so the caller can raise a
 // device-side error. index_put with accumulate runs serially, so repeated
 // positions add up in a fixed order; without accumulate, which of several
-// writes to one position wins is unspecified (as in PyTorch).
+// writes to one position wins is unspecified (as in PyTorch) unless
+// `deterministic`: then one pass in iteration order, so the last write wins,
+// as PyTorch's sort-based path under torch.use_deterministic_algorithms.
 // Preconditions: out/src (self/values) have the same dtype; no output
 // overlaps an input; dims.count <= kMaxDims.
 #pragma once
@@ -45,6 +47,6 @@ AdvancedIndexCheck index_gather(const Shape& shape, const Operand& out, const Op
                                 const IndexedDims& dims);
 
 AdvancedIndexCheck index_put(const Shape& shape, const Operand& self, const Operand& values, const Operand* indices,
-                             const IndexedDims& dims, bool accumulate);
+                             const IndexedDims& dims, bool accumulate, bool deterministic = false);
 
 }  // namespace mlu::kernels

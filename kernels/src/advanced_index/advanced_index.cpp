@@ -190,10 +190,10 @@ AdvancedIndexCheck index_gather(const Shape& shape, const Operand& out, const Op
 }
 
 AdvancedIndexCheck index_put(const Shape& shape, const Operand& self, const Operand& values, const Operand* indices,
-                             const IndexedDims& dims, bool accumulate) {
+                             const IndexedDims& dims, bool accumulate, bool deterministic) {
   detail::VerboseCall call("index_put");
   if (call) call.describe(self.dtype, "n%lld indexed%d", detail::lld(numel(shape)), dims.count);
-  call.path(accumulate ? "accumulate" : "assign");
+  call.path(accumulate ? "accumulate" : deterministic ? "assign in order" : "assign");
   if (numel(shape) == 0) return {};
   const Walk w = make_walk(shape, self, values, indices, dims);
   const int64_t n = numel(w.shape);
@@ -206,7 +206,11 @@ AdvancedIndexCheck index_put(const Shape& shape, const Operand& self, const Oper
       auto segment = [&](int64_t v, int64_t sv, int64_t d, int64_t sd, int64_t n) {
         for (int64_t j = 0; j < n; ++j) dst[d + j * sd] = from[v + j * sv];
       };
-      parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) { visit(w, /*indexed=*/0, b, e, bad, segment); });
+      if (deterministic) {
+        visit(w, /*indexed=*/0, 0, n, bad, segment);
+      } else {
+        parallel_for(0, n, kGrain, [&](int64_t b, int64_t e) { visit(w, /*indexed=*/0, b, e, bad, segment); });
+      }
     });
     return bad.check();
   }
