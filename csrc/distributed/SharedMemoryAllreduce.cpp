@@ -198,7 +198,7 @@ std::shared_ptr<SharedMemoryAllreduce> SharedMemoryAllreduce::connect(c10d::Stor
     if (get_string(store, "cncl_shm/host/" + std::to_string(r)) != identity) return nullptr;
   }
 
-  const size_t header = (size * sizeof(RankState) + kPage - 1) / kPage * kPage;
+  const size_t header = header_bytes(size);
   const size_t slot_bytes =
       std::clamp(kSegmentDataBytes / (2 * static_cast<size_t>(size)) / kPage * kPage, kMinSlotBytes, kMaxSlotBytes);
   const size_t bytes = header + 2 * static_cast<size_t>(size) * slot_bytes;
@@ -241,14 +241,16 @@ SharedMemoryAllreduce::SharedMemoryAllreduce(int rank, int size, void* base, siz
 
 SharedMemoryAllreduce::~SharedMemoryAllreduce() { munmap(base_, bytes_); }
 
+// The rank states, rounded up to whole pages; the slots follow.
+size_t SharedMemoryAllreduce::header_bytes(int size) { return (size * sizeof(RankState) + kPage - 1) / kPage * kPage; }
+
 SharedMemoryAllreduce::RankState& SharedMemoryAllreduce::state(int rank) const {
   return static_cast<RankState*>(base_)[rank];
 }
 
 std::byte* SharedMemoryAllreduce::slot(uint32_t epoch, int rank) const {
-  const size_t header = (size_ * sizeof(RankState) + kPage - 1) / kPage * kPage;
   const size_t index = static_cast<size_t>(epoch % 2) * size_ + rank;
-  return static_cast<std::byte*>(base_) + header + index * slot_bytes_;
+  return static_cast<std::byte*>(base_) + header_bytes(size_) + index * slot_bytes_;
 }
 
 void SharedMemoryAllreduce::publish(std::atomic<uint32_t> RankState::*counter, uint32_t value) const {

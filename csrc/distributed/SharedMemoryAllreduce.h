@@ -77,6 +77,7 @@ class SharedMemoryAllreduce {
  private:
   struct RankState;
   SharedMemoryAllreduce(int rank, int size, void* base, size_t bytes, size_t slot_bytes);
+  static size_t header_bytes(int size);
   RankState& state(int rank) const;
   std::byte* slot(uint32_t epoch, int rank) const;
   // Waits until every rank's `counter` (a member of RankState) reaches `target`.
