@@ -10,6 +10,16 @@ def stats(device=0):
     return torch_mlu._C._mlu_memoryStats(device)
 
 
+@pytest.fixture
+def empty_device():
+    """For the tests that count segments: device 0 with nothing allocated, so every segment they see is theirs."""
+    torch_mlu._C._mlu_emptyCache()
+    live = stats()["allocation"]["all"]["current"]
+    assert live == 0, (f"{live} blocks are still allocated on mlu:0 from an earlier test (torch.mlu.memory_snapshot() "
+                       "names them): a test that records graphs or compiles with reduce-overhead releases them "
+                       "(the released_graphs fixture)")
+
+
 def test_freed_block_is_reused_on_the_same_stream():
     torch.mlu.synchronize()
     x = torch.empty(4096, device="mlu")
@@ -80,8 +90,7 @@ def test_stats_move_by_exact_rounded_amounts():
 
 
 @fixed_segments_only
-def test_segment_sizes():
-    torch_mlu._C._mlu_emptyCache()
+def test_segment_sizes(empty_device):
     before = stats()["reserved_bytes"]
     a = torch.empty(3 << 20, dtype=torch.uint8, device="mlu")   # 3 MiB: a 20 MiB segment
     after_a = stats()["reserved_bytes"]
@@ -100,8 +109,7 @@ def test_segment_sizes():
 
 
 @fixed_segments_only
-def test_split_blocks_merge_back():
-    torch_mlu._C._mlu_emptyCache()
+def test_split_blocks_merge_back(empty_device):
     a = torch.empty(3 << 20, dtype=torch.uint8, device="mlu")
     b = torch.empty(3 << 20, dtype=torch.uint8, device="mlu")  # from the rest of a's segment
     assert b.data_ptr() == a.data_ptr() + (3 << 20)

@@ -251,7 +251,7 @@ def test_profiler_cuda_activity_means_mlu(migration):
     assert "Self MLU" in prof.key_averages().table(sort_by="self_cuda_time_total")
 
 
-def test_compile_reduce_overhead_under_migration(migration):
+def test_compile_reduce_overhead_under_migration(migration, released_graphs):
     # torch.cuda.is_available() is True here, in a torch without CUDA's bindings: Inductor's graph checks must cope.
     f = torch.compile(lambda a, s: (a @ a).relu() * s, mode="reduce-overhead")
     x = torch.randn(8, 8)
