@@ -230,3 +230,44 @@ def test_compare_tells_non_finite_records_apart(tmp_path):
     for other in ("inf", "finite"):
         first = accuracy.compare_dumps(str(tmp_path / "nan"), str(tmp_path / other)).first
         assert first.where.startswith("step 0 forward  0") and first.error == float("inf"), first
+
+
+# ---- proof that the tools find a wrong kernel: the corrupt: fault rule (Note [Corrupting an op's results]) ----
+
+def test_the_check_names_a_corrupted_op_and_its_reproducer_reproduces_it(gpt, tmp_path):
+    model, x = gpt
+    with torch.mlu.fault_injection.inject("corrupt:aten::native_layer_norm_backward@2"):
+        with pytest.raises(accuracy.AccuracyError) as caught:
+            with accuracy.check(model=model, reproducer_dir=str(tmp_path)):
+                gpt_step(model, x)
+        assert torch.mlu.fault_injection.count() == 1
+    d = caught.value.divergence
+    assert d.op == "aten.native_layer_norm_backward.default" and d.phase == "backward", d
+    # Under the same rule the reproducer's mlu run is corrupted again; without it, mlu and the CPU agree.
+    env = dict(os.environ, TORCH_MLU_FAULT_INJECT="corrupt:aten::native_layer_norm_backward")
+    again = subprocess.run([sys.executable, os.path.join(d.reproducer, "repro.py")], capture_output=True,
+                           text=True, timeout=120, env=env)
+    assert again.returncode == 1 and "DIVERGES" in again.stdout, again.stdout + again.stderr
+    clean = subprocess.run([sys.executable, os.path.join(d.reproducer, "repro.py")], capture_output=True,
+                           text=True, timeout=120)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+
+
+def test_the_dump_comparison_names_the_module_of_a_corrupted_op(tmp_path):
+    dumped_run("cpu", tmp_path / "cpu")
+    with torch.mlu.fault_injection.inject("corrupt:aten::gelu"):
+        dumped_run("mlu", tmp_path / "bad")
+    first = accuracy.compare_dumps(str(tmp_path / "bad"), str(tmp_path / "cpu")).first
+    assert first.where.startswith("step 0 forward  blocks.0.mlp.1"), first
+
+
+def test_a_corrupt_rule_scales_only_the_named_ops_mlu_results():
+    x = torch.randn(64, device="mlu")
+    host = x.cpu()
+    want_exp, want_sin = host.exp(), host.sin()
+    with torch.mlu.fault_injection.inject("corrupt:aten::exp"):
+        torch.testing.assert_close(x.exp().cpu(), want_exp * (1 + 2 ** -6))  # the named op, on mlu: scaled
+        torch.testing.assert_close(x.sin().cpu(), want_sin)                   # another op: untouched
+        assert torch.equal(host.exp(), want_exp)                              # the named op on the CPU: untouched
+        assert torch.mlu.fault_injection.count() == 1
+    torch.testing.assert_close(x.exp().cpu(), want_exp)                      # the rule gone: exact again

@@ -38,10 +38,12 @@ def test_grammar_errors_name_the_rule_and_keep_the_old_rules():
     fault_injection.set_rules("delay:1")
     for bad, problem in [("kernal:3", "'kernal' is not a rule"), ("alloc:0", "needs a positive count"),
                          ("kernel:add@x", "after '@' must be a positive integer"), ("delay", "has no ':'"),
-                         ("capacity:lots", "size must be like 512M")]:
+                         ("capacity:lots", "size must be like 512M"), ("corrupt:", "'corrupt:' needs a name"),
+                         ("corrupt:aten::mm@0", "after '@' must be a positive integer")]:
         with pytest.raises(ValueError, match=problem) as caught:
             fault_injection.set_rules(bad)
         assert "alloc:N[+], host_alloc:N[+], kernel:N[+], kernel:NAME[@N]" in str(caught.value)
+        assert "corrupt:NAME[@N]" in str(caught.value)
     assert fault_injection.spec() == "delay:1"
 
 

@@ -18,7 +18,7 @@
 namespace mlu::detail {
 namespace {
 
-enum class Target { DeviceAlloc, HostAlloc, Kernel, Copy, Delay, Capacity };
+enum class Target { DeviceAlloc, HostAlloc, Kernel, Copy, Delay, Capacity, Corrupt };
 
 struct Rule {
   Target target;
@@ -37,6 +37,7 @@ struct RuleSet {
   std::vector<std::unique_ptr<Rule>> rules;
   int delay_ms = 0;
   size_t capacity = SIZE_MAX;
+  bool corrupts = false;  // any corrupt: rule
 };
 
 std::atomic<RuleSet*> g_rules{nullptr};
@@ -45,7 +46,7 @@ std::mutex g_set_mu;
 
 const char* kGrammar =
     "use rules separated by ';': alloc:N[+], host_alloc:N[+], kernel:N[+], kernel:NAME[@N], copy:N[+], "
-    "delay:MS, capacity:SIZE (e.g. \"alloc:3;kernel:add@2\")";
+    "delay:MS, capacity:SIZE, corrupt:NAME[@N] (e.g. \"alloc:3;kernel:add@2\")";
 
 std::string trim(const std::string& text) {
   size_t begin = text.find_first_not_of(" \t");
@@ -77,15 +78,17 @@ std::string parse_rule(const std::string& text, Rule* rule) {
   if (key == "alloc") return counted(Target::DeviceAlloc);
   if (key == "host_alloc") return counted(Target::HostAlloc);
   if (key == "copy") return counted(Target::Copy);
-  if (key == "kernel") {
-    if (!arg.empty() && std::isdigit(static_cast<unsigned char>(arg[0]))) return counted(Target::Kernel);
-    rule->target = Target::Kernel;
+  if (key == "kernel" || key == "corrupt") {
+    if (key == "kernel" && !arg.empty() && std::isdigit(static_cast<unsigned char>(arg[0]))) {
+      return counted(Target::Kernel);
+    }
+    rule->target = key == "kernel" ? Target::Kernel : Target::Corrupt;
     const size_t at = arg.rfind('@');
     rule->name = arg.substr(0, at);
     if (at != std::string::npos && !parse_count(arg.substr(at + 1), &rule->nth)) {
       return "'" + text + "': the count after '@' must be a positive integer";
     }
-    return rule->name.empty() ? "'" + text + "' needs a kernel name or a count" : "";
+    return rule->name.empty() ? "'" + text + "' needs a name" + (key == "kernel" ? " or a count" : "") : "";
   }
   if (key == "delay") {
     rule->target = Target::Delay;
@@ -117,6 +120,7 @@ std::string parse_spec(const char* spec, RuleSet* set) {
     }
     if (rule->target == Target::Delay) set->delay_ms = static_cast<int>(rule->value);
     if (rule->target == Target::Capacity) set->capacity = std::min<size_t>(set->capacity, rule->value);
+    if (rule->target == Target::Corrupt) set->corrupts = true;
     set->rules.push_back(std::move(rule));
   }
   return "";
@@ -227,5 +231,21 @@ std::string mluFaultInjectSpec() {
 }
 
 uint64_t mluFaultInjectCount() { return g_fired.load(); }
+
+bool mluFaultCorruptRulesActive() {
+  RuleSet* set = faults_active() ? rules() : nullptr;
+  return set != nullptr && set->corrupts;
+}
+
+bool mluFaultCorruptOp(const char* name) {
+  RuleSet* set = rules();
+  if (set == nullptr || !set->corrupts || name == nullptr) return false;
+  bool corrupt = false;
+  for (auto& rule : set->rules) {
+    if (rule->target != Target::Corrupt || std::string(name).find(rule->name) == std::string::npos) continue;
+    corrupt |= fires(*rule);
+  }
+  return corrupt;
+}
 
 }  // namespace mlu

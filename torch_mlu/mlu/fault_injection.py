@@ -10,6 +10,8 @@ The rules are Note [Fault injection] (``runtime/include/mlu_runtime/fault.h``), 
 ``copy:N[+]``       the Nth copy fails on the device
 ``delay:MS``        every kernel and copy waits MS milliseconds before it runs
 ``capacity:SIZE``   each device's capacity drops to SIZE (``64M``, ``1G``)
+``corrupt:NAME[@N]`` the results of ATen ops whose name contains NAME (``aten::addmm``) are scaled by 1 + 2^-6
+                    (only the Nth such op with ``@N``): a wrong kernel, for the accuracy tools to find
 ==================  ========================================================================
 
 A failed kernel or copy does not run; the error surfaces as a real device error would, at the next

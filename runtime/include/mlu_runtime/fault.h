@@ -16,6 +16,11 @@
 //                 on its queue (small tasks are not run inline meanwhile)
 //   capacity:SIZE each device's capacity drops to SIZE (e.g. 64M; memory
 //                 already allocated stays; mluMemGetInfo reports the limit)
+//   corrupt:NAME[@N]  the results of every op (or only the Nth) whose name
+//                 contains NAME (an ATen op name, e.g. aten::addmm) are
+//                 perturbed: scaled by 1 + 2^-6 (the plugin applies it,
+//                 csrc/core/FaultCorruption.h; the op itself succeeds), to
+//                 prove that the accuracy tools find a wrong kernel
 // Counting starts when the rules are set; each rule counts on its own.
 // Whether a launched kernel or copy fails is decided at its launch, so
 // failures are deterministic; kernels recorded into a graph are decided
@@ -40,5 +45,10 @@ mluError_t mluFaultInjectSet(const char* spec);
 std::string mluFaultInjectSpec();
 // How many faults were injected since the rules were last set.
 uint64_t mluFaultInjectCount();
+// Whether any corrupt: rule is set (one relaxed load).
+bool mluFaultCorruptRulesActive();
+// For an op named `name` that produced device results: whether its results
+// must be perturbed now (counts a match for every corrupt: rule it matches).
+bool mluFaultCorruptOp(const char* name);
 
 }  // namespace mlu
