@@ -8,8 +8,10 @@ training steps (forward, loss, backward, optimizer step), synchronized at the en
 torch_mlu.accuracy.check (every op also run on CPU copies of its inputs and compared; no reproducers), and under
 torch_mlu.accuracy.nonfinite_origin (a finiteness flag of every op's inputs and results read back), and under
 torch_mlu.accuracy.dump (statistics of every named module's outputs and gradients, every parameter's gradient,
-value and update; one read per step). The check's cost is expected near one CPU re-execution of every op plus the
-copies; the dump's target is under 1.3x a plain step (issue 67). Figures in docs/accuracy.md.
+value and update; one read per step), and under torch_mlu.accuracy.overflow_check (every floating-point result
+scanned on the device for NaN and Inf, setting the sticky flag; nothing read back). The check's cost is
+expected near one CPU re-execution of every op plus the copies; the dump's target is under 1.3x a plain step
+(issue 67). Figures in docs/accuracy.md.
 """
 import argparse
 import json
@@ -28,7 +30,8 @@ import torch_mlu.accuracy as accuracy  # noqa: E402
 TOOLS = {"plain": lambda model, opt, folder: nullcontext(),
          "check": lambda model, opt, folder: accuracy.check(fail_fast=False, reproducer_dir=None),
          "nonfinite_origin": lambda model, opt, folder: accuracy.nonfinite_origin(raise_error=False),
-         "dump": lambda model, opt, folder: accuracy.dump(model, folder, optimizer=opt)}
+         "dump": lambda model, opt, folder: accuracy.dump(model, folder, optimizer=opt),
+         "overflow": lambda model, opt, folder: accuracy.overflow_check()}
 
 
 def step_seconds(name, tool, steps, runs):
@@ -56,13 +59,13 @@ def main():
     args = parser.parse_args()
     rows = []
     print(f"training step on mlu, ms (median of {args.runs} x {args.steps} steps); x = ratio to plain")
-    print(f"{'model':>6} {'plain':>8} {'check':>9} {'x':>6} {'nonfinite':>10} {'x':>6} {'dump':>8} {'x':>6}")
+    tools = [tool for tool in TOOLS if tool != "plain"]
+    print(f"{'model':>6} {'plain':>8}" + "".join(f" {tool[:9]:>9} {'x':>5}" for tool in tools))
     for name in args.models:
         row = {"model": name, **{tool: step_seconds(name, tool, args.steps, args.runs) * 1000 for tool in TOOLS}}
         rows.append(row)
-        print(f"{name:>6} {row['plain']:>8.1f} {row['check']:>9.1f} {row['check'] / row['plain']:>6.1f} "
-              f"{row['nonfinite_origin']:>10.1f} {row['nonfinite_origin'] / row['plain']:>6.2f} "
-              f"{row['dump']:>8.1f} {row['dump'] / row['plain']:>6.2f}")
+        print(f"{name:>6} {row['plain']:>8.1f}" +
+              "".join(f" {row[tool]:>9.1f} {row[tool] / row['plain']:>5.2f}" for tool in tools))
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"host": os.uname().nodename, "cores": os.cpu_count(), "rows": rows}, f, indent=1)

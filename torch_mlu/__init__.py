@@ -168,3 +168,7 @@ if os.environ.get("TORCH_MLU_ACCURACY_CHECK", "0") not in ("", "0"):
     from . import accuracy as _accuracy
 
     _accuracy.enable_from_environment()
+
+# The overflow check for the whole program (Note [Overflow flag] in csrc/aten/OverflowCheck.h).
+if os.environ.get("TORCH_MLU_OVERFLOW_CHECK", "0") not in ("", "0"):
+    _C._mlu_setOverflowCheck(True)

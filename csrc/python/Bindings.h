@@ -11,6 +11,7 @@
 
 namespace torch_mlu {
 
+void bind_accuracy(pybind11::module& m);
 void bind_fault_injection(pybind11::module& m);
 void bind_memory(pybind11::module& m);
 void bind_mem_pool(pybind11::module& m);

@@ -170,6 +170,7 @@ PYBIND11_MODULE(_C, m) {
   bind_storage_sharing(m);
   bind_monitor(m);
   bind_fault_injection(m);
+  bind_accuracy(m);
   bind_profiler(m);
   // Imported by every compiled kernel module (compiled_kernel_module.h).
   m.attr("_compiled_kernel_api") = py::capsule(const_cast<TorchMluCompiledKernelApi*>(&compiled_kernel_api()),

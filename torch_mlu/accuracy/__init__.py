@@ -5,6 +5,8 @@
   error statistics and a standalone reproducer (``_check.py``).
 - ``nonfinite_origin()``: stops at the first op that makes a NaN or an Inf out of finite inputs
   (``_nonfinite.py``).
+- ``overflow_check()``: every op on mlu that makes a NaN or an Inf sets its device's sticky flag, which
+  ``overflow_flag()`` reads on the device without a sync and ``clear_overflow_flag()`` resets (``_overflow.py``).
 - ``dump()``: records named modules' outputs, gradients and parameter updates of a run (any device) into a
   folder; ``compare_dumps()`` / ``python -m torch_mlu.accuracy compare A B`` names the first and the largest
   divergences by module, ``plot()`` draws them (``_dump.py``, ``_compare_dumps.py``).
@@ -13,7 +15,8 @@
 The environment (read when torch_mlu is imported): ``TORCH_MLU_ACCURACY_CHECK=1`` stops at the first divergence,
 ``=report`` collects them all and prints the report at exit; ``TORCH_MLU_ACCURACY_OPS=mm,addmm`` checks only those
 ops; ``TORCH_MLU_ACCURACY_RTOL`` / ``_ATOL`` replace the per-dtype tolerances; reproducers go to
-``TORCH_MLU_ACCURACY_DIR`` (default ``accuracy_reproducers``).
+``TORCH_MLU_ACCURACY_DIR`` (default ``accuracy_reproducers``). ``TORCH_MLU_OVERFLOW_CHECK=1`` turns the overflow check
+on for the whole program.
 """
 import atexit
 import os
@@ -23,11 +26,12 @@ from ._check import AccuracyError, Divergence, Report, check
 from ._compare_dumps import Comparison, compare_dumps, plot
 from ._dump import dump
 from ._nonfinite import NonFiniteError, NonFiniteOrigin, nonfinite_origin
+from ._overflow import clear_overflow_flag, is_overflow_check_enabled, overflow_check, overflow_flag
 from ._tolerance import Difference, difference, tolerances
 
 __all__ = ["AccuracyError", "Comparison", "Difference", "Divergence", "NonFiniteError", "NonFiniteOrigin", "Report",
-           "check", "compare_dumps", "difference", "dump", "enable_from_environment", "nonfinite_origin", "plot",
-           "tolerances"]
+           "check", "clear_overflow_flag", "compare_dumps", "difference", "dump", "enable_from_environment",
+           "is_overflow_check_enabled", "nonfinite_origin", "overflow_check", "overflow_flag", "plot", "tolerances"]
 
 
 def enable_from_environment(environ=os.environ):
