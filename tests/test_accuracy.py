@@ -185,6 +185,47 @@ def dumped_run(device, folder, corrupt=None, tensors=False, steps=2):
             opt.zero_grad()
 
 
+# ---- the dump's statistics: mlu's one-pass kernel against the same formulas on the CPU in double ----
+
+def _layouts(shape, dtype):
+    base = torch.randn(shape, dtype=torch.float32).to(dtype) * 3 + 1
+    return {"contiguous": base, "transposed": base.transpose(0, 1), "strided": base[:, ::2],
+            "channels_last": base.reshape(2, 3, 4, -1).contiguous(memory_format=torch.channels_last)}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.complex64])
+@pytest.mark.parametrize("difference", [False, True], ids=["values", "difference"])
+def test_dump_statistics_on_mlu_match_the_cpu(dtype, difference):
+    from torch_mlu.accuracy._dump import statistics
+    tensors = list(_layouts((24, 40), dtype).values()) + [torch.randn(70001).to(dtype)]  # several chunks
+    minus = [t + 0.5 for t in tensors] if difference else None
+    if difference:
+        minus[1] = minus[1].contiguous()  # strides unlike the tensor's
+    want = statistics(tensors, minus)
+    got = statistics([t.to("mlu") for t in tensors], None if minus is None else [m.to("mlu") for m in minus])
+    assert got.device.type == "mlu" and got.dtype == torch.float64 and got.shape == (len(tensors), 6)
+    rtol = 1e-12 if dtype == torch.float64 else 1e-6  # 16- and 32-bit floats: float within blocks of 256
+    torch.testing.assert_close(got.cpu(), want, rtol=rtol, atol=rtol * float(want[:, 2].max()))
+
+
+def test_dump_statistics_propagate_nan_and_inf_and_refuse_bad_input():
+    from torch_mlu.accuracy._dump import statistics
+    nan = torch.tensor([1.0, float("nan"), 2.0] * 10000, device="mlu")
+    inf = torch.tensor([1.0, float("inf"), -2.0] * 10000, device="mlu")
+    rows = statistics([nan, inf]).cpu()
+    assert rows[0, 0] == 30000 and rows[0, 1:].isnan().all()
+    assert rows[1, 3] == 1.0 * -2 and rows[1, 4] == float("inf") and rows[1, 5] == float("inf")
+    import torch_mlu
+    for bad, message in [(([],), "no tensors"), (([torch.ones(3, device="mlu")], [torch.ones(2, device="mlu")]),
+                                                   r"minus\[0\] must be like tensors\[0\]"),
+                         (([torch.ones(3)],), "must be on mlu"), (([torch.ones(3, dtype=torch.int32, device="mlu")],),
+                                                                  "floating-point or complex"),
+                         (([torch.ones(0, device="mlu")],), "has no elements")]:
+        with pytest.raises(ValueError, match=message):
+            torch_mlu._C._mlu_tensorStatistics(*bad)
+    assert statistics([torch.ones(4, device="mlu")]).cpu()[0].tolist() == [4, 1, 0, 1, 1, 2]
+
+
 def compare_cli(*args):
     return subprocess.run([sys.executable, "-m", "torch_mlu.accuracy", "compare", *map(str, args)],
                           capture_output=True, text=True, timeout=120)

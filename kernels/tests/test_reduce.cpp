@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -342,6 +343,69 @@ TEST(Reduce, NanPropagatesThroughMaxAndArgmax) {
   arg_reduce(false, shape, Operand{out, ScalarType::Float32, zero}, Operand{index, ScalarType::Int64, zero},
              Operand{in, ScalarType::Float32, unit});
   EXPECT_EQ(index[0], 1);
+}
+
+// One-pass statistics of spans (and of differences of two) against the
+// element-by-element reference: every floating dtype, lengths around the
+// lanes and the chunks, special values; the bits independent of threads.
+TEST_P(ReduceTest, StatisticsMatchReferenceAndIgnoreTheThreadCount) {
+  set_isa(GetParam());
+  Rng rng(7);
+  std::uniform_real_distribution<double> value(-3, 5);
+  const ScalarType types[] = {ScalarType::Float16, ScalarType::BFloat16, ScalarType::Float32, ScalarType::Float64};
+  for (ScalarType type : types) {
+    const auto size = static_cast<int64_t>(element_size(type));
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{100}, int64_t{16384}, int64_t{40001}}) {
+      for (int special = 0; special < 4; ++special) {  // none, NaN, +Inf, +Inf and -Inf
+        std::vector<unsigned char> a(static_cast<size_t>(n * size)), b(a.size());
+        for (int64_t i = 0; i < n; ++i) {
+          put_floating(type, a.data() + i * size, value(rng));
+          put_floating(type, b.data() + i * size, value(rng));
+        }
+        if (special == 1) put_floating(type, a.data() + (n / 2) * size, NAN);
+        if (special >= 2) put_floating(type, a.data() + (n - 1) * size, INFINITY);
+        if (special == 3) put_floating(type, a.data(), -INFINITY);
+        for (bool difference : {false, true}) {
+          const StatisticsSpan span{a.data(), difference ? b.data() : nullptr, type, n};
+          double got[kStatistics], want[kStatistics], serial[kStatistics];
+          statistics(&span, 1, got);
+          statistics_ref(&span, 1, want);
+          const int threads = num_threads();
+          set_num_threads(1);
+          statistics(&span, 1, serial);
+          set_num_threads(threads);
+          const std::string what = std::string(scalar_type_name(type)) + " n" + std::to_string(n) + " special" +
+                                   std::to_string(special) + (difference ? " difference" : "");
+          for (int k = 0; k < kStatistics; ++k) {
+            EXPECT_EQ(std::memcmp(&got[k], &serial[k], sizeof(double)), 0) << what << " statistic " << k;
+            if (std::isnan(want[k]) || std::isinf(want[k])) {
+              EXPECT_TRUE(std::isnan(want[k]) ? std::isnan(got[k]) : got[k] == want[k])
+                  << what << " statistic " << k << ": " << got[k] << " vs " << want[k];
+            } else {
+              // 16- and 32-bit floats fold in float within a block (the reference in double).
+              const double rtol = type == ScalarType::Float64 ? 1e-12 : 1e-6;
+              const double scale = std::max({1.0, std::abs(want[k]), k == 1 ? want[2] : 0.0});
+              EXPECT_NEAR(got[k], want[k], rtol * scale) << what << " statistic " << k;
+            }
+          }
+          if (special == 1) EXPECT_TRUE(std::isnan(got[5]) && std::isnan(got[3]) && std::isnan(got[4])) << what;
+          if (special == 2) EXPECT_TRUE(std::isinf(got[5]) && got[4] == INFINITY) << what;
+        }
+      }
+    }
+  }
+  set_isa(detected_isa());
+}
+
+TEST(Reduce, StatisticsOfKnownValues) {
+  const float in[4] = {1, 2, 3, 6};
+  const float minus[4] = {1, 1, 1, 1};
+  const StatisticsSpan spans[2] = {{in, nullptr, ScalarType::Float32, 4}, {in, minus, ScalarType::Float32, 4}};
+  double out[2 * kStatistics];
+  statistics(spans, 2, out);
+  const double want[2 * kStatistics] = {4, 3, std::sqrt(3.5), 1, 6, std::sqrt(50.0),
+                                        4, 2, std::sqrt(3.5), 0, 5, std::sqrt(30.0)};
+  for (int k = 0; k < 2 * kStatistics; ++k) EXPECT_DOUBLE_EQ(out[k], want[k]) << "statistic " << k;
 }
 
 }  // namespace

@@ -7,7 +7,9 @@ Invariants:
   after each optimizer step every parameter's gradient, value and update (the change the step made). A record is
   (step, kind, name, call, index) -> statistics (numel, mean, std, min, max, norm).
 - Statistics stay on the device until the step ends (the optimizer's step, ``Dump.step()``, or leaving the block):
-  one read per step, so a statistics-only dump costs a few reductions per tensor, not a wait per module.
+  one read per step. On mlu one kernel launch per module call (its outputs, or their gradients) and three per
+  optimizer step (every gradient, value, update), each tensor read once: the dump's cost is about one read of
+  what it records (docs/accuracy.md, Cost).
 - Full tensors on request (``tensors=True``): CPU copies in ``tensors_<step>.pt``, keyed like the records.
 Files: ``meta.json`` (device, model class, torch and torch_mlu versions), ``records.jsonl`` (one record a line).
 """
@@ -19,20 +21,36 @@ import torch
 STATS = ("numel", "mean", "std", "min", "max", "norm")
 
 
-def statistics(t):
-    """A float64 vector of STATS for `t`, on its device (queued, not read back): three passes over the tensor
-    (sum, norm, min and max), the standard deviation from those. A NaN anywhere makes the norm NaN, an Inf
-    infinite (and the min or max infinite): the comparison tells them apart by that (_compare_dumps.py)."""
+def _floating(t):
+    return (t.is_floating_point() or t.is_complex()) and t.numel() > 0
+
+
+def _as_real(t):
     t = t.detach()
-    if t.is_complex():
-        t = torch.view_as_real(t)
-    n = t.numel()
-    total = t.sum(dtype=torch.float32 if t.element_size() < 4 else None).double()
-    norm = torch.linalg.vector_norm(t).double()
-    low, high = torch.aminmax(t)
-    mean = total / n
-    std = (norm.square() / n - mean.square()).clamp_min(0).sqrt()
-    return torch.stack([t.new_tensor(float(n), dtype=torch.float64), mean, std, low.double(), high.double(), norm])
+    return torch.view_as_real(t.resolve_conj()) if t.is_complex() else t
+
+
+def statistics(tensors, minus=None):
+    """A float64 tensor (len(tensors), len(STATS)) on the tensors' device (queued, not read back): the statistics
+    of each tensor, or of each difference tensors[i] - minus[i], in double. On mlu one kernel reads each tensor
+    once (csrc/aten/TensorStatistics.h); elsewhere the same formulas in torch ops. A NaN anywhere makes every
+    statistic but numel NaN, an Inf the norm infinite: the comparison tells them apart by that (_compare_dumps.py)."""
+    tensors = [t.detach() for t in tensors]
+    minus = None if minus is None else [m.detach() for m in minus]
+    if tensors[0].device.type == "mlu":
+        import torch_mlu
+        return torch_mlu._C._mlu_tensorStatistics(tensors, minus or [])
+    rows = []
+    for i, t in enumerate(tensors):
+        x = _as_real(t)
+        if minus is not None:  # subtracted as the kernel does: in float, or in double for float64
+            wide = torch.float64 if x.dtype == torch.float64 else torch.float32
+            x = x.to(wide) - _as_real(minus[i]).to(wide)
+        x = x.double()
+        low, high = torch.aminmax(x)
+        rows.append(torch.stack([x.new_tensor(float(x.numel())), x.mean(), x.std(correction=0), low, high,
+                                 torch.linalg.vector_norm(x)]))
+    return torch.stack(rows)
 
 
 def _tensors(value):
@@ -66,11 +84,22 @@ class dump:  # noqa: N801 (a context manager)
         if call is None:
             call = self._calls.get((kind, name), 0)
             self._calls[(kind, name)] = call + 1
-        for index, t in enumerate(_tensors(value)):
-            if not (t.is_floating_point() or t.is_complex()) or t.numel() == 0:
-                continue
-            copy = t.detach().to("cpu", copy=True) if self.tensors else None
-            self._pending.append(((self.step_index, kind, name, call, index), statistics(t), copy))
+        tensors = [(index, t) for index, t in enumerate(_tensors(value)) if _floating(t)]
+        self._record_batch([((self.step_index, kind, name, call, index), t) for index, t in tensors])
+
+    def _record_batch(self, keyed, minus=None):
+        """Records (key, tensor) pairs: one statistics call per device (of the differences with `minus`)."""
+        by_device = {}
+        for i, (key, t) in enumerate(keyed):
+            by_device.setdefault(t.device, []).append(i)
+        for indices in by_device.values():
+            batch = statistics([keyed[i][1] for i in indices], None if minus is None else [minus[i] for i in indices])
+            for row, i in enumerate(indices):
+                key, t = keyed[i]
+                copy = None
+                if self.tensors:
+                    copy = (t.detach() - minus[i] if minus is not None else t.detach()).to("cpu", copy=True)
+                self._pending.append((key, batch, row, copy))
 
     def _forward(self, label, out):
         call = self._calls.get(("forward", label), 0)
@@ -82,9 +111,8 @@ class dump:  # noqa: N801 (a context manager)
                 t.register_hook(lambda g, index=index: self._record_gradient(label, call, index, g))
 
     def _record_gradient(self, label, call, index, grad):
-        if grad is not None and grad.numel():
-            copy = grad.detach().to("cpu", copy=True) if self.tensors else None
-            self._pending.append(((self.step_index, "backward", label, call, index), statistics(grad), copy))
+        if grad is not None and _floating(grad):
+            self._record_batch([((self.step_index, "backward", label, call, index), grad)])
 
     def __enter__(self):
         os.makedirs(self.folder, exist_ok=True)
@@ -116,18 +144,23 @@ class dump:  # noqa: N801 (a context manager)
         return [(n, p) for n, p in self.model.named_parameters() if self._wanted(n.rsplit(".", 1)[0] if "." in n
                                                                                   else "")]
 
+    def _keyed(self, kind, named):
+        return [((self.step_index, kind, name, 0, 0), t) for name, t in named if _floating(t)]
+
     def _pre_step(self):
-        self._before = {}
-        for name, p in self._named_parameters():
-            if p.grad is not None:
-                self._record("grad", name, p.grad)
-            self._before[name] = p.detach().clone()
+        named = self._named_parameters()
+        grads = self._keyed("grad", [(name, p.grad) for name, p in named if p.grad is not None])
+        if grads:
+            self._record_batch(grads)
+        self._before = {name: p.detach().clone() for name, p in named if _floating(p)}
 
     def _post_step(self):
-        for name, p in self._named_parameters():
-            self._record("param", name, p)
-            if name in self._before:
-                self._record("update", name, p.detach() - self._before[name])
+        named = [(name, p) for name, p in self._named_parameters() if _floating(p)]
+        if named:
+            self._record_batch(self._keyed("param", named))
+            changed = [(name, p) for name, p in named if name in self._before]
+            if changed:
+                self._record_batch(self._keyed("update", changed), minus=[self._before[name] for name, _ in changed])
         self._before = None
         self.step()
 
@@ -140,21 +173,26 @@ class dump:  # noqa: N801 (a context manager)
     def _flush(self):
         if not self._pending:
             return
+        batches = {}  # id -> (batch, its rows read back)
+        for _, batch, _, _ in self._pending:
+            batches.setdefault(id(batch), batch)
         by_device = {}
-        for i, (_, stats, _) in enumerate(self._pending):
-            by_device.setdefault(stats.device, []).append(i)
-        values = [None] * len(self._pending)
-        for indices in by_device.values():  # one read per device
-            rows = torch.stack([self._pending[i][1] for i in indices]).cpu().tolist()
-            for i, row in zip(indices, rows):
-                values[i] = row
+        for key, batch in batches.items():
+            by_device.setdefault(batch.device, []).append(key)
+        rows = {}
+        for keys in by_device.values():  # one read per device
+            values = torch.cat([batches[key] for key in keys]).cpu().tolist()
+            offset = 0
+            for key in keys:
+                rows[key] = values[offset:offset + len(batches[key])]
+                offset += len(batches[key])
         with open(os.path.join(self.folder, "records.jsonl"), "a") as f:
-            for ((step, kind, name, call, index), _, _), row in zip(self._pending, values):
+            for (step, kind, name, call, index), batch, row, _ in self._pending:
                 f.write(json.dumps({"step": step, "kind": kind, "name": name, "call": call, "index": index,
-                                    **dict(zip(STATS, row))}) + "\n")
+                                    **dict(zip(STATS, rows[id(batch)][row]))}) + "\n")
         if self.tensors:
             path = os.path.join(self.folder, f"tensors_{self._pending[0][0][0]:05d}.pt")
             saved = torch.load(path) if os.path.exists(path) else {}
-            saved.update({"/".join(map(str, key)): copy for key, _, copy in self._pending})
+            saved.update({"/".join(map(str, key)): copy for key, _, _, copy in self._pending})
             torch.save(saved, path)
         self._pending = []

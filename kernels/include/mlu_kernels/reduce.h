@@ -1,4 +1,5 @@
-// Reductions, arg-reductions and scans over strided views.
+// Reductions, arg-reductions and scans over strided views; one-pass
+// statistics of dense spans.
 //
 // reduce: `out` and `in` share one iteration shape; `out` has stride 0 on
 // every reduced dim (the TensorIterator reduction layout), so any set of dims
@@ -49,6 +50,27 @@ void arg_reduce(bool is_max, const Shape& shape, const Operand& values, const Op
                 const Operand& in);
 void arg_reduce_ref(bool is_max, const Shape& shape, const Operand& values, const Operand& indices,
                     const Operand& in);
+
+// statistics: for each of `count` dense spans of floating elements, writes
+// kStatistics doubles at out + kStatistics * k: numel, mean, standard
+// deviation (population), min, max and 2-norm of its elements, or, where
+// `minus` is set, of the differences data[i] - minus[i] (both of `dtype`,
+// subtracted in float, or in double for Float64). One pass; sums in double
+// (16- and 32-bit floats: in float over blocks of 256 elements first, as
+// sum() does), the variance about the first element (Note [One-pass
+// statistics] in src/reduce/reduce.cpp); a NaN makes every statistic but
+// numel NaN, an Inf the norm Inf. Partial results of fixed-size chunks
+// combine in a fixed order, so the bits do not depend on the thread count.
+// Precondition: numel > 0.
+struct StatisticsSpan {
+  const void* data;
+  const void* minus;  // nullptr: the statistics of data itself
+  ScalarType dtype;   // Float16, BFloat16, Float32 or Float64
+  int64_t numel;
+};
+constexpr int kStatistics = 6;
+void statistics(const StatisticsSpan* spans, int64_t count, double* out);
+void statistics_ref(const StatisticsSpan* spans, int64_t count, double* out);
 
 enum class ScanOp : uint8_t { Sum, Prod };
 // Accumulates in double (floating) or int64 (integer, bool), like PyTorch.

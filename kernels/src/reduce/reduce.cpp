@@ -1,11 +1,15 @@
 // Reduction entry points: coalesce, pick the ISA's kernels; and the
 // references (one element at a time, by linear index).
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <vector>
 
 #include "../common/dispatch.h"
 #include "../common/unravel.h"
 #include "accumulate.h"
 #include "mlu_kernels/isa.h"
+#include "mlu_kernels/parallel.h"
 #include "reduce_table.h"
 #include "../common/verbose_call.h"
 
@@ -165,6 +169,93 @@ void arg_reduce_ref(bool is_max, const Shape& shape, const Operand& values, cons
         write(values, detail::unravel_offset(r, outer, values.strides), read<int64_t>(in, src));
       }
     }
+  }
+}
+
+// Note [One-pass statistics]
+// statistics folds each span in chunks of kStatisticsChunk elements (chunks
+// run on the compute threads), each into kMoments moments (reduce_isa.cpp:
+// 16- and 32-bit floats in float vectors, each block's sums widened to
+// double; doubles in double); the chunks' moments merge in chunk order and
+// give the six statistics. The chunk size is fixed, so the result does not
+// depend on the thread count.
+//  - The variance is E[(x - c)^2] - E[x - c]^2 with c the span's first
+//    element (0 if that is not finite): without the shift, a span whose mean
+//    dwarfs its spread (a parameter update of 0.5 +- 1e-7) loses its
+//    standard deviation to cancellation. The norm uses the plain sum of x^2.
+//  - The folds' min / max compare plainly (vectorised), skipping NaN. Only a
+//    NaN makes the sum of x^2 NaN (squares of infinities are +inf): then
+//    the extremes are made NaN too.
+constexpr int64_t kStatisticsChunk = 16384;
+
+double element(const StatisticsSpan& span, int64_t i) {
+  const Operand data{const_cast<void*>(span.data), span.dtype, {}};
+  double x = read<double>(data, i);
+  if (span.minus != nullptr) {
+    x -= read<double>(Operand{const_cast<void*>(span.minus), span.dtype, {}}, i);
+    if (span.dtype != ScalarType::Float64) x = static_cast<float>(x);  // the difference of floats, in float
+  }
+  return x;
+}
+
+void statistics(const StatisticsSpan* spans, int64_t count, double* out) {
+  detail::VerboseCall call("statistics");
+  if (call && count > 0) call.describe(spans[0].dtype, "spans%lld", static_cast<long long>(count));
+  std::vector<std::array<double, detail::kMoments>> parts;
+  for (int64_t k = 0; k < count; ++k) {
+    const StatisticsSpan& span = spans[k];
+    const double first = element(span, 0);
+    const double shift = std::isfinite(first) ? first : 0.0;
+    const int64_t chunks = (span.numel + kStatisticsChunk - 1) / kStatisticsChunk;
+    parts.resize(static_cast<size_t>(chunks));
+    parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t c = b; c < e; ++c) {
+        active().moments(span, c * kStatisticsChunk, std::min(span.numel, (c + 1) * kStatisticsChunk), shift,
+                         parts[static_cast<size_t>(c)].data());
+      }
+    });
+    double m[detail::kMoments] = {0, 0, 0, ro::highest<double>(), ro::lowest<double>()};
+    for (const auto& part : parts) {
+      for (int j = 0; j < 3; ++j) m[j] += part[static_cast<size_t>(j)];
+      m[3] = std::min(m[3], part[3]);
+      m[4] = std::max(m[4], part[4]);
+    }
+    const double n = static_cast<double>(span.numel);
+    const double mean_shifted = m[0] / n;
+    const double variance = m[1] / n - mean_shifted * mean_shifted;
+    double* row = out + kStatistics * k;
+    row[0] = n;
+    row[1] = shift + mean_shifted;
+    row[2] = std::sqrt(variance < 0 ? 0 : variance);  // not std::max: a NaN stays NaN
+    row[3] = std::isnan(m[2]) ? m[2] : m[3];
+    row[4] = std::isnan(m[2]) ? m[2] : m[4];
+    row[5] = std::sqrt(m[2]);
+  }
+}
+
+// Two passes in double: the mean, then the squared deviations from it.
+void statistics_ref(const StatisticsSpan* spans, int64_t count, double* out) {
+  for (int64_t k = 0; k < count; ++k) {
+    const StatisticsSpan& span = spans[k];
+    double sum = 0, squares = 0, low = ro::highest<double>(), high = ro::lowest<double>();
+    for (int64_t i = 0; i < span.numel; ++i) {
+      const double x = element(span, i);
+      sum += x;
+      squares += x * x;
+      low = ro::min_of(low, x);
+      high = ro::max_of(high, x);
+    }
+    const double n = static_cast<double>(span.numel);
+    const double mean = sum / n;
+    double deviations = 0;
+    for (int64_t i = 0; i < span.numel; ++i) deviations += (element(span, i) - mean) * (element(span, i) - mean);
+    double* row = out + kStatistics * k;
+    row[0] = n;
+    row[1] = mean;
+    row[2] = std::sqrt(deviations / n);
+    row[3] = low;
+    row[4] = high;
+    row[5] = std::sqrt(squares);
   }
 }
 

@@ -747,10 +747,136 @@ void scan_impl(ScanOp op, const Shape& shape, const Operand& out, const Operand&
   });
 }
 
+// Moments (reduce_table.h) of doubles: eight lanes of each, so the loop
+// vectorises (an add chain would not be reassociated); the lanes merge in a
+// fixed order. min / max skip NaN here; statistics() makes them NaN when the
+// sum of squares is (Note [One-pass statistics] in reduce.cpp).
+template <bool kMinus>
+void moments_of_doubles(const double* p, const double* q, int64_t n, double shift, double m[detail::kMoments]) {
+  constexpr int kLanes = 8;
+  double sum[kLanes], shifted[kLanes], squares[kLanes], low[kLanes], high[kLanes];
+  for (int l = 0; l < kLanes; ++l) {
+    sum[l] = shifted[l] = squares[l] = 0;
+    low[l] = ro::highest<double>();
+    high[l] = ro::lowest<double>();
+  }
+  auto fold = [&](int l, int64_t i) {
+    double x = p[i];
+    if constexpr (kMinus) x -= q[i];
+    const double d = x - shift;
+    sum[l] += d;
+    shifted[l] += d * d;
+    squares[l] += x * x;
+    low[l] = x < low[l] ? x : low[l];
+    high[l] = x > high[l] ? x : high[l];
+  };
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) fold(l, i + l);
+  }
+  for (int l = 0; i < n; ++i, ++l) fold(l, i);
+  m[0] = m[1] = m[2] = 0;
+  m[3] = ro::highest<double>();
+  m[4] = ro::lowest<double>();
+  for (int l = 0; l < kLanes; ++l) {
+    m[0] += sum[l];
+    m[1] += shifted[l];
+    m[2] += squares[l];
+    m[3] = std::min(m[3], low[l]);
+    m[4] = std::max(m[4], high[l]);
+  }
+}
+
+// Moments of 16- and 32-bit floats: blocks of kBlock elements (converted to
+// float, differences taken in float) fold in register-wide float vectors
+// (Note [Folds in register-wide vectors]), and each block's sums widen to
+// double, as Note [Float chunks in sums] does for sum().
+template <bool kMinus, class S>
+void moments_of_floats(const S* p, const S* q, int64_t n, double shift, double m[detail::kMoments]) {
+  using V = Native<float>::V;
+  constexpr int64_t kWidth = Native<float>::kWidth;
+  const float c = static_cast<float>(shift);
+  double sum = 0, shifted = 0, squares = 0;
+  V low = V{} + ro::highest<float>(), high = V{} + ro::lowest<float>();
+  float buffer[kBlock];
+  int64_t i = 0;
+  while (i + kWidth <= n) {
+    const int64_t count = std::min(kBlock, (n - i) / kWidth * kWidth);
+    const float* src;
+    if constexpr (std::is_same_v<S, float> && !kMinus) {
+      src = p + i;
+    } else {
+      for (int64_t j = 0; j < count; ++j) {
+        buffer[j] = ro::load<float>(p[i + j]);
+        if constexpr (kMinus) buffer[j] -= ro::load<float>(q[i + j]);
+      }
+      src = buffer;
+    }
+    V block_sum = V{}, block_shifted = V{}, block_squares = V{};
+    for (int64_t j = 0; j < count; j += kWidth) {
+      V x;
+      std::memcpy(&x, src + j, sizeof x);
+      const V d = x - c;
+      block_sum += d;
+      block_shifted += d * d;
+      block_squares += x * x;
+      low = x < low ? x : low;
+      high = x > high ? x : high;
+    }
+    for (int64_t l = 0; l < kWidth; ++l) {
+      sum += static_cast<double>(block_sum[l]);
+      shifted += static_cast<double>(block_shifted[l]);
+      squares += static_cast<double>(block_squares[l]);
+    }
+    i += count;
+  }
+  m[3] = ro::highest<double>();
+  m[4] = ro::lowest<double>();
+  for (int64_t l = 0; l < kWidth; ++l) {
+    m[3] = std::min(m[3], static_cast<double>(low[l]));
+    m[4] = std::max(m[4], static_cast<double>(high[l]));
+  }
+  for (; i < n; ++i) {
+    float x = ro::load<float>(p[i]);
+    if constexpr (kMinus) x -= ro::load<float>(q[i]);
+    const float d = x - c;
+    sum += d;
+    shifted += static_cast<double>(d) * d;
+    squares += static_cast<double>(x) * x;
+    m[3] = x < m[3] ? x : m[3];
+    m[4] = x > m[4] ? x : m[4];
+  }
+  m[0] = sum;
+  m[1] = shifted;
+  m[2] = squares;
+}
+
+void moments_impl(const StatisticsSpan& span, int64_t begin, int64_t end, double shift, double m[detail::kMoments]) {
+  detail::dispatch(span.dtype, [&](auto tag) {
+    using S = typename decltype(tag)::type;
+    if constexpr (ro::is_floating_v<S>) {
+      const S* p = static_cast<const S*>(span.data) + begin;
+      const S* q = span.minus != nullptr ? static_cast<const S*>(span.minus) + begin : nullptr;
+      auto fold = [&](auto minus) {
+        if constexpr (std::is_same_v<S, double>) {
+          moments_of_doubles<decltype(minus)::value>(p, q, end - begin, shift, m);
+        } else {
+          moments_of_floats<decltype(minus)::value>(p, q, end - begin, shift, m);
+        }
+      };
+      if (q != nullptr) {
+        fold(std::true_type{});
+      } else {
+        fold(std::false_type{});
+      }
+    }
+  });
+}
+
 }  // namespace
 
 const detail::ReduceKernels& reduce_kernels() {
-  static const detail::ReduceKernels kernels{&reduce_impl, &arg_reduce_impl, &scan_impl};
+  static const detail::ReduceKernels kernels{&reduce_impl, &arg_reduce_impl, &scan_impl, &moments_impl};
   return kernels;
 }
 
