@@ -154,7 +154,10 @@ _rng_state_hops.install()
 from . import lightning  # noqa: E402
 lightning.register_when_lightning_loads()
 
-# See Note [Autograd device threads at exit] in _autograd_exit.py.
+# Exit handlers run last registered, first run: the autograd drain (Note [Autograd device threads at exit] in
+# _autograd_exit.py) queues work, then every queue runs what it holds before static destructors can race with
+# device threads (Note [Device threads at exit] in mlu_runtime/queue.h). A queue stuck for 3 s is abandoned.
+atexit.register(_C._mlu_drainAtExit, 3000)
 atexit.register(_autograd_exit.drain_autograd_device_threads)
 
 # The stream sanitizer (torch_mlu/mlu/_sanitizer.py), as TORCH_CUDA_SANITIZER turns CSAN on for CUDA.

@@ -102,6 +102,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("_mlu_synchronize", [](int device) {
     MLU_BINDING(py::gil_scoped_release no_gil; device_synchronize(static_cast<c10::DeviceIndex>(device)););
   });
+  // Note [Device threads at exit] (mlu_runtime/queue.h); torch_mlu's atexit handler.
+  m.def("_mlu_drainAtExit", [](int stall_ms) {
+    py::gil_scoped_release no_gil;  // a task may need the GIL to finish
+    mlu::mluDrainAtExit(stall_ms);
+  });
   m.def("_mlu_getDeviceProperties",
         [](int device) { return MLU_BINDING(return device_properties(static_cast<c10::DeviceIndex>(device));); });
   m.def("_mlu_sleep", [](int64_t cycles) { MLU_BINDING(sleep_on_current_stream(cycles);); });

@@ -5,6 +5,7 @@
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <vector>
 
 #include "capture.h"
 #include "device_state.h"
@@ -112,10 +113,12 @@ void mluQueue_st::run_worker() {
     for (; done < available; ++done) {
       mlu::detail::TaskSlot& slot = ring[done % kCapacity];
       mlu::TaskContext context(device);
-      const bool record = mlu::detail::records(slot);  // Note [Activity tracing]
-      const int64_t start_ns = record ? mlu::detail::trace_now_ns() : 0;
-      mlu::detail::run_or_inject(slot, context, slot.fault);
-      if (record) mlu::detail::record_activity(slot, this, device, start_ns, mlu::detail::trace_now_ns());
+      if (!abandoned.load(std::memory_order_relaxed)) {  // Note [Device threads at exit]
+        const bool record = mlu::detail::records(slot);  // Note [Activity tracing]
+        const int64_t start_ns = record ? mlu::detail::trace_now_ns() : 0;
+        mlu::detail::run_or_inject(slot, context, slot.fault);
+        if (record) mlu::detail::record_activity(slot, this, device, start_ns, mlu::detail::trace_now_ns());
+      }
       slot.destroy(slot.storage);
       if (context.failed()) store_error(done + 1, mlu::detail::task_name(slot), context.message());
       finished.store(done + 1);
@@ -410,6 +413,42 @@ mluError_t mluQueueSynchronize(mluQueue_t queue) {
   if (mluError_t s = refuse_if_capturing(q, "synchronizing a capturing queue")) return s;
   q->wait_for(q->last_launched());
   return q->take_error();
+}
+
+void mluDrainAtExit(int stall_ms) {
+  if (in_forked_child()) return;  // the parent's queues have no device threads here
+  std::vector<mluQueue_st*> queues;
+  {
+    QueueRegistry& registry = queue_registry();
+    std::lock_guard<std::mutex> lock(registry.mu);
+    // Queue objects are never freed (queue_impl.h): the pointers stay valid.
+    for (const void* q : registry.queues)
+      queues.push_back(const_cast<mluQueue_st*>(static_cast<const mluQueue_st*>(q)));
+  }
+  std::vector<uint64_t> target(queues.size());
+  for (size_t i = 0; i < queues.size(); ++i) target[i] = queues[i]->launched_published.load();
+  uint64_t progress = UINT64_MAX;  // the sum of `finished` over the queues, last seen
+  auto last_progress = std::chrono::steady_clock::now();
+  for (;;) {
+    uint64_t finished = 0;
+    bool drained = true;
+    for (size_t i = 0; i < queues.size(); ++i) {
+      finished += queues[i]->finished.load();
+      drained = drained && queues[i]->has_finished(target[i]);
+    }
+    if (drained) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (finished != progress) {
+      progress = finished;
+      last_progress = now;
+    } else if (now - last_progress >= std::chrono::milliseconds(stall_ms)) {
+      for (size_t i = 0; i < queues.size(); ++i) {
+        if (!queues[i]->has_finished(target[i])) queues[i]->abandoned.store(true);
+      }
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 }
 
 mluError_t mluQueueCheckHandle(mluQueue_t queue) {

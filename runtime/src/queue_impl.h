@@ -77,6 +77,7 @@ struct mluQueue_st {
   std::atomic<uint64_t> wake_at{kNoWaiter};
   std::atomic<int> space_waiters{0};
   std::atomic<bool> stop{false};  // no launch is in flight any more: exit once drained
+  std::atomic<bool> abandoned{false};  // Note [Device threads at exit]: tasks finish without running
 
   // The pending failure of one of this queue's tasks (Note [Errors belong to
   // queues]): error_seq is that task's sequence number, 0 when none is pending.

@@ -660,3 +660,32 @@ TEST(Queue, SmallTasksFromManyThreadsKeepOrder) {
   std::iota(expected.begin(), expected.end(), 0);
   for (int t = 0; t < kThreads; ++t) EXPECT_EQ(seen[t], expected) << "thread " << t;
 }
+
+// Note [Device threads at exit]: the drain waits for what every queue holds;
+// a queue that makes no progress is abandoned (its later tasks finish without
+// running) instead of holding the exit.
+TEST(Queue, DrainAtExitRunsQueuedWorkAndAbandonsAStuckQueue) {
+  ScopedQueue busy(0), stuck(0);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(mluLaunchTask(busy, "work", [&] {
+                std::this_thread::sleep_for(std::chrono::microseconds(200));
+                ++ran;
+              }),
+              mluSuccess);
+  }
+  Gate gate;
+  std::atomic<bool> after_gate{false};
+  ASSERT_EQ(mluLaunchTask(stuck, "gated", [f = gate.future()](TaskContext& ctx) {
+              if (f.wait_for(kTaskTimeout) != std::future_status::ready) ctx.fail("gate timed out");
+            }),
+            mluSuccess);
+  ASSERT_EQ(mluLaunchTask(stuck, "after the gate", [&] { after_gate = true; }), mluSuccess);
+  mluDrainAtExit(/*stall_ms=*/300);
+  EXPECT_EQ(ran.load(), 50) << "the drain returned before the busy queue ran its work";
+  EXPECT_EQ(mluQueueQuery(stuck), mluErrorNotReady);
+  gate.open();
+  EXPECT_EQ(mluQueueSynchronize(stuck), mluSuccess);
+  EXPECT_FALSE(after_gate) << "a task of the abandoned queue ran";
+  EXPECT_EQ(mluQueueSynchronize(busy), mluSuccess);
+}

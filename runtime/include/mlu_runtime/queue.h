@@ -105,6 +105,21 @@ mluError_t mluQueueSynchronize(mluQueue_t queue);
 // in `event` (at the time of this call) has finished. See event.h.
 mluError_t mluQueueWaitEvent(mluQueue_t queue, mluEvent_t event);
 
+// Note [Device threads at exit]
+// Device threads are never joined at exit: static destructors may run while
+// one still runs a kernel, and a kernel in a library whose statics are gone
+// (oneDNN's primitive caches) crashes the exiting process. So a program that
+// may end with work still queued calls mluDrainAtExit once its last launch is
+// done and before static destruction (torch_mlu's atexit handler does): it
+// waits until every queue has run what was launched on it. A queue stuck in a
+// task (a wait for an event that will never come, a collective whose peer is
+// gone) must not hang the exit: when no queue has finished a task for
+// stall_ms, the undrained queues are abandoned (their remaining tasks, and
+// any launched later, are skipped: finished without running) and the call
+// returns. Work launched after the call runs as usual on the other queues.
+// In a forked child (whose queues have no threads) it does nothing.
+void mluDrainAtExit(int stall_ms);
+
 namespace detail {
 
 constexpr std::size_t kTaskInlineBytes = 448;
