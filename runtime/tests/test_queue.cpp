@@ -668,17 +668,19 @@ TEST(Queue, DrainAtExitRunsQueuedWorkAndAbandonsAStuckQueue) {
   ScopedQueue busy(0), stuck(0);
   std::atomic<int> ran{0};
   for (int i = 0; i < 50; ++i) {
-    ASSERT_EQ(mluLaunchTask(busy, "work", [&] {
-                std::this_thread::sleep_for(std::chrono::microseconds(200));
-                ++ran;
-              }),
+    ASSERT_EQ(mluLaunchTask(busy, "work",
+                            [&] {
+                              std::this_thread::sleep_for(std::chrono::microseconds(200));
+                              ++ran;
+                            }),
               mluSuccess);
   }
   Gate gate;
   std::atomic<bool> after_gate{false};
-  ASSERT_EQ(mluLaunchTask(stuck, "gated", [f = gate.future()](TaskContext& ctx) {
-              if (f.wait_for(kTaskTimeout) != std::future_status::ready) ctx.fail("gate timed out");
-            }),
+  ASSERT_EQ(mluLaunchTask(stuck, "gated",
+                          [f = gate.future()](TaskContext& ctx) {
+                            if (f.wait_for(kTaskTimeout) != std::future_status::ready) ctx.fail("gate timed out");
+                          }),
             mluSuccess);
   ASSERT_EQ(mluLaunchTask(stuck, "after the gate", [&] { after_gate = true; }), mluSuccess);
   mluDrainAtExit(/*stall_ms=*/300);
