@@ -1,6 +1,6 @@
 """torch.use_deterministic_algorithms(True) on mlu as on CUDA (docs/accuracy.md): new memory filled, index_put_'s
 duplicate writes resolved in order, the ops CUDA lacks a deterministic kernel for deterministic here (so no
-error), max_unpool's error as CUDA's, and two training runs bitwise equal."""
+error), max_unpool's error as CUDA's, two training runs bitwise equal, and a busy compute pool changing no bit."""
 import os
 import subprocess
 import sys
@@ -8,6 +8,8 @@ import sys
 import pytest
 import torch
 import torch.nn.functional as F
+
+import torch_mlu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -114,3 +116,37 @@ def test_two_training_runs_are_bitwise_equal():
     for run in runs:
         assert run.returncode == 0, run.stderr
     assert runs[0].stdout == runs[1].stdout, (runs[0].stdout, runs[1].stdout)
+
+
+@pytest.mark.skipif(torch.mlu.device_count() < 2, reason="needs a second device to hold the compute pool")
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_training_steps_do_not_depend_on_a_busy_compute_pool(deterministic, compiled, released_graphs):
+    """While another device holds the shared compute pool, parallel loops run on their calling thread alone and a
+    compiled kernel's team has one member: the kernels' work splits (fixed chunks merged in order) must give the
+    same bits as on an idle pool."""
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from gpt import GPT, GPTConfig
+
+    def train(busy):
+        torch.manual_seed(0)
+        model = GPT(GPTConfig(vocab_size=256, block_size=64, n_layer=2, n_head=4, n_embd=128, dropout=0.0)).to("mlu")
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        step_model = torch.compile(model) if compiled else model
+        x = torch.randint(0, 256, (8, 64), device="mlu")
+        for step in range(3):
+            gate = None
+            if busy and step > 0:  # the first step compiles
+                with torch.mlu.device(1):
+                    gate = torch_mlu._C._StreamGate(120.0, hold_pool=True)
+            _, loss = step_model(x, x)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            torch.mlu.synchronize(0)
+            if gate is not None:
+                gate.open()
+                torch.mlu.synchronize(1)
+        return [p.detach().cpu() for p in model.parameters()]
+
+    idle, busy = train(busy=False), train(busy=True)
+    assert all(torch.equal(a, b) for a, b in zip(idle, busy))

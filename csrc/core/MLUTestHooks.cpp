@@ -1,11 +1,13 @@
 #include "csrc/core/MLUTestHooks.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
+#include <mlu_kernels/parallel.h>
 #include <mlu_runtime/queue.h>
 
 #include "csrc/core/MLUCachingAllocator.h"
@@ -70,14 +72,23 @@ void* create_foreign_queue(c10::DeviceIndex device) {
 
 void destroy_foreign_queue(void* queue) { MLU_CHECK(mlu::mluQueueDestroy(static_cast<mlu::mluQueue_t>(queue))); }
 
-StreamGate::StreamGate(double timeout_s) : state_(std::make_shared<State>()) {
+StreamGate::StreamGate(double timeout_s, bool hold_pool) : state_(std::make_shared<State>()) {
   auto timeout = std::chrono::duration<double>(timeout_s);
   MLU_CHECK(mlu::mluLaunchTask(getCurrentMLUStream().queue(), "stream gate",
-                               [state = state_, timeout](mlu::TaskContext& context) {
-                                 std::unique_lock<std::mutex> lock(state->mu);
-                                 if (!state->cv.wait_for(lock, timeout, [&] { return state->open; })) {
-                                   context.fail("the gate was never opened");
+                               [state = state_, timeout, hold_pool](mlu::TaskContext& context) {
+                                 std::atomic<bool> opened{true};
+                                 auto wait = [&](int64_t, int64_t) {
+                                   std::unique_lock<std::mutex> lock(state->mu);
+                                   if (!state->cv.wait_for(lock, timeout, [&] { return state->open; })) {
+                                     opened = false;
+                                   }
+                                 };
+                                 if (hold_pool) {
+                                   mlu::kernels::parallel_for(0, mlu::kernels::num_threads(), 1, wait);
+                                 } else {
+                                   wait(0, 1);
                                  }
+                                 if (!opened) context.fail("the gate was never opened");
                                }));
 }
 

@@ -29,10 +29,14 @@ void destroy_foreign_queue(void* queue);
 
 // Holds the current stream (at construction) until open() or destruction.
 // A held task gives up after `timeout_s` seconds and fails, so a test that
-// forgets to open the gate fails instead of hanging.
+// forgets to open the gate fails instead of hanging. With `hold_pool`, the
+// task waits inside a parallel region of the kernel library's compute pool,
+// which every device shares: meanwhile other devices' parallel loops run on
+// their calling thread alone and their teams have one member (Note [Teams]
+// in mlu_kernels/parallel.h), as under contention.
 class StreamGate {
  public:
-  explicit StreamGate(double timeout_s = 30.0);
+  explicit StreamGate(double timeout_s = 30.0, bool hold_pool = false);
   ~StreamGate();
   void open();
 

@@ -122,8 +122,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("_mlu_destroy_foreign_queue",
         [](uintptr_t queue) { MLU_BINDING(destroy_foreign_queue(reinterpret_cast<void*>(queue));); });
   py::class_<StreamGate>(m, "_StreamGate")
-      .def(py::init([](double timeout_s) { return MLU_BINDING(return new StreamGate(timeout_s);); }),
-           py::arg("timeout_s") = 30.0)
+      .def(py::init([](double timeout_s, bool hold_pool) {
+             return MLU_BINDING(return new StreamGate(timeout_s, hold_pool););
+           }),
+           py::arg("timeout_s") = 30.0, py::arg("hold_pool") = false)
       .def("open", &StreamGate::open);
   m.def("_mlu_streamPriority", [](int64_t stream_id, int device) {
     return MLU_BINDING(
