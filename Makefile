@@ -9,7 +9,7 @@ BUILD := build
 JOBS ?= $(shell nproc)
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 export CCACHE_BASEDIR := $(CURDIR)
-# The sanitizer builds compile with -g, for which ccache also hashes the working directory unless told not
+# The sanitizer builds compile with -g1, for which ccache also hashes the working directory unless told not
 # to: without this a clean clone (CI) misses the cache for them (measured: the ASan build recompiled).
 export CCACHE_NOHASHDIR := 1
 

@@ -388,8 +388,12 @@ TEST_P(ReduceTest, StatisticsMatchReferenceAndIgnoreTheThreadCount) {
               EXPECT_NEAR(got[k], want[k], rtol * scale) << what << " statistic " << k;
             }
           }
-          if (special == 1) EXPECT_TRUE(std::isnan(got[5]) && std::isnan(got[3]) && std::isnan(got[4])) << what;
-          if (special == 2) EXPECT_TRUE(std::isinf(got[5]) && got[4] == INFINITY) << what;
+          if (special == 1) {
+            EXPECT_TRUE(std::isnan(got[5]) && std::isnan(got[3]) && std::isnan(got[4])) << what;
+          }
+          if (special == 2) {
+            EXPECT_TRUE(std::isinf(got[5]) && got[4] == INFINITY) << what;
+          }
         }
       }
     }
