@@ -154,6 +154,8 @@ _rng_state_hops.install()
 from . import lightning  # noqa: E402
 lightning.register_when_lightning_loads()
 
+from . import ops  # noqa: E402,F401  torchvision.ops' box operators: autograd, fake and autocast kernels
+
 # Exit handlers run last registered, first run: the autograd drain (Note [Autograd device threads at exit] in
 # _autograd_exit.py) queues work, then every queue runs what it holds before static destructors can race with
 # device threads (Note [Device threads at exit] in mlu_runtime/queue.h). A queue stuck for 3 s is abandoned.

@@ -106,6 +106,12 @@ def register() -> None:
     for index in range(torch.mlu.device_count()):
         register_interface_for_device(f"mlu:{index}", interface)
     trace_rules.add("torch_mlu")  # not a patch: Dynamo's API (Note [Dynamo does not trace torch_mlu])
+    # torch_mlu.ops' functions of tensors go into a graph whole, as calls its tracer follows (their files are
+    # skipped like the rest); nms and batched_nms, whose result size depends on the data, break the graph.
+    from . import ops
+
+    for fn in (ops.roi_align, ops.roi_pool, ops.box_area, ops.box_iou):
+        torch._dynamo.allow_in_graph(fn)
 
 
 def register_when_dynamo_loads() -> None:
