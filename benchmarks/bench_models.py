@@ -8,6 +8,9 @@ Models (training steps per second: forward, loss, backward, optimizer step, grad
   batch 16, 100 classes, SGD with momentum;
 - gpt: the GPT-mini of examples/gpt.py (4 layers, width 256, 4 heads, sequence 256, batch 8, 256-symbol
   vocabulary), AdamW;
+- video: examples/video_actions.py's (2+1)-D CNN, 32 clips of 8 frames at 32x32, channels-last-3d, AdamW;
+- detection: examples/detection.py's detector, 32 scenes of 64x64, both stages (RoI align forward and
+  backward), AdamW;
 each in float32 and with bfloat16 autocast; optimizers with PyTorch's defaults (foreach on both devices).
 Plus inference (forward passes per second under torch.inference_mode):
 - bert: a BERT-style sentence encoder, the shape of all-MiniLM-L6-v2 (6 post-norm layers, width 384, 12 heads,
@@ -45,6 +48,8 @@ import torch.nn.functional as F  # noqa: E402
 import torch_mlu  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+import detection  # noqa: E402
+import video_actions  # noqa: E402
 from gpt import GPT, GPTConfig  # noqa: E402
 
 
@@ -151,7 +156,35 @@ def gpt_model():
             (torch.randint(0, 256, (8, 256)), torch.randint(0, 256, (8, 256))))
 
 
-MODELS = {"mlp": mlp_model, "cnn": cnn_model, "gpt": gpt_model}
+def video_model():
+    """examples/video_actions.py's (2+1)-D CNN on a batch of 32 clips, channels-last-3d."""
+    clips, labels = video_actions.make_clips(6, seed=0)  # 36 clips
+    net = video_actions.ActionNet().to(memory_format=torch.channels_last_3d)
+    return (Classifier(net), lambda p: torch.optim.AdamW(p, lr=1e-3),
+            (clips[:32].contiguous(memory_format=torch.channels_last_3d), labels[:32]))
+
+
+class DetectionLoss(nn.Module):
+    """examples/detection.py's detector and its loss (both stages; roi_align forward and backward)."""
+
+    def __init__(self):
+        super().__init__()
+        self.detector = detection.Detector()
+
+    def forward(self, images, cls_t, dist_t, rois, roi_targets):
+        return detection.losses(self.detector, images, cls_t, dist_t, rois, roi_targets,
+                                detection.locations(images.device))
+
+
+def detection_model():
+    images, boxes, labels = detection.make_scenes(32, seed=0)
+    targets = [detection.location_targets(b, lab) for b, lab in zip(boxes, labels)]
+    rois, roi_targets = detection.jittered_rois(boxes, labels, torch.Generator().manual_seed(0), "cpu")
+    return (DetectionLoss(), lambda p: torch.optim.AdamW(p, lr=1e-3),
+            (images, torch.stack([t[0] for t in targets]), torch.stack([t[1] for t in targets]), rois, roi_targets))
+
+
+MODELS = {"mlp": mlp_model, "cnn": cnn_model, "gpt": gpt_model, "video": video_model, "detection": detection_model}
 
 
 def synchronize(device):

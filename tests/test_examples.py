@@ -2,7 +2,9 @@
 writes its plot; the digits MLP and CNN and the keyword spotter reach their stated held-out accuracy on mlu (the
 CPU runs alongside as the reference), the keyword spotter's stft front end and training with no CPU fallback;
 the DLRM-style recommender trains its sparse-gradient embeddings natively to its stated AUC, as the CPU does; the
-LLM inference example generates in every mode on mlu with the CPU's tokens where the arithmetic is the same."""
+LLM inference example generates in every mode on mlu with the CPU's tokens where the arithmetic is the same; the
+detector trains (fast mode) to its stated mAP with every box operator native and draws its detections; the video
+action recogniser trains (fast mode, bfloat16, channels-last-3d) to its stated accuracy natively."""
 import os
 import sys
 
@@ -12,10 +14,12 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import cnn_digits  # noqa: E402
 import demo  # noqa: E402
+import detection  # noqa: E402
 import keyword_spotting  # noqa: E402
 import llm_inference  # noqa: E402
 import mlp_digits  # noqa: E402
 import recommendation  # noqa: E402
+import video_actions  # noqa: E402
 
 import torch_mlu  # noqa: E402
 
@@ -97,3 +101,23 @@ def test_llm_inference_generates_in_every_mode(tmp_path, capsys):
     assert weights["int4"] < weights["int8"] < weights["bfloat16"] < weights["float32"]
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "ops that ran through the CPU fallback: none" in capsys.readouterr().out
+
+
+def test_detection_trains_natively_to_its_stated_map_in_fast_mode(tmp_path, capsys):
+    plot = tmp_path / "detection.png"
+    results = detection.main(["--devices", "mlu", "--fast", "--quiet", "--plot", str(plot)])  # exits below
+    mean_ap, per_class, fell_back = results["mlu"]
+    assert mean_ap >= detection.STATED_MAP_FAST and min(per_class) > 0
+    assert fell_back == {}, f"ops on the CPU fallback: {fell_back}"
+    assert plot.stat().st_size > 10_000
+    assert "ops that ran through the CPU fallback: none" in capsys.readouterr().out
+
+
+def test_video_actions_train_natively_to_their_stated_accuracy_in_fast_mode(tmp_path, capsys):
+    plot = tmp_path / "confusion.png"
+    results = video_actions.main(["--devices", "mlu", "--fast", "--quiet", "--plot", str(plot)])  # exits below
+    accuracy, confusion, fell_back = results["mlu"]
+    assert accuracy >= video_actions.STATED_ACCURACY_FAST
+    assert int(confusion.sum()) == 16 * len(video_actions.MOTIONS)
+    assert fell_back == {}, f"ops on the CPU fallback: {fell_back}"
+    assert plot.stat().st_size > 10_000

@@ -38,6 +38,11 @@ ALIASES = {
 
 # Entry points with no scalar reference, and why.
 ALLOWLIST = {
+    "nms": "tests/test_box_ops.py compares it with a transcription of torchvision's CPU kernel (exact indices)",
+    "roi_align_forward": "tests/test_box_ops.py: a transcription of torchvision's CPU kernel, float32 emulated",
+    "roi_align_backward": "tests/test_box_ops.py: autograd through the roi_align_forward transcription",
+    "roi_pool_forward": "tests/test_box_ops.py: a transcription of torchvision's CPU kernel (exact values, argmax)",
+    "roi_pool_backward": "tests/test_box_ops.py: the reference argmax's gradient scattered by hand",
     "int4_block_n": "a constant of each int4 layout",
     "int4_pack": "int4_unpack's inverse; kernels/tests/test_quantized_gemm.cpp checks hand-made bytes, "
                  "tests/test_quantized_mm.py the CPU's own packing",
@@ -197,6 +202,8 @@ VERBOSE = {
     "advanced_index": ("x = torch.randn(8, 4, device=d); x[torch.tensor([0, 3, 3], device=d)]", {"index_gather"}),
     "attention": ("q = torch.randn(1, 2, 16, 8, device=d); F.scaled_dot_product_attention(q, q, q)",
                   {"attention_forward"}),
+    "box": ("torch.ops.torch_mlu.roi_align(torch.randn(1, 2, 8, 8, device=d),"
+            " torch.tensor([[0.0, 1, 1, 6, 6]], device=d), 1.0, 2, 2, -1, False)", {"roi_align_forward"}),
     "conv": ("F.conv2d(torch.randn(1, 3, 8, 8, device=d), torch.randn(4, 3, 3, 3, device=d))", {"conv_forward"}),
     "copy": ("torch.randn(64, 32, device=d).t().contiguous()", {"copy"}),
     "ctc": ("lp = torch.randn(12, 2, 5, device=d).log_softmax(2);"

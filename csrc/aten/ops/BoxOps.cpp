@@ -315,9 +315,12 @@ TORCH_LIBRARY_IMPL(torch_mlu, CPU, m) {
 }
 
 TORCH_LIBRARY_IMPL(torchvision, PrivateUse1, m) {
-  for (const auto& [name, schema] : kTorchvisionSchemas) {
-    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&torchvision_kernel>());
-  }
+  const auto kernel = [] { return torch::CppFunction::makeFromBoxedFunction<&torchvision_kernel>(); };
+  m.impl("nms", kernel());
+  m.impl("roi_align", kernel());
+  m.impl("_roi_align_backward", kernel());
+  m.impl("roi_pool", kernel());
+  m.impl("_roi_pool_backward", kernel());
 }
 
 }  // namespace torch_mlu
