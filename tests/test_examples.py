@@ -4,7 +4,8 @@ CPU runs alongside as the reference), the keyword spotter's stft front end and t
 the DLRM-style recommender trains its sparse-gradient embeddings natively to its stated AUC, as the CPU does; the
 LLM inference example generates in every mode on mlu with the CPU's tokens where the arithmetic is the same; the
 detector trains (fast mode) to its stated mAP with every box operator native and draws its detections; the video
-action recogniser trains (fast mode, bfloat16, channels-last-3d) to its stated accuracy natively."""
+action recogniser trains (fast mode, bfloat16, channels-last-3d) to its stated accuracy natively; the ArcFace
+face recogniser verifies unseen identities at its stated rate (fast mode) natively."""
 import os
 import sys
 
@@ -15,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import cnn_digits  # noqa: E402
 import demo  # noqa: E402
 import detection  # noqa: E402
+import face_recognition  # noqa: E402
 import keyword_spotting  # noqa: E402
 import llm_inference  # noqa: E402
 import mlp_digits  # noqa: E402
@@ -119,5 +121,14 @@ def test_video_actions_train_natively_to_their_stated_accuracy_in_fast_mode(tmp_
     accuracy, confusion, fell_back = results["mlu"]
     assert accuracy >= video_actions.STATED_ACCURACY_FAST
     assert int(confusion.sum()) == 16 * len(video_actions.MOTIONS)
+    assert fell_back == {}, f"ops on the CPU fallback: {fell_back}"
+    assert plot.stat().st_size > 10_000
+
+
+def test_face_recognition_verifies_unseen_identities_at_its_stated_rate_in_fast_mode(tmp_path):
+    plot = tmp_path / "roc.png"
+    results = face_recognition.main(["--devices", "mlu", "--fast", "--quiet", "--plot", str(plot)])  # exits below
+    tar_1e2, tar_1e3, fell_back = results["mlu"]
+    assert tar_1e2 >= face_recognition.STATED_TAR_FAST and tar_1e3 <= tar_1e2
     assert fell_back == {}, f"ops on the CPU fallback: {fell_back}"
     assert plot.stat().st_size > 10_000
