@@ -87,9 +87,11 @@ def cpu_roi_align(input, rois, scale, pooled, sampling_ratio, aligned):
 
 def cpu_roi_pool(input, rois, scale, pooled):
     out = []
+    height, width = input.shape[-2:]
     for r in rois.tolist():
         b, x1, y1, x2, y2 = int(r[0]), *(round(v * scale) for v in r[1:])
-        crop = input[b, :, max(y1, 0):max(y2 + 1, y1 + 1, 1), max(x1, 0):max(x2 + 1, x1 + 1, 1)]
+        h0, w0 = min(max(y1, 0), height - 1), min(max(x1, 0), width - 1)
+        crop = input[b, :, h0:min(max(y2 + 1, h0 + 1), height), w0:min(max(x2 + 1, w0 + 1), width)]
         out.append(F.adaptive_max_pool2d(crop, pooled))
     return torch.stack(out)
 
@@ -161,7 +163,8 @@ def main():
         for name, (on_mlu, on_cpu) in cases.items():
             passes[name][0].append(rate(on_mlu, torch.mlu.synchronize, args.min_time))
             passes[name][1].append(rate(on_cpu, lambda: None, args.min_time))
-    print(f"host: {isa_report()}  ({isa_label()}), median of {args.repeat} passes, calls/s")
+    isa = isa_report()
+    print(f"instruction sets: {isa_label(isa)}; median of {args.repeat} passes, calls/s")
     print(f"{'case':<20} {'mlu':>10} {'cpu':>10} {'ratio':>7}")
     results = {}
     for name, (m, c) in passes.items():
@@ -170,7 +173,7 @@ def main():
         print(f"{name:<20} {mlu:>10.1f} {cpu:>10.1f} {mlu / cpu:>7.2f}")
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"host": isa_report(), "isa": isa_label(), "results": results}, f, indent=1)
+            json.dump({"isa": isa, "repeat": args.repeat, "results": results}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -647,3 +647,13 @@ def test_compile_cache_is_reused_across_processes_of_one_vector_isa(python, tmp_
     assert "fxgraph_cache_miss" in first.stdout
     assert "fxgraph_cache_hit" in second.stdout
     assert "fxgraph_cache_miss" in narrow.stdout and "fxgraph_cache_hit" not in narrow.stdout, narrow.stdout
+
+
+def test_cache_key_without_a_vector_isa(python):
+    # ATEN_CPU_CAPABILITY=default (or a host with no usable vector ISA): Inductor writes scalar code, and the key
+    # says so (asking its width raised, which broke every compile there).
+    r = python("""
+        import torch_mlu._inductor.config as config
+        print(config.vec_isa)
+    """, env={"ATEN_CPU_CAPABILITY": "default"})
+    assert r.returncode == 0 and r.stdout.strip() == "none", r.stderr

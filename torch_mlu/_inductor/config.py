@@ -43,6 +43,8 @@ def _vec_isa() -> str:
     from torch._inductor.cpu_vec_isa import pick_vec_isa
 
     isa = pick_vec_isa()
+    if not isa:  # no vector ISA (ATEN_CPU_CAPABILITY=default, or none usable): scalar code
+        return "none"
     return f"{isa} x{isa.nelements()} {isa.build_arch_flags()}"
 
 
