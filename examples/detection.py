@@ -14,17 +14,14 @@ detections on held-out scenes into a PNG.
 
     .venv/bin/python examples/detection.py [--devices mlu cpu] [--epochs 12] [--fast] [--plot detection.png]
 """
-import argparse
 import math
-import sys
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from tqdm import tqdm
-
 import torch_mlu
+from applications import argument_parser, check_stated, progress, pyplot, report_fallback, save
 from torch_mlu import ops
 
 STATED_MAP = 0.95  # full run (mAP@0.5 on held-out scenes)
@@ -246,8 +243,7 @@ def fit(device, args):
     order, jitter = torch.Generator().manual_seed(args.seed), torch.Generator().manual_seed(args.seed + 2)
     torch_mlu.reset_fallback_report()
     start = time.perf_counter()
-    bar = tqdm(total=args.epochs * steps_per_epoch, desc=f"detection on {device}", unit="step", file=sys.stdout,
-               dynamic_ncols=True, disable=args.quiet)
+    bar = progress(args.epochs * steps_per_epoch, f"detection on {device}", args.quiet)
     for _ in range(args.epochs):
         model.train()
         for batch in torch.randperm(args.train_scenes, generator=order).split(args.batch_size):
@@ -272,11 +268,9 @@ def fit(device, args):
 
 
 def plot(path, detections, test, n=8):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
+
+    plt = pyplot()
 
     colours = ("tab:red", "tab:blue", "tab:green")
     fig, axes = plt.subplots(2, n // 2, figsize=(2.2 * n // 2, 4.8))
@@ -293,23 +287,16 @@ def plot(path, detections, test, n=8):
             ax.text(box[0], box[1] - 1, f"{CLASSES[label]} {score:.2f}", color=colours[label], fontsize=6)
         ax.set_axis_off()
     fig.suptitle("detections on held-out scenes (dashed: ground truth)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--devices", nargs="+", default=["mlu", "cpu"], help="devices to train on (default: mlu cpu)")
+    p = argument_parser(__doc__, "detection.png", "CI's run: fewer scenes and epochs, a looser stated mAP")
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=4e-3)
     p.add_argument("--train-scenes", type=int, default=2000)
     p.add_argument("--test-scenes", type=int, default=300)
-    p.add_argument("--fast", action="store_true", help="CI's run: fewer scenes and epochs, a looser stated mAP")
-    p.add_argument("--plot", default="detection.png", help="where to draw held-out detections ('' to skip)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.fast:
         args.epochs, args.train_scenes, args.test_scenes = 4, 384, 80
@@ -327,14 +314,11 @@ def main(argv=None):
               ", ".join(f"{c} {ap:.3f}" for c, ap in zip(CLASSES, per_class)) +
               f"; {args.test_scenes} scenes, {args.epochs} epochs, {seconds:.1f} s)")
         if device.startswith("mlu"):
-            print("ops that ran through the CPU fallback: " + (", ".join(sorted(fell_back)) or "none"))
+            report_fallback(fell_back)
             if args.plot:
                 plot(args.plot, detections, test)
                 print(f"held-out detections drawn to {args.plot}")
-    missed = [d for d, (m, _, _) in results.items() if m < stated and d != "cpu"]
-    if missed:
-        raise SystemExit(f"detection: mAP@0.5 below the stated {stated} on {', '.join(missed)}")
-    print(f"detection: every device reaches the stated mAP@0.5 of {stated}")
+    check_stated("detection", "mAP@0.5", {d: r[0] for d, r in results.items()}, stated)
     return results
 
 

@@ -12,17 +12,14 @@ draws the confusion matrix into a PNG.
 
     .venv/bin/python examples/video_actions.py [--devices mlu cpu] [--epochs 10] [--fast] [--plot video_actions.png]
 """
-import argparse
 import math
-import sys
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from tqdm import tqdm
-
 import torch_mlu
+from applications import argument_parser, check_stated, progress, pyplot, report_fallback, save
 
 STATED_ACCURACY = 0.95  # full run, held-out
 STATED_ACCURACY_FAST = 0.8  # --fast
@@ -124,8 +121,7 @@ def fit(device, args):
     device_type = torch.device(device).type
     torch_mlu.reset_fallback_report()
     start = time.perf_counter()
-    bar = tqdm(total=args.epochs * steps_per_epoch, desc=f"actions on {device}", unit="step", file=sys.stdout,
-               dynamic_ncols=True, disable=args.quiet)
+    bar = progress(args.epochs * steps_per_epoch, f"actions on {device}", args.quiet)
     for _ in range(args.epochs):
         model.train()
         for batch in torch.randperm(len(y_train), generator=order).split(args.batch_size):
@@ -153,12 +149,7 @@ def fit(device, args):
 
 
 def plot(path, confusion, accuracy):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4.6, 4))
+    fig, ax = pyplot().subplots(figsize=(4.6, 4))
     ax.imshow(confusion, cmap="Blues")
     for i in range(len(MOTIONS)):
         for j in range(len(MOTIONS)):
@@ -170,24 +161,17 @@ def plot(path, confusion, accuracy):
     ax.set_xlabel("predicted")
     ax.set_ylabel("true motion")
     ax.set_title(f"held-out clips on mlu: accuracy {accuracy:.1%}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--devices", nargs="+", default=["mlu", "cpu"], help="devices to train on (default: mlu cpu)")
+    p = argument_parser(__doc__, "video_actions.png", "CI's run: fewer clips and epochs, a looser stated accuracy")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=4e-3)
     p.add_argument("--precision", choices=["bf16", "fp32"], default="bf16")
     p.add_argument("--train-per-motion", type=int, default=200)
     p.add_argument("--test-per-motion", type=int, default=50)
-    p.add_argument("--fast", action="store_true", help="CI's run: fewer clips and epochs, a looser stated accuracy")
-    p.add_argument("--plot", default="video_actions.png", help="where to draw the confusion matrix ('' to skip)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     if args.fast:
         args.epochs, args.train_per_motion, args.test_per_motion = 4, 48, 16
@@ -204,14 +188,11 @@ def main(argv=None):
         print(f"actions on {device:>4}: held-out accuracy {accuracy:.2%} ({int(confusion.sum())} clips, "
               f"{args.epochs} epochs, {args.precision}, {seconds:.1f} s)")
         if device.startswith("mlu"):
-            print("ops that ran through the CPU fallback: " + (", ".join(sorted(fell_back)) or "none"))
+            report_fallback(fell_back)
             if args.plot:
                 plot(args.plot, confusion, accuracy)
                 print(f"confusion matrix drawn to {args.plot}")
-    missed = [d for d, (acc, _, _) in results.items() if acc < stated and d != "cpu"]
-    if missed:
-        raise SystemExit(f"actions: accuracy below the stated {stated:.0%} on {', '.join(missed)}")
-    print(f"actions: every device reaches the stated {stated:.0%}")
+    check_stated("actions", "accuracy", {d: r[0] for d, r in results.items()}, stated)
     return results
 
 
