@@ -176,6 +176,23 @@ def test_nms_keeps_the_references_boxes_in_its_order(device, dtype, n, threshold
     assert torch.equal(got.cpu(), expected), (got.cpu().tolist(), expected.tolist())
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_nms_threshold_is_strict_and_compared_as_torchvision_compares_it(dtype):
+    """IoU x / 10 against thresholds equal to it, just below and just above, and one a float32 cannot hold
+    (0.3: float32's 0.3 is above it, so an IoU of float32 0.3 is suppressed, as torchvision's double compare does)."""
+    widths = torch.arange(1, 10, dtype=dtype)
+    boxes = torch.cat([torch.tensor([[0.0, 0.0, 10.0, 1.0]], dtype=dtype),
+                       torch.stack([torch.zeros(9, dtype=dtype), torch.zeros(9, dtype=dtype), widths,
+                                    torch.ones(9, dtype=dtype)], 1)])
+    for threshold in (0.5, 0.3, 0.7, 0.5 - 1e-9, 0.5 + 1e-9, 0.30000001192092896):
+        for k in range(1, 10):  # the wide box first, then the box of IoU k / 10
+            pair, scores = boxes[[0, k]], torch.tensor([1.0, 0.5], dtype=dtype)
+            expected = reference_nms(pair, scores, threshold)
+            for device in ("mlu", "cpu"):
+                got = ops.nms(pair.to(device), scores.to(device), threshold).cpu()
+                assert torch.equal(got, expected), (dtype, threshold, k, got.tolist(), expected.tolist())
+
+
 @pytest.mark.parametrize("device", ["mlu:0", "cpu"])
 def test_batched_nms_never_suppresses_across_categories(device):
     g = torch.Generator().manual_seed(0)

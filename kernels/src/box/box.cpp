@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -29,9 +30,20 @@ using detail::widen;
 // each kept box sweeps all later ones branch-free (suppressed |= iou > t),
 // which the compiler vectorises; a box already suppressed stays so, so the
 // kept set and its order are torchvision's. The IoU is computed in T with
-// its order of operations and compared in double, as its kernel does.
+// its order of operations. torchvision compares it in double; comparing in T
+// with the largest T not above the threshold decides every T value the same
+// way (v > bound exactly when double(v) > threshold, NaN never) and keeps the
+// sweep in one lane width, as does the 32-bit suppression mask.
+template <class T>
+T largest_not_above(double threshold) {
+  T bound = static_cast<T>(threshold);
+  if (static_cast<double>(bound) > threshold) bound = std::nextafter(bound, -std::numeric_limits<T>::infinity());
+  return bound;
+}
+
 template <class T>
 int64_t nms_sorted(int64_t n, const T* boxes, const int64_t* order, double threshold, int64_t* keep) {
+  using Mask = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
   std::vector<T> x1(n), y1(n), x2(n), y2(n), area(n);
   for (int64_t i = 0; i < n; ++i) {
     const T* b = boxes + order[i] * 4;
@@ -41,7 +53,8 @@ int64_t nms_sorted(int64_t n, const T* boxes, const int64_t* order, double thres
     y2[i] = b[3];
     area[i] = (x2[i] - x1[i]) * (y2[i] - y1[i]);
   }
-  std::vector<uint8_t> suppressed(n, 0);
+  const T bound = largest_not_above<T>(threshold);
+  std::vector<Mask> suppressed(n, 0);
   int64_t kept = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (suppressed[i]) continue;
@@ -52,7 +65,7 @@ int64_t nms_sorted(int64_t n, const T* boxes, const int64_t* order, double thres
       const T h = std::max(T(0), std::min(iy2, y2[j]) - std::max(iy1, y1[j]));
       const T inter = w * h;
       const T iou = inter / (iarea + area[j] - inter);
-      suppressed[j] |= static_cast<uint8_t>(static_cast<double>(iou) > threshold);
+      suppressed[j] |= static_cast<Mask>(iou > bound);
     }
   }
   return kept;
