@@ -52,7 +52,9 @@ PoolShape random_pool(Rng& rng, int dims, bool dilated) {
   s.planes = chance(rng, 0.05) ? 0 : uniform(rng, 1, 4);
   const bool ceil_mode = chance(rng, 0.4);
   for (int d = 3 - dims; d < 3; ++d) {
-    s.in[d] = chance(rng, 0.15) ? 1 : uniform(rng, 2, dims == 3 ? 6 : 11);
+    // Sometimes long rows: several of max pooling's blocks of outputs (Note [Max pooling by window offsets]).
+    const bool long_row = d == 2 && chance(rng, 0.25);
+    s.in[d] = chance(rng, 0.15) ? 1 : long_row ? uniform(rng, 40, 150) : uniform(rng, 2, dims == 3 ? 6 : 11);
     s.kernel[d] = uniform(rng, 1, 3);
     s.stride[d] = uniform(rng, 1, 3);
     s.pad[d] = uniform(rng, 0, s.kernel[d] / 2);

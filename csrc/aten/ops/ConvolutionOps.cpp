@@ -78,13 +78,27 @@ at::MemoryFormat operands_format(const at::Tensor& input, const at::Tensor& weig
 // less than that there. The stem and the 1x1 layers got slower that way, so
 // they stay NCHW (ResNet timings: docs/bench_models.md). oneDNN (Note
 // [oneDNN convolutions] in kernels/src/conv/conv_dnnl.h) runs both layouts
-// at full speed: where it takes the dtype, operands keep their layout.
+// at full speed: where it takes the dtype, Note [oneDNN convolutions'
+// layout] decides.
 at::MemoryFormat kernel_layout(at::MemoryFormat operands, const at::Tensor& input, const at::Tensor& weight,
                                at::IntArrayRef out_spatial, bool transposed, int64_t groups, k::ScalarType type) {
   if (transposed || groups != 1 || input.dim() < 4 || !at::isFloatingType(input.scalar_type())) {
     return at::MemoryFormat::Contiguous;
   }
-  if (operands == at::MemoryFormat::Contiguous && k::conv_library_takes(type)) return at::MemoryFormat::Contiguous;
+  if (k::conv_library_takes(type)) {
+    // Note [oneDNN convolutions' layout]
+    // oneDNN reorders the weights on every call whatever their layout, so
+    // the input's layout decides: a channels-last input runs channels-last
+    // (its result copied back, Note [Convolution results are contiguous]), a
+    // contiguous one as it is, through oneDNN's channel-blocked layouts. But
+    // 3-D bfloat16 convolutions run channels-last either way: oneDNN's
+    // channels-last bfloat16 kernels (brgconv) beat its blocked ones there by
+    // more than the copies cost (the (2+1)-D video model's training step
+    // 109 -> 94 ms; float32, and 2-D bfloat16 ResNet layers, got slower).
+    const auto cl = input.dim() == 5 ? at::MemoryFormat::ChannelsLast3d : at::MemoryFormat::ChannelsLast;
+    if (input.dim() == 5 && type == k::ScalarType::BFloat16) return cl;
+    return input.suggest_memory_format() == cl ? cl : at::MemoryFormat::Contiguous;
+  }
   int64_t positions = 1, taps = 1;
   for (size_t d = 0; d < out_spatial.size(); ++d) {
     positions *= out_spatial[d];
@@ -219,7 +233,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> convolution_backward_mlu(
   at::Tensor grad_input, grad_weight, grad_bias;
   const int device = input.device().index();
   if (mask[0]) grad_input = at::empty(input.sizes(), input.options().memory_format(layout));
-  if (mask[1]) grad_weight = at::empty(weight.sizes(), weight.options().memory_format(layout));
+  if (mask[1]) {
+    // A weight of one tap per channel pair (1x1) is laid out alike in both
+    // formats; its gradient keeps the weight's strides, as the CPU's does.
+    const bool one_tap = weight.numel() == weight.size(0) * weight.size(1);
+    grad_weight =
+        at::empty(weight.sizes(), weight.options().memory_format(one_tap ? weight_.suggest_memory_format() : layout));
+  }
   if (mask[2]) grad_bias = at::empty({grad_output.size(1)}, grad_output.options());
   const bool empty = grad_output.numel() == 0 || input.numel() == 0;
   if (channels_last) {

@@ -10,6 +10,7 @@
 #include "mlu_kernels/parallel.h"
 #include "../common/type_arithmetic.h"
 #include "../common/verbose_call.h"
+#include "pool_table.h"
 
 namespace mlu::kernels {
 namespace {
@@ -125,6 +126,53 @@ void maximum(const PoolShape& s, ScalarType type, const void* input, void* outpu
   });
 }
 
+// The windows every plane of a max_pool call shares (detail::MaxPoolPlan).
+struct MaxPoolPlanStorage {
+  std::vector<int32_t> first, taps;
+  std::vector<int64_t> clipped;
+  detail::MaxPoolPlan plan{};
+
+  explicit MaxPoolPlanStorage(const PoolShape& s) {
+    const int64_t op = out_plane(s);
+    first.assign(static_cast<size_t>(op), 0);
+    bool any_inside = false;
+    int64_t o = 0;
+    for (int64_t od = 0; od < s.out[0]; ++od) {
+      for (int64_t oh = 0; oh < s.out[1]; ++oh) {
+        for (int64_t ow = 0; ow < s.out[2]; ++ow, ++o) {
+          const int64_t at[3] = {od, oh, ow};
+          bool inside = true;
+          for (int d = 0; d < 3; ++d) {
+            const int64_t lo = at[d] * s.stride[d] - s.pad[d];
+            inside = inside && lo >= 0 && lo + (s.kernel[d] - 1) * s.dilation[d] < s.in[d];
+          }
+          if (!inside) {
+            clipped.push_back(o);
+            continue;
+          }
+          any_inside = true;
+          const int64_t lo[3] = {od * s.stride[0] - s.pad[0], oh * s.stride[1] - s.pad[1], ow * s.stride[2] - s.pad[2]};
+          first[static_cast<size_t>(o)] = static_cast<int32_t>((lo[0] * s.in[1] + lo[1]) * s.in[2] + lo[2]);
+        }
+      }
+    }
+    for (int64_t kd = 0; kd < s.kernel[0]; ++kd) {
+      for (int64_t kh = 0; kh < s.kernel[1]; ++kh) {
+        for (int64_t kw = 0; kw < s.kernel[2]; ++kw) {
+          taps.push_back(static_cast<int32_t>(((kd * s.dilation[0]) * s.in[1] + kh * s.dilation[1]) * s.in[2] +
+                                              kw * s.dilation[2]));
+        }
+      }
+    }
+    plan = {first.data(),
+            taps.data(),
+            static_cast<int64_t>(taps.size()),
+            clipped.data(),
+            static_cast<int64_t>(clipped.size()),
+            any_inside};
+  }
+};
+
 // The forward averages, the backward spreads.
 template <class MakeWindow>
 void average_forward(const PoolShape& s, ScalarType type, const void* input, void* output, MakeWindow window) {
@@ -183,6 +231,14 @@ void describe(detail::VerboseCall& call, const PoolShape& s, ScalarType type) {
 void max_pool(const PoolShape& s, ScalarType type, const void* input, void* output, int64_t* indices) {
   detail::VerboseCall call("max_pool");
   if (call) describe(call, s, type);
+  if (in_plane(s) <= std::numeric_limits<int32_t>::max()) {  // Note [Max pooling by window offsets]
+    const MaxPoolPlanStorage plan(s);
+    const auto& fns = MLU_KERNELS_ACTIVE_ISA_VARIANT(pool_fns)();
+    parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
+      fns.max_pool_planes(s, plan.plan, type, lo, hi, input, output, indices);
+    });
+    return;
+  }
   maximum(s, type, input, output, indices,
           [&](int64_t, int64_t d, int64_t h, int64_t w) { return max_window(s, {d, h, w}); });
 }
