@@ -11,6 +11,8 @@ Models (training steps per second: forward, loss, backward, optimizer step, grad
 - video: examples/video_actions.py's (2+1)-D CNN, 32 clips of 8 frames at 32x32, channels-last-3d, AdamW;
 - detection: examples/detection.py's detector, 32 scenes of 64x64, both stages (RoI align forward and
   backward), AdamW;
+- face: examples/face_recognition.py's residual embedding network and ArcFace head (angular margin), 128
+  photos of 40x40 from 32 identities, SGD with Nesterov momentum;
 each in float32 and with bfloat16 autocast; optimizers with PyTorch's defaults (foreach on both devices).
 Plus inference (forward passes per second under torch.inference_mode):
 - bert: a BERT-style sentence encoder, the shape of all-MiniLM-L6-v2 (6 post-norm layers, width 384, 12 heads,
@@ -49,6 +51,7 @@ import torch_mlu  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import detection  # noqa: E402
+import face_recognition  # noqa: E402
 import video_actions  # noqa: E402
 from gpt import GPT, GPTConfig  # noqa: E402
 
@@ -184,7 +187,26 @@ def detection_model():
             (images, torch.stack([t[0] for t in targets]), torch.stack([t[1] for t in targets]), rois, roi_targets))
 
 
-MODELS = {"mlp": mlp_model, "cnn": cnn_model, "gpt": gpt_model, "video": video_model, "detection": detection_model}
+class FaceLoss(nn.Module):
+    """examples/face_recognition.py's embedding network and its ArcFace loss."""
+
+    def __init__(self, identities):
+        super().__init__()
+        self.net, self.head = face_recognition.FaceNet(), face_recognition.ArcFace(identities)
+
+    def forward(self, photos, labels):
+        return self.head(self.net(photos), labels)
+
+
+def face_model():
+    g = torch.Generator().manual_seed(0)
+    photos, labels = face_recognition.make_photos(face_recognition.identities(32, g), 4, g)
+    return (FaceLoss(32), lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, nesterov=True, weight_decay=5e-4),
+            (photos, labels))
+
+
+MODELS = {"mlp": mlp_model, "cnn": cnn_model, "gpt": gpt_model, "video": video_model, "detection": detection_model,
+          "face": face_model}
 
 
 def synchronize(device):

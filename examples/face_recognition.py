@@ -120,7 +120,8 @@ class ArcFace(nn.Module):
         self.scale, self.margin = scale, margin
 
     def forward(self, embeddings, labels):
-        cosine = embeddings @ F.normalize(self.weight, dim=1).t()
+        # In float32 whatever autocast gave the product: the margin's acos/cos are float32 under autocast.
+        cosine = (embeddings @ F.normalize(self.weight, dim=1).t()).float()
         target = cosine.gather(1, labels[:, None]).clamp(-1 + 1e-6, 1 - 1e-6)
         # cos(theta + m), falling back to a linear penalty past theta = pi - m (ArcFace's easy-margin rule).
         with_margin = torch.where(target > math.cos(math.pi - self.margin),

@@ -60,6 +60,25 @@ def test_every_kernel_is_a_device_event_linked_to_its_op():
     torch.testing.assert_close(z.cpu(), (x.cpu() @ x.cpu()) + 1, rtol=1.3e-6 * 64, atol=1e-4)
 
 
+def test_kernel_names_in_tables_are_the_kernels_names():
+    """Profiler tables demangle every name (torch.autograd.profiler_util.StringTable): a kernel named "Gt" read as
+    "unsigned short _Imaginary". The comparisons' kernels, and a training step's, must read as themselves."""
+    x = torch.randn(64, device="mlu", dtype=torch.bfloat16)
+    model = GPT(GPTConfig(vocab_size=32, block_size=8, n_layer=1, n_head=2, n_embd=16)).to("mlu")
+    ids = torch.randint(0, 32, (2, 8), device="mlu")
+    with profile(activities=ACTIVITIES) as prof:
+        for compare in (torch.gt, torch.ge, torch.lt, torch.le, torch.eq, torch.ne):
+            compare(x, 0)
+        model(ids, ids)[1].backward()
+        torch.mlu.synchronize()
+    names = {k.name for k in device_events(prof)}
+    assert {"Greater", "GreaterEqual", "Less", "LessEqual"} <= names, names
+    garbled = {n: torch._C._demangle(n) for n in names if len(n) > 1 and torch._C._demangle(n) != n}
+    assert not garbled, garbled
+    table = prof.key_averages().table(sort_by="self_device_time_total", row_limit=-1)
+    assert "_Imaginary" not in table and "GreaterEqual" in table
+
+
 def test_two_streams_give_two_rows():
     x = torch.randn(32, 32, device="mlu")
     side = torch.mlu.Stream()

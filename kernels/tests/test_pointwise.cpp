@@ -2,9 +2,11 @@
 // for every op of the catalogue, over random shapes, strides and dtypes.
 #include "mlu_kernels/pointwise.h"
 
+#include <cxxabi.h>
 #include <gtest/gtest.h>
 
 #include <complex>
+#include <cstdlib>
 #include <random>
 
 #include <bit>
@@ -236,6 +238,25 @@ INSTANTIATE_TEST_SUITE_P(AllOps, PointwiseTest, ::testing::ValuesIn(all_cases())
 
 // A large contiguous and a large strided tensor go through several threads
 // and many blocks; results must equal the reference exactly (no SLEEF op).
+// Each op's name is its kernel's name in profiler tables, which demangle
+// every name longer than one character (torch.autograd.profiler_util's
+// StringTable): "Gt" read as "unsigned short _Imaginary". No name may parse
+// as a mangled C++ type or symbol.
+TEST(Pointwise, OpNamesReadAsThemselvesWhenDemangled) {
+  const char* names[] = {
+#define MLU_POINTWISE_NAME(name, arity, kinds) #name,
+      MLU_POINTWISE_OPS(MLU_POINTWISE_NAME)
+#undef MLU_POINTWISE_NAME
+  };
+  for (const char* name : names) {
+    int status = 0;
+    char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    const std::string read = status == 0 && demangled != nullptr ? demangled : name;
+    std::free(demangled);
+    EXPECT_EQ(read, name) << name << " demangles to " << read;
+  }
+}
+
 TEST(Pointwise, LargeTensorsSplitAcrossThreads) {
   const int saved = num_threads();
   set_num_threads(4);

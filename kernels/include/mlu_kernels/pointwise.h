@@ -30,7 +30,10 @@ namespace mlu::kernels {
 // for real compute types: F floating, I integer, B bool; W floating but not
 // Float16 / BFloat16 (the CPU defines these for float and double only); C
 // none (complex only). Which ops complex compute types have is complex_supports()'s list
-// (src/pointwise/complex.cpp), whatever the kinds.
+// (src/pointwise/complex.cpp), whatever the kinds. The names are the
+// kernels' names in profiler tables: none may parse as a mangled C++ name
+// (test_pointwise.cpp's OpNamesReadAsThemselvesWhenDemangled).
+// clang-format off
 #define MLU_POINTWISE_OPS(X)                                          \
   /* unary, any type */                                               \
   X(Copy, 1, FIB) X(Neg, 1, FI) X(Abs, 1, FIB) X(Sign, 1, FIB) X(Signbit, 1, FIB)     \
@@ -70,8 +73,8 @@ namespace mlu::kernels {
   X(Fmax, 2, F) X(Fmin, 2, F) X(Atan2, 2, F) X(Hypot, 2, F)           \
   X(Copysign, 2, F) X(Nextafter, 2, F) X(Xlogy, 2, F)                 \
   X(Logaddexp, 2, F) X(Logaddexp2, 2, F) X(Heaviside, 2, FIB)         \
-  X(Eq, 2, FIB) X(Ne, 2, FIB) X(Lt, 2, FIB) X(Le, 2, FIB)             \
-  X(Gt, 2, FIB) X(Ge, 2, FIB) X(BitwiseAnd, 2, IB)                    \
+  X(Eq, 2, FIB) X(Ne, 2, FIB) X(Less, 2, FIB) X(LessEqual, 2, FIB)   \
+  X(Greater, 2, FIB) X(GreaterEqual, 2, FIB) X(BitwiseAnd, 2, IB)     \
   X(BitwiseOr, 2, IB) X(BitwiseXor, 2, IB) X(LeftShift, 2, I)         \
   X(RightShift, 2, I) X(LogicalAnd, 2, FIB) X(LogicalOr, 2, FIB)      \
   X(LogicalXor, 2, FIB) X(Gcd, 2, I) X(Lcm, 2, I)                     \
@@ -99,6 +102,7 @@ namespace mlu::kernels {
   /* ternary */                                                       \
   X(Where, 3, FIB) X(LerpTensor, 3, F) X(Addcmul, 3, FI) X(Addr, 3, F) \
   X(Addcdiv, 3, F) X(ClampTensor, 3, FIB)
+// clang-format on
 
 enum class PointwiseOp : uint16_t {
 #define MLU_POINTWISE_ENUM(name, arity, kinds) name,
