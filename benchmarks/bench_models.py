@@ -13,6 +13,8 @@ Models (training steps per second: forward, loss, backward, optimizer step, grad
   backward), AdamW;
 - face: examples/face_recognition.py's residual embedding network and ArcFace head (angular margin), 128
   photos of 40x40 from 32 identities, SGD with Nesterov momentum;
+- speech: examples/speech_synthesis.py's vocoder (transposed 1-D convolutions, dilated residual blocks) on 16
+  log-mel spectrograms of half a second, its multi-resolution STFT and log-mel loss, AdamW;
 each in float32 and with bfloat16 autocast; optimizers with PyTorch's defaults (foreach on both devices).
 Plus inference (forward passes per second under torch.inference_mode):
 - bert: a BERT-style sentence encoder, the shape of all-MiniLM-L6-v2 (6 post-norm layers, width 384, 12 heads,
@@ -52,6 +54,7 @@ import torch_mlu  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import detection  # noqa: E402
 import face_recognition  # noqa: E402
+import speech_synthesis  # noqa: E402
 import video_actions  # noqa: E402
 from gpt import GPT, GPTConfig  # noqa: E402
 
@@ -205,8 +208,25 @@ def face_model():
             (photos, labels))
 
 
+class VocoderLoss(nn.Module):
+    """examples/speech_synthesis.py's vocoder and its training loss, from the target waveforms."""
+
+    def __init__(self):
+        super().__init__()
+        self.vocoder = speech_synthesis.Vocoder()
+        self.register_buffer("filters", speech_synthesis.mel_filterbank())
+
+    def forward(self, target):
+        return speech_synthesis.vocoder_loss(self.vocoder, target, self.filters)
+
+
+def speech_model():
+    return (VocoderLoss(), lambda p: torch.optim.AdamW(p, lr=2e-3, betas=(0.8, 0.99)),
+            (speech_synthesis.synthesize(16, seed=0),))
+
+
 MODELS = {"mlp": mlp_model, "cnn": cnn_model, "gpt": gpt_model, "video": video_model, "detection": detection_model,
-          "face": face_model}
+          "face": face_model, "speech": speech_model}
 
 
 def synchronize(device):

@@ -5,9 +5,12 @@ the DLRM-style recommender trains its sparse-gradient embeddings natively to its
 LLM inference example generates in every mode on mlu with the CPU's tokens where the arithmetic is the same; the
 detector trains (fast mode) to its stated mAP with every box operator native and draws its detections; the video
 action recogniser trains (fast mode, bfloat16, channels-last-3d) to its stated accuracy natively; the ArcFace
-face recogniser verifies unseen identities at its stated rate (fast mode) natively."""
+face recogniser verifies unseen identities at its stated rate (fast mode) natively; the vocoder (transposed 1-D
+convolutions, a multi-resolution STFT loss) synthesises held-out speech within its stated log-mel distance (fast
+mode) natively and writes its spectrograms and WAV."""
 import os
 import sys
+import wave
 
 import pytest
 import torch
@@ -21,6 +24,7 @@ import keyword_spotting  # noqa: E402
 import llm_inference  # noqa: E402
 import mlp_digits  # noqa: E402
 import recommendation  # noqa: E402
+import speech_synthesis  # noqa: E402
 import video_actions  # noqa: E402
 
 import torch_mlu  # noqa: E402
@@ -132,3 +136,16 @@ def test_face_recognition_verifies_unseen_identities_at_its_stated_rate_in_fast_
     assert tar_1e2 >= face_recognition.STATED_TAR_FAST and tar_1e3 <= tar_1e2
     assert fell_back == {}, f"ops on the CPU fallback: {fell_back}"
     assert plot.stat().st_size > 10_000
+
+
+def test_speech_synthesis_vocoder_trains_natively_to_its_stated_distance_in_fast_mode(tmp_path):
+    plot, wav = tmp_path / "spectrograms.png", tmp_path / "speech.wav"
+    results = speech_synthesis.main(["--devices", "mlu", "--fast", "--quiet", "--plot", str(plot),
+                                     "--wav", str(wav)])  # exits above the stated distance
+    distance, convergence, (untrained_convergence, untrained_distance), fell_back = results["mlu"]
+    assert distance <= speech_synthesis.STATED_DISTANCE_FAST and distance < untrained_distance / 3
+    assert convergence < untrained_convergence
+    assert fell_back == {}, f"ops on the CPU fallback: {fell_back}"
+    assert plot.stat().st_size > 10_000
+    with wave.open(str(wav)) as f:  # three pairs of target and generated half-seconds with gaps
+        assert f.getframerate() == speech_synthesis.SAMPLE_RATE and f.getnframes() > 6 * speech_synthesis.LENGTH
