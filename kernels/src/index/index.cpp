@@ -404,6 +404,15 @@ bool scatter_slices(ScatterOp op, const Shape& shape, int dim, const Operand& se
       // Each element updated once (or rounding after every update): the
       // engine's single rounding per update is the scalar loop's.
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+        if (slice == 1) {
+          // One element per index position (a flat overlap-add, as stft's
+          // backward does): the CPU's serial loop in index order, with the
+          // engine's expression; a pointwise() call per element cost 8x.
+          for_each_position<I>(index.data, index_dim, len, dim_size, bad, [&](int64_t j, int64_t i) {
+            scatter_element<kOp>(dst[i * self_dim], from[j * src_dim], a);
+          });
+          return;
+        }
         if (ds == 1 && vs == 1) {
           // Contiguous slices of the compute type: the engine's expression
           // (Add: d + alpha * v) inline, without a pointwise() call per slice
