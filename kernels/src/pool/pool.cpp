@@ -234,8 +234,10 @@ void max_pool(const PoolShape& s, ScalarType type, const void* input, void* outp
   if (in_plane(s) <= std::numeric_limits<int32_t>::max()) {  // Note [Max pooling by window offsets]
     const MaxPoolPlanStorage plan(s);
     const auto& fns = MLU_KERNELS_ACTIVE_ISA_VARIANT(pool_fns)();
+    const bool sixteen_bit = type == ScalarType::Float16 || type == ScalarType::BFloat16;
     parallel_for(0, s.planes, grain_planes(s), [&](int64_t lo, int64_t hi) {
-      fns.max_pool_planes(s, plan.plan, type, lo, hi, input, output, indices);
+      std::vector<float> wide(sixteen_bit && plan.plan.any_inside ? static_cast<size_t>(in_plane(s)) : 0);
+      fns.max_pool_planes(s, plan.plan, type, lo, hi, input, output, indices, wide.data());
     });
     return;
   }

@@ -18,7 +18,6 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
-#include <vector>
 
 #include "../common/convert.h"
 #include "../common/dispatch.h"
@@ -96,27 +95,25 @@ inline void block_of_outputs(const In* plane, const int32_t* first, const int32_
 
 template <class T>
 void max_pool_planes_typed(const PoolShape& s, const detail::MaxPoolPlan& plan, int64_t lo, int64_t hi, const T* input,
-                           T* output, int64_t* indices) {
+                           T* output, int64_t* indices, float* wide) {
   using A = compute_t<T>;
   const int64_t ip = s.in[0] * s.in[1] * s.in[2], op = s.out[0] * s.out[1] * s.out[2];
   // 16-bit planes are widened first: a gather of 16-bit elements does not
   // vectorise (bfloat16 ran at an eighth of float's speed).
   constexpr bool widened = !std::is_same_v<T, A>;
-  thread_local std::vector<A> wide;
-  if (widened && plan.any_inside) wide.resize(static_cast<size_t>(ip));
   for (int64_t p = lo; p < hi; ++p) {
     const T* plane = input + p * ip;
     T* out = output + p * op;
     int64_t* index = indices + p * op;
     if constexpr (widened) {
       if (plan.any_inside) {
-        for (int64_t j = 0; j < ip; ++j) wide[static_cast<size_t>(j)] = convert<A>(plane[j]);
+        for (int64_t j = 0; j < ip; ++j) wide[j] = convert<A>(plane[j]);
       }
     }
     for (int64_t o = 0; plan.any_inside && o < op; o += kBlock) {
       const auto* from = [&] {
         if constexpr (widened) {
-          return static_cast<const A*>(wide.data());
+          return static_cast<const A*>(wide);
         } else {
           return plane;
         }
@@ -135,10 +132,10 @@ void max_pool_planes_typed(const PoolShape& s, const detail::MaxPoolPlan& plan, 
 }
 
 void max_pool_planes(const PoolShape& s, const detail::MaxPoolPlan& plan, ScalarType type, int64_t lo, int64_t hi,
-                     const void* input, void* output, int64_t* indices) {
+                     const void* input, void* output, int64_t* indices, float* wide) {
   detail::dispatch_floating(type, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    max_pool_planes_typed<T>(s, plan, lo, hi, static_cast<const T*>(input), static_cast<T*>(output), indices);
+    max_pool_planes_typed<T>(s, plan, lo, hi, static_cast<const T*>(input), static_cast<T*>(output), indices, wide);
   });
 }
 

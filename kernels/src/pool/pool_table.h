@@ -24,9 +24,11 @@ struct MaxPoolPlan {
 };
 
 struct PoolFns {
-  // max_pool of planes [lo, hi).
+  // max_pool of planes [lo, hi); `wide`: room for one plane in float, where
+  // 16-bit planes are widened (the caller's: an ISA file defines no
+  // std::vector of its own, Note [Per-ISA variants]).
   void (*max_pool_planes)(const PoolShape& shape, const MaxPoolPlan& plan, ScalarType type, int64_t lo, int64_t hi,
-                          const void* input, void* output, int64_t* indices);
+                          const void* input, void* output, int64_t* indices, float* wide);
 };
 
 }  // namespace mlu::kernels::detail
