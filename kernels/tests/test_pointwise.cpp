@@ -12,6 +12,7 @@
 #include <bit>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -567,6 +568,52 @@ TEST(ComplexPointwise, MatchesStdComplexOnStridedViews) {
         const C got = c.real_out ? C(real_out[i * cols + j]) : out[i * cols + j];
         EXPECT_NEAR(std::abs(got - want), 0.0, 1e-12 * (1 + std::abs(want))) << pointwise_name(c.op) << " " << i << "," << j;
       }
+    }
+  }
+}
+
+// Abs and Sgn of complex float take a vectorised row loop on unit strides
+// (Note [Complex magnitudes in rows]) and apply() elsewhere: both must give
+// hypot's magnitude, on ordinary values and on the edges (zero, subnormal and
+// huge parts, infinities beside NaNs).
+TEST(ComplexPointwise, FloatMagnitudesMatchHypotOnRowsAndStrides) {
+  using C = std::complex<float>;
+  constexpr float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const float parts[] = {0.0f, -0.0f, 1e-45f, -3e-39f, 1e-20f, 1e20f, 3e38f, -3.4e38f, inf, -inf, nan, 1.5f, -2.25f};
+  std::vector<C> z;
+  for (float re : parts) {
+    for (float im : parts) z.emplace_back(re, im);
+  }
+  std::mt19937 gen(5);
+  std::normal_distribution<float> d;
+  for (int i = 0; i < 1000; ++i) z.emplace_back(d(gen), d(gen));
+  const int64_t n = static_cast<int64_t>(z.size());
+  const auto same = [](float got, float want) {
+    return (std::isnan(got) && std::isnan(want)) || got == want || std::abs(got - want) <= 1.2e-7f * std::abs(want);
+  };
+  for (const int64_t step : {int64_t{1}, int64_t{2}}) {
+    Shape shape;
+    shape.ndim = 1;
+    shape.sizes[0] = n / step;
+    const Strides in_strides{{step}}, unit{{1}};
+    std::vector<float> magnitude(n);
+    std::vector<C> magnitude_c(n), sign(n);
+    Operand abs_real[2] = {{magnitude.data(), ScalarType::Float32, unit},
+                           {z.data(), ScalarType::ComplexFloat, in_strides}};
+    Operand abs_complex[2] = {{magnitude_c.data(), ScalarType::ComplexFloat, unit},
+                              {z.data(), ScalarType::ComplexFloat, in_strides}};
+    Operand sgn[2] = {{sign.data(), ScalarType::ComplexFloat, unit}, {z.data(), ScalarType::ComplexFloat, in_strides}};
+    pointwise(PointwiseOp::Abs, ScalarType::ComplexFloat, shape, abs_real, {});
+    pointwise(PointwiseOp::Abs, ScalarType::ComplexFloat, shape, abs_complex, {});
+    pointwise(PointwiseOp::Sgn, ScalarType::ComplexFloat, shape, sgn, {});
+    for (int64_t i = 0; i < n / step; ++i) {
+      const C x = z[i * step];
+      const float want = std::hypot(x.real(), x.imag());
+      EXPECT_TRUE(same(magnitude[i], want)) << x << " step " << step << ": " << magnitude[i] << " vs " << want;
+      EXPECT_TRUE(same(magnitude_c[i].real(), want) && magnitude_c[i].imag() == 0.0f) << x << " step " << step;
+      const C want_sign = x == C(0) ? C(0) : x / want;
+      EXPECT_TRUE(same(sign[i].real(), want_sign.real()) && same(sign[i].imag(), want_sign.imag()))
+          << x << " step " << step << ": " << sign[i] << " vs " << want_sign;
     }
   }
 }
