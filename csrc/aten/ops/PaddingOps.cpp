@@ -7,9 +7,15 @@
 // replication and the one-bounce reflection (n - 1) - |(n - 1) - |i|| for
 // reflection (padding is smaller than n, which the checks enforce). So the
 // forward pads one dim after another, copying the blocks that gather reads
-// (the middle, a flipped or expanded border per edge), and the backward is
-// one index_add per dim into zeros (index_add on mlu adds repeated positions in index order:
+// (the middle, a flipped or expanded border per edge), and the backward
+// reverses it per dim: for reflection the same blocks, the edges' gradients
+// flipped and added onto their borders; for replication one index_add into
+// zeros (index_add on mlu adds repeated positions in index order:
 // deterministic). Negative padding (a crop) falls out of the same mapping.
+// The CPU's backward adds every output position's gradient into its source in
+// output order, rounding each add in the tensor's dtype; along one dim the
+// per-dim sums are that same sequence, but a corner of a 2-D/3-D padding sums
+// its terms dim by dim here, so 16-bit corners may differ by an ulp.
 // Shapes and errors come from PyTorch's own meta functions, run on a meta
 // tensor of the input's shape, so they match the CPU's checks. Results (and
 // gradients) are in the input's suggested memory format, as the CPU's.
@@ -86,16 +92,38 @@ at::Tensor pad_forward(const at::Tensor& self, at::IntArrayRef padding, Pad mode
   return out;
 }
 
+// The gradient of one reflected dim by blocks, pad_dim's copies reversed: the
+// kept middle copied back, then each edge's gradient (flipped) added onto the
+// border it was reflected from. An input position takes at most one term from
+// each block (a reflected pad is shorter than the dim), so its sum is the
+// CPU's sequential one: (left + middle) + right, each add rounded in the
+// tensor's dtype, as index_add in output order would add them (a + b == b + a).
+at::Tensor reflect_dim_backward(const at::Tensor& grad, int64_t dim, int64_t n, int64_t before, int64_t after) {
+  const int64_t skip_front = std::max<int64_t>(0, -before), skip_back = std::max<int64_t>(0, -after);
+  const int64_t kept = n - skip_front - skip_back;
+  const int64_t left = std::max<int64_t>(0, before), right = std::max<int64_t>(0, after);
+  std::vector<int64_t> sizes = grad.sizes().vec();
+  sizes[dim] = n;
+  at::Tensor out = skip_front + skip_back > 0 ? at::zeros(sizes, grad.options()) : at::empty(sizes, grad.options());
+  if (kept > 0) out.narrow(dim, skip_front, kept).copy_(grad.narrow(dim, left, kept));
+  if (left > 0) out.narrow(dim, 1, left).add_(grad.narrow(dim, 0, left).flip(dim));
+  if (right > 0) out.narrow(dim, n - 1 - right, right).add_(grad.narrow(dim, grad.size(dim) - right, right).flip(dim));
+  return out;
+}
+
 at::Tensor pad_backward(const at::Tensor& grad_output, const at::Tensor& self, at::IntArrayRef padding, Pad mode) {
   at::Tensor grad = grad_output;
   const int64_t dims = static_cast<int64_t>(padding.size()) / 2;
   for (int64_t d = 0; d < dims; ++d) {
-    const int64_t dim = self.dim() - 1 - d;
+    const int64_t dim = self.dim() - 1 - d, n = self.size(dim), before = padding[2 * d], after = padding[2 * d + 1];
+    if (mode == Pad::Reflect) {
+      grad = reflect_dim_backward(grad, dim, n, before, after);
+      continue;
+    }
+    // Replicated edges sum many positions into one border element: index_add adds them in the CPU's order.
     std::vector<int64_t> sizes = grad.sizes().vec();
-    sizes[dim] = self.size(dim);
-    grad = at::zeros(sizes, grad.options())
-               .index_add_(dim, source_index(self.size(dim), padding[2 * d], padding[2 * d + 1], mode, self.device()),
-                           grad);
+    sizes[dim] = n;
+    grad = at::zeros(sizes, grad.options()).index_add_(dim, source_index(n, before, after, mode, self.device()), grad);
   }
   return grad;
 }
