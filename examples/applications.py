@@ -21,8 +21,30 @@ def argument_parser(doc, plot, fast_help):
     return p
 
 
+def parse_options(parser, argv, defaults, fast):
+    """The common options and the example's own: one `--name` per entry of `defaults` (dashes for underscores),
+    typed by its default value; under --fast (CI's run) the values of `fast` replace those of the command line."""
+    for name, value in defaults.items():
+        parser.add_argument("--" + name.replace("_", "-"), type=type(value), default=value, help=f"default {value}")
+    args = parser.parse_args(argv)
+    if args.fast:
+        for name, value in fast.items():
+            setattr(args, name, value)
+    return args
+
+
 def progress(total, desc, quiet):
     return tqdm(total=total, desc=desc, unit="step", file=sys.stdout, dynamic_ncols=True, disable=quiet)
+
+
+def optimizer_step(loss, opt, schedule, bar):
+    """Back-propagates loss, steps the optimizer and its learning-rate schedule, and shows the loss on the bar."""
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    schedule.step()
+    bar.update()
+    bar.set_postfix(loss=f"{loss.item():.3f}")
 
 
 def report_fallback(fell_back):

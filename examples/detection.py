@@ -21,7 +21,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch_mlu
-from applications import argument_parser, check_stated, progress, pyplot, report_fallback, save
+from applications import (argument_parser, check_stated, optimizer_step, parse_options, progress, pyplot,
+                          report_fallback, save)
 from torch_mlu import ops
 
 STATED_MAP = 0.95  # full run (mAP@0.5 on held-out scenes)
@@ -251,12 +252,7 @@ def fit(device, args):
             rois, roi_targets = jittered_rois([train[1][i] for i in idx], [train[2][i] for i in idx], jitter, device)
             loss = losses(model, train[0][batch].to(device), cls_t[batch].to(device), dist_t[batch].to(device),
                           rois, roi_targets, points)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            schedule.step()
-            bar.update()
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+            optimizer_step(loss, opt, schedule, bar)
     bar.close()
     model.eval()
     detections = []
@@ -292,15 +288,8 @@ def plot(path, detections, test, n=8):
 
 def parse_args(argv=None):
     p = argument_parser(__doc__, "detection.png", "CI's run: fewer scenes and epochs, a looser stated mAP")
-    p.add_argument("--epochs", type=int, default=12)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=4e-3)
-    p.add_argument("--train-scenes", type=int, default=2000)
-    p.add_argument("--test-scenes", type=int, default=300)
-    args = p.parse_args(argv)
-    if args.fast:
-        args.epochs, args.train_scenes, args.test_scenes = 4, 384, 80
-    return args
+    return parse_options(p, argv, dict(epochs=12, batch_size=32, lr=4e-3, train_scenes=2000, test_scenes=300),
+                         fast=dict(epochs=4, train_scenes=384, test_scenes=80))
 
 
 def main(argv=None):

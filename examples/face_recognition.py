@@ -19,7 +19,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch_mlu
-from applications import argument_parser, check_stated, progress, pyplot, report_fallback, save
+from applications import (argument_parser, check_stated, optimizer_step, parse_options, progress, pyplot,
+                          report_fallback, save)
 
 STATED_TAR = 0.95  # full run: true accept rate at FAR 1% on held-out identities
 STATED_TAR_FAST = 0.5  # --fast
@@ -165,12 +166,7 @@ def fit(device, args):
             flip = torch.rand(len(batch), generator=order) < 0.5  # faces are left-right symmetric enough
             photos = torch.where(flip.to(device)[:, None, None, None], photos.flip(3), photos)
             loss = head(model(photos), train_labels[batch].to(device))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            schedule.step()
-            bar.update()
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+            optimizer_step(loss, opt, schedule, bar)
     bar.close()
     model.eval()
     with torch.no_grad():
@@ -201,16 +197,9 @@ def plot(path, curves):
 
 def parse_args(argv=None):
     p = argument_parser(__doc__, "face_recognition.png", "CI's run: fewer identities and epochs, a looser stated rate")
-    p.add_argument("--epochs", type=int, default=14)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--train-identities", type=int, default=300)
-    p.add_argument("--test-identities", type=int, default=60)
     p.add_argument("--photos", type=int, default=12, help="photos per identity")
-    args = p.parse_args(argv)
-    if args.fast:
-        args.epochs, args.train_identities, args.test_identities, args.photos = 10, 100, 30, 10
-    return args
+    return parse_options(p, argv, dict(epochs=14, batch_size=64, lr=0.1, train_identities=300, test_identities=60),
+                         fast=dict(epochs=10, train_identities=100, test_identities=30, photos=10))
 
 
 def main(argv=None):

@@ -27,7 +27,8 @@ import wave
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from applications import argument_parser, check_stated, progress, pyplot, report_fallback, save
+from applications import (argument_parser, check_stated, optimizer_step, parse_options, progress, pyplot,
+                          report_fallback, save)
 
 import torch_mlu
 
@@ -179,12 +180,7 @@ def fit(device, args):
         batch = torch.randint(0, len(train), (args.batch_size,), generator=order)
         target = train[batch].to(device)
         loss = vocoder_loss(model, target, filters)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        schedule.step()
-        bar.update()
-        bar.set_postfix(loss=f"{loss.item():.3f}")
+        optimizer_step(loss, opt, schedule, bar)
     bar.close()
     convergence, distance, generated = evaluate(model, test, filters, device)
     seconds = time.perf_counter() - start
@@ -219,16 +215,9 @@ def plot(path, target, generated, distance, convergence, n=3):
 
 def parse_args(argv=None):
     p = argument_parser(__doc__, "speech_synthesis.png", "CI's run: fewer steps and signals, a looser stated distance")
-    p.add_argument("--steps", type=int, default=1500)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--train-signals", type=int, default=256)
-    p.add_argument("--test-signals", type=int, default=32)
     p.add_argument("--wav", default="speech_synthesis.wav", help="the WAV of target and generated ('' to skip)")
-    args = p.parse_args(argv)
-    if args.fast:
-        args.steps, args.train_signals, args.test_signals = 300, 64, 16
-    return args
+    return parse_options(p, argv, dict(steps=1500, batch_size=16, lr=2e-3, train_signals=256, test_signals=32),
+                         fast=dict(steps=300, train_signals=64, test_signals=16))
 
 
 def main(argv=None):

@@ -19,7 +19,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torch_mlu
-from applications import argument_parser, check_stated, progress, pyplot, report_fallback, save
+from applications import (argument_parser, check_stated, optimizer_step, parse_options, progress, pyplot,
+                          report_fallback, save)
 
 STATED_ACCURACY = 0.95  # full run, held-out
 STATED_ACCURACY_FAST = 0.8  # --fast
@@ -128,12 +129,7 @@ def fit(device, args):
             clips = x_train[batch].to(device).contiguous(memory_format=torch.channels_last_3d)
             with torch.autocast(device_type, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
                 loss = F.cross_entropy(model(clips), y_train[batch].to(device))
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            schedule.step()
-            bar.update()
-            bar.set_postfix(loss=f"{loss.item():.3f}")
+            optimizer_step(loss, opt, schedule, bar)
     bar.close()
     model.eval()
     predictions = []
@@ -166,16 +162,9 @@ def plot(path, confusion, accuracy):
 
 def parse_args(argv=None):
     p = argument_parser(__doc__, "video_actions.png", "CI's run: fewer clips and epochs, a looser stated accuracy")
-    p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--lr", type=float, default=4e-3)
     p.add_argument("--precision", choices=["bf16", "fp32"], default="bf16")
-    p.add_argument("--train-per-motion", type=int, default=200)
-    p.add_argument("--test-per-motion", type=int, default=50)
-    args = p.parse_args(argv)
-    if args.fast:
-        args.epochs, args.train_per_motion, args.test_per_motion = 4, 48, 16
-    return args
+    return parse_options(p, argv, dict(epochs=10, batch_size=32, lr=4e-3, train_per_motion=200, test_per_motion=50),
+                         fast=dict(epochs=4, train_per_motion=48, test_per_motion=16))
 
 
 def main(argv=None):
