@@ -36,7 +36,7 @@ outcome is one of
 A crash ends the process: the last "start" line printed names the case. tests/test_layouts.py runs this
 script and judges the lines.
 
-  .venv/bin/python tests/opinfo/layout_sweep.py [--ops add,group_norm] [--samples 3]
+  .venv/bin/python tests/opinfo/layout_sweep.py [--ops add,group_norm] [--samples 3] [--samples-of linalg.lstsq=8]
 """
 import sys
 

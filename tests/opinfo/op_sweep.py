@@ -27,13 +27,16 @@ def main(description, sweep_op, default_samples):
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--ops", default="", help="comma-separated op_db names (default: all)")
     parser.add_argument("--samples", type=int, default=default_samples, help="samples per op")
+    parser.add_argument("--samples-of", action="append", default=[], metavar="OP=N",
+                        help="another number of samples for one op (repeatable)")
     args = parser.parse_args()
     wanted = set(filter(None, args.ops.split(",")))
+    samples_of = {op: int(n) for op, n in (item.rsplit("=", 1) for item in args.samples_of)}
     warnings.simplefilter("ignore")
     torch.manual_seed(0)
     for op in op_db:
         name = op.full_name if hasattr(op, "full_name") else op.name
         if wanted and name not in wanted and op.name not in wanted:
             continue
-        sweep_op(op, args.samples)
+        sweep_op(op, samples_of.get(name, samples_of.get(op.name, args.samples)))
     emit(done=True)
