@@ -345,17 +345,28 @@ void conv_transpose_16bit(const ConvShape& s, ScalarType type, TransposedSums16 
       const int64_t planes = s.in_channels * g.in_plane;
       float* acc = scratch<float, struct Plane>(planes);
       std::fill_n(acc, planes, 0.0f);
+      // Elementwise steps split over the threads by channels, like col2im.
+      const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(g.taps * L, 1));
       if (rounded) {
-        for (int64_t i = 0; i < s.in_channels * g.taps * L; ++i) col[i] = r(col[i]);
+        parallel_for(0, s.in_channels, grain, [&](int64_t lo, int64_t hi) {
+          for (int64_t i = lo * g.taps * L; i < hi * g.taps * L; ++i) col[i] = r(col[i]);
+        });
         col2im<float, float>(g, s.in_channels, col, acc, [&](float sum, float v) { return r(sum + v); });
       } else {
         col2im<float, float>(g, s.in_channels, col, acc);
       }
       T* out = static_cast<T*>(output) + n * planes;
-      for (int64_t i = 0; i < planes; ++i) {
-        const float with_bias = b == nullptr ? acc[i] : acc[i] + detail::convert<float>(b[i / g.in_plane]);
-        out[i] = detail::convert<T>(with_bias);
-      }
+      parallel_for(0, s.in_channels, std::max<int64_t>(1, 32768 / std::max<int64_t>(g.in_plane, 1)),
+                   [&](int64_t lo, int64_t hi) {
+                     for (int64_t c = lo; c < hi; ++c) {
+                       const float bias_c = b == nullptr ? 0.0f : detail::convert<float>(b[c]);
+                       const float* from = acc + c * g.in_plane;
+                       T* to = out + c * g.in_plane;
+                       for (int64_t i = 0; i < g.in_plane; ++i) {
+                         to[i] = detail::convert<T>(b == nullptr ? from[i] : from[i] + bias_c);
+                       }
+                     }
+                   });
     }
   };
   if (type == ScalarType::Float16) {
