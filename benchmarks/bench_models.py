@@ -24,7 +24,9 @@ The steps of a measurement are queued back to back and the device synchronized o
 loop that reads the loss back every few steps would. Plus the eager per-op host cost: `torch.add` of two
 16-element tensors in a loop (microseconds per op; on mlu including the final synchronize).
 
-Each pass measures every case on both devices, alternating; --repeat R reports the median of R passes.
+Each pass measures every case on both devices; a training case takes turns between them, a chunk of steps
+(about 0.3 s) on one, then on the other, each rate the median of its chunks' (interleaved_rates: on a shared
+host both sides see the same swings). --repeat R reports the median of R passes.
 ratio = mlu steps/s / cpu steps/s (above 1: mlu faster); for the tiny op, ratio = mlu us / cpu us (below 1:
 mlu cheaper).
 
@@ -274,19 +276,43 @@ def steps_per_second(step, device, min_time):
     return statistics.median(rates[1:] if len(rates) > 3 else rates)
 
 
+def interleaved_rates(steps, min_time, chunk_time=0.3):
+    """steps: {device: step function}. Runs chunks of steps on each device in turn (one synchronize per chunk,
+    a chunk growing to about chunk_time) until each device has run min_time and 4 chunks; a device's rate is the
+    median of its chunks' rates, the first left out. Taking turns exposes both devices to the same swings of a
+    shared host (one device measured after the other read 0.9 and 1.4 in two passes of one case), and chunks
+    rather than single steps keep the host's dispatch overlapping the device's work, as in training."""
+    n = dict.fromkeys(steps, 1)
+    rates = {device: [] for device in steps}
+    spent = dict.fromkeys(steps, 0.0)
+    while min(spent.values()) < min_time or min(len(r) for r in rates.values()) < 4:
+        for device, step in steps.items():
+            synchronize(device)
+            start = time.perf_counter()
+            for _ in range(n[device]):
+                step()
+            synchronize(device)
+            elapsed = time.perf_counter() - start
+            spent[device] += elapsed
+            rates[device].append(n[device] / elapsed)
+            if elapsed < chunk_time:
+                n[device] = max(n[device] + 1, int(n[device] * chunk_time / elapsed))
+    return {device: statistics.median(r[1:]) for device, r in rates.items()}
+
+
 def model_case(name, autocast_dtype):
     def run(min_time):
         torch.manual_seed(0)
         model, make_opt, batch = MODELS[name]()
-        rates, losses = {}, {}
+        trainers, losses = {}, {}
         for device in ("cpu", "mlu"):
             if device == "mlu":  # the memory of this case only, from a cold cache
                 torch.mlu.empty_cache()
                 torch.mlu.reset_peak_memory_stats()
-            trainer = Trainer(model, make_opt, batch, device, autocast_dtype)
-            losses[device] = trainer.step().item()  # warm-up: allocator, caches
-            trainer.step()
-            rates[device] = trainer.steps_per_second(min_time)
+            trainers[device] = Trainer(model, make_opt, batch, device, autocast_dtype)
+            losses[device] = trainers[device].step().item()  # warm-up: allocator, caches
+            trainers[device].step()
+        rates = interleaved_rates({device: t.step for device, t in trainers.items()}, min_time)
         # The caching allocator's overhead on the training pattern: peak reserved over peak allocated.
         memory = torch.mlu.max_memory_reserved() / max(torch.mlu.max_memory_allocated(), 1)
         return {"cpu": rates["cpu"], "mlu": rates["mlu"], "ratio": rates["mlu"] / rates["cpu"], "unit": "steps/s",
