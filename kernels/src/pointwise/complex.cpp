@@ -216,19 +216,15 @@ void for_each_row_piece(const Shape& shape, const Operand* operands, int n_opera
 
 // Note [Complex magnitudes in rows]
 // abs and sgn of complex float (the STFT losses' forward and backward) over a
-// unit-stride row: the element loop as plain float lanes, magnitude()'s
-// double sums and selects in place of its branch, so the compiler vectorises
-// it. Same values as apply()'s: the square root is of the same exact sum, and
-// a zero magnitude happens only for z == 0 (a float's square is never below
-// double's range).
+// unit-stride row: the element loop as plain float lanes, magnitude() itself
+// and selects in place of apply()'s branch, so the compiler vectorises it.
+// Same values as apply()'s: a zero magnitude happens only for z == 0 (a
+// float's square is never below double's range).
 template <Op op, class D>
 void magnitude_row(const float* z, D* dst, int64_t n) {
-  constexpr float inf = std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < n; ++j) {
     const float re = z[2 * j], im = z[2 * j + 1];
-    const double sum = static_cast<double>(re) * re + static_cast<double>(im) * im;
-    const float root = static_cast<float>(std::sqrt(sum));
-    const float m = std::fabs(re) == inf || std::fabs(im) == inf ? inf : root;
+    const float m = magnitude(std::complex<float>(re, im));
     if constexpr (op == Op::Abs && std::is_same_v<D, float>) {
       dst[j] = m;
     } else if constexpr (op == Op::Abs) {
